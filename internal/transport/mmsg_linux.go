@@ -1,0 +1,445 @@
+//go:build linux
+
+package transport
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// minBatch is the smallest number of headers a scratch batch is built with.
+const minBatch = 64
+
+// mmsgConn is a *net.UDPConn driven with recvmmsg and sendmmsg through its
+// syscall.RawConn. The header, iovec and sockaddr arrays are kept and
+// reused, so a call allocates nothing in steady state.
+type mmsgConn struct {
+	c      *net.UDPConn
+	rc     syscall.RawConn
+	family int // unix.AF_INET or unix.AF_INET6
+
+	rmu sync.Mutex // one reader at a time owns r
+	r   *batch
+
+	wmu   sync.Mutex
+	wfree []*batch // idle write scratch: writers run in parallel
+}
+
+// maxFree bounds the idle write scratch kept.
+const maxFree = 64
+
+// newUDP returns the recvmmsg/sendmmsg Conn, or nil if the socket does
+// not allow it.
+func newUDP(uc *net.UDPConn) Conn {
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	family := -1
+	cerr := rc.Control(func(fd uintptr) {
+		if d, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil {
+			family = d
+		}
+	})
+	if cerr != nil || (family != unix.AF_INET && family != unix.AF_INET6) {
+		return nil
+	}
+	c := &mmsgConn{c: uc, rc: rc, family: family}
+	c.r = newBatch(minBatch)
+	c.r.fn = c.r.recv
+	c.wfree = []*batch{newWriteBatch()}
+	return c
+}
+
+// batch is the scratch for one recvmmsg or sendmmsg call.
+type batch struct {
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6 // large enough for either family
+
+	fn    func(fd uintptr) bool // b.recv or b.send, made once
+	n     int                   // headers in use
+	done  int                   // headers completed
+	errno syscall.Errno
+}
+
+func newBatch(n int) *batch {
+	b := &batch{}
+	b.grow(n)
+	return b
+}
+
+// grow makes room for n headers.
+func (b *batch) grow(n int) {
+	if n <= len(b.hdrs) {
+		return
+	}
+	b.hdrs = make([]unix.Mmsghdr, n)
+	b.iovs = make([]unix.Iovec, n)
+	b.names = make([]unix.RawSockaddrInet6, n)
+	for i := range b.hdrs {
+		h := &b.hdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		h.Iov = &b.iovs[i]
+		h.SetIovlen(1)
+	}
+}
+
+// setBuf points header i's iovec at p[:cap(p)] (reading) or p (writing).
+func (b *batch) setBuf(i int, p []byte) {
+	if cap(p) == 0 {
+		b.iovs[i].Base = nil
+		b.iovs[i].SetLen(0)
+		return
+	}
+	b.iovs[i].Base = &p[:1][0]
+	b.iovs[i].SetLen(len(p))
+}
+
+// release drops the references to the caller's buffers.
+func (b *batch) release() {
+	for i := 0; i < b.n; i++ {
+		b.iovs[i].Base = nil
+	}
+}
+
+func (b *batch) recv(fd uintptr) bool {
+	for i := 0; i < b.n; i++ {
+		b.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+		b.hdrs[i].Hdr.Flags = 0
+		b.hdrs[i].Len = 0
+	}
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(b.n), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false // wait until readable
+		}
+		b.done, b.errno = int(r), e
+		return true
+	}
+}
+
+func (b *batch) send(fd uintptr) bool {
+	if b.n == 1 && b.done == 0 {
+		// One datagram: sendto costs the kernel less than sendmmsg.
+		h := &b.hdrs[0].Hdr
+		for {
+			_, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
+				0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			case 0:
+				b.done = 1
+			default:
+				b.errno = e
+			}
+			return true
+		}
+	}
+	for b.done < b.n {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[b.done])), uintptr(b.n-b.done), 0, 0, 0)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN || (e == 0 && r == 0):
+			return false // wait until writable
+		case e != 0:
+			b.errno = e
+			return true
+		}
+		b.done += int(r)
+	}
+	return true
+}
+
+// getBatch takes an idle write scratch or makes one. Unlike a sync.Pool,
+// the free list survives garbage collections, so steady state never
+// allocates.
+func (c *mmsgConn) getBatch() *batch {
+	c.wmu.Lock()
+	if n := len(c.wfree); n > 0 {
+		b := c.wfree[n-1]
+		c.wfree = c.wfree[:n-1]
+		c.wmu.Unlock()
+		return b
+	}
+	c.wmu.Unlock()
+	return newWriteBatch()
+}
+
+func newWriteBatch() *batch {
+	b := newBatch(minBatch)
+	b.fn = b.send
+	return b
+}
+
+func (c *mmsgConn) putBatch(b *batch) {
+	c.wmu.Lock()
+	if len(c.wfree) < maxFree {
+		c.wfree = append(c.wfree, b)
+	}
+	c.wmu.Unlock()
+}
+
+func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	b := c.r
+	if len(ms) > len(b.hdrs) {
+		b.grow(len(ms))
+	}
+	b.n, b.done, b.errno = len(ms), 0, 0
+	for i := range ms {
+		b.setBuf(i, ms[i].Buf[:cap(ms[i].Buf)])
+	}
+	err := c.rc.Read(b.fn)
+	b.release()
+	if err != nil {
+		return 0, opError("read", c.c.LocalAddr(), err)
+	}
+	if b.errno != 0 {
+		return 0, &net.OpError{Op: "read", Net: "udp", Source: c.c.LocalAddr(), Err: os.NewSyscallError("recvmmsg", b.errno)}
+	}
+	for i := 0; i < b.done; i++ {
+		// A datagram longer than the buffer arrives truncated to
+		// cap(Buf) (MSG_TRUNC); the caller's size check discards it.
+		ms[i].Buf = ms[i].Buf[:b.hdrs[i].Len]
+		ms[i].Addr = decodeSockaddr(&b.names[i], b.hdrs[i].Hdr.Namelen)
+	}
+	return b.done, nil
+}
+
+func (c *mmsgConn) WriteBatch(ms []Message) (int, error) {
+	sent := 0
+	for sent < len(ms) {
+		n, err := c.writeSome(ms[sent:])
+		sent += n
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// writeSome sends up to one scratch batch of ms.
+func (c *mmsgConn) writeSome(ms []Message) (int, error) {
+	b := c.getBatch()
+	defer c.putBatch(b)
+	if len(ms) > len(b.hdrs) {
+		ms = ms[:len(b.hdrs)]
+	}
+	b.n, b.done, b.errno = 0, 0, 0
+	var aerr error
+	for i := range ms {
+		if !c.encodeSockaddr(&b.names[i], &b.hdrs[i].Hdr, ms[i].Addr) {
+			aerr = errInvalidAddr
+			break
+		}
+		b.setBuf(i, ms[i].Buf)
+		b.n++
+	}
+	n, err := c.flush(b)
+	if err == nil && aerr != nil {
+		err = &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(ms[n].Addr), Err: aerr}
+	}
+	return n, err
+}
+
+// flush sends b's n headers.
+func (c *mmsgConn) flush(b *batch) (int, error) {
+	if b.n == 0 {
+		return 0, nil
+	}
+	err := c.rc.Write(b.fn)
+	b.release()
+	if err != nil {
+		return b.done, opError("write", c.c.LocalAddr(), err)
+	}
+	if b.errno != 0 {
+		return b.done, &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Err: os.NewSyscallError("sendmmsg", b.errno)}
+	}
+	return b.done, nil
+}
+
+func (c *mmsgConn) WriteTo(p []byte, addr netip.AddrPort) error {
+	b := c.getBatch()
+	defer c.putBatch(b)
+	b.n, b.done, b.errno = 0, 0, 0
+	if !c.encodeSockaddr(&b.names[0], &b.hdrs[0].Hdr, addr) {
+		return &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(addr), Err: errInvalidAddr}
+	}
+	b.setBuf(0, p)
+	b.n = 1
+	_, err := c.flush(b)
+	return err
+}
+
+func (c *mmsgConn) LocalAddr() net.Addr               { return c.c.LocalAddr() }
+func (c *mmsgConn) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t) }
+func (c *mmsgConn) Close() error                      { return c.c.Close() }
+
+// opError renames the RawConn's "raw-read"/"raw-write" errors; the cause
+// (net.ErrClosed, os.ErrDeadlineExceeded) stays reachable with errors.Is.
+func opError(op string, local net.Addr, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		oe.Op = op
+		return oe
+	}
+	return &net.OpError{Op: op, Net: "udp", Source: local, Err: err}
+}
+
+// port reads or writes a sockaddr's network-order port.
+func getPort(p *uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+func putPort(p *uint16, v uint16) {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	b[0], b[1] = byte(v>>8), byte(v)
+}
+
+// decodeSockaddr turns a received sockaddr into an unmapped AddrPort.
+func decodeSockaddr(sa *unix.RawSockaddrInet6, n uint32) netip.AddrPort {
+	switch sa.Family {
+	case unix.AF_INET:
+		if n < unix.SizeofSockaddrInet4 {
+			return netip.AddrPort{}
+		}
+		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), getPort(&s4.Port))
+	case unix.AF_INET6:
+		if n < unix.SizeofSockaddrInet6 {
+			return netip.AddrPort{}
+		}
+		a := netip.AddrFrom16(sa.Addr)
+		if a.Is4In6() {
+			a = a.Unmap()
+		} else if sa.Scope_id != 0 {
+			a = a.WithZone(zones.name(sa.Scope_id))
+		}
+		return netip.AddrPortFrom(a, getPort(&sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// encodeSockaddr writes the destination in the socket's family: IPv4 for an
+// AF_INET socket, IPv6 (IPv4 mapped) for an AF_INET6 one. It reports false
+// if the address cannot be reached from this socket.
+func (c *mmsgConn) encodeSockaddr(sa *unix.RawSockaddrInet6, h *unix.Msghdr, ap netip.AddrPort) bool {
+	a := ap.Addr()
+	if !a.IsValid() {
+		return false
+	}
+	if c.family == unix.AF_INET {
+		a = a.Unmap()
+		if !a.Is4() {
+			return false
+		}
+		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*s4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.As4()}
+		putPort(&s4.Port, ap.Port())
+		h.Namelen = unix.SizeofSockaddrInet4
+		return true
+	}
+	*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: a.As16()}
+	if z := a.Zone(); z != "" {
+		sa.Scope_id = zones.index(z)
+	}
+	putPort(&sa.Port, ap.Port())
+	h.Namelen = unix.SizeofSockaddrInet6
+	return true
+}
+
+// zoneCache maps IPv6 zones (interface names) to indexes and back; only
+// link-local peers need it, and each interface is looked up once.
+type zoneCache struct {
+	mu      sync.Mutex
+	names   map[uint32]string
+	indexes map[string]uint32
+}
+
+var zones zoneCache
+
+func (z *zoneCache) name(i uint32) string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if s, ok := z.names[i]; ok {
+		return s
+	}
+	s := strconv.FormatUint(uint64(i), 10)
+	if ifi, err := net.InterfaceByIndex(int(i)); err == nil {
+		s = ifi.Name
+	}
+	if z.names == nil {
+		z.names = map[uint32]string{}
+	}
+	if len(z.names) < 1024 {
+		z.names[i] = s
+	}
+	return s
+}
+
+func (z *zoneCache) index(s string) uint32 {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if i, ok := z.indexes[s]; ok {
+		return i
+	}
+	var i uint32
+	if ifi, err := net.InterfaceByName(s); err == nil {
+		i = uint32(ifi.Index)
+	}
+	if z.indexes == nil {
+		z.indexes = map[string]uint32{}
+	}
+	if len(z.indexes) < 1024 {
+		z.indexes[s] = i
+	}
+	return i
+}
+
+// setBuffers asks for size-byte socket buffers, above the system limit if
+// the process may (SO_RCVBUFFORCE), else as large as allowed.
+func setBuffers(uc *net.UDPConn, size int) {
+	rc, err := uc.SyscallConn()
+	if err == nil {
+		var rok, wok bool
+		_ = rc.Control(func(fd uintptr) {
+			rok = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size) == nil
+			wok = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, size) == nil
+		})
+		if rok && wok {
+			return
+		}
+		if !rok {
+			_ = uc.SetReadBuffer(size)
+		}
+		if !wok {
+			_ = uc.SetWriteBuffer(size)
+		}
+		return
+	}
+	_ = uc.SetReadBuffer(size)
+	_ = uc.SetWriteBuffer(size)
+}

@@ -1,0 +1,202 @@
+// Package transport wraps datagram sockets for the netcode adapters: batched
+// reads and writes (recvmmsg/sendmmsg on Linux) through caller-owned buffers,
+// with no allocation per datagram on the hot path.
+//
+// A Conn is safe for one reading goroutine at a time running concurrently
+// with any number of writing goroutines.
+package transport
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// MaxDatagram is the buffer capacity a reader should give each Message: the
+// size of an Ethernet MTU, larger than any netcode packet. A datagram longer
+// than its buffer is truncated to the buffer's capacity.
+const MaxDatagram = 1500
+
+// socketBuffer is the receive and send buffer size Listen asks for.
+const socketBuffer = 4 << 20
+
+// Message is one datagram.
+//
+// For ReadBatch, Buf's backing array (its full capacity, not its length) is
+// where the datagram is received; on return Buf is resliced to the received
+// length and Addr is the sender, with IPv4-mapped IPv6 addresses unmapped.
+// For WriteBatch, Buf is the datagram and Addr its destination.
+type Message struct {
+	Buf  []byte
+	Addr netip.AddrPort
+}
+
+// Conn is a datagram socket with batched I/O.
+type Conn interface {
+	// ReadBatch blocks until at least one datagram arrives and fills up to
+	// len(ms) messages, returning how many. Each ms[i].Buf must have a
+	// non-zero capacity; the datagram is read into ms[i].Buf[:cap].
+	ReadBatch(ms []Message) (int, error)
+	// WriteBatch sends ms in order. It returns how many were sent; if that
+	// is fewer than len(ms), the error concerns ms[n], and the caller may
+	// skip it and call again with the rest.
+	WriteBatch(ms []Message) (int, error)
+	// WriteTo sends one datagram.
+	WriteTo(b []byte, addr netip.AddrPort) error
+	// LocalAddr is the socket's local address.
+	LocalAddr() net.Addr
+	// SetReadDeadline sets the deadline for ReadBatch; an expired deadline
+	// makes it return an error wrapping os.ErrDeadlineExceeded.
+	SetReadDeadline(t time.Time) error
+	// Close closes the socket; a blocked ReadBatch returns an error
+	// wrapping net.ErrClosed.
+	Close() error
+}
+
+// addrPortConn is the allocation-free interface *net.UDPConn offers (and
+// netsim's connections too).
+type addrPortConn interface {
+	net.PacketConn
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+}
+
+// New wraps a datagram socket. A *net.UDPConn on Linux gets recvmmsg and
+// sendmmsg; a connection with the netip.AddrPort methods of *net.UDPConn
+// gets those (no allocation per datagram); any other net.PacketConn is
+// used through ReadFrom and WriteTo, one datagram per call, with addresses
+// converted from and to *net.UDPAddr.
+func New(pc net.PacketConn) Conn {
+	if uc, ok := pc.(*net.UDPConn); ok {
+		if c := newUDP(uc); c != nil {
+			return c
+		}
+	}
+	if ac, ok := pc.(addrPortConn); ok {
+		return &apConn{pc: ac}
+	}
+	return &genericConn{pc: pc}
+}
+
+// Listen opens a UDP socket; network is "udp", "udp4" or "udp6". It asks
+// for large socket buffers (best effort).
+func Listen(network, address string) (Conn, error) {
+	switch network {
+	case "udp", "udp4", "udp6":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	ua, err := net.ResolveUDPAddr(network, address)
+	if err != nil {
+		return nil, err
+	}
+	uc, err := net.ListenUDP(network, ua)
+	if err != nil {
+		return nil, err
+	}
+	setBuffers(uc, socketBuffer)
+	return New(uc), nil
+}
+
+// apConn uses the netip.AddrPort methods: one datagram per call.
+type apConn struct {
+	pc addrPortConn
+}
+
+func (c *apConn) ReadBatch(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	b := ms[0].Buf[:cap(ms[0].Buf)]
+	n, addr, err := c.pc.ReadFromUDPAddrPort(b)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].Buf = b[:n]
+	ms[0].Addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	return 1, nil
+}
+
+func (c *apConn) WriteBatch(ms []Message) (int, error) {
+	for i := range ms {
+		if err := c.WriteTo(ms[i].Buf, ms[i].Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
+}
+
+func (c *apConn) WriteTo(b []byte, addr netip.AddrPort) error {
+	// Unmapped, an IPv4 destination suits both an IPv4 socket and a
+	// dual-stack IPv6 one (which maps it back).
+	_, err := c.pc.WriteToUDPAddrPort(b, netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()))
+	return err
+}
+
+func (c *apConn) LocalAddr() net.Addr               { return c.pc.LocalAddr() }
+func (c *apConn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
+func (c *apConn) Close() error                      { return c.pc.Close() }
+
+// genericConn uses ReadFrom and WriteTo: one datagram per call.
+type genericConn struct {
+	pc net.PacketConn
+}
+
+func (c *genericConn) ReadBatch(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	b := ms[0].Buf[:cap(ms[0].Buf)]
+	n, addr, err := c.pc.ReadFrom(b)
+	if err != nil {
+		return 0, err
+	}
+	ms[0].Buf = b[:n]
+	ms[0].Addr = addrPortOf(addr)
+	return 1, nil
+}
+
+func (c *genericConn) WriteBatch(ms []Message) (int, error) {
+	for i := range ms {
+		if err := c.WriteTo(ms[i].Buf, ms[i].Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
+}
+
+func (c *genericConn) WriteTo(b []byte, addr netip.AddrPort) error {
+	if !addr.IsValid() {
+		return &net.OpError{Op: "write", Net: "udp", Source: c.pc.LocalAddr(), Err: errInvalidAddr}
+	}
+	_, err := c.pc.WriteTo(b, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())))
+	return err
+}
+
+func (c *genericConn) LocalAddr() net.Addr               { return c.pc.LocalAddr() }
+func (c *genericConn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
+func (c *genericConn) Close() error                      { return c.pc.Close() }
+
+var errInvalidAddr = errors.New("transport: invalid destination address")
+
+// addrPortOf converts a peer address, unmapped; the zero AddrPort if it is
+// not an IP address.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	var ap netip.AddrPort
+	switch v := a.(type) {
+	case *net.UDPAddr:
+		ap = v.AddrPort()
+	case interface{ AddrPort() netip.AddrPort }:
+		ap = v.AddrPort()
+	case nil:
+		return netip.AddrPort{}
+	default:
+		p, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return netip.AddrPort{}
+		}
+		ap = p
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

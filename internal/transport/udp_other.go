@@ -1,0 +1,15 @@
+//go:build !linux
+
+package transport
+
+import "net"
+
+// newUDP has no batched path off Linux: New falls back to the allocation-free
+// netip.AddrPort methods of *net.UDPConn.
+func newUDP(*net.UDPConn) Conn { return nil }
+
+// setBuffers asks for size-byte socket buffers (best effort).
+func setBuffers(uc *net.UDPConn, size int) {
+	_ = uc.SetReadBuffer(size)
+	_ = uc.SetWriteBuffer(size)
+}
