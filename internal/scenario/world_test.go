@@ -1,0 +1,198 @@
+// Package scenario tests the server and client cores together, on simulated
+// time over the in-memory network: every timing rule of the protocol runs in
+// microseconds and deterministically.
+package scenario
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	protocolID = 0x1122334455667788
+	tick       = 10 * time.Millisecond
+)
+
+var (
+	privateKey = crypto.Key{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32}
+	epoch      = time.Unix(1_800_000_000, 0)
+)
+
+// world is a simulated network with servers and clients on it.
+type world struct {
+	t       *testing.T
+	now     time.Time
+	net     *netsim.Network
+	servers map[netip.AddrPort]*srvNode
+	clients map[netip.AddrPort]*cliNode
+	order   []*cliNode
+	// tap, if set, sees every datagram delivered (after the network).
+	tap func(from, to netip.AddrPort, b []byte)
+	// seq makes distinct token nonces and keys.
+	seq byte
+}
+
+func newWorld(t *testing.T, cfg netsim.Config) *world {
+	return &world{
+		t:       t,
+		now:     epoch,
+		net:     netsim.New(1, cfg),
+		servers: map[netip.AddrPort]*srvNode{},
+		clients: map[netip.AddrPort]*cliNode{},
+	}
+}
+
+// sink sends from one address into the simulated network.
+type sink struct {
+	w    *world
+	from netip.AddrPort
+}
+
+func (s sink) Send(to netip.AddrPort, b []byte) { s.w.net.Send(s.w.now, s.from, to, b) }
+
+type srvNode struct {
+	addr      netip.AddrPort
+	core      *server.Server
+	sink      sink
+	connected []*server.Client
+	left      map[*server.Client]server.Reason
+	payloads  map[*server.Client][][]byte
+}
+
+func (n *srvNode) Connected(c *server.Client) { n.connected = append(n.connected, c) }
+func (n *srvNode) Payload(c *server.Client, p []byte) {
+	n.payloads[c] = append(n.payloads[c], append([]byte(nil), p...))
+}
+func (n *srvNode) Disconnected(c *server.Client, why server.Reason) { n.left[c] = why }
+
+// live returns the clients connected now.
+func (n *srvNode) live() []*server.Client {
+	var out []*server.Client
+	for _, c := range n.connected {
+		if _, gone := n.left[c]; !gone {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *world) addServer(addr string, maxClients int) *srvNode {
+	ap := netip.MustParseAddrPort(addr)
+	n := &srvNode{addr: ap, sink: sink{w, ap}, left: map[*server.Client]server.Reason{}, payloads: map[*server.Client][][]byte{}}
+	core, err := server.New(server.Config{
+		ProtocolID: protocolID,
+		PrivateKey: privateKey,
+		MaxClients: maxClients,
+		Addrs:      []netip.AddrPort{ap},
+		Now:        w.now,
+	}, n)
+	require.NoError(w.t, err)
+	n.core = core
+	w.servers[ap] = n
+	return n
+}
+
+type cliNode struct {
+	addr     netip.AddrPort
+	core     *client.Client
+	sink     sink
+	states   []client.State
+	payloads [][]byte
+}
+
+func (n *cliNode) StateChanged(from, to client.State) { n.states = append(n.states, to) }
+func (n *cliNode) Payload(p []byte)                   { n.payloads = append(n.payloads, append([]byte(nil), p...)) }
+
+// tokenFor mints a token for the given servers.
+func (w *world) tokenFor(clientID uint64, expire int64, timeout int32, servers ...string) []byte {
+	p := token.Params{
+		ProtocolID:     protocolID,
+		ClientID:       clientID,
+		PrivateKey:     privateKey,
+		ExpireSeconds:  expire,
+		TimeoutSeconds: timeout,
+	}
+	for _, s := range servers {
+		p.ServerAddrs = append(p.ServerAddrs, netip.MustParseAddrPort(s))
+	}
+	copy(p.UserData[:], fmt.Sprintf("user %d", clientID))
+	w.seq++
+	// Distinct, deterministic nonces and keys for every token.
+	var nonce [token.NonceBytes]byte
+	c2s, s2c := crypto.Key{1: 1}, crypto.Key{1: 2}
+	nonce[0], c2s[0], s2c[0] = w.seq, w.seq, w.seq
+	binary.LittleEndian.PutUint64(nonce[2:], clientID)
+	binary.LittleEndian.PutUint64(c2s[2:], clientID)
+	binary.LittleEndian.PutUint64(s2c[2:], clientID)
+	tok, err := token.GenerateWith(p, uint64(w.now.Unix()), nonce, c2s, s2c)
+	require.NoError(w.t, err)
+	return tok
+}
+
+func (w *world) addClient(addr string, tok []byte) *cliNode {
+	ap := netip.MustParseAddrPort(addr)
+	n := &cliNode{addr: ap, sink: sink{w, ap}}
+	n.core = client.New(w.now, tok, n, nil)
+	w.clients[ap] = n
+	w.order = append(w.order, n)
+	return n
+}
+
+// step advances simulated time by one tick: deliver what is due, then let
+// every node send and check its timers.
+func (w *world) step() {
+	w.now = w.now.Add(tick)
+	w.net.Deliver(w.now, func(from, to netip.AddrPort, b []byte) {
+		if w.tap != nil {
+			w.tap(from, to, b)
+		}
+		buf := append([]byte(nil), b...)
+		if s := w.servers[to]; s != nil {
+			s.core.Receive(w.now, from, buf, s.sink)
+		} else if c := w.clients[to]; c != nil {
+			c.core.Receive(w.now, from, buf)
+		}
+	})
+	for _, s := range w.servers {
+		s.core.Update(w.now, s.sink)
+	}
+	for _, c := range w.order {
+		c.core.Update(w.now, c.sink)
+	}
+}
+
+// run advances simulated time by d.
+func (w *world) run(d time.Duration) {
+	for end := w.now.Add(d); w.now.Before(end); {
+		w.step()
+	}
+}
+
+// runUntil advances time until cond holds, failing after limit.
+func (w *world) runUntil(limit time.Duration, cond func() bool) {
+	w.t.Helper()
+	for end := w.now.Add(limit); !cond(); {
+		if !w.now.Before(end) {
+			w.t.Fatalf("condition not reached within %v of simulated time", limit)
+		}
+		w.step()
+	}
+}
+
+func (c *cliNode) is(s client.State) func() bool {
+	return func() bool { return c.core.State() == s }
+}
+
+func (c *cliNode) final() func() bool {
+	return func() bool { return c.core.State() <= client.Disconnected }
+}
