@@ -1,0 +1,79 @@
+package netcode_test
+
+import (
+	"testing"
+
+	"github.com/gonetcode/netcode"
+	"github.com/stretchr/testify/require"
+)
+
+// echoRoundTrip sends msg from cli, reads it on srv, echoes it, and reads
+// the echo on cli.
+func echoRoundTrip(tb testing.TB, cli, srv *netcode.Conn, msg, buf []byte) {
+	if _, err := cli.Write(msg); err != nil {
+		tb.Fatal(err)
+	}
+	n, err := srv.Read(buf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := srv.Write(buf[:n]); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := cli.Read(buf); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkEchoRoundTrip measures one payload each way over loopback UDP,
+// through both Conns, both goroutine sets and the real sockets.
+func BenchmarkEchoRoundTrip(b *testing.B) {
+	for _, size := range []int{8, 100, 1200} {
+		b.Run(byteSize(size), func(b *testing.B) {
+			l := listen(b, "udp4", "127.0.0.1:0", nil)
+			cli, srv := pair(b, l)
+			msg := make([]byte, size)
+			buf := make([]byte, netcode.MaxPayloadBytes)
+			b.SetBytes(int64(2 * size))
+			b.ReportAllocs()
+			for b.Loop() {
+				echoRoundTrip(b, cli, srv, msg, buf)
+			}
+		})
+	}
+}
+
+func byteSize(n int) string {
+	switch n {
+	case 8:
+		return "8B"
+	case 100:
+		return "100B"
+	}
+	return "1200B"
+}
+
+// TestSteadyStateAllocations checks the hot path's promise: once connected,
+// a payload costs no allocation on either side (counted for the whole
+// process, so the reader and ticker goroutines are included).
+func TestSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items; .ci/run runs this test without -race")
+	}
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l)
+			msg := make([]byte, 100)
+			buf := make([]byte, netcode.MaxPayloadBytes)
+			for range 200 { // warm the pools
+				echoRoundTrip(t, cli, srv, msg, buf)
+			}
+			allocs := testing.AllocsPerRun(2000, func() { echoRoundTrip(t, cli, srv, msg, buf) })
+			t.Logf("%.3f allocations per round trip (4 payload packets through 2 conns)", allocs)
+			// The ticker's keep-alive bookkeeping and the runtime's timers
+			// may allocate now and then; one in ten round trips is the bound.
+			require.Less(t, allocs, 0.1)
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package netcode
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Sizes fixed by the protocol.
+const (
+	// MaxPayloadBytes is the largest payload one Write may send.
+	MaxPayloadBytes = 1200
+	// KeyBytes is the size of the private key shared by servers and the
+	// token backend.
+	KeyBytes = 32
+	// UserDataBytes is the size of the user data carried in connect tokens.
+	UserDataBytes = 256
+	// ConnectTokenBytes is the size of a connect token.
+	ConnectTokenBytes = 2048
+)
+
+// ServerConfig configures a Listener.
+type ServerConfig struct {
+	// ProtocolID must match the protocol id of the connect tokens.
+	ProtocolID uint64
+	// PrivateKey is shared with the token backend; never ship it to clients.
+	PrivateKey [KeyBytes]byte
+	// PublicAddr is the "host:port" clients were told in their tokens (the
+	// token's internal address list is checked against it). It defaults to
+	// the bound address; a server bound to a wildcard address answers to
+	// every address of the machine's interfaces at its port.
+	PublicAddr string
+	// MaxClients is the number of client slots; 0 means 256. Up to 65536.
+	MaxClients int
+	// Logger receives debug logs; nil is silent.
+	Logger *slog.Logger
+
+	// AcceptBacklog is how many connected clients may wait for Accept; a
+	// client connecting while it is full is disconnected. 0 means MaxClients.
+	AcceptBacklog int
+	// ReadQueue is how many received payloads each connection holds for
+	// Read; 0 means DefaultReadQueue.
+	ReadQueue int
+	// TickInterval is how often keep-alives and timeouts are processed;
+	// 0 means 10 ms.
+	TickInterval time.Duration
+}
+
+const defaultTick = 10 * time.Millisecond

@@ -1,0 +1,35 @@
+package netcode
+
+import (
+	"errors"
+	"net"
+)
+
+// Errors a connection or a dial can end with. Test for them with errors.Is:
+// the errors returned by Conn and Dial methods wrap them in a *net.OpError,
+// as package net does.
+var (
+	// ErrConnectionDenied: every server in the token was full (or refused).
+	ErrConnectionDenied = errors.New("netcode: connection denied")
+	// ErrConnectTokenExpired: the token expired before a server accepted it.
+	ErrConnectTokenExpired = errors.New("netcode: connect token expired")
+	// ErrInvalidConnectToken: the token could not be read.
+	ErrInvalidConnectToken = errors.New("netcode: invalid connect token")
+	// ErrConnectionRequestTimedOut: no server answered the connection request.
+	ErrConnectionRequestTimedOut = errors.New("netcode: connection request timed out")
+	// ErrConnectionResponseTimedOut: the server stopped answering during the handshake.
+	ErrConnectionResponseTimedOut = errors.New("netcode: connection response timed out")
+	// ErrConnectionTimedOut: nothing arrived from the peer within the token's timeout.
+	ErrConnectionTimedOut = errors.New("netcode: connection timed out")
+	// ErrPayloadTooLarge: a Write of more than MaxPayloadBytes.
+	ErrPayloadTooLarge = errors.New("netcode: payload too large")
+	// ErrEmptyPayload: a Write of zero bytes; netcode payloads are 1 to
+	// MaxPayloadBytes long.
+	ErrEmptyPayload = errors.New("netcode: empty payload")
+)
+
+// opError wraps err as package net does, so that errors.Is sees err and a
+// deadline error satisfies net.Error with Timeout() true.
+func opError(op string, local, remote net.Addr, err error) error {
+	return &net.OpError{Op: op, Net: "netcode", Source: local, Addr: remote, Err: err}
+}

@@ -1,0 +1,352 @@
+package netcode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
+)
+
+// readBatch is how many datagrams the reader takes from the socket at once.
+const readBatch = 64
+
+// Listener is a netcode server. It implements net.Listener: Accept returns a
+// *Conn for every client that completes the handshake.
+//
+// A Listener owns one goroutine that reads the socket and one that sends
+// keep-alives and applies timeouts; Close stops both.
+type Listener struct {
+	tc   transport.Conn
+	core *server.Server
+	cfg  ServerConfig
+	log  *slog.Logger
+	addr net.Addr
+
+	accept  chan *Conn
+	closing chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	kickMu sync.Mutex
+	kick   []*server.Client // clients to disconnect (accept backlog full)
+
+	direct directSink // used by Conn.Write and Conn.Close
+	rsink  *batchSink // owned by the reader goroutine
+	tsink  *batchSink // owned by the ticker goroutine
+}
+
+// Listen announces a netcode server on the local UDP address. network is
+// "udp", "udp4" or "udp6".
+func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
+	switch network {
+	case "udp", "udp4", "udp6":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	tc, err := transport.Listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	l, err := newListener(tc, cfg)
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// NewListener makes a netcode server on any datagram transport. The
+// Listener owns pc: Close closes it.
+func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
+	return newListener(transport.New(pc), cfg)
+}
+
+func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
+	if cfg == nil {
+		return nil, errors.New("netcode: nil ServerConfig")
+	}
+	c := *cfg
+	if c.MaxClients == 0 {
+		c.MaxClients = server.DefaultMaxClients
+	}
+	if c.MaxClients < 1 || c.MaxClients > server.MaxMaxClients {
+		return nil, fmt.Errorf("netcode: MaxClients %d out of range 1..%d", c.MaxClients, server.MaxMaxClients)
+	}
+	if c.AcceptBacklog <= 0 {
+		c.AcceptBacklog = c.MaxClients
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = defaultTick
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	addrs, err := serverAddrs(c.PublicAddr, tc.LocalAddr())
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{
+		tc:      tc,
+		cfg:     c,
+		log:     log,
+		addr:    tc.LocalAddr(),
+		accept:  make(chan *Conn, c.AcceptBacklog),
+		closing: make(chan struct{}),
+	}
+	l.direct = directSink{tc: tc}
+	l.rsink = newBatchSink(tc)
+	l.tsink = newBatchSink(tc)
+	core, err := server.New(server.Config{
+		ProtocolID: c.ProtocolID,
+		PrivateKey: crypto.Key(c.PrivateKey),
+		MaxClients: c.MaxClients,
+		Addrs:      addrs,
+		Logger:     c.Logger,
+	}, (*listenerEvents)(l))
+	if err != nil {
+		return nil, err
+	}
+	l.core = core
+	l.wg.Add(2)
+	go l.readLoop()
+	go l.tickLoop()
+	return l, nil
+}
+
+// serverAddrs returns the addresses a server is known by, for the check of
+// connection requests against the token's server list.
+func serverAddrs(public string, bound net.Addr) ([]netip.AddrPort, error) {
+	if public != "" {
+		ua, err := net.ResolveUDPAddr("udp", public)
+		if err != nil {
+			return nil, fmt.Errorf("netcode: PublicAddr: %w", err)
+		}
+		ap := ua.AddrPort()
+		return []netip.AddrPort{netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}, nil
+	}
+	ap, err := netip.ParseAddrPort(bound.String())
+	if err != nil {
+		return nil, fmt.Errorf("netcode: cannot tell the server's address from %q; set PublicAddr", bound)
+	}
+	ip := ap.Addr().Unmap()
+	if !ip.IsUnspecified() {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.WithZone(""), ap.Port())}, nil
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("netcode: listing interface addresses: %w; set PublicAddr", err)
+	}
+	var out []netip.AddrPort
+	for _, a := range ifaddrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ia := pfx.Addr().Unmap()
+		if ip.Is4() && !ia.Is4() {
+			continue // an IPv4 socket cannot be reached at an IPv6 address
+		}
+		out = append(out, netip.AddrPortFrom(ia.WithZone(""), ap.Port()))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("netcode: no interface address to check tokens against; set PublicAddr")
+	}
+	return out, nil
+}
+
+func (l *Listener) readLoop() {
+	defer l.wg.Done()
+	msgs := make([]transport.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, transport.MaxDatagram)
+	}
+	for {
+		for i := range msgs {
+			msgs[i].Buf = msgs[i].Buf[:cap(msgs[i].Buf)]
+		}
+		n, err := l.tc.ReadBatch(msgs)
+		if err != nil {
+			select {
+			case <-l.closing:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.log.Debug("netcode: read error", "err", err)
+			time.Sleep(time.Millisecond) // do not spin on a persistent error
+			continue
+		}
+		now := time.Now()
+		for i := range n {
+			m := &msgs[i]
+			if len(m.Buf) > protocol.MaxPacketBytes {
+				continue
+			}
+			l.core.Receive(now, m.Addr, m.Buf, l.rsink)
+		}
+		l.rsink.flush()
+		l.kickPending()
+	}
+}
+
+func (l *Listener) tickLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.closing:
+			return
+		case now := <-t.C:
+			_ = now
+			l.core.Update(time.Now(), l.tsink)
+			l.tsink.flush()
+			l.kickPending()
+		}
+	}
+}
+
+// kickPending disconnects clients the accept backlog had no room for.
+func (l *Listener) kickPending() {
+	l.kickMu.Lock()
+	k := l.kick
+	l.kick = nil
+	l.kickMu.Unlock()
+	for _, c := range k {
+		l.core.Disconnect(c, &l.direct)
+	}
+}
+
+// Accept waits for the next connected client and returns its connection, a
+// *Conn. After Close it returns an error wrapping net.ErrClosed.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.AcceptConn(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptConn is Accept with a context and the concrete type.
+func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-l.accept:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-l.accept:
+		return c, nil
+	case <-l.closing:
+		return nil, &net.OpError{Op: "accept", Net: "netcode", Addr: l.addr, Err: net.ErrClosed}
+	case <-ctx.Done():
+		return nil, &net.OpError{Op: "accept", Net: "netcode", Addr: l.addr, Err: ctx.Err()}
+	}
+}
+
+// Close disconnects every client cleanly (each is sent the protocol's
+// redundant disconnect packets), stops the Listener's goroutines and closes
+// its socket. Connections then return net.ErrClosed.
+func (l *Listener) Close() error {
+	err := error(nil)
+	first := false
+	l.once.Do(func() {
+		first = true
+		close(l.closing)
+		// The goroutines may be inside the core; Close serialises with them
+		// and leaves the core ignoring everything.
+		l.core.Close(&l.direct)
+		err = l.tc.Close()
+		l.wg.Wait()
+		for {
+			select {
+			case c := <-l.accept:
+				c.end(net.ErrClosed)
+			default:
+				return
+			}
+		}
+	})
+	if !first {
+		return &net.OpError{Op: "close", Net: "netcode", Addr: l.addr, Err: net.ErrClosed}
+	}
+	return err
+}
+
+// Addr returns the listener's local address.
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+// Stats returns the server's counters.
+func (l *Listener) Stats() ServerStats {
+	s := l.core.Stats()
+	return ServerStats(s)
+}
+
+// ServerStats are a Listener's counters.
+type ServerStats server.Stats
+
+// listenerEvents receives the core's events (with the core's lock held).
+type listenerEvents Listener
+
+func (e *listenerEvents) Connected(sc *server.Client) {
+	l := (*Listener)(e)
+	ap := sc.Addr()
+	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), l.cfg.ReadQueue)
+	c.clientID = sc.ID()
+	c.clientIndex = sc.Index()
+	c.maxClients = sc.MaxClients()
+	c.userData = sc.UserData()
+	sc.Tag = c
+	select {
+	case l.accept <- c:
+	default:
+		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
+		l.kickMu.Lock()
+		l.kick = append(l.kick, sc)
+		l.kickMu.Unlock()
+	}
+}
+
+func (e *listenerEvents) Payload(sc *server.Client, p []byte) {
+	sc.Tag.(*Conn).deliver(p)
+}
+
+func (e *listenerEvents) Disconnected(sc *server.Client, why server.Reason) {
+	c := sc.Tag.(*Conn)
+	switch why {
+	case server.ReasonPeerDisconnected:
+		c.end(eofError)
+	case server.ReasonTimedOut:
+		c.end(ErrConnectionTimedOut)
+	default:
+		c.end(net.ErrClosed)
+	}
+}
+
+// serverEndpoint is the server side of a Conn.
+type serverEndpoint struct {
+	l *Listener
+	c *server.Client
+}
+
+func (e *serverEndpoint) send(now time.Time, p []byte) error {
+	err := e.c.Send(now, p, &e.l.direct)
+	if errors.Is(err, server.ErrClientGone) {
+		return net.ErrClosed
+	}
+	return err
+}
+
+func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, &e.l.direct) }

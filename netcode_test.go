@@ -1,0 +1,463 @@
+package netcode_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const testProtocolID = 0x0102030405060708
+
+var testKey = crypto.Key{0xaa, 0xbb, 0xcc, 1, 2, 3}
+
+// families are the real-UDP variants every feature test runs on.
+var families = []struct {
+	name, network, addr string
+}{
+	{"ipv4", "udp4", "127.0.0.1:0"},
+	{"ipv6", "udp6", "[::1]:0"},
+}
+
+func listen(t testing.TB, network, addr string, mod func(*netcode.ServerConfig)) *netcode.Listener {
+	t.Helper()
+	cfg := &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64}
+	if mod != nil {
+		mod(cfg)
+	}
+	l, err := netcode.Listen(network, addr, cfg)
+	if err != nil && network == "udp6" {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+type tokenOpt func(*token.Params)
+
+func withTimeout(s int32) tokenOpt    { return func(p *token.Params) { p.TimeoutSeconds = s } }
+func withExpire(s int64) tokenOpt     { return func(p *token.Params) { p.ExpireSeconds = s } }
+func withClientID(id uint64) tokenOpt { return func(p *token.Params) { p.ClientID = id } }
+
+func mint(t testing.TB, addr net.Addr, opts ...tokenOpt) []byte {
+	t.Helper()
+	p := token.Params{
+		ProtocolID:     testProtocolID,
+		ClientID:       1,
+		PrivateKey:     testKey,
+		ExpireSeconds:  30,
+		TimeoutSeconds: 5,
+	}
+	if addr != nil {
+		p.ServerAddrs = []netip.AddrPort{netip.MustParseAddrPort(addr.String())}
+	}
+	copy(p.UserData[:], "hello user data")
+	for _, o := range opts {
+		o(&p)
+	}
+	tok, err := token.Generate(p)
+	require.NoError(t, err)
+	return tok
+}
+
+// pair returns a connected client conn and the server's conn for it.
+func pair(t testing.TB, l *netcode.Listener, opts ...tokenOpt) (cli, srv *netcode.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli, err := netcode.DialContext(ctx, mint(t, l.Addr(), opts...))
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	srv, err = l.AcceptConn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return cli, srv
+}
+
+func readWithin(t testing.TB, c net.Conn, d time.Duration) ([]byte, error) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(d)))
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	n, err := c.Read(buf)
+	return buf[:n], err
+}
+
+func TestEcho(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l, withClientID(77))
+			assert.Equal(t, uint64(77), srv.ClientID())
+			assert.Equal(t, 64, srv.MaxClients())
+			assert.Equal(t, 64, cli.MaxClients())
+			assert.Equal(t, srv.ClientIndex(), cli.ClientIndex())
+			ud := srv.UserData()
+			assert.Equal(t, "hello user data", string(bytes.TrimRight(ud[:], "\x00")))
+			// The client's socket is bound to the wildcard address, as a
+			// net.UDPConn from net.ListenUDP would be; the port is the same.
+			assert.Equal(t, cli.LocalAddr().(*net.UDPAddr).Port, srv.RemoteAddr().(*net.UDPAddr).Port)
+			assert.Equal(t, l.Addr().String(), cli.RemoteAddr().String())
+
+			for _, size := range []int{1, 8, 100, 1199, 1200} {
+				msg := bytes.Repeat([]byte{byte(size)}, size)
+				_, err := cli.Write(msg)
+				require.NoError(t, err)
+				got, err := readWithin(t, srv, 5*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, msg, got)
+				_, err = srv.Write(got)
+				require.NoError(t, err)
+				got, err = readWithin(t, cli, 5*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, msg, got, "size %d", size)
+			}
+		})
+	}
+}
+
+func TestWriteSizes(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(t, l)
+	for _, c := range []net.Conn{cli, srv} {
+		_, err := c.Write(nil)
+		assert.ErrorIs(t, err, netcode.ErrEmptyPayload)
+		_, err = c.Write(make([]byte, netcode.MaxPayloadBytes+1))
+		assert.ErrorIs(t, err, netcode.ErrPayloadTooLarge)
+	}
+}
+
+func TestReadShortBufferKeepsPayload(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(t, l)
+	_, err := cli.Write([]byte("0123456789"))
+	require.NoError(t, err)
+	require.NoError(t, srv.SetReadDeadline(time.Now().Add(5*time.Second)))
+	small := make([]byte, 4)
+	_, err = srv.Read(small)
+	require.ErrorIs(t, err, io.ErrShortBuffer)
+	big := make([]byte, 64)
+	n, err := srv.Read(big)
+	require.NoError(t, err)
+	assert.Equal(t, "0123456789", string(big[:n]))
+}
+
+func TestReadDeadline(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l)
+			for _, c := range []net.Conn{cli, srv} {
+				_, err := readWithin(t, c, 30*time.Millisecond)
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+				var ne net.Error
+				require.ErrorAs(t, err, &ne)
+				assert.True(t, ne.Timeout())
+				// A deadline in the past fails at once; clearing it blocks again.
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(-time.Second)))
+				_, err = c.Read(make([]byte, 10))
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+				require.NoError(t, c.SetReadDeadline(time.Time{}))
+			}
+			// A deadline extended while a Read is blocked takes effect.
+			done := make(chan error, 1)
+			require.NoError(t, srv.SetReadDeadline(time.Now().Add(time.Hour)))
+			go func() {
+				_, err := srv.Read(make([]byte, 10))
+				done <- err
+			}()
+			time.Sleep(20 * time.Millisecond)
+			require.NoError(t, srv.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Read did not return after the deadline was shortened")
+			}
+		})
+	}
+}
+
+func TestWriteDeadline(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, _ := pair(t, l)
+	require.NoError(t, cli.SetWriteDeadline(time.Now().Add(-time.Second)))
+	_, err := cli.Write([]byte("x"))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, cli.SetWriteDeadline(time.Time{}))
+	_, err = cli.Write([]byte("x"))
+	require.NoError(t, err)
+}
+
+func TestCloseSemantics(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name+"/client closes", func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l, withTimeout(30))
+			_, err := cli.Write([]byte("last words"))
+			require.NoError(t, err)
+			require.NoError(t, cli.Close())
+			// Payloads that arrived before the disconnect are still read,
+			// then io.EOF (long before the 30 s timeout).
+			got, err := readWithin(t, srv, 5*time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, "last words", string(got))
+			_, err = readWithin(t, srv, 5*time.Second)
+			require.ErrorIs(t, err, io.EOF)
+			_, err = srv.Write([]byte("x"))
+			assert.Error(t, err)
+			// Use after Close.
+			_, err = cli.Read(make([]byte, 10))
+			assert.ErrorIs(t, err, net.ErrClosed)
+			_, err = cli.Write([]byte("x"))
+			assert.ErrorIs(t, err, net.ErrClosed)
+			assert.ErrorIs(t, cli.Close(), net.ErrClosed)
+		})
+		t.Run(f.name+"/server closes", func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l, withTimeout(30))
+			require.NoError(t, srv.Close())
+			_, err := readWithin(t, cli, 5*time.Second)
+			require.ErrorIs(t, err, io.EOF)
+			_, err = srv.Read(make([]byte, 10))
+			assert.ErrorIs(t, err, net.ErrClosed)
+		})
+	}
+}
+
+func TestCloseUnblocksRead(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	for side := range 2 {
+		cli, srv := pair(t, l, withClientID(uint64(side+1)))
+		c := []net.Conn{cli, srv}[side]
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 10))
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, c.Close())
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, net.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not unblock Read")
+		}
+	}
+}
+
+func TestListenerCloseDisconnectsEveryone(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			var clis []*netcode.Conn
+			for i := range 8 {
+				c, _ := pair(t, l, withClientID(uint64(i+1)), withTimeout(30))
+				clis = append(clis, c)
+			}
+			acceptErr := make(chan error, 1)
+			go func() {
+				_, err := l.Accept()
+				acceptErr <- err
+			}()
+			require.NoError(t, l.Close())
+			for _, c := range clis {
+				_, err := readWithin(t, c, 5*time.Second)
+				assert.ErrorIs(t, err, io.EOF)
+			}
+			assert.ErrorIs(t, <-acceptErr, net.ErrClosed)
+			assert.ErrorIs(t, l.Close(), net.ErrClosed)
+		})
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	free := func(t *testing.T) net.Addr {
+		// An address nobody answers on.
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		a := pc.LocalAddr()
+		pc.Close()
+		return a
+	}
+	for _, tc := range []struct {
+		name string
+		tok  func(t *testing.T) []byte
+		want error
+	}{
+		{"invalid token", func(t *testing.T) []byte { return make([]byte, 2048) }, netcode.ErrInvalidConnectToken},
+		{"short token", func(t *testing.T) []byte { return []byte("short") }, netcode.ErrInvalidConnectToken},
+		{"request timed out", func(t *testing.T) []byte { return mint(t, free(t), withTimeout(1)) }, netcode.ErrConnectionRequestTimedOut},
+		{"token expired", func(t *testing.T) []byte { return mint(t, free(t), withTimeout(5), withExpire(1)) }, netcode.ErrConnectTokenExpired},
+		{"denied", func(t *testing.T) []byte {
+			l := listen(t, "udp4", "127.0.0.1:0", func(c *netcode.ServerConfig) { c.MaxClients = 1 })
+			pair(t, l, withClientID(1))
+			return mint(t, l.Addr(), withClientID(2))
+		}, netcode.ErrConnectionDenied},
+		{"wrong private key", func(t *testing.T) []byte {
+			l := listen(t, "udp4", "127.0.0.1:0", func(c *netcode.ServerConfig) { c.PrivateKey = crypto.Key{9} })
+			return mint(t, l.Addr(), withTimeout(1))
+		}, netcode.ErrConnectionRequestTimedOut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := netcode.Dial(tc.tok(t))
+			require.Nil(t, c)
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+func TestDialContextCancel(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer pc.Close() // a server that never answers
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	c, err := netcode.DialContext(ctx, mint(t, pc.LocalAddr()))
+	require.Nil(t, c)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestAcceptConnContext(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := l.AcceptConn(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestConcurrentWrites(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", func(c *netcode.ServerConfig) { c.ReadQueue = 4096 })
+	cli, srv := pair(t, l)
+	const writers, each = 8, 100
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				_, err := cli.Write([]byte(fmt.Sprintf("%d/%d", w, i)))
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for len(seen) < writers*each {
+		got, err := readWithin(t, srv, 5*time.Second)
+		require.NoError(t, err, "received %d of %d", len(seen), writers*each)
+		require.False(t, seen[string(got)], "duplicate %q", got)
+		seen[string(got)] = true
+	}
+}
+
+func TestManyClients(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			const n = 64
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = n })
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // echo server
+				defer wg.Done()
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						buf := make([]byte, netcode.MaxPayloadBytes)
+						for {
+							n, err := c.Read(buf)
+							if err != nil {
+								return
+							}
+							c.Write(buf[:n])
+						}
+					}()
+				}
+			}()
+			var cwg sync.WaitGroup
+			for i := range n {
+				cwg.Add(1)
+				go func() {
+					defer cwg.Done()
+					c, err := netcode.Dial(mint(t, l.Addr(), withClientID(uint64(i+1))))
+					if !assert.NoError(t, err) {
+						return
+					}
+					defer c.Close()
+					msg := []byte(fmt.Sprintf("client %d", i))
+					for range 10 {
+						_, err := c.Write(msg)
+						assert.NoError(t, err)
+						got, err := readWithin(t, c, 5*time.Second)
+						if !assert.NoError(t, err) {
+							return
+						}
+						assert.Equal(t, msg, got)
+					}
+				}()
+			}
+			cwg.Wait()
+			l.Close()
+			wg.Wait()
+		})
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	_, err := netcode.Listen("tcp", "127.0.0.1:0", &netcode.ServerConfig{})
+	assert.Error(t, err)
+	_, err = netcode.Listen("udp4", "127.0.0.1:0", nil)
+	assert.Error(t, err)
+	_, err = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{MaxClients: -1})
+	assert.Error(t, err)
+}
+
+func TestPublicAddrMustMatchToken(t *testing.T) {
+	// A server told it is reached at another address ignores tokens for
+	// its bound address.
+	l := listen(t, "udp4", "127.0.0.1:0", func(c *netcode.ServerConfig) { c.PublicAddr = "192.0.2.1:40000" })
+	_, err := netcode.Dial(mint(t, l.Addr(), withTimeout(1)))
+	require.ErrorIs(t, err, netcode.ErrConnectionRequestTimedOut)
+	assert.Positive(t, l.Stats().AddressNotInToken)
+}
+
+func TestWildcardListenerAnswersLoopback(t *testing.T) {
+	l := listen(t, "udp4", "0.0.0.0:0", nil)
+	port := l.Addr().(*net.UDPAddr).Port
+	addr := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	c, err := netcode.Dial(mint(t, addr))
+	require.NoError(t, err)
+	c.Close()
+}
+
+func TestErrorsAreNetErrors(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, _ := pair(t, l)
+	_, err := readWithin(t, cli, time.Millisecond)
+	var op *net.OpError
+	require.True(t, errors.As(err, &op))
+	assert.Equal(t, "read", op.Op)
+}

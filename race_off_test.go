@@ -1,0 +1,5 @@
+//go:build !race
+
+package netcode_test
+
+const raceEnabled = false
