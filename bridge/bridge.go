@@ -1,0 +1,684 @@
+// Package bridge lets browsers reach netcode servers over WebSocket.
+//
+// A [Handler] is an http.Handler that relays: the browser opens a WebSocket
+// with the subprotocol [Subprotocol] and sends its 2048-byte connect token as
+// the first (binary) message. The bridge checks every server address in the
+// token against its allow-list, dials the token's servers as an ordinary
+// netcode client, and tells the browser it is connected with a text message
+//
+//	{"type":"connected","clientIndex":3,"maxClients":64}
+//
+// From then on every binary WebSocket message is one netcode payload (1 to
+// netcode.MaxPayloadBytes bytes), in both directions. When either side ends,
+// the other is ended too: a browser that goes away makes the bridge
+// disconnect from the server cleanly (the server frees the slot at once),
+// and a server that disconnects, times out or denies the connection makes
+// the bridge close the WebSocket with one of the Code constants below and a
+// reason naming the netcode error.
+//
+// The bridge works in front of any netcode 1.02 server. It is not an open
+// relay: it dials only the servers its Config allows (none by default),
+// caps the number of sessions, checks the size of every message and ends
+// idle sessions.
+//
+// The browser side is the ES module in js/netcode.js, served by
+// [JSHandler].
+package bridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/token"
+)
+
+// Subprotocol is the WebSocket subprotocol of the relay. A request that does
+// not offer it is refused with HTTP 400 before the upgrade.
+const Subprotocol = "netcode.relay.v1"
+
+// Close codes the bridge ends a session with, beside the standard ones
+// (1000 normal closure after the browser closed, 1001 bridge shutting down,
+// 1003 a text message from the browser, 1008 an empty message, 1009 a message
+// larger than allowed, 1011 an unexpected upstream error, 1013 too many
+// sessions). The reason of the close frame names the error, for example
+// "netcode: connection denied".
+const (
+	// CodeDisconnected: the server disconnected the client cleanly.
+	CodeDisconnected websocket.StatusCode = 4000
+	// CodeConnectionDenied: every server in the token was full or refused
+	// the client (netcode.ErrConnectionDenied).
+	CodeConnectionDenied websocket.StatusCode = 4001
+	// CodeConnectTokenExpired: the token expired before a server accepted it
+	// (netcode.ErrConnectTokenExpired).
+	CodeConnectTokenExpired websocket.StatusCode = 4002
+	// CodeInvalidConnectToken: the first message was not a readable
+	// 2048-byte connect token (netcode.ErrInvalidConnectToken).
+	CodeInvalidConnectToken websocket.StatusCode = 4003
+	// CodeConnectionRequestTimedOut: no server answered the connection
+	// request (netcode.ErrConnectionRequestTimedOut).
+	CodeConnectionRequestTimedOut websocket.StatusCode = 4004
+	// CodeConnectionResponseTimedOut: the server stopped answering during
+	// the handshake (netcode.ErrConnectionResponseTimedOut).
+	CodeConnectionResponseTimedOut websocket.StatusCode = 4005
+	// CodeConnectionTimedOut: nothing arrived from the server within the
+	// token's timeout (netcode.ErrConnectionTimedOut).
+	CodeConnectionTimedOut websocket.StatusCode = 4006
+	// CodeServerNotAllowed: the token names a server the bridge may not
+	// dial; the reason names the address.
+	CodeServerNotAllowed websocket.StatusCode = 4010
+	// CodeHandshakeTimeout: the connect token did not arrive within
+	// Config.HandshakeTimeout, or the dial took longer than
+	// Config.DialTimeout.
+	CodeHandshakeTimeout websocket.StatusCode = 4011
+	// CodeIdleTimeout: no message came from the browser within
+	// Config.IdleTimeout.
+	CodeIdleTimeout websocket.StatusCode = 4012
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxSessions      = 1024
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultDialTimeout      = 30 * time.Second
+	DefaultIdleTimeout      = 30 * time.Second
+	DefaultWriteTimeout     = 10 * time.Second
+)
+
+// maxRefusing bounds the sessions being refused with 1013 at once; past it,
+// refusals are plain HTTP 503 responses, which cost no upgrade.
+const maxRefusing = 64
+
+// Config configures a Handler. The zero value refuses every token: name the
+// servers the bridge may dial in AllowedServers or AllowServer.
+type Config struct {
+	// AllowedServers lists the server addresses the bridge may dial. Every
+	// address in a token must be allowed (by this list or by AllowServer),
+	// or the session is refused with CodeServerNotAllowed before anything is
+	// sent to any server. IPv4-mapped IPv6 addresses match their IPv4 form.
+	AllowedServers []netip.AddrPort
+	// AllowServer, if set, is asked about the token addresses that are not
+	// in AllowedServers (for example to allow a prefix or a port range). It
+	// must be safe for concurrent use.
+	AllowServer func(netip.AddrPort) bool
+	// MaxSessions caps the sessions open at once, from the upgrade until
+	// the end; 0 means DefaultMaxSessions. Past it, the bridge accepts the
+	// WebSocket and closes it at once with 1013 (try again later), or, when
+	// many refusals are already in progress, answers HTTP 503.
+	MaxSessions int
+	// HandshakeTimeout is how long the browser has to send its connect
+	// token after the upgrade; 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// DialTimeout bounds the netcode handshake with the servers, on top of
+	// the protocol's own timeouts; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// IdleTimeout ends a connected session when no message has come from
+	// the browser for this long (the netcode connection itself is kept alive
+	// by the bridge, so this is what notices a silent browser); 0 means
+	// DefaultIdleTimeout, negative disables it.
+	IdleTimeout time.Duration
+	// WriteTimeout ends a session whose browser does not take a message
+	// within this long (a stalled TCP connection); 0 means
+	// DefaultWriteTimeout, negative disables it.
+	WriteTimeout time.Duration
+	// Dialer dials the servers; nil means a zero netcode.Dialer (a UDP
+	// socket per session).
+	Dialer *netcode.Dialer
+	// OriginPatterns lists the origins, besides the request's own host,
+	// whose pages may open sessions, as in websocket.AcceptOptions (host
+	// patterns matched with path.Match, for example "game.example.com" or
+	// "*.example.com"). Cross-origin requests are refused by default.
+	OriginPatterns []string
+	// Logger receives a debug record for every session's start and end;
+	// nil is silent.
+	Logger *slog.Logger
+}
+
+// Handler is the relay: an http.Handler that serves WebSocket sessions (see
+// the package documentation). Make one with NewHandler; Close ends every
+// session.
+type Handler struct {
+	cfg     Config
+	allowed map[netip.AddrPort]struct{}
+	dialer  *netcode.Dialer
+	log     *slog.Logger
+	accept  websocket.AcceptOptions
+	period  time.Duration // how often a session's watchdog runs
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	closed   bool
+	wg       sync.WaitGroup // every ServeHTTP in progress
+	refusing atomic.Int64
+}
+
+// NewHandler returns a relay with the given configuration.
+func NewHandler(cfg Config) *Handler {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	h := &Handler{
+		cfg:      cfg,
+		allowed:  make(map[netip.AddrPort]struct{}, len(cfg.AllowedServers)),
+		dialer:   cfg.Dialer,
+		log:      cfg.Logger,
+		sessions: make(map[*session]struct{}),
+		accept: websocket.AcceptOptions{
+			Subprotocols:    []string{Subprotocol},
+			OriginPatterns:  cfg.OriginPatterns,
+			CompressionMode: websocket.CompressionDisabled,
+		},
+	}
+	for _, a := range cfg.AllowedServers {
+		h.allowed[canon(a)] = struct{}{}
+	}
+	if h.dialer == nil {
+		h.dialer = &netcode.Dialer{}
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	shortest := min(cfg.HandshakeTimeout, cfg.DialTimeout)
+	if cfg.IdleTimeout > 0 {
+		shortest = min(shortest, cfg.IdleTimeout)
+	}
+	if cfg.WriteTimeout > 0 {
+		shortest = min(shortest, cfg.WriteTimeout)
+	}
+	h.period = min(max(shortest/8, 5*time.Millisecond), time.Second)
+	return h
+}
+
+func canon(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap().WithZone(""), a.Port())
+}
+
+// allows reports whether the bridge may dial a.
+func (h *Handler) allows(a netip.AddrPort) bool {
+	if _, ok := h.allowed[canon(a)]; ok {
+		return true
+	}
+	return h.cfg.AllowServer != nil && h.cfg.AllowServer(a)
+}
+
+// Sessions returns the number of sessions open now.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Close ends every session (with 1001, going away, and a clean netcode
+// disconnect), refuses new ones with HTTP 503, and waits until every
+// session's goroutines have exited. It does not close the http.Server.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	ss := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		ss = append(ss, s)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		}()
+	}
+	wg.Wait()
+	h.wg.Wait()
+	return nil
+}
+
+// offers reports whether the request offers the relay subprotocol.
+func offers(r *http.Request) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(p) == Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ServeHTTP upgrades the request to a WebSocket and relays it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !offers(r) {
+		http.Error(w, "netcode bridge: WebSocket subprotocol "+Subprotocol+" required", http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "netcode bridge: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.wg.Add(1)
+	defer h.wg.Done()
+	if len(h.sessions) >= h.cfg.MaxSessions {
+		h.mu.Unlock()
+		h.refuse(w, r)
+		return
+	}
+	s := newSession(h)
+	h.sessions[s] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.sessions, s)
+		h.mu.Unlock()
+	}()
+
+	clearDeadlines(w)
+	ws, err := websocket.Accept(w, r, &h.accept)
+	if err != nil {
+		// Accept has answered the request.
+		s.end(websocket.StatusInternalError, "")
+		return
+	}
+	s.serve(ws, r.RemoteAddr)
+}
+
+// clearDeadlines lifts the read and write deadlines an http.Server with
+// ReadTimeout or WriteTimeout has set on the connection: they would stay on
+// the hijacked connection and cut every session short. The session's own
+// timeouts apply instead.
+func clearDeadlines(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+}
+
+// refuse turns a request away because of the session cap.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
+	if h.refusing.Add(1) > maxRefusing {
+		h.refusing.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.refusing.Add(-1)
+	clearDeadlines(w)
+	ws, err := websocket.Accept(w, r, &h.accept)
+	if err != nil {
+		return
+	}
+	h.log.Debug("netcode bridge: too many sessions", "remote", r.RemoteAddr)
+	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
+}
+
+// Session phases, for the watchdog.
+const (
+	phaseToken int32 = iota
+	phaseDial
+	phaseConnected
+)
+
+// session is one browser's relay.
+type session struct {
+	h     *Handler
+	start time.Time
+	ctx   context.Context // cancelled when the session ends; bounds the dial
+	stop  context.CancelFunc
+
+	mu     sync.Mutex
+	ws     *websocket.Conn
+	conn   *netcode.Conn
+	ended  bool
+	code   websocket.StatusCode
+	reason string
+
+	endOnce sync.Once
+	done    chan struct{} // closed when the session ends
+	ready   chan struct{} // closed once conn is set
+	wg      sync.WaitGroup
+
+	phase      atomic.Int32
+	deadline   atomic.Int64 // phaseToken, phaseDial: ns since start
+	lastSeen   atomic.Int64 // ns since start of the last browser message
+	writeStart atomic.Int64 // ns since start + 1 of the write in progress; 0 when none
+	watchdog   *time.Timer
+
+	token [netcode.ConnectTokenBytes + 1]byte
+	in    [netcode.MaxPayloadBytes + 1]byte // browser → server
+	out   [netcode.MaxPayloadBytes]byte     // server → browser
+}
+
+func newSession(h *Handler) *session {
+	s := &session{
+		h:     h,
+		start: time.Now(),
+		done:  make(chan struct{}),
+		ready: make(chan struct{}),
+	}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	return s
+}
+
+// now returns the monotonic time since the session started.
+func (s *session) now() int64 { return int64(time.Since(s.start)) }
+
+// end ends the session once: it records why, stops a dial in progress,
+// disconnects from the server and closes the WebSocket with code and
+// reason. Later calls wait for the first to finish and do nothing.
+func (s *session) end(code websocket.StatusCode, reason string) {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		s.ended = true
+		s.code, s.reason = code, reason
+		ws, conn := s.ws, s.conn
+		s.mu.Unlock()
+		close(s.done)
+		s.stop()
+		if conn != nil {
+			conn.Close()
+		}
+		if ws != nil {
+			ws.Close(code, reason)
+		}
+	})
+}
+
+// setWS records the WebSocket; it reports false if the session already
+// ended, and then closes ws itself.
+func (s *session) setWS(ws *websocket.Conn) bool {
+	s.mu.Lock()
+	if s.ended {
+		code, reason := s.code, s.reason
+		s.mu.Unlock()
+		ws.Close(code, reason)
+		return false
+	}
+	s.ws = ws
+	s.mu.Unlock()
+	return true
+}
+
+// setConn records the netcode connection; it reports false if the session
+// already ended, and then closes conn itself.
+func (s *session) setConn(c *netcode.Conn) bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		c.Close()
+		return false
+	}
+	s.conn = c
+	s.mu.Unlock()
+	return true
+}
+
+func (s *session) serve(ws *websocket.Conn, remote string) {
+	if !s.setWS(ws) {
+		return
+	}
+	h := s.h
+	h.log.Debug("netcode bridge: session start", "remote", remote)
+	s.deadline.Store(int64(h.cfg.HandshakeTimeout))
+	s.watchdog = time.AfterFunc(time.Hour, s.watch)
+	s.watchdog.Reset(h.period)
+	defer func() {
+		// The first end wins; this one only waits for it to finish.
+		s.end(websocket.StatusNormalClosure, "")
+		s.watchdog.Stop()
+		s.wg.Wait()
+		s.mu.Lock()
+		code, reason := s.code, s.reason
+		s.mu.Unlock()
+		h.log.Debug("netcode bridge: session end", "remote", remote,
+			"code", int(code), "reason", reason, "duration", time.Since(s.start))
+	}()
+
+	// The connect token: one binary message of exactly 2048 bytes.
+	ws.SetReadLimit(netcode.ConnectTokenBytes)
+	typ, n, err := s.readMessage(s.token[:], netcode.ConnectTokenBytes)
+	if err != nil {
+		s.endRead(err)
+		return
+	}
+	if typ != websocket.MessageBinary || n != netcode.ConnectTokenBytes {
+		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
+		return
+	}
+	tokenBytes := s.token[:n]
+	tok, err := token.Parse(tokenBytes)
+	if err != nil || len(tok.ServerAddrs) == 0 {
+		s.end(CodeInvalidConnectToken, netcode.ErrInvalidConnectToken.Error())
+		return
+	}
+	for _, a := range tok.ServerAddrs {
+		if !h.allows(a) {
+			s.end(CodeServerNotAllowed, "netcode bridge: server "+a.String()+" not allowed")
+			return
+		}
+	}
+
+	// From here the browser is read in its own goroutine, so that a browser
+	// that leaves during the dial cancels it.
+	ws.SetReadLimit(netcode.MaxPayloadBytes + 1)
+	s.wg.Add(1)
+	go s.readLoop()
+
+	s.deadline.Store(s.now() + int64(h.cfg.DialTimeout))
+	s.phase.Store(phaseDial)
+	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
+	if err != nil {
+		code, reason := closeFor(err)
+		s.end(code, reason)
+		return
+	}
+	if !s.setConn(conn) {
+		return
+	}
+	s.lastSeen.Store(s.now())
+	s.phase.Store(phaseConnected)
+	close(s.ready)
+
+	msg := make([]byte, 0, 64)
+	msg = append(msg, `{"type":"connected","clientIndex":`...)
+	msg = strconv.AppendInt(msg, int64(conn.ClientIndex()), 10)
+	msg = append(msg, `,"maxClients":`...)
+	msg = strconv.AppendInt(msg, int64(conn.MaxClients()), 10)
+	msg = append(msg, '}')
+	if !s.write(websocket.MessageText, msg) {
+		return
+	}
+
+	// Server → browser, one message per payload.
+	for {
+		n, err := conn.Read(s.out[:])
+		if err != nil {
+			code, reason := closeFor(err)
+			s.end(code, reason)
+			return
+		}
+		if !s.write(websocket.MessageBinary, s.out[:n]) {
+			return
+		}
+	}
+}
+
+// write sends one message to the browser; it reports false (having ended
+// the session) if that failed.
+func (s *session) write(typ websocket.MessageType, p []byte) bool {
+	s.writeStart.Store(s.now() + 1)
+	// A context without a deadline costs nothing per write; the watchdog
+	// enforces WriteTimeout.
+	err := s.ws.Write(context.Background(), typ, p)
+	s.writeStart.Store(0)
+	if err != nil {
+		s.end(websocket.StatusGoingAway, "netcode bridge: write to browser failed")
+		return false
+	}
+	return true
+}
+
+// readLoop relays the browser's messages to the server, once connected.
+func (s *session) readLoop() {
+	defer s.wg.Done()
+	limit := netcode.MaxPayloadBytes
+	for {
+		typ, n, err := s.readMessage(s.in[:], limit)
+		if err != nil {
+			s.endRead(err)
+			return
+		}
+		s.lastSeen.Store(s.now())
+		switch {
+		case typ != websocket.MessageBinary:
+			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are relayed")
+			return
+		case n == 0:
+			s.end(websocket.StatusPolicyViolation, "netcode bridge: empty message")
+			return
+		case n > limit:
+			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1200 bytes")
+			return
+		}
+		select {
+		case <-s.ready:
+		case <-s.done:
+			return
+		}
+		if _, err := s.conn.Write(s.in[:n]); err != nil {
+			code, reason := closeFor(err)
+			s.end(code, reason)
+			return
+		}
+	}
+}
+
+// readMessage reads one message from the browser into buf, which must hold
+// limit+1 bytes. n > limit means the message was larger than limit (the
+// rest is not read). A text message is returned unread.
+func (s *session) readMessage(buf []byte, limit int) (websocket.MessageType, int, error) {
+	// No deadline on the context: a cancellable one would cost a timer per
+	// frame. The watchdog and end (closing the WebSocket) unblock it.
+	typ, r, err := s.ws.Reader(context.Background())
+	if err != nil {
+		return 0, 0, err
+	}
+	if typ != websocket.MessageBinary {
+		return typ, 0, nil
+	}
+	n := 0
+	for n <= limit {
+		m, err := r.Read(buf[n : limit+1])
+		n += m
+		if err == io.EOF {
+			return typ, n, nil
+		}
+		if err != nil {
+			return typ, n, err
+		}
+	}
+	return typ, n, nil
+}
+
+// endRead ends the session after reading from the browser failed.
+func (s *session) endRead(err error) {
+	switch {
+	case websocket.CloseStatus(err) != -1:
+		// The browser closed the WebSocket (the reply is sent already).
+		s.end(websocket.CloseStatus(err), "")
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		s.end(websocket.StatusMessageTooBig, "netcode bridge: message too big")
+	default:
+		s.end(websocket.StatusGoingAway, "netcode bridge: browser connection lost")
+	}
+}
+
+// watch runs every period on a timer: it applies the handshake, dial,
+// idle and write timeouts.
+func (s *session) watch() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	cfg := &s.h.cfg
+	now := s.now()
+	switch s.phase.Load() {
+	case phaseToken:
+		if now >= s.deadline.Load() {
+			s.end(CodeHandshakeTimeout, "netcode bridge: no connect token within the handshake timeout")
+			return
+		}
+	case phaseDial:
+		if now >= s.deadline.Load() {
+			s.end(CodeHandshakeTimeout, "netcode bridge: dial timed out")
+			return
+		}
+	case phaseConnected:
+		if cfg.IdleTimeout > 0 && now-s.lastSeen.Load() >= int64(cfg.IdleTimeout) {
+			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
+			return
+		}
+	}
+	if ws := s.writeStart.Load(); cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(cfg.WriteTimeout) {
+		// The browser does not read: no close handshake is possible.
+		s.mu.Lock()
+		c := s.ws
+		s.mu.Unlock()
+		c.CloseNow()
+		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
+		return
+	}
+	s.watchdog.Reset(s.h.period)
+}
+
+// closeFor maps an error of the netcode connection to a close code and
+// reason.
+func closeFor(err error) (websocket.StatusCode, string) {
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			return m.code, m.err.Error()
+		}
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return CodeDisconnected, "netcode: disconnected by the server"
+	case errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
+		return websocket.StatusGoingAway, "netcode bridge: session closed"
+	}
+	return websocket.StatusInternalError, "netcode bridge: upstream error"
+}
+
+var errorCodes = []struct {
+	err  error
+	code websocket.StatusCode
+}{
+	{netcode.ErrConnectionDenied, CodeConnectionDenied},
+	{netcode.ErrConnectTokenExpired, CodeConnectTokenExpired},
+	{netcode.ErrInvalidConnectToken, CodeInvalidConnectToken},
+	{netcode.ErrConnectionRequestTimedOut, CodeConnectionRequestTimedOut},
+	{netcode.ErrConnectionResponseTimedOut, CodeConnectionResponseTimedOut},
+	{netcode.ErrConnectionTimedOut, CodeConnectionTimedOut},
+}

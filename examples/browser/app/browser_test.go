@@ -1,0 +1,256 @@
+package app_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/gonetcode/netcode/examples/browser/app"
+	"github.com/gonetcode/netcode/token"
+)
+
+// chromiumPath finds the browser: $NETCODE_CHROMIUM, or Debian's chromium
+// (installed by .ci/browser-deps.sh) or another Chrome on $PATH.
+func chromiumPath() string {
+	if p := os.Getenv("NETCODE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browserRequired reports whether a missing browser is a failure: in CI
+// (CI set to anything but "", "0" or "false") or with NETCODE_BROWSER_TEST=1.
+func browserRequired() bool {
+	if os.Getenv("NETCODE_BROWSER_TEST") == "1" {
+		return true
+	}
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// newBrowser starts headless Chromium and returns a chromedp context with
+// one tab. Cancel the context to stop the browser.
+func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if browserRequired() {
+			t.Fatal("chromium not found: run .ci/browser-deps.sh (apt-get install chromium) or set NETCODE_CHROMIUM")
+		}
+		t.Skip("chromium not found; run .ci/browser-deps.sh, or set CI=1 / NETCODE_BROWSER_TEST=1 to make this a failure")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 800),
+	)
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithErrorf(t.Logf))
+	cancel := func() {
+		cancelCtx()
+		cancelAlloc()
+	}
+	// Start the browser now, without a deadline (a deadline on the first
+	// Run would bound the browser's life).
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return ctx, cancel
+}
+
+// step bounds one group of actions in time.
+func step(t *testing.T, ctx context.Context, d time.Duration, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	defer func(start time.Time) { t.Logf("%s: %v", what, time.Since(start)) }(time.Now())
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status")?.textContent ?? ""`))
+		t.Fatalf("%s: %v (page status: %q)", what, err, status)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, d time.Duration, script string) T {
+	t.Helper()
+	defer func(start time.Time) { t.Logf("script %.40q: %v", script, time.Since(start)) }(time.Now())
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](script, chromedp.EvalAwaitPromise))
+	require.NoError(t, err, "script:\n%s", script)
+	return v
+}
+
+// TestBrowser loads the example page in headless Chromium, connects through
+// the bridge to the netcode echo server, and exchanges messages, through the
+// page's form and through the module's API.
+func TestBrowser(t *testing.T) {
+	defer goleak.VerifyNone(t)
+
+	a, err := app.New(app.Config{})
+	require.NoError(t, err)
+	hs := httptest.NewServer(a)
+	defer func() {
+		require.NoError(t, a.Close())
+		hs.Close()
+	}()
+
+	start := time.Now()
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	t.Logf("browser started in %v", time.Since(start))
+	defer func(start time.Time) { t.Logf("teardown: %v", time.Since(start)) }(time.Now())
+
+	// The page: connect, type a message, see the echo.
+	step(t, ctx, 30*time.Second, "page connects",
+		chromedp.Navigate(hs.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
+	)
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
+	require.NoError(t, err)
+	assert.Contains(t, status, "of 64")
+	assert.Equal(t, 1, a.Listener.Stats().Connected)
+
+	for i, msg := range []string{"hello, netcode", "second message ✓"} {
+		step(t, ctx, 10*time.Second, "echo "+msg,
+			chromedp.SendKeys(chromedp.ID("msg"), msg),
+			chromedp.Click(chromedp.ID("send")),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("#log li.echo:nth-of-type(%d)", 2*(i+1)))),
+		)
+	}
+	echoes := eval[[]string](t, ctx, 5*time.Second,
+		`[...document.querySelectorAll("#log li.echo")].map(li => li.textContent)`)
+	assert.Equal(t, []string{"hello, netcode", "second message ✓"}, echoes)
+
+	if p := os.Getenv("NETCODE_SCREENSHOT"); p != "" {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, png, 0o644))
+	}
+
+	// The module's API: a second session from the same page, many binary
+	// messages of every size, checked byte for byte.
+	type result struct {
+		ClientIndex, MaxClients, Sent, Received, Bad int
+		CloseCode                                    int
+		CloseName                                    string
+	}
+	res := eval[result](t, ctx, 60*time.Second, `(async () => {
+		const { connect } = await import("/netcode.js");
+		const tok = new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer());
+		const s = await connect("/relay", tok);
+		const n = 500, window = 32;
+		let received = 0, bad = 0, inflight = 0, wake = null;
+		const pattern = (i, size) => {
+			const b = new Uint8Array(size);
+			b[0] = i & 255; b[1] = i >> 8;
+			for (let j = 2; j < size; j++) b[j] = (i * 7 + j) & 255;
+			return b;
+		};
+		const ended = new Promise((_, reject) => { s.onclose = (e) => reject(e); });
+		s.onmessage = (p) => {
+			const i = p[0] | (p[1] << 8);
+			const want = pattern(i, 2 + (i * 37) % 1199);
+			if (p.length !== want.length || p.some((v, j) => v !== want[j])) bad++;
+			received++; inflight--;
+			if (wake) { const w = wake; wake = null; w(); }
+		};
+		for (let i = 0; i < n; i++) {
+			while (inflight >= window) await Promise.race([new Promise((r) => { wake = r; }), ended]);
+			s.send(pattern(i, 2 + (i * 37) % 1199));
+			inflight++;
+		}
+		while (received < n) await Promise.race([new Promise((r) => { wake = r; }), ended]);
+		const closed = s.closed;
+		s.close();
+		const err = await closed;
+		return { ClientIndex: s.clientIndex, MaxClients: s.maxClients, Sent: n, Received: received,
+			Bad: bad, CloseCode: err.code, CloseName: err.name };
+	})()`)
+	assert.Equal(t, 500, res.Received)
+	assert.Zero(t, res.Bad, "payloads that came back different")
+	assert.Equal(t, 64, res.MaxClients)
+	assert.Equal(t, 1000, res.CloseCode)
+	assert.Equal(t, "Closed", res.CloseName)
+	// Closing in the browser frees the server's slot; the page's session stays.
+	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 1 }, 5*time.Second, 10*time.Millisecond)
+
+	// Errors reach the browser as NetcodeError with the bridge's codes.
+	type failure struct {
+		Code   int
+		Name   string
+		Reason string
+		Class  string
+	}
+	tryConnect := func(tokenB64 string) failure {
+		return eval[failure](t, ctx, 20*time.Second, `(async () => {
+			const { connect } = await import("/netcode.js");
+			const tok = Uint8Array.from(atob("`+tokenB64+`"), (c) => c.charCodeAt(0));
+			try {
+				const s = await connect("/relay", tok);
+				s.close();
+				return { Code: 0, Name: "connected", Reason: "", Class: "" };
+			} catch (e) {
+				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name };
+			}
+		})()`)
+	}
+	f := tryConnect(base64.StdEncoding.EncodeToString(make([]byte, 2048)))
+	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
+
+	// A token for a server the bridge may not dial.
+	other, err := token.Generate(token.Params{
+		ProtocolID:    app.ProtocolID,
+		ClientID:      1,
+		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
+		ExpireSeconds: 60,
+	})
+	require.NoError(t, err)
+	f = tryConnect(base64.StdEncoding.EncodeToString(other))
+	assert.Equal(t, 4010, f.Code)
+	assert.Equal(t, "ServerNotAllowed", f.Name)
+	assert.Contains(t, f.Reason, "127.0.0.1:9")
+
+	// Sizes are checked in the browser before anything is sent.
+	msg := eval[string](t, ctx, 5*time.Second, `(() => {
+		try { window.netcodeSession.send(new Uint8Array(1201)); return "sent"; }
+		catch (e) { return e.name; }
+	})()`)
+	assert.Equal(t, "RangeError", msg)
+
+	// The server ends the page's session: the page shows why.
+	require.Equal(t, 1, a.Bridge.Sessions())
+	require.NoError(t, a.Bridge.Close())
+	step(t, ctx, 10*time.Second, "page sees the close",
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="closed"]`)))
+	status, err = chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
+	require.NoError(t, err)
+	assert.Contains(t, status, "GoingAway (1001)")
+	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
+
+	cancel()
+}
