@@ -111,6 +111,7 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 		PrivateKey: crypto.Key(c.PrivateKey),
 		MaxClients: c.MaxClients,
 		Addrs:      addrs,
+		Now:        time.Now(), // seeds the global sequence: no nonce reuse across restarts
 		Logger:     c.Logger,
 	}, (*listenerEvents)(l))
 	if err != nil {
@@ -210,8 +211,7 @@ func (l *Listener) tickLoop() {
 		case <-l.closing:
 			return
 		case now := <-t.C:
-			_ = now
-			l.core.Update(time.Now(), l.tsink)
+			l.core.Update(now, l.tsink)
 			l.tsink.flush()
 			l.kickPending()
 		}

@@ -23,6 +23,17 @@
 //
 // The browser side is the ES module in js/netcode.js, served by
 // [JSHandler].
+//
+// # Transport mode
+//
+// The relay sees payloads in the clear. In transport mode the netcode
+// packets themselves travel in WebSocket binary messages (subprotocol
+// [TransportSubprotocol]), so the session is encrypted end to end between a
+// Go client (built for js/wasm in the browser) and the server: a [Mux] is a
+// net.PacketConn that merges a UDP socket with WebSocket peers, to be passed
+// to netcode.NewListener so that one server serves both kinds of client, and
+// [DialTransport] / [TransportListenPacket] give the client its side, for
+// netcode.Dialer.ListenPacket. See examples/wasm.
 package bridge
 
 import (

@@ -1,0 +1,164 @@
+package bridge
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode/protocol"
+)
+
+// TransportSubprotocol is the WebSocket subprotocol of the end-to-end
+// encrypted transport: every binary message is one netcode packet (1 to
+// protocol.MaxPacketBytes bytes), exactly as it would travel in a UDP
+// datagram. The server side is a [Mux]; the client side is [DialTransport].
+// Unlike the relay ([Handler]), nothing between the netcode client (for
+// example the Go client compiled to WebAssembly, running in a browser) and
+// the netcode server can read or forge the payloads.
+const TransportSubprotocol = "netcode.transport.v1"
+
+// MaxTransportMessage is the largest binary message of the transport: the
+// largest netcode packet.
+const MaxTransportMessage = protocol.MaxPacketBytes
+
+// datagramBytes is a pooled buffer's size: an Ethernet MTU, enough for any
+// UDP datagram worth reading and any transport message.
+const datagramBytes = 1500
+
+// datagram is one pooled packet buffer in flight between goroutines.
+type datagram struct {
+	n    int
+	addr netip.AddrPort
+	buf  [datagramBytes]byte
+}
+
+var datagramPool = sync.Pool{New: func() any { return new(datagram) }}
+
+func getDatagram() *datagram { return datagramPool.Get().(*datagram) }
+
+func putDatagram(d *datagram) {
+	d.n = 0
+	d.addr = netip.AddrPort{}
+	datagramPool.Put(d)
+}
+
+// Transport addresses. A WebSocket peer of a Mux is known to the netcode
+// server by a synthetic address from the IPv6 discard-only prefix 100::/64
+// (RFC 6666): 100::N, port 1, where N counts sessions from 1 and is never
+// reused. No real host can send UDP from that prefix (the Mux drops UDP
+// datagrams that claim to), so these addresses never collide with UDP
+// peers.
+var transportPrefix = netip.MustParsePrefix("100::/64")
+
+// transportPort is the port of every synthetic address.
+const transportPort = 1
+
+// IsTransportAddr reports whether a is a synthetic address a Mux gives its
+// WebSocket peers (see [Mux]).
+func IsTransportAddr(a netip.AddrPort) bool {
+	return transportPrefix.Contains(a.Addr())
+}
+
+// transportAddr returns the synthetic address of session n.
+func transportAddr(n uint64) netip.AddrPort {
+	var b [16]byte
+	b[0] = 0x01
+	for i := range 8 {
+		b[15-i] = byte(n >> (8 * i))
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16(b), transportPort)
+}
+
+// deadline is a settable deadline whose expiry closes a channel, so that a
+// blocked read can select on it without a timer or context per call.
+type deadline struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	ch    chan struct{} // closed when the deadline has passed
+}
+
+func newDeadline() *deadline { return &deadline{ch: make(chan struct{})} }
+
+func closedChan(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// set sets the deadline; the zero time means none.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.ch // the timer fired: wait for it to have closed ch
+	}
+	d.timer = nil
+	expired := closedChan(d.ch)
+	if t.IsZero() {
+		if expired {
+			d.ch = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if expired {
+			d.ch = make(chan struct{})
+		}
+		ch := d.ch
+		d.timer = time.AfterFunc(dur, func() { close(ch) })
+		return
+	}
+	if !expired {
+		close(d.ch)
+	}
+}
+
+// wait returns a channel that is closed when the deadline passes.
+func (d *deadline) wait() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ch
+}
+
+// stop releases the timer.
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+}
+
+var (
+	errEmptyPacket  = errors.New("netcode bridge: empty packet")
+	errPacketTooBig = errors.New("netcode bridge: packet larger than 1300 bytes")
+)
+
+// transportNetAddr is the net.Addr of the WebSocket side of a transport.
+type transportNetAddr string
+
+func (a transportNetAddr) Network() string { return "websocket" }
+func (a transportNetAddr) String() string  { return string(a) }
+
+// udpAddrOf converts a net.Addr to an unmapped AddrPort, or the zero value.
+func udpAddrOf(a net.Addr) netip.AddrPort {
+	var ap netip.AddrPort
+	switch v := a.(type) {
+	case *net.UDPAddr:
+		ap = v.AddrPort()
+	case nil:
+		return ap
+	default:
+		p, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return ap
+		}
+		ap = p
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -1,0 +1,682 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Defaults for the zero fields of MuxConfig.
+const (
+	DefaultMuxReadQueue = 1024
+	DefaultMuxSendQueue = 256
+)
+
+// MuxConfig configures a Mux.
+type MuxConfig struct {
+	// MaxSessions caps the WebSocket sessions open at once; 0 means
+	// DefaultMaxSessions. Past it, the handler accepts the WebSocket and
+	// closes it at once with 1013 (try again later), or, when many refusals
+	// are already in progress, answers HTTP 503.
+	MaxSessions int
+	// IdleTimeout ends a session when no message has come from the peer for
+	// this long (a connected netcode client sends keep-alives ten times a
+	// second); 0 means DefaultIdleTimeout, negative disables it.
+	IdleTimeout time.Duration
+	// WriteTimeout ends a session whose peer does not take a message within
+	// this long (a stalled TCP connection); 0 means DefaultWriteTimeout,
+	// negative disables it.
+	WriteTimeout time.Duration
+	// OriginPatterns lists the origins, besides the request's own host,
+	// whose pages may open sessions, as in websocket.AcceptOptions.
+	// Cross-origin requests are refused by default.
+	OriginPatterns []string
+	// ReadQueue is how many received datagrams (UDP and WebSocket together)
+	// wait for ReadFrom; past it, new ones are dropped as a full socket
+	// buffer would. 0 means DefaultMuxReadQueue.
+	ReadQueue int
+	// SendQueue is how many datagrams wait, per session, to be written to
+	// the WebSocket; past it, new ones are dropped. 0 means
+	// DefaultMuxSendQueue.
+	SendQueue int
+	// Logger receives a debug record for every session's start and end;
+	// nil is silent.
+	Logger *slog.Logger
+}
+
+// Mux is a net.PacketConn that merges a UDP socket with WebSocket clients
+// of the end-to-end encrypted transport (subprotocol
+// [TransportSubprotocol]), so that one netcode server serves both:
+//
+//	udp, _ := net.ListenUDP("udp", addr)
+//	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+//	ln, _ := netcode.NewListener(mux, cfg) // the Listener owns mux
+//	http.Handle("/netcode", mux.Handler())
+//
+// ReadFrom returns datagrams from the UDP socket and from every WebSocket
+// session (one binary message is one datagram). WebSocket peers are known by
+// synthetic addresses from the IPv6 discard-only prefix 100::/64 (see
+// [IsTransportAddr]), one per session, never reused; WriteTo sends to such
+// an address as a binary message on that session's WebSocket, and to any
+// other address over UDP. LocalAddr is the UDP socket's address, so the
+// netcode server checks connect tokens against its UDP address: tokens for
+// WebSocket clients name the server's UDP address as usual.
+//
+// Writes to a session are queued (SendQueue) and written by the session's
+// own goroutine, so that a slow browser never blocks the server; like UDP,
+// a datagram for a full queue or a session that has ended is dropped
+// without an error. Close ends every session (after writing what is
+// queued, such as the server's disconnect packets), closes the UDP socket
+// and waits for every goroutine of the Mux to exit.
+type Mux struct {
+	udp   net.PacketConn
+	udpAP interface {
+		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+	}
+	cfg    MuxConfig
+	log    *slog.Logger
+	accept websocket.AcceptOptions
+	period time.Duration
+	start  time.Time
+
+	in      chan *datagram
+	rdl     *deadline
+	closing chan struct{}
+	stopJan chan struct{}
+	once    sync.Once
+	err     error
+
+	mu       sync.RWMutex
+	sessions map[netip.AddrPort]*muxSession
+	active   int // sessions from the cap check to their end
+	closed   bool
+	next     uint64
+
+	wg       sync.WaitGroup // UDP reader and janitor
+	swg      sync.WaitGroup // ServeHTTP calls in progress
+	refusing atomic.Int64
+	dropped  atomic.Uint64
+}
+
+// NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
+// it. It starts a goroutine that reads udp.
+func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.ReadQueue <= 0 {
+		cfg.ReadQueue = DefaultMuxReadQueue
+	}
+	if cfg.SendQueue <= 0 {
+		cfg.SendQueue = DefaultMuxSendQueue
+	}
+	m := &Mux{
+		udp: udp,
+		cfg: cfg,
+		log: cfg.Logger,
+		accept: websocket.AcceptOptions{
+			Subprotocols:    []string{TransportSubprotocol},
+			OriginPatterns:  cfg.OriginPatterns,
+			CompressionMode: websocket.CompressionDisabled,
+		},
+		start:    time.Now(),
+		in:       make(chan *datagram, cfg.ReadQueue),
+		rdl:      newDeadline(),
+		closing:  make(chan struct{}),
+		stopJan:  make(chan struct{}),
+		sessions: make(map[netip.AddrPort]*muxSession),
+	}
+	if ap, ok := udp.(interface {
+		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+	}); ok {
+		m.udpAP = ap
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	shortest := time.Second * 8
+	if cfg.IdleTimeout > 0 {
+		shortest = min(shortest, cfg.IdleTimeout)
+	}
+	if cfg.WriteTimeout > 0 {
+		shortest = min(shortest, cfg.WriteTimeout)
+	}
+	m.period = min(max(shortest/8, 5*time.Millisecond), time.Second)
+	m.wg.Add(2)
+	go m.readUDP()
+	go m.janitor()
+	return m
+}
+
+// now is the monotonic time since the Mux started.
+func (m *Mux) now() int64 { return int64(time.Since(m.start)) }
+
+// readUDP feeds UDP datagrams to the read queue.
+func (m *Mux) readUDP() {
+	defer m.wg.Done()
+	for {
+		d := getDatagram()
+		var (
+			n    int
+			addr netip.AddrPort
+			err  error
+		)
+		if m.udpAP != nil {
+			n, addr, err = m.udpAP.ReadFromUDPAddrPort(d.buf[:])
+			addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+		} else {
+			var a net.Addr
+			n, a, err = m.udp.ReadFrom(d.buf[:])
+			addr = udpAddrOf(a)
+		}
+		if err != nil {
+			putDatagram(d)
+			select {
+			case <-m.closing:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(time.Millisecond) // do not spin on a persistent error
+			continue
+		}
+		if !addr.IsValid() || IsTransportAddr(addr) {
+			// Nobody can send from the reserved prefix: forged.
+			putDatagram(d)
+			continue
+		}
+		d.n, d.addr = n, addr
+		m.push(d)
+	}
+}
+
+// push queues d for ReadFrom, or drops it if the queue is full.
+func (m *Mux) push(d *datagram) {
+	select {
+	case m.in <- d:
+	default:
+		m.dropped.Add(1)
+		putDatagram(d)
+	}
+}
+
+// Dropped returns how many datagrams were dropped so far because a queue
+// (the read queue or a session's send queue) was full.
+func (m *Mux) Dropped() uint64 { return m.dropped.Load() }
+
+// Sessions returns the number of WebSocket sessions open now.
+func (m *Mux) Sessions() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.sessions)
+}
+
+func (m *Mux) opError(op string, addr net.Addr, err error) error {
+	return &net.OpError{Op: op, Net: "netcode-mux", Source: m.udp.LocalAddr(), Addr: addr, Err: err}
+}
+
+// ReadFromUDPAddrPort reads one datagram, from UDP or from a WebSocket
+// session, into b and returns its length and sender. A datagram longer than
+// b is truncated. It allocates nothing.
+func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	select {
+	case <-m.closing:
+		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
+	default:
+	}
+	select {
+	case d := <-m.in:
+		n := copy(b, d.buf[:d.n])
+		addr := d.addr
+		putDatagram(d)
+		return n, addr, nil
+	case <-m.closing:
+		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
+	case <-m.rdl.wait():
+		return 0, netip.AddrPort{}, m.opError("read", nil, os.ErrDeadlineExceeded)
+	}
+}
+
+// ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
+func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := m.ReadFromUDPAddrPort(b)
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, net.UDPAddrFromAddrPort(addr), nil
+}
+
+// WriteToUDPAddrPort sends one datagram: to a WebSocket session if addr is
+// a transport address, over UDP otherwise. Like UDP, it reports success for
+// a session that has ended or whose send queue is full (the datagram is
+// dropped). It allocates nothing.
+func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	if !IsTransportAddr(addr) {
+		if m.udpAP != nil {
+			return m.udpAP.WriteToUDPAddrPort(b, addr)
+		}
+		return m.udp.WriteTo(b, net.UDPAddrFromAddrPort(addr))
+	}
+	switch {
+	case len(b) == 0:
+		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
+	case len(b) > MaxTransportMessage:
+		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
+	}
+	m.mu.RLock()
+	s := m.sessions[addr]
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
+	}
+	if s != nil {
+		s.send(b)
+	}
+	return len(b), nil
+}
+
+// WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
+// the form "host:port".
+func (m *Mux) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ap := udpAddrOf(addr)
+	if !ap.IsValid() {
+		return 0, m.opError("write", addr, errors.New("netcode bridge: not an IP address"))
+	}
+	return m.WriteToUDPAddrPort(b, ap)
+}
+
+// LocalAddr returns the UDP socket's address.
+func (m *Mux) LocalAddr() net.Addr { return m.udp.LocalAddr() }
+
+// SetDeadline sets the read and write deadlines.
+func (m *Mux) SetDeadline(t time.Time) error {
+	m.rdl.set(t)
+	return m.udp.SetWriteDeadline(t)
+}
+
+// SetReadDeadline sets the deadline for ReadFrom and ReadFromUDPAddrPort.
+func (m *Mux) SetReadDeadline(t time.Time) error {
+	m.rdl.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets the UDP socket's write deadline. Writes to
+// WebSocket sessions never block (they are queued), so it does not apply to
+// them.
+func (m *Mux) SetWriteDeadline(t time.Time) error { return m.udp.SetWriteDeadline(t) }
+
+// Close ends every session with 1001 (going away) after writing what is
+// queued for it, closes the UDP socket, and waits until every goroutine of
+// the Mux, including the handlers of its sessions, has exited. Later calls
+// return an error wrapping net.ErrClosed.
+func (m *Mux) Close() error {
+	first := false
+	m.once.Do(func() {
+		first = true
+		m.mu.Lock()
+		m.closed = true
+		ss := make([]*muxSession, 0, len(m.sessions))
+		for _, s := range m.sessions {
+			ss = append(ss, s)
+		}
+		m.mu.Unlock()
+		close(m.closing)
+		for _, s := range ss {
+			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		}
+		m.err = m.udp.Close()
+		m.swg.Wait()
+		close(m.stopJan)
+		m.wg.Wait()
+		m.rdl.stop()
+		// Free what is still queued.
+		for {
+			select {
+			case d := <-m.in:
+				putDatagram(d)
+				continue
+			default:
+			}
+			break
+		}
+	})
+	if !first {
+		return m.opError("close", nil, net.ErrClosed)
+	}
+	return m.err
+}
+
+// janitor applies the idle and write timeouts of the sessions.
+func (m *Mux) janitor() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.period)
+	defer t.Stop()
+	var expired []*muxSession
+	var stalled []*muxSession
+	for {
+		select {
+		case <-m.stopJan:
+			return
+		case <-t.C:
+		}
+		now := m.now()
+		expired, stalled = expired[:0], stalled[:0]
+		m.mu.RLock()
+		for _, s := range m.sessions {
+			if m.cfg.IdleTimeout > 0 && now-s.lastSeen.Load() >= int64(m.cfg.IdleTimeout) {
+				expired = append(expired, s)
+			}
+			if ws := s.writeStart.Load(); m.cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(m.cfg.WriteTimeout) {
+				stalled = append(stalled, s)
+			}
+		}
+		m.mu.RUnlock()
+		for _, s := range expired {
+			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
+		}
+		for _, s := range stalled {
+			// The peer does not read: no close handshake is possible.
+			s.ws.CloseNow()
+			s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
+		}
+		clear(expired)
+		clear(stalled)
+	}
+}
+
+// Handler returns the http.Handler that accepts WebSocket sessions of the
+// transport (subprotocol [TransportSubprotocol]; a request that does not
+// offer it is refused with HTTP 400). Each binary message is one netcode
+// packet of 1 to [MaxTransportMessage] bytes; a longer message ends the
+// session with 1009, a text message with 1003, and empty messages are
+// ignored.
+func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
+
+type muxHandler Mux
+
+// offersProtocol reports whether the request offers the subprotocol p.
+func offersProtocol(r *http.Request, p string) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for q := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(q) == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ServeHTTP upgrades the request and serves the session until it ends.
+func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Mux)(h)
+	if !offersProtocol(r, TransportSubprotocol) {
+		http.Error(w, "netcode bridge: WebSocket subprotocol "+TransportSubprotocol+" required", http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		http.Error(w, "netcode bridge: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	m.swg.Add(1)
+	defer m.swg.Done()
+	if m.active >= m.cfg.MaxSessions {
+		m.mu.Unlock()
+		m.refuse(w, r)
+		return
+	}
+	m.active++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.active--
+		m.mu.Unlock()
+	}()
+
+	clearDeadlines(w)
+	ws, err := websocket.Accept(w, r, &m.accept)
+	if err != nil {
+		return // Accept has answered the request.
+	}
+	ws.SetReadLimit(MaxTransportMessage)
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		ws.Close(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		return
+	}
+	m.next++
+	s := &muxSession{
+		m:          m,
+		ws:         ws,
+		addr:       transportAddr(m.next),
+		out:        make(chan *datagram, m.cfg.SendQueue),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	s.lastSeen.Store(m.now())
+	m.sessions[s.addr] = s
+	m.mu.Unlock()
+
+	start := time.Now()
+	m.log.Debug("netcode bridge: transport session start", "remote", r.RemoteAddr, "addr", s.addr)
+	go s.writer()
+	s.readLoop()
+	s.end(websocket.StatusNormalClosure, "")
+	<-s.writerDone
+	m.mu.Lock()
+	delete(m.sessions, s.addr)
+	m.mu.Unlock()
+	// Free what the writer left.
+	for {
+		select {
+		case d := <-s.out:
+			putDatagram(d)
+			continue
+		default:
+		}
+		break
+	}
+	m.log.Debug("netcode bridge: transport session end", "remote", r.RemoteAddr, "addr", s.addr,
+		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
+}
+
+// refuse turns a request away because of the session cap.
+func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
+	if m.refusing.Add(1) > maxRefusing {
+		m.refusing.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
+		return
+	}
+	defer m.refusing.Add(-1)
+	clearDeadlines(w)
+	ws, err := websocket.Accept(w, r, &m.accept)
+	if err != nil {
+		return
+	}
+	m.log.Debug("netcode bridge: too many transport sessions", "remote", r.RemoteAddr)
+	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
+}
+
+// muxSession is one WebSocket peer of a Mux.
+type muxSession struct {
+	m    *Mux
+	ws   *websocket.Conn
+	addr netip.AddrPort
+	out  chan *datagram
+
+	endOnce    sync.Once
+	done       chan struct{} // closed when the session ends
+	code       websocket.StatusCode
+	reason     string // code and reason are written before done is closed
+	writerDone chan struct{}
+
+	lastSeen   atomic.Int64 // Mux time of the last message from the peer
+	writeStart atomic.Int64 // Mux time + 1 of the write in progress; 0 when none
+}
+
+// end ends the session once, recording why; the writer then writes what is
+// queued and closes the WebSocket with code and reason.
+func (s *muxSession) end(code websocket.StatusCode, reason string) {
+	s.endOnce.Do(func() {
+		s.code, s.reason = code, reason
+		close(s.done)
+	})
+}
+
+// send queues a copy of p for the peer, or drops it.
+func (s *muxSession) send(p []byte) {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	d := getDatagram()
+	d.n = copy(d.buf[:], p)
+	select {
+	case s.out <- d:
+	default:
+		s.m.dropped.Add(1)
+		putDatagram(d)
+	}
+}
+
+// writer writes the queued datagrams to the WebSocket until the session
+// ends, then the rest of the queue, then closes the WebSocket.
+func (s *muxSession) writer() {
+	defer close(s.writerDone)
+	ok := true
+	for ok {
+		select {
+		case d := <-s.out:
+			ok = s.write(d)
+		case <-s.done:
+			for ok {
+				select {
+				case d := <-s.out:
+					ok = s.write(d)
+					continue
+				default:
+				}
+				break
+			}
+			s.ws.Close(s.code, s.reason)
+			return
+		}
+	}
+	<-s.done
+	s.ws.Close(s.code, s.reason)
+}
+
+// write writes one datagram and frees it; it reports false (having ended
+// the session) if that failed.
+func (s *muxSession) write(d *datagram) bool {
+	s.writeStart.Store(s.m.now() + 1)
+	// A context without a deadline costs nothing per write; the janitor
+	// enforces WriteTimeout.
+	err := s.ws.Write(context.Background(), websocket.MessageBinary, d.buf[:d.n])
+	s.writeStart.Store(0)
+	putDatagram(d)
+	if err != nil {
+		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
+		return false
+	}
+	return true
+}
+
+// readLoop feeds the peer's messages to the Mux's read queue until reading
+// fails or the session ends.
+func (s *muxSession) readLoop() {
+	for {
+		// No deadline on the context: a cancellable one would cost a timer
+		// per message. The janitor and end (closing the WebSocket) unblock
+		// it.
+		typ, r, err := s.ws.Reader(context.Background())
+		if err != nil {
+			s.endRead(err)
+			return
+		}
+		s.lastSeen.Store(s.m.now())
+		if typ != websocket.MessageBinary {
+			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
+			return
+		}
+		d := getDatagram()
+		n, err := readFull(r, d.buf[:MaxTransportMessage+1])
+		if err != nil {
+			putDatagram(d)
+			s.endRead(err)
+			return
+		}
+		switch {
+		case n == 0:
+			putDatagram(d)
+			continue
+		case n > MaxTransportMessage:
+			putDatagram(d)
+			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
+			return
+		}
+		select {
+		case <-s.done:
+			putDatagram(d)
+			return
+		default:
+		}
+		d.n, d.addr = n, s.addr
+		s.m.push(d)
+	}
+}
+
+// readFull reads a message into buf until io.EOF or buf is full.
+func readFull(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// endRead ends the session after reading from the peer failed.
+func (s *muxSession) endRead(err error) {
+	switch {
+	case websocket.CloseStatus(err) != -1:
+		s.end(websocket.CloseStatus(err), "")
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
+	default:
+		s.end(websocket.StatusGoingAway, "netcode bridge: connection lost")
+	}
+}

@@ -1,0 +1,687 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+)
+
+// muxServer is a netcode echo server on a Mux: UDP on loopback and the
+// WebSocket transport over HTTP.
+type muxServer struct {
+	l    *netcode.Listener
+	mux  *bridge.Mux
+	http *httptest.Server
+	url  string
+	key  [netcode.KeyBytes]byte
+	addr netip.AddrPort
+
+	mu    sync.Mutex
+	conns []*netcode.Conn
+	wg    sync.WaitGroup
+}
+
+func newMuxServer(t testing.TB, maxClients int, cfg bridge.MuxConfig) *muxServer {
+	t.Helper()
+	key, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	mux := bridge.NewMux(udp, cfg)
+	l, err := netcode.NewListener(mux, &netcode.ServerConfig{
+		ProtocolID: protocolID,
+		PrivateKey: key,
+		MaxClients: maxClients,
+	})
+	if err != nil {
+		mux.Close()
+		require.NoError(t, err)
+	}
+	hs := httptest.NewServer(mux.Handler())
+	s := &muxServer{
+		l:    l,
+		mux:  mux,
+		http: hs,
+		url:  "ws" + strings.TrimPrefix(hs.URL, "http"),
+		key:  key,
+		addr: netip.MustParseAddrPort(l.Addr().String()),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := l.AcceptConn(context.Background())
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				buf := make([]byte, netcode.MaxPayloadBytes)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					if _, err := c.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close() // closes the Mux
+		hs.Close()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *muxServer) token(t testing.TB, addrs ...netip.AddrPort) []byte {
+	t.Helper()
+	if len(addrs) == 0 {
+		addrs = []netip.AddrPort{s.addr}
+	}
+	b, err := token.Generate(token.Params{
+		ProtocolID:     protocolID,
+		ClientID:       nextClientID(),
+		PrivateKey:     s.key,
+		ServerAddrs:    addrs,
+		ExpireSeconds:  30,
+		TimeoutSeconds: 5,
+	})
+	require.NoError(t, err)
+	return b
+}
+
+// dialWS connects a netcode client over the WebSocket transport.
+func (s *muxServer) dialWS(t testing.TB) *netcode.Conn {
+	t.Helper()
+	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+	c, err := d.DialContext(ctxT(t, 10*time.Second), s.token(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dialUDP connects a netcode client over UDP.
+func (s *muxServer) dialUDP(t testing.TB) *netcode.Conn {
+	t.Helper()
+	c, err := netcode.DialContext(ctxT(t, 10*time.Second), s.token(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// serverConns returns the server side of the accepted connections.
+func (s *muxServer) serverConns() []*netcode.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*netcode.Conn(nil), s.conns...)
+}
+
+// rawWS opens a WebSocket to the Mux offering the transport subprotocol.
+func rawWS(t testing.TB, url string) *websocket.Conn {
+	t.Helper()
+	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
+		Subprotocols: []string{bridge.TransportSubprotocol},
+	})
+	require.NoError(t, err)
+	require.Equal(t, bridge.TransportSubprotocol, ws.Subprotocol())
+	t.Cleanup(func() { ws.CloseNow() })
+	return ws
+}
+
+// payload is message i of a test: its size cycles through 1..1200.
+func payload(client, i int) []byte {
+	size := 1 + (i*37+client*11)%netcode.MaxPayloadBytes
+	b := make([]byte, size)
+	for j := range b {
+		b[j] = byte(i*7 + j + client*13)
+	}
+	if size >= 2 {
+		b[0], b[1] = byte(client), byte(i)
+	}
+	return b
+}
+
+// echo sends n payloads one at a time and checks each echo byte for byte.
+// Over UDP a lost payload is sent again.
+func echo(t testing.TB, c *netcode.Conn, client, n int, udp bool) error {
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for i := range n {
+		p := payload(client, i)
+		for attempt := 0; ; attempt++ {
+			if _, err := c.Write(p); err != nil {
+				return fmt.Errorf("client %d write %d: %w", client, i, err)
+			}
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			m, err := c.Read(buf)
+			if err != nil {
+				if udp && attempt < 3 && errors.Is(err, os.ErrDeadlineExceeded) {
+					continue
+				}
+				return fmt.Errorf("client %d read %d: %w", client, i, err)
+			}
+			if udp && !bytes.Equal(buf[:m], p) && m >= 2 && buf[1] != byte(i) {
+				continue // a late echo of an earlier resend
+			}
+			if !bytes.Equal(buf[:m], p) {
+				return fmt.Errorf("client %d message %d: echo differs (%d bytes, want %d)", client, i, m, len(p))
+			}
+			break
+		}
+	}
+	c.SetReadDeadline(time.Time{})
+	return nil
+}
+
+func TestTransportEchoUDPAndWebSocket(t *testing.T) {
+	s := newMuxServer(t, 16, bridge.MuxConfig{})
+	const wsClients = 3
+	conns := []*netcode.Conn{s.dialUDP(t)}
+	for range wsClients {
+		conns = append(conns, s.dialWS(t))
+	}
+	assert.Equal(t, 1+wsClients, s.l.Stats().Connected)
+	assert.Equal(t, wsClients, s.mux.Sessions())
+
+	// The server sees WebSocket clients at transport addresses, the UDP
+	// client at its UDP address.
+	eventually(t, func() bool { return len(s.serverConns()) == 1+wsClients }, "accepted")
+	transport := 0
+	for _, c := range s.serverConns() {
+		ap := netip.MustParseAddrPort(c.RemoteAddr().String())
+		if bridge.IsTransportAddr(ap) {
+			transport++
+		} else {
+			assert.True(t, ap.Addr().IsLoopback(), "%v", ap)
+		}
+	}
+	assert.Equal(t, wsClients, transport)
+
+	// All at once, both ways, byte for byte.
+	const n = 300
+	errc := make(chan error, len(conns))
+	for i, c := range conns {
+		go func() { errc <- echo(t, c, i, n, i == 0) }()
+	}
+	for range conns {
+		require.NoError(t, <-errc)
+	}
+
+	// The server writes first too.
+	for _, sc := range s.serverConns() {
+		_, err := sc.Write([]byte("hello from the server"))
+		require.NoError(t, err)
+	}
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for _, c := range conns[1:] {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		m, err := c.Read(buf)
+		require.NoError(t, err)
+		assert.Equal(t, "hello from the server", string(buf[:m]))
+	}
+}
+
+func TestTransportCloseFreesSlot(t *testing.T) {
+	s := newMuxServer(t, 4, bridge.MuxConfig{})
+	c := s.dialWS(t)
+	require.Equal(t, 1, s.l.Stats().Connected)
+	require.Equal(t, 1, s.mux.Sessions())
+	require.NoError(t, c.Close())
+	// The disconnect packets went over the WebSocket before it closed.
+	eventually(t, func() bool { return s.l.Stats().Connected == 0 }, "slot freed")
+	eventually(t, func() bool { return s.mux.Sessions() == 0 }, "session ended")
+	// A new client can take the slot.
+	c2 := s.dialWS(t)
+	require.NoError(t, echo(t, c2, 1, 10, false))
+}
+
+func TestTransportSessionCap(t *testing.T) {
+	s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+	c := s.dialWS(t)
+	require.NoError(t, echo(t, c, 0, 5, false))
+
+	// The second session is accepted and closed at once with 1013.
+	ws := rawWS(t, s.url)
+	ce := closed(t, ws, 5*time.Second)
+	assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
+
+	// A netcode client over a refused session fails to connect.
+	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := d.DialContext(ctx, s.token(t))
+	require.Error(t, err)
+
+	// Once the first leaves, there is room again.
+	require.NoError(t, c.Close())
+	eventually(t, func() bool { return s.mux.Sessions() == 0 }, "session ended")
+	c2 := s.dialWS(t)
+	require.NoError(t, echo(t, c2, 1, 5, false))
+	assert.Equal(t, 1, s.l.Stats().Connected)
+}
+
+func TestTransportBadMessages(t *testing.T) {
+	s := newMuxServer(t, 4, bridge.MuxConfig{})
+
+	t.Run("oversize", func(t *testing.T) {
+		ws := rawWS(t, s.url)
+		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, make([]byte, bridge.MaxTransportMessage+1)))
+		ce := closed(t, ws, 5*time.Second)
+		assert.Equal(t, websocket.StatusMessageTooBig, ce.Code)
+	})
+	t.Run("text", func(t *testing.T) {
+		ws := rawWS(t, s.url)
+		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageText, []byte("hi")))
+		ce := closed(t, ws, 5*time.Second)
+		assert.Equal(t, websocket.StatusUnsupportedData, ce.Code)
+	})
+	t.Run("junk is ignored", func(t *testing.T) {
+		ws := rawWS(t, s.url)
+		ctx := ctxT(t, 5*time.Second)
+		for i := range 200 {
+			b := make([]byte, i*6%(bridge.MaxTransportMessage+1))
+			for j := range b {
+				b[j] = byte(i * j)
+			}
+			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, b))
+		}
+		// The session lives on, and nothing is answered.
+		rctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, _, err := ws.Read(rctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("no subprotocol", func(t *testing.T) {
+		_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, nil)
+		require.Error(t, err)
+		require.NotNil(t, resp)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	})
+	t.Run("cross origin", func(t *testing.T) {
+		_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
+			Subprotocols: []string{bridge.TransportSubprotocol},
+			HTTPHeader:   http.Header{"Origin": []string{"https://evil.example"}},
+		})
+		require.Error(t, err)
+		require.NotNil(t, resp)
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	})
+	// The server is unharmed.
+	c := s.dialWS(t)
+	require.NoError(t, echo(t, c, 0, 5, false))
+}
+
+func TestTransportIdleTimeout(t *testing.T) {
+	s := newMuxServer(t, 4, bridge.MuxConfig{IdleTimeout: 400 * time.Millisecond})
+	ws := rawWS(t, s.url)
+	ce := closed(t, ws, 5*time.Second)
+	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
+	// A connected client sends keep-alives, which keep its session open.
+	c := s.dialWS(t)
+	time.Sleep(time.Second)
+	require.NoError(t, echo(t, c, 0, 5, false))
+}
+
+func TestTransportListenerClose(t *testing.T) {
+	s := newMuxServer(t, 8, bridge.MuxConfig{})
+	udp := s.dialUDP(t)
+	ws1, ws2 := s.dialWS(t), s.dialWS(t)
+	require.Equal(t, 3, s.l.Stats().Connected)
+
+	// Closing the Listener closes the Mux; the clients hear the disconnect.
+	require.NoError(t, s.l.Close())
+	for _, c := range []*netcode.Conn{udp, ws1, ws2} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := c.Read(make([]byte, netcode.MaxPayloadBytes))
+		assert.ErrorIs(t, err, io.EOF)
+	}
+	assert.Equal(t, 0, s.mux.Sessions())
+	assert.ErrorIs(t, s.mux.Close(), net.ErrClosed)
+	// New sessions are refused.
+	_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
+		Subprotocols: []string{bridge.TransportSubprotocol},
+	})
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+func TestMuxPacketConn(t *testing.T) {
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+	defer mux.Close()
+	hs := httptest.NewServer(mux.Handler())
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	assert.Equal(t, udp.LocalAddr(), mux.LocalAddr())
+
+	// A read deadline.
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	_, _, err = mux.ReadFrom(make([]byte, 1500))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+	require.NoError(t, mux.SetReadDeadline(time.Time{}))
+
+	// UDP both ways.
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	_, err = peer.WriteTo([]byte("udp ping"), udp.LocalAddr())
+	require.NoError(t, err)
+	buf := make([]byte, 1500)
+	n, from, err := mux.ReadFrom(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "udp ping", string(buf[:n]))
+	assert.Equal(t, peer.LocalAddr().String(), from.String())
+	_, err = mux.WriteTo([]byte("udp pong"), from)
+	require.NoError(t, err)
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err = peer.ReadFrom(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "udp pong", string(buf[:n]))
+
+	// Two WebSocket clients, told apart by their addresses.
+	c1, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+	require.NoError(t, err)
+	defer c1.Close()
+	c2, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+	require.NoError(t, err)
+	defer c2.Close()
+	server := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(udp.LocalAddr().String()))
+	addrs := map[string]net.Addr{}
+	for i, c := range []*bridge.TransportConn{c1, c2} {
+		msg := fmt.Sprintf("ws ping %d", i)
+		_, err = c.WriteTo([]byte(msg), server)
+		require.NoError(t, err)
+		n, from, err = mux.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, msg, string(buf[:n]))
+		ap := netip.MustParseAddrPort(from.String())
+		assert.True(t, bridge.IsTransportAddr(ap), "%v", ap)
+		addrs[msg] = from
+	}
+	require.Len(t, addrs, 2)
+	require.NotEqual(t, addrs["ws ping 0"].String(), addrs["ws ping 1"].String())
+	for i, c := range []*bridge.TransportConn{c1, c2} {
+		msg := fmt.Sprintf("ws ping %d", i)
+		_, err = mux.WriteTo([]byte("pong "+msg), addrs[msg])
+		require.NoError(t, err)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, from, err := c.ReadFrom(buf)
+		require.NoError(t, err)
+		assert.Equal(t, "pong "+msg, string(buf[:n]))
+		// Attributed to the address the client wrote to.
+		assert.Equal(t, server.String(), from.String())
+	}
+	// Sizes.
+	_, err = c1.WriteTo(make([]byte, bridge.MaxTransportMessage+1), server)
+	require.Error(t, err)
+	_, err = c1.WriteTo(nil, server)
+	require.Error(t, err)
+	_, err = mux.WriteTo(make([]byte, bridge.MaxTransportMessage+1), addrs["ws ping 0"])
+	require.Error(t, err)
+	// To a session that never existed: dropped, like UDP.
+	_, err = mux.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[100::ffff]:1")))
+	require.NoError(t, err)
+
+	// Close ends the sessions: the clients' reads fail.
+	require.NoError(t, mux.Close())
+	c1.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err = c1.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, _, err = mux.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.NoError(t, c1.Close())
+	require.ErrorIs(t, c1.Close(), net.ErrClosed)
+}
+
+func BenchmarkTransportRoundTrip(b *testing.B) {
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(b, err)
+	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+	defer mux.Close()
+	hs := httptest.NewServer(mux.Handler())
+	defer hs.Close()
+	c, err := bridge.DialTransport(context.Background(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	require.NoError(b, err)
+	defer c.Close()
+	server := netip.MustParseAddrPort(udp.LocalAddr().String())
+	p := make([]byte, 1100)
+	buf := make([]byte, 1500)
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.WriteToUDPAddrPort(p, server); err != nil {
+			b.Fatal(err)
+		}
+		n, from, err := mux.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mux.WriteToUDPAddrPort(buf[:n], from); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.ReadFromUDPAddrPort(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// fakeUDP is a net.PacketConn without the netip.AddrPort methods whose
+// datagrams come from a channel, with any source address.
+type fakeUDP struct {
+	in     chan fakeDatagram
+	out    chan fakeDatagram
+	closed chan struct{}
+	once   sync.Once
+}
+
+type fakeDatagram struct {
+	b    []byte
+	addr net.Addr
+}
+
+func newFakeUDP() *fakeUDP {
+	return &fakeUDP{in: make(chan fakeDatagram, 16), out: make(chan fakeDatagram, 16), closed: make(chan struct{})}
+}
+
+func (f *fakeUDP) ReadFrom(b []byte) (int, net.Addr, error) {
+	select {
+	case d := <-f.in:
+		return copy(b, d.b), d.addr, nil
+	case <-f.closed:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+func (f *fakeUDP) WriteTo(b []byte, addr net.Addr) (int, error) {
+	f.out <- fakeDatagram{append([]byte(nil), b...), addr}
+	return len(b), nil
+}
+
+func (f *fakeUDP) Close() error {
+	f.once.Do(func() { close(f.closed) })
+	return nil
+}
+
+func (f *fakeUDP) LocalAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 40000}
+}
+func (f *fakeUDP) SetDeadline(time.Time) error      { return nil }
+func (f *fakeUDP) SetReadDeadline(time.Time) error  { return nil }
+func (f *fakeUDP) SetWriteDeadline(time.Time) error { return nil }
+
+func TestMuxDropsForgedTransportSources(t *testing.T) {
+	f := newFakeUDP()
+	mux := bridge.NewMux(f, bridge.MuxConfig{})
+	defer mux.Close()
+	forged := &net.UDPAddr{IP: net.ParseIP("100::1"), Port: 1}
+	peer := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 5000}
+	f.in <- fakeDatagram{[]byte("forged"), forged}
+	f.in <- fakeDatagram{[]byte("real"), peer}
+	buf := make([]byte, 1500)
+	mux.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, from, err := mux.ReadFrom(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "real", string(buf[:n]))
+	assert.Equal(t, peer.String(), from.String())
+
+	// Replies to UDP peers go to the socket; to transport addresses, never.
+	_, err = mux.WriteTo([]byte("reply"), from)
+	require.NoError(t, err)
+	d := <-f.out
+	assert.Equal(t, "reply", string(d.b))
+	_, err = mux.WriteTo([]byte("to nobody"), forged)
+	require.NoError(t, err)
+	select {
+	case d := <-f.out:
+		t.Fatalf("sent %q to %v over UDP", d.b, d.addr)
+	default:
+	}
+}
+
+// BenchmarkTransportNetcodeEcho measures one payload's round trip between a
+// netcode client on the WebSocket transport and an echo server on a Mux.
+func BenchmarkTransportNetcodeEcho(b *testing.B) {
+	s := newMuxServer(b, 4, bridge.MuxConfig{})
+	c := s.dialWS(b)
+	p := make([]byte, 100)
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(p); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// newBareMux serves a Mux (without a Listener) over HTTP.
+func newBareMux(t testing.TB, cfg bridge.MuxConfig) (*bridge.Mux, string) {
+	t.Helper()
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	mux := bridge.NewMux(udp, cfg)
+	hs := httptest.NewServer(mux.Handler())
+	t.Cleanup(func() {
+		mux.Close()
+		hs.Close()
+	})
+	return mux, "ws" + strings.TrimPrefix(hs.URL, "http")
+}
+
+func TestMuxWriteTimeout(t *testing.T) {
+	mux, url := newBareMux(t, bridge.MuxConfig{WriteTimeout: 200 * time.Millisecond, SendQueue: 4})
+	// A peer that sends one message and never reads.
+	ws := rawWS(t, url)
+	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
+	buf := make([]byte, 1500)
+	mux.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, from, err := mux.ReadFrom(buf)
+	require.NoError(t, err)
+	// Fill its TCP connection: writes never block the caller, the session's
+	// writer stalls, and the write timeout ends the session.
+	p := make([]byte, bridge.MaxTransportMessage)
+	deadline := time.Now().Add(10 * time.Second)
+	for mux.Sessions() > 0 {
+		require.True(t, time.Now().Before(deadline), "session not ended")
+		for range 64 {
+			_, err := mux.WriteTo(p, from)
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	assert.NotZero(t, mux.Dropped())
+}
+
+func TestMuxCloseWithBusySessions(t *testing.T) {
+	mux, url := newBareMux(t, bridge.MuxConfig{})
+	var wg sync.WaitGroup
+	server := netip.MustParseAddrPort(mux.LocalAddr().String())
+	// An echo loop on the Mux.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := mux.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			mux.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	const clients = 16
+	ready := make(chan struct{}, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := bridge.DialTransport(context.Background(), url, nil)
+			if err != nil {
+				ready <- struct{}{}
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 1500)
+			msg := []byte(fmt.Sprintf("client %d", i))
+			for j := 0; ; j++ {
+				if _, err := c.WriteToUDPAddrPort(msg, server); err != nil {
+					if j == 0 {
+						ready <- struct{}{}
+					}
+					return
+				}
+				if _, _, err := c.ReadFromUDPAddrPort(buf); err != nil {
+					if j == 0 {
+						ready <- struct{}{}
+					}
+					return
+				}
+				if j == 0 {
+					ready <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range clients {
+		<-ready
+	}
+	require.NoError(t, mux.Close())
+	wg.Wait()
+	assert.Equal(t, 0, mux.Sessions())
+}
