@@ -29,12 +29,19 @@ type mmsgConn struct {
 	rmu sync.Mutex // one reader at a time owns r
 	r   *batch
 
-	wmu   sync.Mutex
-	wfree []*batch // idle write scratch: writers run in parallel
+	wmu    sync.Mutex
+	wfree  []*batch // idle batch-write scratch: writers run in parallel
+	wfree1 []*batch // idle one-datagram scratch for WriteTo
 }
 
-// maxFree bounds the idle write scratch kept.
-const maxFree = 64
+// maxFree bounds the idle write scratch kept. The lists only ever hold as
+// many entries as there were writers at once, so the bound is for the
+// pathological case; it is high enough that thousands of connections
+// writing from their own goroutines never fall back to allocating.
+const (
+	maxFree  = 256  // batches of minBatch headers (~7 KiB each)
+	maxFree1 = 8192 // one-header scratch (~100 bytes each)
+)
 
 // newUDP returns the recvmmsg/sendmmsg Conn, or nil if the socket does
 // not allow it.
@@ -195,6 +202,29 @@ func (c *mmsgConn) putBatch(b *batch) {
 	c.wmu.Unlock()
 }
 
+// getOne takes an idle one-datagram scratch or makes one.
+func (c *mmsgConn) getOne() *batch {
+	c.wmu.Lock()
+	if n := len(c.wfree1); n > 0 {
+		b := c.wfree1[n-1]
+		c.wfree1 = c.wfree1[:n-1]
+		c.wmu.Unlock()
+		return b
+	}
+	c.wmu.Unlock()
+	b := newBatch(1)
+	b.fn = b.send
+	return b
+}
+
+func (c *mmsgConn) putOne(b *batch) {
+	c.wmu.Lock()
+	if len(c.wfree1) < maxFree1 {
+		c.wfree1 = append(c.wfree1, b)
+	}
+	c.wmu.Unlock()
+}
+
 func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	if len(ms) == 0 {
 		return 0, nil
@@ -279,8 +309,8 @@ func (c *mmsgConn) flush(b *batch) (int, error) {
 }
 
 func (c *mmsgConn) WriteTo(p []byte, addr netip.AddrPort) error {
-	b := c.getBatch()
-	defer c.putBatch(b)
+	b := c.getOne()
+	defer c.putOne(b)
 	b.n, b.done, b.errno = 0, 0, 0
 	if !c.encodeSockaddr(&b.names[0], &b.hdrs[0].Hdr, addr) {
 		return &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(addr), Err: errInvalidAddr}

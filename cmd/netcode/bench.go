@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/gonetcode/netcode/cmd/netcode/internal/bench"
+)
+
+const benchSynopsis = `[-clients N] [-size bytes] [-rate per-second | -window N] [-duration d] [-baseline] [flags]
+
+Runs a netcode echo server (netcode.Listen on 127.0.0.1:0) and N clients
+(netcode.Dial with minted tokens) in this process, and measures: connects/s
+of the handshake phase, payloads/s echoed, p50/p99 round-trip latency,
+process CPU per million server packets (getrusage), the server's own CPU per
+million packets (pprof samples of goroutines labelled bench=server),
+allocations per packet (MemStats.Mallocs over the first half of the window,
+divided by the payload datagrams the server received and sent), and
+connections lost. With -baseline the same load then runs over raw UDP: an
+echo server on the same batched socket (recvmmsg/sendmmsg; -raw-readers
+goroutines each reading a batch and writing it back) and one plain UDP
+socket per client, and the ratio netcode/raw of payloads/s is printed.
+
+A packet is one payload datagram: a round trip is two.`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", benchSynopsis, stderr)
+	var cfg bench.Config
+	fs.IntVar(&cfg.Clients, "clients", 64, "number of clients (e.g. 1, 16, 64, 256, 1024, 4096)")
+	fs.IntVar(&cfg.Size, "size", 64, "payload bytes (16..1200)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "payloads per client per second; 0: flat out with -window payloads in flight per client")
+	fs.IntVar(&cfg.Window, "window", 8, "flat out: payloads in flight per client")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window; 0: connect phase only")
+	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured exchange before the window")
+	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the same load over raw UDP and print the ratio")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
+	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
+	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
+	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
+	fs.DurationVar(&cfg.ClientTick, "client-tick", 0, "clients' tick interval (Dialer.TickInterval; default: the library's)")
+	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")
+	timeout := fs.Int("timeout", 10, "tokens' connection timeout in seconds")
+	proto := protocolFlag(bench.DefaultProtocolID)
+	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
+	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file")
+	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile cover the connect phase instead of the window")
+	memprofile := fs.String("memprofile", "", "write an allocation profile at the end to this file")
+	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
+	quiet := fs.Bool("q", false, "no progress lines")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg.TimeoutSeconds = int32(*timeout)
+	cfg.ProtocolID = uint64(proto)
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	if *memprofile != "" && *memrate > 0 {
+		runtime.MemProfileRate = *memrate
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.CPUProfile = f
+	}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	res.Print(stdout)
+	return nil
+}

@@ -1,0 +1,927 @@
+// Package bench is the load generator behind "netcode bench": it runs a
+// netcode echo server and N clients in one process on loopback, drives
+// payloads through them at a fixed rate or flat out, and measures
+// throughput, round-trip latency, CPU time and allocations. With a baseline
+// it repeats the run over raw UDP sockets to give the cost of the protocol.
+//
+// # Method
+//
+// The server (a netcode.Listener on 127.0.0.1:0 and one echo goroutine per
+// accepted Conn) and the clients (netcode.Dial with freshly minted tokens and
+// one reader goroutine each) share the process. Each payload carries a
+// sequence number and its send time, so a client measures the round trip
+// when the echo comes back.
+//
+// A run has a connect phase (every client dials, Config.DialConcurrency at
+// a time; connects/s is the number connected over the time from the first
+// dial to the last connection, and the phase's CPU is measured as below), a
+// warm-up that is not measured, and a measured window of Config.Duration:
+//
+//   - throughput, latency and process CPU (getrusage user+sys) cover the
+//     whole window;
+//   - allocations (runtime.MemStats.Mallocs) are counted over the first half
+//     of the window, with no profiler running, and divided by the payload
+//     datagrams of that half (two per round trip: each is sealed once and
+//     opened once);
+//   - the second half runs the CPU profiler. Goroutines inherit pprof
+//     labels from their creator, so the server's goroutines (the Listener's
+//     reader and ticker, started by Listen, and the echo goroutines) carry
+//     the label bench=server and the clients' (Dial's reader and ticker and
+//     the bench's reader and sender goroutines) carry bench=client. The
+//     server's CPU time is the sum of the samples labelled server; runtime
+//     work with no goroutine (GC workers, the scheduler) is reported as
+//     "other". Server CPU per million packets divides it by the payload
+//     datagrams the server received and sent in that half. Kernel time is
+//     in the samples of the thread that made the system call; note that on
+//     loopback the kernel delivers a datagram to the receiving socket in
+//     the sender's system call, so each side pays for delivering what it
+//     sends.
+//
+// With a baseline, the raw phase runs the same clients, payloads and
+// timing over plain UDP, and the report gives the ratio of payloads/s, and
+// the ratios of payloads per CPU second (process and server alone), which a
+// machine shared with other work disturbs less. Config.Rounds repeats both
+// phases and keeps the round with the median ratio.
+package bench
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+)
+
+// MinSize is the smallest payload: a sequence number and a send time.
+const MinSize = 16
+
+// DefaultProtocolID is the protocol id the benchmark's tokens use.
+const DefaultProtocolID = 0x6e6574636f646531 // "netcode1"
+
+// Config describes a benchmark run. Zero fields take the defaults noted.
+type Config struct {
+	Clients  int           // number of clients; default 1
+	Size     int           // payload bytes, MinSize..netcode.MaxPayloadBytes; default 64
+	Rate     float64       // payloads per client per second; 0 = flat out
+	Window   int           // flat out: payloads in flight per client; default 8
+	Duration time.Duration // measured window; 0 = connect phase only
+	Warmup   time.Duration // unmeasured exchange before the window; default 1s, negative = none
+	Baseline bool          // also run the same load over raw UDP
+	// Rounds repeats the run (netcode, then raw with Baseline) this many
+	// times and reports the median round, which resists a noisy machine;
+	// default 1.
+	Rounds int
+	// RawReaders is how many goroutines serve the raw UDP echo socket;
+	// default GOMAXPROCS.
+	RawReaders int
+
+	MaxClients      int           // server slots; default Clients
+	DialConcurrency int           // handshakes in flight at once; default 256
+	ClientTick      time.Duration // clients' Dialer.TickInterval; 0 = the library default
+	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
+	TimeoutSeconds  int32         // the tokens' connection timeout; default 10
+	ProtocolID      uint64        // default DefaultProtocolID
+
+	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
+	ProgressEvery time.Duration // default 1s
+	CPUProfile    io.Writer     `json:"-"` // if set, receives the netcode phase's CPU profile (second half of the window)
+	// ProfileConnect makes CPUProfile cover the connect phase instead of
+	// the window (the window is still profiled for the CPU attribution).
+	ProfileConnect bool
+	Logger         *slog.Logger `json:"-"` // the server's logger (nil: silent)
+}
+
+func (c *Config) fill() error {
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	if c.Clients < 0 {
+		return fmt.Errorf("bench: %d clients", c.Clients)
+	}
+	if c.Size == 0 {
+		c.Size = 64
+	}
+	if c.Size < MinSize || c.Size > netcode.MaxPayloadBytes {
+		return fmt.Errorf("bench: payload size %d out of range %d..%d", c.Size, MinSize, netcode.MaxPayloadBytes)
+	}
+	if c.Rate < 0 {
+		return fmt.Errorf("bench: negative rate")
+	}
+	if c.Window <= 0 {
+		c.Window = 8
+	}
+	if c.Warmup == 0 {
+		c.Warmup = time.Second
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = c.Clients
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 1
+	}
+	if c.RawReaders <= 0 {
+		c.RawReaders = runtime.GOMAXPROCS(0)
+	}
+	if c.DialConcurrency <= 0 {
+		c.DialConcurrency = 256
+	}
+	if c.TimeoutSeconds == 0 {
+		c.TimeoutSeconds = 10
+	}
+	if c.ProtocolID == 0 {
+		c.ProtocolID = DefaultProtocolID
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = time.Second
+	}
+	return nil
+}
+
+// Result is what a run measured.
+type Result struct {
+	Config  Config
+	Netcode Phase
+	Raw     *Phase  // with Config.Baseline
+	Ratio   float64 // Netcode.RoundTripsPerSec / Raw.RoundTripsPerSec
+	// CPURatio is the same comparison per CPU second rather than per wall
+	// second: raw's process CPU per packet over netcode's. It is steadier
+	// than Ratio on a machine shared with other work.
+	CPURatio float64
+	// ServerCPURatio compares the servers alone: raw's server CPU per
+	// packet over netcode's.
+	ServerCPURatio float64
+	// Rounds holds every round when Config.Rounds > 1; Netcode, Raw and
+	// Ratio are then those of the round with the median ratio (or, with no
+	// baseline, the median payloads/s).
+	Rounds []Round `json:",omitempty"`
+}
+
+// Round is one netcode phase and, with a baseline, the raw phase after it.
+type Round struct {
+	Netcode                  Phase
+	Raw                      *Phase
+	Ratio                    float64
+	CPURatio, ServerCPURatio float64
+}
+
+// Phase is the measurement of one transport (netcode or raw UDP).
+type Phase struct {
+	Name string
+
+	Clients        int
+	Connected      int
+	ConnectTime    time.Duration // first dial to last connection
+	ConnectsPerSec float64
+	DialErrors     map[string]int // by error text
+	// ConnectCPU is the process's CPU time (getrusage) in the connect
+	// phase, ConnectServerCPU the part sampled in server goroutines.
+	ConnectCPU, ConnectServerCPU time.Duration
+
+	Window           time.Duration // measured window, as it lasted
+	Sent             uint64        // payloads sent in the window
+	RoundTrips       uint64        // echoes received in the window
+	RoundTripsPerSec float64       // payloads/s: echoes received per second
+	SentPerSec       float64
+	P50, P99, Max    time.Duration // round-trip latency in the window
+	Lost             uint64        // payloads sent and never echoed, whole exchange
+
+	ProcessCPU           time.Duration // getrusage user+sys over the window
+	ProcessCPUPerMPacket time.Duration // per million server payload datagrams (in + out)
+
+	ProfileWindow       time.Duration // the profiled second half
+	ServerCPU           time.Duration // samples labelled server, second half
+	ClientCPU           time.Duration // samples labelled client
+	OtherCPU            time.Duration // unlabelled samples (GC, scheduler)
+	ServerPackets       uint64        // payload datagrams the server received and sent, second half
+	ServerCPUPerMPacket time.Duration
+
+	AllocPackets    uint64  // payload datagrams in the first half
+	Mallocs         uint64  // heap allocations in the first half
+	AllocsPerPacket float64 // Mallocs / AllocPackets
+	GCs             uint32  // collections during the window
+
+	Timeouts    int            // client connections that timed out (either side)
+	Disconnects int            // other ends of connections before the run stopped
+	EndErrors   map[string]int // why connections ended early, by error text
+	Dropped     uint64         // payloads dropped by full read queues (netcode)
+
+	ServerStats *netcode.ServerStats // netcode only
+}
+
+// endpoint is a client's connection: a *netcode.Conn or a *net.UDPConn.
+type endpoint interface {
+	Read([]byte) (int, error)
+	Write([]byte) (int, error)
+	Close() error
+}
+
+// client is one simulated client.
+type client struct {
+	ep    endpoint
+	sent  atomic.Uint64
+	recv  atomic.Uint64
+	hist  Histogram // written by the client's reader goroutine only
+	rbuf  [netcode.MaxPayloadBytes]byte
+	wbuf  [netcode.MaxPayloadBytes]byte // the reader's send buffer
+	err   error                         // why the reader stopped early
+	lastR uint64                        // watchdog state
+	stall int
+}
+
+// run is one phase in progress.
+type run struct {
+	ctx   context.Context // cancelling it cuts the measurement short
+	cfg   *Config
+	name  string
+	epoch time.Time
+
+	clients   []*client
+	measuring atomic.Bool
+	stopping  atomic.Bool
+	readers   sync.WaitGroup
+	senders   sync.WaitGroup
+	stopSend  chan struct{}
+
+	// server side
+	srvMu     sync.Mutex
+	srvCounts []*atomic.Uint64 // payloads received, one per echo goroutine
+	srvEnds   map[string]int
+	srvTO     int
+	echoes    sync.WaitGroup
+}
+
+func newRun(ctx context.Context, cfg *Config, name string) *run {
+	return &run{ctx: ctx, cfg: cfg, name: name, epoch: time.Now(), stopSend: make(chan struct{}), srvEnds: map[string]int{}}
+}
+
+func (r *run) progress(format string, args ...any) {
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "[%s] "+format+"\n", append([]any{r.name}, args...)...)
+	}
+}
+
+// serverCounter registers a counter for a new echo goroutine.
+func (r *run) serverCounter() *atomic.Uint64 {
+	c := new(atomic.Uint64)
+	r.srvMu.Lock()
+	r.srvCounts = append(r.srvCounts, c)
+	r.srvMu.Unlock()
+	return c
+}
+
+// serverRecv sums the payloads the server received.
+func (r *run) serverRecv() uint64 {
+	r.srvMu.Lock()
+	defer r.srvMu.Unlock()
+	var n uint64
+	for _, c := range r.srvCounts {
+		n += c.Load()
+	}
+	return n
+}
+
+func (r *run) serverEnded(err error) {
+	if r.stopping.Load() {
+		return
+	}
+	r.srvMu.Lock()
+	defer r.srvMu.Unlock()
+	if errors.Is(err, netcode.ErrConnectionTimedOut) {
+		r.srvTO++
+	}
+	r.srvEnds["server: "+errText(err)]++
+}
+
+// send sends one payload stamped with its sequence number and send time.
+func (r *run) send(c *client, buf []byte) {
+	seq := c.sent.Add(1)
+	binary.LittleEndian.PutUint64(buf[0:8], seq)
+	binary.LittleEndian.PutUint64(buf[8:16], uint64(time.Since(r.epoch)))
+	if _, err := c.ep.Write(buf[:r.cfg.Size]); err != nil {
+		c.sent.Add(^uint64(0)) // not sent
+	}
+}
+
+// reader receives a client's echoes; flat out, each echo sends the next
+// payload.
+func (r *run) reader(c *client) {
+	defer r.readers.Done()
+	flat := r.cfg.Rate == 0
+	for {
+		n, err := c.ep.Read(c.rbuf[:])
+		if err != nil {
+			if !r.stopping.Load() {
+				c.err = err
+			}
+			return
+		}
+		if n < MinSize {
+			continue
+		}
+		ts := time.Duration(binary.LittleEndian.Uint64(c.rbuf[8:16]))
+		lat := time.Since(r.epoch) - ts
+		c.recv.Add(1)
+		if r.measuring.Load() {
+			c.hist.Record(lat)
+		}
+		if flat && !r.stopping.Load() {
+			r.send(c, c.wbuf[:])
+		}
+	}
+}
+
+// startTraffic starts the senders: flat out, every client sends its window
+// and a watchdog refills the windows of clients whose payloads were lost;
+// at a rate, one goroutine per 64 clients sends to each of them every
+// 1/Rate seconds, the groups spread over the period.
+func (r *run) startTraffic() {
+	if r.cfg.Rate == 0 {
+		var buf [netcode.MaxPayloadBytes]byte
+		for _, c := range r.clients {
+			if c.ep == nil {
+				continue
+			}
+			for range r.cfg.Window {
+				r.send(c, buf[:])
+			}
+		}
+		r.senders.Add(1)
+		go r.watchdog()
+		return
+	}
+	period := time.Duration(float64(time.Second) / r.cfg.Rate)
+	const group = 64
+	groups := (len(r.clients) + group - 1) / group
+	for g := range groups {
+		lo, hi := g*group, min((g+1)*group, len(r.clients))
+		offset := period * time.Duration(g) / time.Duration(groups)
+		r.senders.Add(1)
+		go r.pacer(r.clients[lo:hi], period, offset)
+	}
+}
+
+func (r *run) pacer(cs []*client, period, offset time.Duration) {
+	defer r.senders.Done()
+	var buf [netcode.MaxPayloadBytes]byte
+	select {
+	case <-time.After(offset):
+	case <-r.stopSend:
+		return
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		for _, c := range cs {
+			if c.ep != nil {
+				r.send(c, buf[:])
+			}
+		}
+		select {
+		case <-t.C:
+		case <-r.stopSend:
+			return
+		}
+	}
+}
+
+// watchdog refills the window of a flat-out client that received nothing
+// for two checks in a row (its payloads or echoes were dropped).
+func (r *run) watchdog() {
+	defer r.senders.Done()
+	var buf [netcode.MaxPayloadBytes]byte
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-r.stopSend:
+			return
+		}
+		for _, c := range r.clients {
+			if c.ep == nil {
+				continue
+			}
+			n := c.recv.Load()
+			if n != c.lastR {
+				c.lastR, c.stall = n, 0
+				continue
+			}
+			c.stall++
+			if c.stall >= 2 {
+				c.stall = 0
+				for range r.cfg.Window {
+					r.send(c, buf[:])
+				}
+			}
+		}
+	}
+}
+
+func (r *run) totals() (sent, recv uint64) {
+	for _, c := range r.clients {
+		sent += c.sent.Load()
+		recv += c.recv.Load()
+	}
+	return
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs the warm-up and the measured window and fills p.
+// serverPackets returns the server's payload datagrams so far (in + out).
+func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, status func() string) error {
+	cfg := r.cfg
+	tick := time.NewTicker(cfg.ProgressEvery)
+	defer tick.Stop()
+	lastT := time.Now()
+	_, lastRecv := r.totals()
+	lastSent, _ := r.totals()
+	report := func(stage string) {
+		now := time.Now()
+		s, rc := r.totals()
+		dt := now.Sub(lastT).Seconds()
+		r.progress("%-7s %6.1fs  payloads/s %9.0f  sent/s %9.0f  %s",
+			stage, now.Sub(r.epoch).Seconds(), float64(rc-lastRecv)/dt, float64(s-lastSent)/dt, status())
+		lastT, lastRecv, lastSent = now, rc, s
+	}
+	wait := func(d time.Duration, stage string) {
+		end := time.After(d)
+		for {
+			select {
+			case <-end:
+				return
+			case <-r.ctx.Done():
+				return
+			case <-tick.C:
+				report(stage)
+			}
+		}
+	}
+	if cfg.Warmup > 0 {
+		wait(cfg.Warmup, "warmup")
+	}
+
+	var ms0, ms1, ms2 runtime.MemStats
+	half := cfg.Duration / 2
+
+	// First half: allocations, no profiler.
+	runtime.ReadMemStats(&ms0)
+	sent0, recv0 := r.totals()
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	r.measuring.Store(true)
+	pk0 := serverPackets()
+	wait(half, "measure")
+	runtime.ReadMemStats(&ms1)
+	pk1 := serverPackets()
+
+	// Second half: CPU profile with labels.
+	var prof bytes.Buffer
+	profiling := pprof.StartCPUProfile(&prof) == nil
+	cpu1 := cpuTime()
+	t1 := time.Now()
+	wait(cfg.Duration-half, "measure")
+	pk2 := serverPackets()
+	t2 := time.Now()
+	cpu2 := cpuTime()
+	if profiling {
+		pprof.StopCPUProfile()
+	}
+	r.measuring.Store(false)
+	sent2, recv2 := r.totals()
+	runtime.ReadMemStats(&ms2)
+	_ = cpu1
+
+	p.Window = t2.Sub(t0)
+	p.Sent = sent2 - sent0
+	p.RoundTrips = recv2 - recv0
+	p.RoundTripsPerSec = float64(p.RoundTrips) / p.Window.Seconds()
+	p.SentPerSec = float64(p.Sent) / p.Window.Seconds()
+	p.ProcessCPU = cpu2 - cpu0
+	if pk := pk2 - pk0; pk > 0 {
+		p.ProcessCPUPerMPacket = time.Duration(float64(p.ProcessCPU) * 1e6 / float64(pk))
+	}
+	p.AllocPackets = pk1 - pk0
+	p.Mallocs = ms1.Mallocs - ms0.Mallocs
+	if p.AllocPackets > 0 {
+		p.AllocsPerPacket = float64(p.Mallocs) / float64(p.AllocPackets)
+	}
+	p.GCs = ms2.NumGC - ms0.NumGC
+	p.ProfileWindow = t2.Sub(t1)
+	p.ServerPackets = pk2 - pk1
+	if profiling {
+		by, err := cpuBySide(prof.Bytes(), LabelKey)
+		if err != nil {
+			return fmt.Errorf("bench: reading the CPU profile: %w", err)
+		}
+		p.ServerCPU = time.Duration(by[SideServer])
+		p.ClientCPU = time.Duration(by[SideClient])
+		p.OtherCPU = time.Duration(by[""])
+		if p.ServerPackets > 0 {
+			p.ServerCPUPerMPacket = time.Duration(float64(p.ServerCPU) * 1e6 / float64(p.ServerPackets))
+		}
+		if profile != nil {
+			if _, err := profile.Write(prof.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// stop ends the exchange: senders stop, in-flight echoes get a moment to
+// arrive, then the clients are closed and the readers collected.
+func (r *run) stop(p *Phase) {
+	r.stopping.Store(true)
+	close(r.stopSend)
+	r.senders.Wait()
+	time.Sleep(200 * time.Millisecond)
+	var hist Histogram
+	ends := map[string]int{}
+	for _, c := range r.clients {
+		if c.ep == nil {
+			continue
+		}
+		c.ep.Close()
+	}
+	r.readers.Wait()
+	for _, c := range r.clients {
+		if c.ep == nil {
+			continue
+		}
+		hist.Merge(&c.hist)
+		s, rc := c.sent.Load(), c.recv.Load()
+		if s > rc {
+			p.Lost += s - rc
+		}
+		if c.err != nil {
+			ends["client: "+errText(c.err)]++
+			if errors.Is(c.err, netcode.ErrConnectionTimedOut) {
+				p.Timeouts++
+			} else {
+				p.Disconnects++
+			}
+		}
+		if nc, ok := c.ep.(*netcode.Conn); ok {
+			p.Dropped += nc.Dropped()
+		}
+	}
+	r.srvMu.Lock()
+	for k, v := range r.srvEnds {
+		ends[k] += v
+	}
+	p.Timeouts += r.srvTO
+	for k, v := range r.srvEnds {
+		if k != "server: "+errText(netcode.ErrConnectionTimedOut) {
+			p.Disconnects += v
+		}
+	}
+	r.srvMu.Unlock()
+	if len(ends) > 0 {
+		p.EndErrors = ends
+	}
+	p.P50 = hist.Quantile(0.50)
+	p.P99 = hist.Quantile(0.99)
+	p.Max = hist.Max()
+}
+
+// errText names an error by its innermost message.
+func errText(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+// Run runs the benchmark: the netcode phase, then with Baseline the raw UDP
+// phase.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg}
+	rounds := make([]Round, 0, cfg.Rounds)
+	for i := range cfg.Rounds {
+		rc := cfg
+		if i > 0 {
+			rc.CPUProfile = nil // one profile: the first round's
+		}
+		if cfg.Rounds > 1 && rc.Progress != nil {
+			fmt.Fprintf(rc.Progress, "round %d of %d\n", i+1, cfg.Rounds)
+		}
+		p, err := runNetcode(ctx, &rc)
+		if err != nil {
+			return nil, err
+		}
+		r := Round{Netcode: *p}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if cfg.Baseline && cfg.Duration > 0 {
+			raw, err := runRaw(ctx, &rc)
+			if err != nil {
+				return nil, err
+			}
+			r.Raw = raw
+			if raw.RoundTripsPerSec > 0 {
+				r.Ratio = p.RoundTripsPerSec / raw.RoundTripsPerSec
+			}
+			if p.ProcessCPUPerMPacket > 0 {
+				r.CPURatio = float64(raw.ProcessCPUPerMPacket) / float64(p.ProcessCPUPerMPacket)
+			}
+			if p.ServerCPUPerMPacket > 0 {
+				r.ServerCPURatio = float64(raw.ServerCPUPerMPacket) / float64(p.ServerCPUPerMPacket)
+			}
+		}
+		rounds = append(rounds, r)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	m := medianRound(rounds)
+	res.Netcode, res.Raw, res.Ratio = m.Netcode, m.Raw, m.Ratio
+	res.CPURatio, res.ServerCPURatio = m.CPURatio, m.ServerCPURatio
+	if len(rounds) > 1 {
+		res.Rounds = rounds
+	}
+	return res, nil
+}
+
+// medianRound returns the round with the median ratio, or with no
+// baseline the median netcode payloads/s (the lower middle one of an even
+// number).
+func medianRound(rounds []Round) Round {
+	s := slices.Clone(rounds)
+	key := func(r Round) float64 {
+		if r.Raw != nil {
+			return r.Ratio
+		}
+		return r.Netcode.RoundTripsPerSec
+	}
+	slices.SortFunc(s, func(a, b Round) int { return cmp.Compare(key(a), key(b)) })
+	return s[(len(s)-1)/2]
+}
+
+func labelled(ctx context.Context, side string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels(LabelKey, side), f)
+}
+
+func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	r := newRun(ctx, cfg, "netcode")
+	p := &Phase{Name: "netcode", Clients: cfg.Clients}
+
+	// Server, with its goroutines labelled server.
+	var l *netcode.Listener
+	var lerr error
+	accepted := make(chan struct{}, cfg.Clients)
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		l, lerr = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
+			ProtocolID:   cfg.ProtocolID,
+			PrivateKey:   key,
+			MaxClients:   cfg.MaxClients,
+			Logger:       cfg.Logger,
+			TickInterval: cfg.ServerTick,
+		})
+		if lerr != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := l.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if lerr != nil {
+		return nil, lerr
+	}
+	defer func() {
+		l.Close()
+		r.echoes.Wait()
+	}()
+	srvAddr := netip.MustParseAddrPort(l.Addr().String())
+
+	// Tokens are minted before the clock starts.
+	tokens := make([][]byte, cfg.Clients)
+	for i := range tokens {
+		tokens[i], err = token.Generate(token.Params{
+			ProtocolID:     cfg.ProtocolID,
+			ClientID:       uint64(i + 1),
+			PrivateKey:     key,
+			ServerAddrs:    []netip.AddrPort{srvAddr},
+			ExpireSeconds:  3600,
+			TimeoutSeconds: cfg.TimeoutSeconds,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	// Connect phase.
+	r.clients = make([]*client, cfg.Clients)
+	for i := range r.clients {
+		r.clients[i] = new(client)
+	}
+	var connected atomic.Int64
+	var errMu sync.Mutex
+	dialErrs := map[string]int{}
+	sem := make(chan struct{}, cfg.DialConcurrency)
+	var dials sync.WaitGroup
+	// The connect phase is profiled too, for the CPU the handshakes cost.
+	var prof bytes.Buffer
+	profiling := pprof.StartCPUProfile(&prof) == nil
+	cpu0 := cpuTime()
+	start := time.Now()
+	var last atomic.Int64 // ns after start of the last connection
+	done := make(chan struct{})
+	labelled(ctx, SideClient, func(ctx context.Context) {
+		d := &netcode.Dialer{TickInterval: cfg.ClientTick}
+		for i := range r.clients {
+			dials.Add(1)
+			go func() {
+				defer dials.Done()
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-sem }()
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				c, err := d.DialContext(dctx, tokens[i])
+				if err != nil {
+					errMu.Lock()
+					dialErrs[errText(err)]++
+					errMu.Unlock()
+					return
+				}
+				for t := int64(time.Since(start)); ; {
+					if old := last.Load(); old >= t || last.CompareAndSwap(old, t) {
+						break
+					}
+				}
+				connected.Add(1)
+				r.clients[i].ep = c
+			}()
+		}
+		go func() { dials.Wait(); close(done) }()
+	})
+	tick := time.NewTicker(cfg.ProgressEvery)
+	prev, prevT := int64(0), start
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case now := <-tick.C:
+			n := connected.Load()
+			r.progress("connect %6.1fs  connected %d/%d  (%.0f/s)", now.Sub(start).Seconds(), n, cfg.Clients,
+				float64(n-prev)/now.Sub(prevT).Seconds())
+			prev, prevT = n, now
+		}
+	}
+	tick.Stop()
+	p.ConnectCPU = cpuTime() - cpu0
+	if profiling {
+		pprof.StopCPUProfile()
+		by, err := cpuBySide(prof.Bytes(), LabelKey)
+		if err != nil {
+			return nil, fmt.Errorf("bench: reading the CPU profile: %w", err)
+		}
+		p.ConnectServerCPU = time.Duration(by[SideServer])
+		if cfg.ProfileConnect && cfg.CPUProfile != nil {
+			if _, err := cfg.CPUProfile.Write(prof.Bytes()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.Connected = int(connected.Load())
+	p.ConnectTime = time.Duration(last.Load())
+	if p.Connected > 0 && p.ConnectTime > 0 {
+		p.ConnectsPerSec = float64(p.Connected) / p.ConnectTime.Seconds()
+	}
+	if len(dialErrs) > 0 {
+		p.DialErrors = dialErrs
+	}
+	r.progress("connected %d/%d in %v (%.0f connects/s)", p.Connected, cfg.Clients, p.ConnectTime.Round(time.Millisecond), p.ConnectsPerSec)
+	// Wait (briefly) for the server to have accepted them all.
+	for range p.Connected {
+		select {
+		case <-accepted:
+		case <-time.After(5 * time.Second):
+		}
+	}
+
+	if cfg.Duration <= 0 {
+		r.stop(p)
+		st := l.Stats()
+		p.ServerStats = &st
+		return p, nil
+	}
+
+	// Exchange.
+	labelled(ctx, SideClient, func(context.Context) {
+		for _, c := range r.clients {
+			if c.ep != nil {
+				r.readers.Add(1)
+				go r.reader(c)
+			}
+		}
+		r.startTraffic()
+	})
+	status := func() string {
+		st := l.Stats()
+		r.srvMu.Lock()
+		ends := 0
+		for _, v := range r.srvEnds {
+			ends += v
+		}
+		r.srvMu.Unlock()
+		return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
+	}
+	winProfile := cfg.CPUProfile
+	if cfg.ProfileConnect {
+		winProfile = nil
+	}
+	err = r.measure(p, func() uint64 { return 2 * r.serverRecv() }, winProfile, status)
+	r.stop(p)
+	st := l.Stats()
+	p.ServerStats = &st
+	return p, err
+}
+
+// echo is the server's echo loop for one connection.
+func (r *run) echo(c *netcode.Conn) {
+	defer r.echoes.Done()
+	defer c.Close()
+	n := r.serverCounter()
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for {
+		k, err := c.Read(buf)
+		if err != nil {
+			r.serverEnded(err)
+			return
+		}
+		n.Add(1)
+		if _, err := c.Write(buf[:k]); err != nil {
+			r.serverEnded(err)
+			return
+		}
+	}
+}
+
+// SortedKeys returns m's keys in order, for printing.
+func SortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var _ endpoint = (*net.UDPConn)(nil)
+var _ endpoint = (*netcode.Conn)(nil)

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHistogramBuckets(t *testing.T) {
+	for _, v := range []uint64{0, 1, 15, 16, 17, 31, 32, 33, 1000, 123456789, 1 << 40, 1<<63 + 12345, ^uint64(0)} {
+		i := bucketOf(v)
+		require.Less(t, i, histBuckets, "v=%d", v)
+		lo := bucketLow(i)
+		assert.LessOrEqual(t, lo, v, "v=%d", v)
+		if i+1 < histBuckets {
+			assert.Greater(t, bucketLow(i+1), v, "v=%d", v)
+		}
+		if v >= 16 {
+			assert.LessOrEqual(t, float64(v-lo)/float64(v), 1.0/16, "v=%d", v)
+		}
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	var h, h2 Histogram
+	assert.Zero(t, h.Quantile(0.5))
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	h2.Record(-time.Second)
+	h.Merge(&h2)
+	assert.EqualValues(t, 1001, h.Count())
+	assert.Equal(t, time.Millisecond, h.Max())
+	tests := []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, 500 * time.Microsecond},
+		{0.99, 990 * time.Microsecond},
+		{1, time.Millisecond},
+	}
+	for _, tc := range tests {
+		got := h.Quantile(tc.q)
+		assert.InEpsilon(t, float64(tc.want), float64(got), 0.04, "q=%v got %v", tc.q, got)
+	}
+	assert.Zero(t, h.Quantile(0))
+}
+
+func TestCPUBySide(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, pprof.StartCPUProfile(&buf))
+	done := make(chan struct{})
+	spin := func(side string) {
+		pprof.Do(context.Background(), pprof.Labels(LabelKey, side), func(context.Context) {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				end := time.Now().Add(300 * time.Millisecond)
+				x := 0
+				for time.Now().Before(end) {
+					x++
+				}
+				_ = x
+			}()
+		})
+	}
+	spin(SideServer)
+	spin(SideClient)
+	<-done
+	<-done
+	pprof.StopCPUProfile()
+	by, err := cpuBySide(buf.Bytes(), LabelKey)
+	require.NoError(t, err)
+	assert.Greater(t, by[SideServer], int64(0))
+	assert.Greater(t, by[SideClient], int64(0))
+
+	_, err = cpuBySide([]byte("not gzip"), LabelKey)
+	assert.Error(t, err)
+}
+
+func TestConfigFill(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"defaults", Config{}, true},
+		{"too small", Config{Size: 8}, false},
+		{"too large", Config{Size: 1201}, false},
+		{"negative rate", Config{Rate: -1}, false},
+		{"negative clients", Config{Clients: -1}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.fill()
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, 1, tc.cfg.Clients)
+				assert.Equal(t, 64, tc.cfg.Size)
+				assert.Equal(t, 8, tc.cfg.Window)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+}
+
+func TestRunSmall(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"flat out with baseline", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, Baseline: true}},
+		{"rate", Config{Clients: 4, Size: 32, Rate: 50, Duration: time.Second, Warmup: -1}},
+		{"connect only", Config{Clients: 4}},
+		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress, out, prof bytes.Buffer
+			tc.cfg.Progress = &progress
+			tc.cfg.ProgressEvery = 300 * time.Millisecond
+			tc.cfg.CPUProfile = &prof
+			res, err := Run(context.Background(), tc.cfg)
+			require.NoError(t, err)
+			res.Print(&out)
+			t.Log("\n" + progress.String() + out.String())
+			n := res.Netcode
+			assert.Equal(t, tc.cfg.Clients, n.Connected)
+			assert.Greater(t, n.ConnectsPerSec, 0.0)
+			assert.Zero(t, n.Timeouts)
+			assert.Zero(t, n.Disconnects)
+			if tc.cfg.Duration == 0 {
+				assert.Zero(t, n.RoundTrips)
+				return
+			}
+			assert.Greater(t, n.RoundTrips, uint64(0))
+			assert.Greater(t, n.P50, time.Duration(0))
+			assert.GreaterOrEqual(t, n.P99, n.P50)
+			assert.Greater(t, n.ProcessCPU, time.Duration(0))
+			assert.NotZero(t, prof.Len())
+			if tc.cfg.Rate > 0 {
+				// 4 clients at 50/s for 1s.
+				assert.InDelta(t, 200, float64(n.RoundTrips), 60)
+			}
+			if tc.cfg.Rounds > 1 {
+				require.Len(t, res.Rounds, tc.cfg.Rounds)
+				assert.Contains(t, out.String(), "median round of 3")
+			}
+			if tc.cfg.Baseline {
+				require.NotNil(t, res.Raw)
+				assert.Greater(t, res.Raw.RoundTrips, uint64(0))
+				assert.Greater(t, res.Ratio, 0.0)
+			}
+		})
+	}
+}
+
+func TestMedianRound(t *testing.T) {
+	raw := &Phase{}
+	tests := []struct {
+		name string
+		in   []Round
+		want float64 // ratio, or netcode payloads/s without a baseline
+	}{
+		{"one", []Round{{Raw: raw, Ratio: 0.5}}, 0.5},
+		{"odd", []Round{{Raw: raw, Ratio: 0.9}, {Raw: raw, Ratio: 0.2}, {Raw: raw, Ratio: 0.7}}, 0.7},
+		{"even takes the lower", []Round{{Raw: raw, Ratio: 0.9}, {Raw: raw, Ratio: 0.2}, {Raw: raw, Ratio: 0.7}, {Raw: raw, Ratio: 0.8}}, 0.7},
+		{"no baseline", []Round{{Netcode: Phase{RoundTripsPerSec: 3}}, {Netcode: Phase{RoundTripsPerSec: 1}}, {Netcode: Phase{RoundTripsPerSec: 2}}}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := medianRound(tc.in)
+			if m.Raw != nil {
+				assert.Equal(t, tc.want, m.Ratio)
+			} else {
+				assert.Equal(t, tc.want, m.Netcode.RoundTripsPerSec)
+			}
+		})
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := Run(ctx, Config{Clients: 2, Duration: time.Minute, Baseline: true})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 10*time.Second)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/gonetcode/netcode"
+)
+
+// serveReady, if set, is told the server's address once it listens (tests).
+var serveReady func(net.Addr)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "-key KEY [-addr host:port] [flags]", stderr)
+	addr := fs.String("addr", ":40000", "UDP address to listen on")
+	network := fs.String("net", "udp", "network: udp, udp4 or udp6")
+	key := fs.String("key", "", "private key shared with the token backend: hex, base64, or a key file (required)")
+	proto := protocolFlag(defaultProtocolID)
+	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
+	maxClients := fs.Int("max-clients", 256, "client slots")
+	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
+	verbose := fs.Bool("v", false, "log connections and protocol events to stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	k, err := parseKey(*key)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg := &netcode.ServerConfig{
+		ProtocolID: uint64(proto),
+		PrivateKey: k,
+		PublicAddr: *public,
+		MaxClients: *maxClients,
+	}
+	if *verbose {
+		cfg.Logger = log
+	}
+	l, err := netcode.Listen(*network, *addr, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("netcode echo server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
+	if serveReady != nil {
+		serveReady(l.Addr())
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		echoServe(l, log, *verbose)
+	}()
+	<-ctx.Done()
+	err = l.Close()
+	wg.Wait()
+	st := l.Stats()
+	log.Info("netcode echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimeout,
+		"ignored", st.Ignored, "replayed", st.Replayed)
+	return err
+}
+
+// echoServe accepts clients and sends every payload back to its sender.
+func echoServe(l *netcode.Listener, log *slog.Logger, verbose bool) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.AcceptConn(context.Background())
+		if err != nil {
+			return
+		}
+		if verbose {
+			log.Info("client connected", "client_id", c.ClientID(), "index", c.ClientIndex(), "addr", c.RemoteAddr())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			buf := make([]byte, netcode.MaxPayloadBytes)
+			for {
+				n, err := c.Read(buf)
+				if err != nil {
+					if verbose {
+						why := "closed"
+						switch {
+						case errors.Is(err, io.EOF):
+							why = "disconnected"
+						case errors.Is(err, netcode.ErrConnectionTimedOut):
+							why = "timed out"
+						}
+						log.Info("client left", "client_id", c.ClientID(), "why", why, "dropped", c.Dropped())
+					}
+					return
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+)
+
+// addrsFlag is a repeatable "host:port" flag.
+type addrsFlag []netip.AddrPort
+
+func (a *addrsFlag) String() string {
+	s := make([]string, len(*a))
+	for i, ap := range *a {
+		s[i] = ap.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (a *addrsFlag) Set(s string) error {
+	ap, err := resolveAddr(s)
+	if err != nil {
+		return err
+	}
+	*a = append(*a, ap)
+	return nil
+}
+
+// resolveAddr turns "host:port" into an address a token can carry.
+func resolveAddr(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	ua, err := net.ResolveUDPAddr("udp", s)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap := ua.AddrPort()
+	if ap.Port() == 0 || ap.Addr().IsUnspecified() {
+		return netip.AddrPort{}, fmt.Errorf("%s: a token needs a concrete address and port", s)
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("token", "-key KEY -server host:port [-server host:port ...] [flags]", stderr)
+	key := fs.String("key", "", "private key shared with the servers: hex, base64, or a key file (required)")
+	proto := protocolFlag(defaultProtocolID)
+	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
+	clientID := fs.Uint64("client-id", 0, "client id; 0 picks a random one")
+	var servers, internal addrsFlag
+	fs.Var(&servers, "server", "server address the client tries, in order (repeat for up to 32; required)")
+	fs.Var(&internal, "internal", "address the server checks against, one per -server, for servers behind NAT (optional, repeatable)")
+	expire := fs.Int64("expire", 30, "token lifetime in seconds; negative: never expires")
+	timeout := fs.Int("timeout", 10, "connection timeout in seconds; negative disables timeouts (development only)")
+	userData := fs.String("user-data", "", "up to 256 bytes of user data for the server, in hex")
+	out := fs.String("o", "", "write the token to this file instead of stdout")
+	b64 := fs.Bool("base64", false, "write the token in base64 (with a newline) instead of its 2048 raw bytes")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p := token.Params{
+		ProtocolID:     uint64(proto),
+		ClientID:       *clientID,
+		ServerAddrs:    servers,
+		InternalAddrs:  internal,
+		ExpireSeconds:  *expire,
+		TimeoutSeconds: int32(*timeout),
+	}
+	if int(p.TimeoutSeconds) != *timeout {
+		return errors.New("-timeout out of range")
+	}
+	if len(servers) == 0 {
+		return errors.New("no server: give at least one -server host:port")
+	}
+	k, err := parseKey(*key)
+	if err != nil {
+		return err
+	}
+	p.PrivateKey = k
+	if *userData != "" {
+		b, err := hex.DecodeString(*userData)
+		if err != nil {
+			return fmt.Errorf("-user-data: %w", err)
+		}
+		if len(b) > netcode.UserDataBytes {
+			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), netcode.UserDataBytes)
+		}
+		copy(p.UserData[:], b)
+	}
+	if p.ClientID == 0 {
+		var b [8]byte
+		if err := crypto.RandomBytes(b[:]); err != nil {
+			return err
+		}
+		p.ClientID = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	tok, err := token.Generate(p)
+	if err != nil {
+		return err
+	}
+	if *b64 {
+		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
+	}
+	if *out == "" {
+		_, err = stdout.Write(tok)
+		return err
+	}
+	return os.WriteFile(*out, tok, 0o600)
+}
+
+// readToken reads a connect token from a file holding its raw bytes or its
+// base64 text.
+func readToken(name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == netcode.ConnectTokenBytes {
+		return b, nil
+	}
+	d, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(d) != netcode.ConnectTokenBytes {
+		return nil, fmt.Errorf("%s: not a connect token (raw or base64)", name)
+	}
+	return d, nil
+}
+
+func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "TOKEN-FILE\n\nPrints the public part of a connect token (raw or base64).", stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	b, err := readToken(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	t, err := token.Parse(b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "protocol id: %#x\n", t.ProtocolID)
+	fmt.Fprintf(stdout, "created:     %s\n", time.Unix(int64(t.CreateTimestamp), 0).UTC().Format(time.RFC3339))
+	if t.ExpireTimestamp > math.MaxInt64 {
+		fmt.Fprintf(stdout, "expires:     never\n")
+	} else {
+		fmt.Fprintf(stdout, "expires:     %s\n", time.Unix(int64(t.ExpireTimestamp), 0).UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(stdout, "timeout:     %d s\n", t.TimeoutSeconds)
+	for i, a := range t.ServerAddrs {
+		fmt.Fprintf(stdout, "server %d:    %s\n", i+1, a)
+	}
+	return nil
+}
