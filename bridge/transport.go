@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/gonetcode/netcode/protocol"
 )
@@ -69,69 +68,6 @@ func transportAddr(n uint64) netip.AddrPort {
 		b[15-i] = byte(n >> (8 * i))
 	}
 	return netip.AddrPortFrom(netip.AddrFrom16(b), transportPort)
-}
-
-// deadline is a settable deadline whose expiry closes a channel, so that a
-// blocked read can select on it without a timer or context per call.
-type deadline struct {
-	mu    sync.Mutex
-	timer *time.Timer
-	ch    chan struct{} // closed when the deadline has passed
-}
-
-func newDeadline() *deadline { return &deadline{ch: make(chan struct{})} }
-
-func closedChan(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// set sets the deadline; the zero time means none.
-func (d *deadline) set(t time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.ch // the timer fired: wait for it to have closed ch
-	}
-	d.timer = nil
-	expired := closedChan(d.ch)
-	if t.IsZero() {
-		if expired {
-			d.ch = make(chan struct{})
-		}
-		return
-	}
-	if dur := time.Until(t); dur > 0 {
-		if expired {
-			d.ch = make(chan struct{})
-		}
-		ch := d.ch
-		d.timer = time.AfterFunc(dur, func() { close(ch) })
-		return
-	}
-	if !expired {
-		close(d.ch)
-	}
-}
-
-// wait returns a channel that is closed when the deadline passes.
-func (d *deadline) wait() chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ch
-}
-
-// stop releases the timer.
-func (d *deadline) stop() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil {
-		d.timer.Stop()
-	}
 }
 
 var (

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/gonetcode/netcode/internal/deadline"
 )
 
 // DefaultTransportReadQueue is the default of TransportOptions.ReadQueue.
@@ -38,7 +40,7 @@ type TransportConn struct {
 	ws     *websocket.Conn
 	url    string
 	in     chan *datagram
-	rdl    *deadline
+	rdl    *deadline.Deadline
 	closed chan struct{}
 	once   sync.Once
 
@@ -82,7 +84,7 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 		ws:       ws,
 		url:      url,
 		in:       make(chan *datagram, o.ReadQueue),
-		rdl:      newDeadline(),
+		rdl:      new(deadline.Deadline),
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
 	}
@@ -170,7 +172,7 @@ func (c *TransportConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, erro
 		return c.take(b, d)
 	case <-c.closed:
 		return 0, netip.AddrPort{}, c.opError("read", net.ErrClosed)
-	case <-c.rdl.wait():
+	case <-c.rdl.Wait():
 		return 0, netip.AddrPort{}, c.opError("read", os.ErrDeadlineExceeded)
 	case <-c.readDone:
 		select {
@@ -249,7 +251,7 @@ func (c *TransportConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (c *TransportConn) SetReadDeadline(t time.Time) error {
-	c.rdl.set(t)
+	c.rdl.Set(t)
 	return nil
 }
 
@@ -273,7 +275,7 @@ func (c *TransportConn) Close() error {
 		close(c.closed)
 		c.ws.Close(websocket.StatusNormalClosure, "")
 		<-c.readDone
-		c.rdl.stop()
+		c.rdl.Stop()
 		for {
 			select {
 			case d := <-c.in:

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/gonetcode/netcode/internal/deadline"
 )
 
 // Defaults for the zero fields of MuxConfig.
@@ -92,7 +94,7 @@ type Mux struct {
 	start  time.Time
 
 	in      chan *datagram
-	rdl     *deadline
+	rdl     *deadline.Deadline
 	closing chan struct{}
 	stopJan chan struct{}
 	once    sync.Once
@@ -139,7 +141,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		},
 		start:    time.Now(),
 		in:       make(chan *datagram, cfg.ReadQueue),
-		rdl:      newDeadline(),
+		rdl:      new(deadline.Deadline),
 		closing:  make(chan struct{}),
 		stopJan:  make(chan struct{}),
 		sessions: make(map[netip.AddrPort]*muxSession),
@@ -253,7 +255,7 @@ func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 		return n, addr, nil
 	case <-m.closing:
 		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
-	case <-m.rdl.wait():
+	case <-m.rdl.Wait():
 		return 0, netip.AddrPort{}, m.opError("read", nil, os.ErrDeadlineExceeded)
 	}
 }
@@ -312,13 +314,13 @@ func (m *Mux) LocalAddr() net.Addr { return m.udp.LocalAddr() }
 
 // SetDeadline sets the read and write deadlines.
 func (m *Mux) SetDeadline(t time.Time) error {
-	m.rdl.set(t)
+	m.rdl.Set(t)
 	return m.udp.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for ReadFrom and ReadFromUDPAddrPort.
 func (m *Mux) SetReadDeadline(t time.Time) error {
-	m.rdl.set(t)
+	m.rdl.Set(t)
 	return nil
 }
 
@@ -350,7 +352,7 @@ func (m *Mux) Close() error {
 		m.swg.Wait()
 		close(m.stopJan)
 		m.wg.Wait()
-		m.rdl.stop()
+		m.rdl.Stop()
 		// Free what is still queued.
 		for {
 			select {

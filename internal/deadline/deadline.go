@@ -66,6 +66,16 @@ func (d *Deadline) Expired() bool {
 	return d.cancel != nil && isClosed(d.cancel)
 }
 
+// Stop releases the timer, if one is pending, without changing whether the
+// deadline has passed. Call it when the owner closes.
+func (d *Deadline) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+}
+
 func isClosed(c chan struct{}) bool {
 	select {
 	case <-c:
