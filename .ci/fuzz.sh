@@ -9,13 +9,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-10s}"
 count=0
+# crashers counts the failing inputs saved for a target (none: 0).
+crashers() {
+	if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi
+}
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 		echo "-- $pkg $target ($fuzztime)"
-		before=$(find "$dir/testdata/fuzz/$target" -type f 2>/dev/null | wc -l)
+		before=$(crashers "$dir/testdata/fuzz/$target")
 		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x "$pkg"; then
-			after=$(find "$dir/testdata/fuzz/$target" -type f 2>/dev/null | wc -l)
+			after=$(crashers "$dir/testdata/fuzz/$target")
 			if [ "$after" -ne "$before" ]; then
 				echo "$target found a failing input in $dir/testdata/fuzz/$target" >&2
 				exit 1
