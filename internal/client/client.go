@@ -48,6 +48,7 @@ const (
 	Connected                  State = 3
 )
 
+// String names the state as the reference does in its logs.
 func (s State) String() string {
 	switch s {
 	case ConnectTokenExpired:

@@ -60,6 +60,7 @@ const (
 	ReasonLocal
 )
 
+// String describes the reason in words.
 func (r Reason) String() string {
 	switch r {
 	case ReasonPeerDisconnected:
