@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,70 +16,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gonetcode/netcode/examples/browser/app"
+	"github.com/gonetcode/netcode/internal/browsertest"
 	"github.com/gonetcode/netcode/token"
 )
-
-// chromiumPath finds the browser: $NETCODE_CHROMIUM, or Debian's chromium
-// (installed by .ci/browser-deps.sh) or another Chrome on $PATH.
-func chromiumPath() string {
-	if p := os.Getenv("NETCODE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browserRequired reports whether a missing browser is a failure: in CI
-// (CI set to anything but "", "0" or "false") or with NETCODE_BROWSER_TEST=1.
-func browserRequired() bool {
-	if os.Getenv("NETCODE_BROWSER_TEST") == "1" {
-		return true
-	}
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
-}
-
-// newBrowser starts headless Chromium and returns a chromedp context with
-// one tab. Cancel the context to stop the browser.
-func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
-	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		if browserRequired() {
-			t.Fatal("chromium not found: run .ci/browser-deps.sh (apt-get install chromium) or set NETCODE_CHROMIUM")
-		}
-		t.Skip("chromium not found; run .ci/browser-deps.sh, or set CI=1 / NETCODE_BROWSER_TEST=1 to make this a failure")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 800),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithErrorf(t.Logf))
-	cancel := func() {
-		cancelCtx()
-		cancelAlloc()
-	}
-	// Start the browser now, without a deadline (a deadline on the first
-	// Run would bound the browser's life).
-	if err := chromedp.Do(ctx); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return ctx, cancel
-}
 
 // step bounds one group of actions in time.
 func step(t *testing.T, ctx context.Context, d time.Duration, what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -120,7 +57,7 @@ func TestBrowser(t *testing.T) {
 	}()
 
 	start := time.Now()
-	ctx, cancel := newBrowser(t)
+	ctx, cancel := browsertest.Start(t)
 	defer cancel()
 	t.Logf("browser started in %v", time.Since(start))
 	defer func(start time.Time) { t.Logf("teardown: %v", time.Since(start)) }(time.Now())

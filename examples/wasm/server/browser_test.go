@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,66 +18,8 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/examples/wasm/server"
+	"github.com/gonetcode/netcode/internal/browsertest"
 )
-
-// chromiumPath finds the browser: $NETCODE_CHROMIUM, or chromium or another
-// Chrome on $PATH.
-func chromiumPath() string {
-	if p := os.Getenv("NETCODE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browserRequired reports whether a missing browser is a failure: in CI
-// (CI set to anything but "", "0", "false" or "no") or with
-// NETCODE_BROWSER_TEST=1. The same rule as examples/browser.
-func browserRequired() bool {
-	if os.Getenv("NETCODE_BROWSER_TEST") == "1" {
-		return true
-	}
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
-}
-
-// newBrowser starts headless Chromium with one tab; cancel stops it.
-func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
-	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		if browserRequired() {
-			t.Fatal("chromium not found: run .ci/browser-deps.sh (apt-get install chromium) or set NETCODE_CHROMIUM")
-		}
-		t.Skip("chromium not found; run .ci/browser-deps.sh, or set CI=1 / NETCODE_BROWSER_TEST=1 to make this a failure")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithErrorf(t.Logf))
-	cancel := func() {
-		cancelCtx()
-		cancelAlloc()
-	}
-	if err := chromedp.Do(ctx); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return ctx, cancel
-}
 
 func eval[T any](t *testing.T, ctx context.Context, d time.Duration, script string) T {
 	t.Helper()
@@ -108,7 +47,7 @@ func step(t *testing.T, ctx context.Context, d time.Duration, what string, actio
 func TestWASMClientInBrowser(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
-	ctx, cancel := newBrowser(t)
+	ctx, cancel := browsertest.Start(t)
 	defer cancel()
 
 	start := time.Now()
