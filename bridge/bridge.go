@@ -329,19 +329,27 @@ func clearDeadlines(w http.ResponseWriter) {
 
 // refuse turns a request away because of the session cap.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
-	if h.refusing.Add(1) > maxRefusing {
-		h.refusing.Add(-1)
+	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: too many sessions")
+}
+
+// refuseOverCap turns a request away because of a session cap: with a
+// WebSocket closed at once with 1013 (try again later), which browsers can
+// tell apart from a network failure, or, when refusing counts more than
+// maxRefusing of those in progress, with a plain HTTP 503 that costs less.
+func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, accept *websocket.AcceptOptions, log *slog.Logger, msg string) {
+	if refusing.Add(1) > maxRefusing {
+		refusing.Add(-1)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
 		return
 	}
-	defer h.refusing.Add(-1)
+	defer refusing.Add(-1)
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &h.accept)
+	ws, err := websocket.Accept(w, r, accept)
 	if err != nil {
 		return
 	}
-	h.log.Debug("netcode bridge: too many sessions", "remote", r.RemoteAddr)
+	log.Debug(msg, "remote", r.RemoteAddr)
 	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
 }
 

@@ -509,20 +509,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refuse turns a request away because of the session cap.
 func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
-	if m.refusing.Add(1) > maxRefusing {
-		m.refusing.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
-		return
-	}
-	defer m.refusing.Add(-1)
-	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &m.accept)
-	if err != nil {
-		return
-	}
-	m.log.Debug("netcode bridge: too many transport sessions", "remote", r.RemoteAddr)
-	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
+	refuseOverCap(w, r, &m.refusing, &m.accept, m.log, "netcode bridge: too many transport sessions")
 }
 
 // muxSession is one WebSocket peer of a Mux.
