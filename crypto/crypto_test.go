@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
-	"os"
 	"sync"
 	"testing"
 
@@ -14,20 +12,11 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/vectortest"
 )
 
 // hexBytes is a byte string written as hex in the vectors file.
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
+type hexBytes = vectortest.Hex
 
 type vecPacket struct {
 	Name          string   `json:"name"`
@@ -117,13 +106,8 @@ var (
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
 	vecOnce.Do(func() {
-		b, err := os.ReadFile("testdata/netcode-1.02.json")
-		if err != nil {
-			vecErr = err
-			return
-		}
 		var v vectors
-		vecErr = json.Unmarshal(b, &v)
+		vecErr = vectortest.Load("testdata/netcode-1.02.json", &v)
 		vecData = &v
 	})
 	require.NoError(t, vecErr)

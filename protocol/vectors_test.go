@@ -2,10 +2,7 @@ package protocol
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"math"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,41 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/vectortest"
 )
 
 // The golden vectors produced by the C reference; see testdata/ and
 // /work/shared/vectors/README.md for their description.
 
-// u64 is a 64-bit integer, written in the vectors as a decimal string (or a
-// plain number for small ones).
-type u64 uint64
-
-func (v *u64) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	if uq, err := strconv.Unquote(s); err == nil {
-		s = uq
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	*v = u64(n)
-	return err
-}
-
-// hexBytes is a byte string written as hex; null decodes as nil.
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*h = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	d, err := hex.DecodeString(s)
-	*h = d
-	return err
-}
+// The vectors' JSON types (see internal/vectortest).
+type (
+	u64      = vectortest.U64
+	hexBytes = vectortest.Hex
+)
 
 type packetVector struct {
 	Name                   string     `json:"name"`
@@ -212,12 +185,8 @@ type vectorFile struct {
 }
 
 var loadVectors = sync.OnceValues(func() (*vectorFile, error) {
-	b, err := os.ReadFile("testdata/netcode-1.02.json")
-	if err != nil {
-		return nil, err
-	}
 	v := new(vectorFile)
-	return v, json.Unmarshal(b, v)
+	return v, vectortest.Load("testdata/netcode-1.02.json", v)
 })
 
 func vectors(tb testing.TB) *vectorFile {

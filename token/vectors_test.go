@@ -3,11 +3,9 @@ package token_test
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,21 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/vectortest"
 	"github.com/gonetcode/netcode/token"
 )
 
 // hexBytes is a byte string written as hex in the vectors file.
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
+type hexBytes = vectortest.Hex
 
 type vecAddr struct {
 	Address string   `json:"address"`
@@ -164,13 +153,8 @@ var (
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
 	vecOnce.Do(func() {
-		b, err := os.ReadFile("testdata/netcode-1.02.json")
-		if err != nil {
-			vecErr = err
-			return
-		}
 		var v vectors
-		vecErr = json.Unmarshal(b, &v)
+		vecErr = vectortest.Load("testdata/netcode-1.02.json", &v)
 		vecData = &v
 	})
 	require.NoError(t, vecErr)
