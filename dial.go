@@ -238,8 +238,12 @@ type clientEvents dialConn
 func (e *clientEvents) StateChanged(from, to client.State) {
 	dc := (*dialConn)(e)
 	if to == client.Connected {
-		dc.wasUp = true
-		close(dc.connected)
+		// The core enters Connected once per connection; the guard keeps a
+		// second entry from closing the channel twice all the same.
+		if !dc.wasUp {
+			dc.wasUp = true
+			close(dc.connected)
+		}
 		return
 	}
 	if to > client.Disconnected {

@@ -269,6 +269,10 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte) {
 			c.clientIndex = int(p.ClientIndex)
 			c.maxClients = int(p.MaxClients)
 			c.lastRecv = now
+			// The server gave us a slot: a denial that arrived earlier
+			// (an answer to an older response, reordered on the way) is
+			// stale and must not send us on to the next server.
+			c.pending = Disconnected
 			c.setState(Connected)
 		}
 	case protocol.Payload:
@@ -294,7 +298,7 @@ func (c *Client) Update(now time.Time, sink Sink) {
 	if c.state <= Disconnected {
 		return
 	}
-	if c.pending != Disconnected {
+	if c.pending != Disconnected && c.state < Connected {
 		failed := c.pending
 		if !c.nextServer(now) {
 			c.setState(failed)

@@ -1,0 +1,166 @@
+package client
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/require"
+)
+
+const protocolID = 0x1122334455667788
+
+var (
+	epoch    = time.Unix(1_800_000_000, 0)
+	srvA     = netip.MustParseAddrPort("10.0.0.1:40000")
+	srvB     = netip.MustParseAddrPort("10.0.0.2:40000")
+	c2sKey   = crypto.Key{1: 1}
+	s2cKey   = crypto.Key{1: 2}
+	privKey  = crypto.Key{0: 9, 31: 9}
+	tokNonce = [token.NonceBytes]byte{3: 3}
+)
+
+// recorder keeps every state the client passes through.
+type recorder struct{ states []State }
+
+func (r *recorder) StateChanged(_, to State) { r.states = append(r.states, to) }
+func (r *recorder) Payload([]byte)           {}
+
+// capture keeps the datagrams the client sends.
+type capture struct {
+	to   []netip.AddrPort
+	pkts [][]byte
+}
+
+func (c *capture) Send(to netip.AddrPort, b []byte) {
+	c.to = append(c.to, to)
+	c.pkts = append(c.pkts, append([]byte(nil), b...))
+}
+
+// serverPackets seals packets as the server of the token would.
+type serverPackets struct {
+	key *crypto.PacketAEAD
+	seq uint64
+}
+
+func (s *serverPackets) next(build func(dst []byte, key *crypto.PacketAEAD, seq uint64) []byte) []byte {
+	s.seq++
+	return build(nil, s.key, s.seq)
+}
+
+func (s *serverPackets) challenge() []byte {
+	return s.next(func(dst []byte, key *crypto.PacketAEAD, seq uint64) []byte {
+		return protocol.AppendChallenge(dst, key, seq, 7, make([]byte, token.ChallengeTokenBytes))
+	})
+}
+
+func (s *serverPackets) denied() []byte { return s.next(protocol.AppendDenied) }
+
+func (s *serverPackets) keepAlive() []byte {
+	return s.next(func(dst []byte, key *crypto.PacketAEAD, seq uint64) []byte {
+		return protocol.AppendKeepAlive(dst, key, seq, 2, 16)
+	})
+}
+
+func newTestClient(t *testing.T, servers ...netip.AddrPort) (*Client, *recorder) {
+	t.Helper()
+	tok, err := token.GenerateWith(token.Params{
+		ProtocolID:     protocolID,
+		ClientID:       42,
+		PrivateKey:     privKey,
+		ServerAddrs:    servers,
+		ExpireSeconds:  30,
+		TimeoutSeconds: 5,
+	}, uint64(epoch.Unix()), tokNonce, c2sKey, s2cKey)
+	require.NoError(t, err)
+	r := &recorder{}
+	c := New(epoch, tok, r, nil)
+	require.Equal(t, SendingConnectionRequest, c.State())
+	return c, r
+}
+
+// TestStaleDenialAfterConnect covers a denial and a keep-alive from the same
+// server arriving before one Update, in either order. The server answered
+// two connection responses differently (it was full for the first, had a
+// free slot for the second, and the network reordered the answers). The
+// keep-alive proves the server holds a slot for us: the client must stay
+// connected to it, and never enter Connected twice.
+func TestStaleDenialAfterConnect(t *testing.T) {
+	tests := []struct {
+		name      string
+		deniedFst bool
+		want      State
+		wantPath  []State
+	}{
+		{
+			name:      "denied then keep-alive",
+			deniedFst: true,
+			want:      Connected,
+			wantPath:  []State{SendingConnectionRequest, SendingConnectionResponse, Connected},
+		},
+		{
+			name:      "keep-alive then denied",
+			deniedFst: false,
+			want:      Connected,
+			wantPath:  []State{SendingConnectionRequest, SendingConnectionResponse, Connected},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, r := newTestClient(t, srvA, srvB)
+			srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+			now := epoch
+			var out capture
+			c.Update(now, &out)
+			c.Receive(now, srvA, srv.challenge())
+			require.Equal(t, SendingConnectionResponse, c.State())
+			now = now.Add(10 * time.Millisecond)
+			c.Update(now, &out)
+
+			d, k := srv.denied(), srv.keepAlive()
+			if tt.deniedFst {
+				c.Receive(now, srvA, d)
+				c.Receive(now, srvA, k)
+			} else {
+				c.Receive(now, srvA, k)
+				c.Receive(now, srvA, d)
+			}
+			for range 50 {
+				now = now.Add(10 * time.Millisecond)
+				c.Update(now, &out)
+			}
+			require.Equal(t, tt.want, c.State())
+			require.Equal(t, srvA, c.ServerAddr(), "moved on from the server that holds our slot")
+			require.Equal(t, tt.wantPath, r.states)
+			require.Equal(t, 2, c.ClientIndex())
+			require.Equal(t, 16, c.MaxClients())
+			for _, to := range out.to {
+				require.Equal(t, srvA, to, "sent to a server other than the one we are connected to")
+			}
+		})
+	}
+}
+
+// TestDeniedFallsBack: a denial with no keep-alive moves on to the next
+// server, and to ConnectionDenied after the last one.
+func TestDeniedFallsBack(t *testing.T) {
+	c, r := newTestClient(t, srvA, srvB)
+	srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+	now := epoch
+	var out capture
+	c.Update(now, &out)
+	c.Receive(now, srvA, srv.denied())
+	now = now.Add(10 * time.Millisecond)
+	c.Update(now, &out)
+	require.Equal(t, SendingConnectionRequest, c.State())
+	require.Equal(t, srvB, c.ServerAddr())
+
+	c.Receive(now, srvB, srv.denied())
+	now = now.Add(10 * time.Millisecond)
+	c.Update(now, &out)
+	require.Equal(t, ConnectionDenied, c.State())
+	require.Equal(t, []State{SendingConnectionRequest, ConnectionDenied}, r.states)
+}
