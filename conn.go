@@ -105,23 +105,22 @@ func (c *Conn) end(err error) {
 // Read reads one payload into b and returns its length. If b is too short
 // for the payload, Read returns io.ErrShortBuffer and the payload stays
 // queued for the next Read. After the peer disconnects cleanly, Read returns
-// the payloads already received and then io.EOF.
+// the payloads already received and then io.EOF. Once the read deadline has
+// passed, Read fails with os.ErrDeadlineExceeded even if payloads are queued;
+// they are kept for a Read after the deadline is extended or cleared.
 func (c *Conn) Read(b []byte) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	if c.closed.Load() {
 		return 0, c.opErr("read", net.ErrClosed)
 	}
-	if c.pending != nil {
-		return c.take(b, c.pending)
-	}
-	select {
-	case p := <-c.queue:
-		return c.take(b, p)
-	default:
-	}
+	// As in package net, a passed deadline fails the Read even when a
+	// payload is waiting; the payload stays queued for a later Read.
 	if c.rd.Expired() {
 		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
+	if c.pending != nil {
+		return c.take(b, c.pending)
 	}
 	select {
 	case p := <-c.queue:
@@ -190,6 +189,8 @@ func (c *Conn) Close() error {
 		c.closed.Store(true)
 		c.end(net.ErrClosed)
 		c.ep.close()
+		c.rd.Stop()
+		c.wd.Stop()
 		// Free what is queued; Read takes readMu, so release after it.
 		c.readMu.Lock()
 		if c.pending != nil {

@@ -196,6 +196,33 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
+// TestExpiredDeadlineKeepsQueuedPayloads: as in package net, a Read after
+// the deadline fails even with data waiting, and the data is not lost.
+func TestExpiredDeadlineKeepsQueuedPayloads(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, l)
+			_, err := cli.Write([]byte("queued"))
+			require.NoError(t, err)
+			// Wait until the payload is queued on the server side.
+			buf := make([]byte, 1)
+			require.NoError(t, srv.SetReadDeadline(time.Now().Add(5*time.Second)))
+			_, err = srv.Read(buf)
+			require.ErrorIs(t, err, io.ErrShortBuffer)
+
+			require.NoError(t, srv.SetReadDeadline(time.Now().Add(-time.Second)))
+			_, err = srv.Read(make([]byte, 100))
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+
+			require.NoError(t, srv.SetReadDeadline(time.Time{}))
+			n, err := srv.Read(make([]byte, 100))
+			require.NoError(t, err)
+			require.Equal(t, len("queued"), n)
+		})
+	}
+}
+
 func TestWriteDeadline(t *testing.T) {
 	l := listen(t, "udp4", "127.0.0.1:0", nil)
 	cli, _ := pair(t, l)
