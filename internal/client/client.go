@@ -9,6 +9,7 @@
 package client
 
 import (
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"math"
@@ -155,8 +156,45 @@ func New(now time.Time, connectToken []byte, h Handler, log *slog.Logger) *Clien
 		c.timeout = time.Duration(tok.TimeoutSeconds) * time.Second
 	}
 	c.connectStart = now
+	c.seq = firstSequence(now, tok.CreateTimestamp)
 	c.startServer(now)
 	return c
+}
+
+// maxTimeSequence bounds the clock-derived first sequence number (about 12
+// days of microseconds, five bytes on the wire).
+const maxTimeSequence = 1 << 40
+
+// firstSequence picks the client's first packet sequence number. The
+// reference starts at 0, so dialing the same token twice (a retry, or a
+// reconnect to a restarted server, which no longer remembers the token)
+// seals different packets under the same key and nonce. Starting at the
+// microseconds elapsed since the token was created keeps every dial of a
+// token above all sequence numbers an earlier dial of it can have used, as
+// no client sends a packet per microsecond. A clock that puts the creation
+// in the future or weeks in the past gives no such order; a random start
+// then makes a collision unlikely instead of certain.
+func firstSequence(now time.Time, createTimestamp uint64) uint64 {
+	if createTimestamp <= math.MaxInt64/uint64(time.Second) {
+		elapsed := now.Sub(time.Unix(int64(createTimestamp), 0))
+		if us := elapsed.Microseconds(); elapsed >= 0 && us < maxTimeSequence {
+			return uint64(us)
+		}
+	}
+	var b [8]byte
+	if crypto.RandomBytes(b[:5]) != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// SetSequence sets the sequence number of the next packet the client
+// sends. It is for tests and tools that reproduce the reference's packets,
+// which start at 0; call it before the first Update.
+func (c *Client) SetSequence(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq = seq
 }
 
 // startServer begins the handshake with c.servers[c.server]. The packet

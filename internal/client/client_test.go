@@ -164,3 +164,32 @@ func TestDeniedFallsBack(t *testing.T) {
 	require.Equal(t, ConnectionDenied, c.State())
 	require.Equal(t, []State{SendingConnectionRequest, ConnectionDenied}, r.states)
 }
+
+func TestFirstSequence(t *testing.T) {
+	create := uint64(epoch.Unix())
+	tests := []struct {
+		name     string
+		now      time.Time
+		want     uint64
+		fromTime bool // false: a random start below 2^40
+	}{
+		{"at creation", epoch, 0, true},
+		{"1.5 s later", epoch.Add(1500 * time.Millisecond), 1_500_000, true},
+		{"a day later", epoch.Add(24 * time.Hour), 86_400_000_000, true},
+		{"clock behind the token", epoch.Add(-time.Minute), 0, false},
+		{"clock weeks ahead", epoch.Add(30 * 24 * time.Hour), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := firstSequence(tt.now, create)
+			if tt.fromTime {
+				require.Equal(t, tt.want, got)
+				return
+			}
+			require.Less(t, got, uint64(maxTimeSequence))
+			// Random: two draws agreeing is a 2^-40 event.
+			require.NotEqual(t, got, firstSequence(tt.now, create))
+		})
+	}
+	require.Less(t, firstSequence(epoch, 1<<63), uint64(maxTimeSequence), "a create timestamp past time.Time's range")
+}

@@ -447,3 +447,71 @@ func TestHandshakeRepliesNeverAmplify(t *testing.T) {
 	require.Positive(t, maxRatio)
 	assert.Less(t, maxRatio, 1.0)
 }
+
+// TestNoNonceReuseAcrossRestarts dials one token twice: a session, a server
+// restart (which forgets the token history), and a second session from the
+// same address, as a client that retries does. Both sides seal under the
+// token's keys in both sessions, so no sequence number may repeat in either
+// direction: a repeat is a reused nonce.
+func TestNoNonceReuseAcrossRestarts(t *testing.T) {
+	tests := []struct {
+		name string
+		gap  time.Duration // from the end of the first session to the redial
+	}{
+		{"quick retry", 200 * time.Millisecond},
+		{"after a while", 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, netsim.Config{Latency: 5 * time.Millisecond})
+			tok := w.tokenFor(1, 60, 30, srvAddr)
+			srv := netip.MustParseAddrPort(srvAddr)
+			type use struct {
+				toServer bool
+				seq      uint64
+			}
+			seen := map[use]int{}
+			session := 1
+			w.tap = func(from, to netip.AddrPort, b []byte) {
+				typ := protocol.PacketType(b[0] & 0x0f)
+				if typ == protocol.ConnectionRequest || typ == protocol.ConnectionChallenge || typ == protocol.ConnectionDenied {
+					return // not sealed with a per-connection sequence
+				}
+				n := int(b[0] >> 4)
+				var seq uint64
+				for i := range n {
+					seq |= uint64(b[1+i]) << (8 * i)
+				}
+				u := use{to == srv, seq}
+				if first, ok := seen[u]; ok && first != session {
+					t.Errorf("session %d reuses sequence %d (to server: %v) of session %d", session, seq, u.toServer, first)
+				}
+				seen[u] = session
+			}
+			exchange := func(c *cliNode, s *srvNode) {
+				for i := range 20 {
+					require.NoError(t, c.core.Send(w.now, []byte{byte(i)}, c.sink))
+					require.NoError(t, s.live()[0].Send(w.now, []byte{byte(i)}, s.sink))
+					w.run(30 * time.Millisecond)
+				}
+			}
+
+			s := w.addServer(srvAddr, 4)
+			c := w.addClient("10.1.0.1:5000", tok)
+			w.runUntil(time.Second, c.is(client.Connected))
+			exchange(c, s)
+			w.run(500 * time.Millisecond) // keep-alives too
+			s.core.Close(s.sink)
+			w.order = nil // the first client is gone with its socket
+			w.run(tt.gap)
+
+			session = 2
+			s = w.addServer(srvAddr, 4) // restarted: an empty token history
+			c = w.addClient("10.1.0.1:5000", tok)
+			w.runUntil(time.Second, c.is(client.Connected))
+			exchange(c, s)
+			w.run(500 * time.Millisecond)
+			require.NotEmpty(t, seen)
+		})
+	}
+}

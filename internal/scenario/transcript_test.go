@@ -155,6 +155,7 @@ func TestTranscriptClientSide(t *testing.T) {
 	srvAddr := netip.MustParseAddrPort(tr.ServerAddress)
 	h := &cliNode{}
 	c := client.New(tr.at(0), tr.token, h, nil)
+	c.SetSequence(0) // the reference client counts from 0
 	require.Equal(t, client.SendingConnectionRequest, c.State())
 	var out recSink
 	recv := func(i int) {

@@ -583,6 +583,7 @@ func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, 
 		connected: true,
 	}
 	c.sendLocked.send = m.send
+	c.sendLocked.seq = firstSequence(p.Sequence)
 	c.sendLocked.lastSend = now
 	s.slots[idx] = c
 	s.byID[c.id] = c
@@ -594,6 +595,27 @@ func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, 
 	s.log.Debug("netcode: client connected", "index", idx, "id", c.id, "addr", c.addr)
 	s.handler.Connected(c)
 	c.keepAlive(now, sink, true)
+}
+
+// firstSequence picks the first sequence number of the packets sent to a
+// new client, from the sequence of the connection response that created
+// it. A server that restarts forgets the tokens it has seen, so the same
+// token can connect again with the same keys; the reference starts every
+// connection at 0 and so reuses nonces then. A client of this package
+// starts its count at the microseconds since the token was created
+// (internal/client), and the server follows it, rounded down to a multiple
+// of 2^16: a later connection with the token then starts above every
+// sequence an earlier one used, unless the server sent more packets in that
+// connection than there were microseconds between the two, less 65 ms (a
+// restart takes longer). The reference client's response sequence is
+// always small, so against it the server starts at 0, as the reference's
+// does, byte for byte. Starts too close to the top of the range to count
+// from are not followed.
+func firstSequence(responseSeq uint64) uint64 {
+	if responseSeq >= 1<<62 {
+		return 0
+	}
+	return responseSeq &^ (1<<16 - 1)
 }
 
 // Update sends due keep-alives and times out silent clients and stale
