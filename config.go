@@ -24,10 +24,16 @@ type ServerConfig struct {
 	ProtocolID uint64
 	// PrivateKey is shared with the token backend; never ship it to clients.
 	PrivateKey [KeyBytes]byte
-	// PublicAddr is the "host:port" clients were told in their tokens (the
-	// token's internal address list is checked against it). It defaults to
-	// the bound address; a server bound to a wildcard address answers to
-	// every address of the machine's interfaces at its port.
+	// PublicAddr is the "host:port" clients were told in their tokens,
+	// where it differs from the bound address (a wildcard bind, NAT, a load
+	// balancer). A connection request is answered only if its token's
+	// internal address list (token.Params.InternalAddrs, which defaults to
+	// the client-facing list) names PublicAddr or the bound address; a
+	// server bound to a wildcard address is known by every address of the
+	// machine's interfaces at its port. So a server behind NAT is reached
+	// by tokens that list its public address for clients and its own
+	// address as the internal one, and a token for another server is
+	// ignored.
 	PublicAddr string
 	// MaxClients is the number of client slots; 0 means 256. Up to 65536.
 	MaxClients int

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -125,19 +126,42 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 }
 
 // serverAddrs returns the addresses a server is known by, for the check of
-// connection requests against the token's server list.
+// connection requests against the token's internal address list: the public
+// address, if one is configured, and the bound address (every interface
+// address at the bound port, for a wildcard bind). A server behind NAT is
+// named by its bound address in the tokens' internal lists and by the public
+// one in their client-facing lists; a server reached directly is named by
+// the same address in both.
 func serverAddrs(public string, bound net.Addr) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
 	if public != "" {
 		ua, err := net.ResolveUDPAddr("udp", public)
 		if err != nil {
 			return nil, fmt.Errorf("netcode: PublicAddr: %w", err)
 		}
 		ap := ua.AddrPort()
-		return []netip.AddrPort{netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}, nil
+		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	}
+	local, err := boundAddrs(bound)
+	if err != nil {
+		if len(out) > 0 {
+			return out, nil // the public address is enough
+		}
+		return nil, fmt.Errorf("%w; set PublicAddr", err)
+	}
+	for _, a := range local {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// boundAddrs returns the addresses a socket bound to bound is reached at.
+func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(bound.String())
 	if err != nil {
-		return nil, fmt.Errorf("netcode: cannot tell the server's address from %q; set PublicAddr", bound)
+		return nil, fmt.Errorf("netcode: cannot tell the server's address from %q", bound)
 	}
 	ip := ap.Addr().Unmap()
 	if !ip.IsUnspecified() {
@@ -145,7 +169,7 @@ func serverAddrs(public string, bound net.Addr) ([]netip.AddrPort, error) {
 	}
 	ifaddrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return nil, fmt.Errorf("netcode: listing interface addresses: %w; set PublicAddr", err)
+		return nil, fmt.Errorf("netcode: listing interface addresses: %w", err)
 	}
 	var out []netip.AddrPort
 	for _, a := range ifaddrs {
@@ -160,7 +184,7 @@ func serverAddrs(public string, bound net.Addr) ([]netip.AddrPort, error) {
 		out = append(out, netip.AddrPortFrom(ia.WithZone(""), ap.Port()))
 	}
 	if len(out) == 0 {
-		return nil, errors.New("netcode: no interface address to check tokens against; set PublicAddr")
+		return nil, errors.New("netcode: no interface address to check tokens against")
 	}
 	return out, nil
 }

@@ -462,13 +462,46 @@ func TestListenErrors(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestPublicAddrMustMatchToken(t *testing.T) {
-	// A server told it is reached at another address ignores tokens for
-	// its bound address.
-	l := listen(t, "udp4", "127.0.0.1:0", func(c *netcode.ServerConfig) { c.PublicAddr = "192.0.2.1:40000" })
-	_, err := netcode.Dial(mint(t, l.Addr(), withTimeout(1)))
-	require.ErrorIs(t, err, netcode.ErrConnectionRequestTimedOut)
-	assert.Positive(t, l.Stats().AddressNotInToken)
+// TestServerAddressCheck: a server answers tokens whose internal address
+// list names its public or its bound address, and ignores the others, which
+// are for other servers. The client always reaches the server at its bound
+// loopback address; the internal list is what the server checks.
+func TestServerAddressCheck(t *testing.T) {
+	public := netip.MustParseAddrPort("192.0.2.1:40000")
+	other := netip.MustParseAddrPort("192.0.2.2:40000")
+	tests := []struct {
+		name     string
+		public   string
+		internal func(bound netip.AddrPort) netip.AddrPort // nil: the default, the client-facing address
+		ok       bool
+	}{
+		{"bound address, no public address", "", nil, true},
+		{"behind NAT: internal names the bound address", public.String(), nil, true},
+		{"internal names the public address", public.String(), func(netip.AddrPort) netip.AddrPort { return public }, true},
+		{"token for another server", public.String(), func(netip.AddrPort) netip.AddrPort { return other }, false},
+		{"token for another server, no public address", "", func(netip.AddrPort) netip.AddrPort { return other }, false},
+		{"another port of this host", "", func(b netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(b.Addr(), b.Port()+1) }, false},
+	}
+	for _, f := range families {
+		for _, tt := range tests {
+			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
+				l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.PublicAddr = tt.public })
+				bound := netip.MustParseAddrPort(l.Addr().String())
+				opts := []tokenOpt{withTimeout(1)}
+				if tt.internal != nil {
+					opts = append(opts, func(p *token.Params) { p.InternalAddrs = []netip.AddrPort{tt.internal(bound)} })
+				}
+				c, err := netcode.Dial(mint(t, l.Addr(), opts...))
+				if tt.ok {
+					require.NoError(t, err)
+					c.Close()
+					return
+				}
+				require.ErrorIs(t, err, netcode.ErrConnectionRequestTimedOut)
+				assert.Positive(t, l.Stats().AddressNotInToken)
+			})
+		}
+	}
 }
 
 func TestWildcardListenerAnswersLoopback(t *testing.T) {
