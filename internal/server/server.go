@@ -13,6 +13,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/netip"
@@ -435,7 +436,9 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 	}
 	if len(s.cfg.Addrs) > 0 && !s.knowsAny(priv.ServerAddrs) {
 		s.stats.AddressNotInToken++
-		s.log.Debug("netcode: connection request for another server", "from", from)
+		if s.log.Enabled(context.Background(), slog.LevelDebug) { // logging allocates; this path is hostile input
+			s.log.Debug("netcode: connection request for another server", "from", from)
+		}
 		return
 	}
 	if m := s.byAddr[from]; m != nil && m.client != nil {
@@ -448,7 +451,9 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 	}
 	if !s.recordToken(now, mac, from, p.ExpireTimestamp) {
 		s.stats.TokenReuseRefused++
-		s.log.Debug("netcode: connect token refused: already used", "from", from)
+		if s.log.Enabled(context.Background(), slog.LevelDebug) { // logging allocates; this path is hostile input
+			s.log.Debug("netcode: connect token refused: already used", "from", from)
+		}
 		return
 	}
 	if len(s.free) == 0 {
