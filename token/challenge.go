@@ -34,20 +34,26 @@ func AppendChallenge(dst []byte, a *crypto.AEAD, seq uint64, c *Challenge) []byt
 }
 
 // chScratch holds decrypted challenge tokens so that OpenChallenge neither
-// allocates nor writes to its input.
+// allocates nor writes to its input. Buffers are wiped before they return
+// to the pool.
 var chScratch = sync.Pool{New: func() any { return new([ChallengePlainBytes]byte) }}
 
 // OpenChallenge authenticates and decrypts a challenge token sealed with the
 // server's challenge key a under sequence seq, and reads it into c. It
 // returns an error wrapping ErrInvalid if sealed is not ChallengeTokenBytes
-// long, and ErrDecrypt if it does not authenticate. sealed is not modified,
-// and OpenChallenge does not allocate.
+// long, and ErrDecrypt if it does not authenticate. sealed is not modified:
+// it is decrypted into scratch space that is wiped afterwards. OpenChallenge
+// does not allocate.
 func OpenChallenge(a *crypto.AEAD, seq uint64, sealed []byte, c *Challenge) error {
 	if len(sealed) != ChallengeTokenBytes {
 		return errLength
 	}
 	buf := chScratch.Get().(*[ChallengePlainBytes]byte)
-	defer chScratch.Put(buf)
+	defer func() {
+		// Leave no client id or user data behind in the pool.
+		clear(buf[:])
+		chScratch.Put(buf)
+	}()
 	plain, err := a.Open(buf[:0], seq, sealed, nil)
 	if err != nil {
 		return ErrDecrypt

@@ -479,6 +479,31 @@ func TestOpenChallengeFailures(t *testing.T) {
 	}
 }
 
+// OpenChallenge decrypts into pooled scratch space; what it returns to the
+// pool must hold no client id or user data.
+func TestOpenChallengeWipesScratch(t *testing.T) {
+	a := crypto.NewAEAD(&crypto.Key{3})
+	c := token.Challenge{ClientID: 0x0102030405060708}
+	for i := range c.UserData {
+		c.UserData[i] = byte(i) | 0x80
+	}
+	sealed := token.AppendChallenge(nil, a, 77, &c)
+	zero := make([]byte, token.ChallengePlainBytes)
+	// The pool may drop a buffer or hand out a fresh one (the race detector
+	// makes it drop some on purpose), so look a few times.
+	for range 20 {
+		var got token.Challenge
+		require.NoError(t, token.OpenChallenge(a, 77, sealed, &got))
+		require.Equal(t, c, got)
+		buf := token.ChallengeScratch.Get().(*[token.ChallengePlainBytes]byte)
+		ok := assertBytes(t, zero, buf[:], "scratch returned to the pool unwiped")
+		token.ChallengeScratch.Put(buf)
+		if !ok {
+			break
+		}
+	}
+}
+
 func TestChallengeZeroAlloc(t *testing.T) {
 	a := crypto.NewAEAD(&crypto.Key{3})
 	c := token.Challenge{ClientID: 42}
