@@ -2,15 +2,14 @@ package scenario
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/client"
 	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/vectortest"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,8 +39,6 @@ type transcript struct {
 
 func loadTranscript(t *testing.T) *transcript {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/netcode-1.02.json")
-	require.NoError(t, err)
 	var doc struct {
 		Common struct {
 			PrivateKey string `json:"private_key"`
@@ -52,7 +49,7 @@ func loadTranscript(t *testing.T) *transcript {
 		} `json:"connect_tokens"`
 		Transcript transcript `json:"handshake_transcript"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.NoError(t, vectortest.Load("testdata/netcode-1.02.json", &doc))
 	tr := doc.Transcript
 	for _, tk := range doc.Tokens {
 		if tk.Name == "handshake" {

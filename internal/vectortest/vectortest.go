@@ -14,6 +14,11 @@ import (
 // Format is the value of the file's "format" field.
 const Format = "netcode-1.02-golden-vectors"
 
+// FormatVersion is the value of the file's "format_version" field: the
+// version of the layout these types and the tests read. A file with another
+// version is refused rather than misread.
+const FormatVersion = 1
+
 // Hex is a byte string written as hex; null decodes as nil.
 type Hex []byte
 
@@ -48,20 +53,35 @@ func (v *U64) UnmarshalJSON(b []byte) error {
 }
 
 // Load decodes the vectors file at path into v, after checking that it is
-// the golden-vectors format.
+// the golden-vectors format at version FormatVersion and names the
+// reference that generated it.
 func Load(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	var head struct {
-		Format string `json:"format"`
+		Format        string `json:"format"`
+		FormatVersion *int   `json:"format_version"`
+		Generator     *struct {
+			Reference string `json:"reference"`
+		} `json:"generator"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if head.Format != Format {
+	switch {
+	case head.Format != Format:
 		return fmt.Errorf("%s: format %q, want %q", path, head.Format, Format)
+	case head.FormatVersion == nil:
+		return fmt.Errorf("%s: no format_version", path)
+	case *head.FormatVersion != FormatVersion:
+		return fmt.Errorf("%s: format_version %d, want %d", path, *head.FormatVersion, FormatVersion)
+	case head.Generator == nil || head.Generator.Reference == "":
+		return fmt.Errorf("%s: no generator reference", path)
 	}
-	return json.Unmarshal(b, v)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package vectortest
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,17 +32,119 @@ func TestTypes(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-		return p
+	const head = `"format":"` + Format + `","format_version":1,"generator":{"reference":"netcode.c"}`
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"ok", `{` + head + `,"x":"3"}`, true},
+		{"other format", `{"format":"something else","format_version":1,"generator":{"reference":"netcode.c"},"x":"3"}`, false},
+		{"no format", `{"format_version":1,"generator":{"reference":"netcode.c"},"x":"3"}`, false},
+		{"no format_version", `{"format":"` + Format + `","generator":{"reference":"netcode.c"},"x":"3"}`, false},
+		{"future format_version", `{"format":"` + Format + `","format_version":2,"generator":{"reference":"netcode.c"},"x":"3"}`, false},
+		{"format_version not an integer", `{"format":"` + Format + `","format_version":"1","generator":{"reference":"netcode.c"},"x":"3"}`, false},
+		{"no generator", `{"format":"` + Format + `","format_version":1,"x":"3"}`, false},
+		{"null generator", `{"format":"` + Format + `","format_version":1,"generator":null,"x":"3"}`, false},
+		{"generator without reference", `{"format":"` + Format + `","format_version":1,"generator":{},"x":"3"}`, false},
+		{"bad body", `{` + head + `,"x":"three"}`, false},
+		{"broken", `{"format":`, false},
 	}
-	var v struct {
-		X U64 `json:"x"`
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json")
+			require.NoError(t, os.WriteFile(p, []byte(tc.body), 0o600))
+			var v struct {
+				X U64 `json:"x"`
+			}
+			err := Load(p, &v)
+			if !tc.ok {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, U64(3), v.X)
+		})
 	}
-	require.NoError(t, Load(write("ok.json", `{"format":"`+Format+`","x":"3"}`), &v))
-	assert.Equal(t, U64(3), v.X)
-	assert.Error(t, Load(write("other.json", `{"format":"something else","x":"3"}`), &v))
-	assert.Error(t, Load(write("broken.json", `{"format":`), &v))
+	var v struct{}
 	assert.Error(t, Load(filepath.Join(dir, "missing.json"), &v))
+}
+
+// vectorCopies are the packages that test against the golden vectors, each
+// with its own copy in testdata.
+var vectorCopies = []string{"crypto", "protocol", "token", "internal/scenario"}
+
+// TestLoadCopies loads every copy in the module as its package does.
+func TestLoadCopies(t *testing.T) {
+	root := moduleRoot(t)
+	for _, dir := range vectorCopies {
+		t.Run(dir, func(t *testing.T) {
+			var v map[string]any
+			require.NoError(t, Load(filepath.Join(root, dir, "testdata", "netcode-1.02.json"), &v))
+		})
+	}
+}
+
+// TestCopiesMatchShared checks that every copy of the vectors in the module
+// is byte-identical to the shared original, ../shared/vectors beside the
+// module (as in CI, which clones shared/ next to the repository). It skips
+// when the shared tree is absent.
+func TestCopiesMatchShared(t *testing.T) {
+	root := moduleRoot(t)
+	shared := filepath.Join(root, "..", "shared", "vectors", "netcode-1.02.json")
+	want, err := os.ReadFile(shared)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("no shared vectors at %s (clone shared/ beside the module to run this check)", shared)
+	}
+	require.NoError(t, err)
+
+	// Every copy, including any package not listed in vectorCopies.
+	var found []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == "netcode-1.02.json" && filepath.Base(filepath.Dir(path)) == "testdata" {
+			rel, err := filepath.Rel(root, filepath.Dir(filepath.Dir(path)))
+			if err != nil {
+				return err
+			}
+			found = append(found, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for _, dir := range vectorCopies {
+		assert.Contains(t, found, dir, "a package testing against the vectors lost its copy")
+	}
+	for _, dir := range found {
+		t.Run(dir, func(t *testing.T) {
+			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", "netcode-1.02.json"))
+			require.NoError(t, err)
+			// Not assert.Equal: a diff of two 100 kB files helps nobody.
+			if !bytes.Equal(want, got) {
+				t.Errorf("%s/testdata/netcode-1.02.json differs from %s: copy the shared file over it", dir, shared)
+			}
+		})
+	}
+}
+
+// moduleRoot returns the directory holding the module's go.mod, found by
+// walking up from the package directory the test runs in.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }
