@@ -7,11 +7,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
@@ -21,6 +21,9 @@ import (
 )
 
 const protocolID = 0x6e6574636f646531 // "netcode1"
+
+// errMismatch: an echo differed from the payload sent.
+var errMismatch = errors.New("echo differs from the payload sent")
 
 func main() {
 	clients := flag.Int("clients", 4, "number of clients")
@@ -57,23 +60,30 @@ func run(addr string, clients, messages int) error {
 	}()
 
 	server := netip.MustParseAddrPort(l.Addr().String())
-	var wg sync.WaitGroup
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := client(key, server, uint64(1000+i), messages); err != nil {
-				fmt.Fprintf(os.Stderr, "client %d: %v\n", 1000+i, err)
-			}
-		}()
-	}
-	wg.Wait()
+	err = runClients(key, server, clients, messages)
 	l.Close()
 	serving.Wait()
 	st := l.Stats()
 	fmt.Printf("server: %d connections opened, %d challenges sent, %d packets ignored (mostly the redundant copies of each disconnect packet)\n",
 		st.ConnectionsOpened, st.ChallengesSent, st.Ignored)
-	return nil
+	return err
+}
+
+// runClients runs the clients at once against server and returns the
+// errors of those that failed, joined (nil if all got their echoes).
+func runClients(key crypto.Key, server netip.AddrPort, clients, messages int) error {
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			id := uint64(1000 + i)
+			if err := client(key, server, id, messages); err != nil {
+				errs[i] = fmt.Errorf("client %d: %w", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // serve echoes every payload back to the client that sent it.
@@ -132,10 +142,15 @@ func client(key crypto.Key, server netip.AddrPort, id uint64, messages int) erro
 		if _, err := c.Write([]byte(msg)); err != nil {
 			return err
 		}
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if err := c.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+			return err
+		}
 		n, err := c.Read(buf)
 		if err != nil {
 			return err
+		}
+		if got := string(buf[:n]); got != msg {
+			return fmt.Errorf("%w: sent %q, got %q", errMismatch, msg, got)
 		}
 		fmt.Printf("client %d: echo %q in %v\n", id, buf[:n], time.Since(start).Round(time.Microsecond))
 	}
