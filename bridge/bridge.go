@@ -94,8 +94,8 @@ const (
 	// Config.HandshakeTimeout, or the dial took longer than
 	// Config.DialTimeout.
 	CodeHandshakeTimeout websocket.StatusCode = 4011
-	// CodeIdleTimeout: no message came from the browser within
-	// Config.IdleTimeout.
+	// CodeIdleTimeout: nothing was relayed in either direction (no message
+	// from the browser, no payload to it) within Config.IdleTimeout.
 	CodeIdleTimeout websocket.StatusCode = 4012
 )
 
@@ -135,10 +135,14 @@ type Config struct {
 	// DialTimeout bounds the netcode handshake with the servers, on top of
 	// the protocol's own timeouts; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// IdleTimeout ends a connected session when no message has come from
-	// the browser for this long (the netcode connection itself is kept alive
-	// by the bridge, so this is what notices a silent browser); 0 means
-	// DefaultIdleTimeout, negative disables it.
+	// IdleTimeout ends a connected session when nothing has been relayed in
+	// either direction for this long: no message from the browser and no
+	// payload from the server to the browser. The netcode connection itself
+	// is kept alive by the bridge (its keep-alives are not relayed), so
+	// this is what notices a session where neither side says anything; a
+	// browser that only receives stays connected, and one that stops
+	// reading is noticed by WriteTimeout. 0 means DefaultIdleTimeout,
+	// negative disables it.
 	IdleTimeout time.Duration
 	// WriteTimeout ends a session whose browser does not take a message
 	// within this long (a stalled TCP connection); 0 means
@@ -381,7 +385,7 @@ type session struct {
 
 	phase      atomic.Int32
 	deadline   atomic.Int64 // phaseToken, phaseDial: ns since start
-	lastSeen   atomic.Int64 // ns since start of the last browser message
+	lastActive atomic.Int64 // ns since start of the last message relayed either way
 	writeStart atomic.Int64 // ns since start + 1 of the write in progress; 0 when none
 	watchdog   *time.Timer
 
@@ -516,7 +520,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	if !s.setConn(conn) {
 		return
 	}
-	s.lastSeen.Store(s.now())
+	s.lastActive.Store(s.now())
 	s.phase.Store(phaseConnected)
 	close(s.ready)
 
@@ -545,7 +549,8 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 }
 
 // write sends one message to the browser; it reports false (having ended
-// the session) if that failed.
+// the session) if that failed. A message written counts as activity for the
+// idle timeout.
 func (s *session) write(typ websocket.MessageType, p []byte) bool {
 	s.writeStart.Store(s.now() + 1)
 	// A context without a deadline costs nothing per write; the watchdog
@@ -556,6 +561,7 @@ func (s *session) write(typ websocket.MessageType, p []byte) bool {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write to browser failed")
 		return false
 	}
+	s.lastActive.Store(s.now())
 	return true
 }
 
@@ -569,7 +575,7 @@ func (s *session) readLoop() {
 			s.endRead(err)
 			return
 		}
-		s.lastSeen.Store(s.now())
+		s.lastActive.Store(s.now())
 		switch {
 		case typ != websocket.MessageBinary:
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are relayed")
@@ -656,7 +662,7 @@ func (s *session) watch() {
 			return
 		}
 	case phaseConnected:
-		if cfg.IdleTimeout > 0 && now-s.lastSeen.Load() >= int64(cfg.IdleTimeout) {
+		if cfg.IdleTimeout > 0 && now-s.lastActive.Load() >= int64(cfg.IdleTimeout) {
 			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
 			return
 		}

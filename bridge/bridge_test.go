@@ -622,6 +622,73 @@ func TestIdleTimeout(t *testing.T) {
 	eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "not released")
 }
 
+// TestIdleTimeoutEitherDirection checks that the idle timeout counts
+// traffic in both directions: a browser that only receives stays connected
+// for many idle periods, and a session where neither side says anything is
+// ended with CodeIdleTimeout.
+func TestIdleTimeoutEitherDirection(t *testing.T) {
+	const idle = time.Second
+	tests := []struct {
+		name        string
+		serverSends bool // the server sends to the silent browser for a while
+	}{
+		{"browser only receives", true},
+		{"both silent", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, 4, false)
+			cfg := allowOnly(srv)
+			cfg.IdleTimeout = idle
+			h, url := newBridge(t, cfg)
+			ws, _ := open(t, url, srv.token(t, 30))
+			var sc *netcode.Conn
+			select {
+			case sc = <-srv.conns:
+			case <-time.After(5 * time.Second):
+				t.Fatal("server did not accept")
+			}
+			if tc.serverSends {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tick := time.NewTicker(idle / 20)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+						}
+						if _, err := sc.Write([]byte("tick")); err != nil {
+							return
+						}
+					}
+				}()
+				// Four idle periods in which only the server speaks.
+				ctx := ctxT(t, 30*time.Second)
+				received := 0
+				for until := time.Now().Add(4 * idle); time.Now().Before(until); {
+					typ, b, err := ws.Read(ctx)
+					require.NoError(t, err, "session ended after %d payloads to a browser that only receives", received)
+					require.Equal(t, websocket.MessageBinary, typ)
+					require.Equal(t, "tick", string(b))
+					received++
+				}
+				close(stop)
+				wg.Wait()
+				assert.Equal(t, 1, h.Sessions())
+			}
+			// Silence both ways ends the session.
+			ce := closed(t, ws, 10*idle)
+			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
+			eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "not released")
+		})
+	}
+}
+
 func TestHandlerClose(t *testing.T) {
 	srv := newServer(t, 4, true)
 	h := bridge.NewHandler(allowOnly(srv))

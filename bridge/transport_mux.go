@@ -25,6 +25,12 @@ const (
 	DefaultMuxSendQueue = 256
 )
 
+// muxEndGrace is how long an ended session of a Mux has to write what is
+// queued for it and finish the close handshake before its connection is
+// cut (a peer that does not read would otherwise hold it, and Close, for
+// as long as it likes when WriteTimeout is disabled).
+const muxEndGrace = 2 * time.Second
+
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
@@ -32,9 +38,10 @@ type MuxConfig struct {
 	// closes it at once with 1013 (try again later), or, when many refusals
 	// are already in progress, answers HTTP 503.
 	MaxSessions int
-	// IdleTimeout ends a session when no message has come from the peer for
-	// this long (a connected netcode client sends keep-alives ten times a
-	// second); 0 means DefaultIdleTimeout, negative disables it.
+	// IdleTimeout ends a session when no message has gone either way (from
+	// the peer or to it) for this long (a connected netcode client and its
+	// server both send keep-alives ten times a second); 0 means
+	// DefaultIdleTimeout, negative disables it.
 	IdleTimeout time.Duration
 	// WriteTimeout ends a session whose peer does not take a message within
 	// this long (a stalled TCP connection); 0 means DefaultWriteTimeout,
@@ -80,7 +87,9 @@ type MuxConfig struct {
 // a datagram for a full queue or a session that has ended is dropped
 // without an error. Close ends every session (after writing what is
 // queued, such as the server's disconnect packets), closes the UDP socket
-// and waits for every goroutine of the Mux to exit.
+// and waits for every goroutine of the Mux to exit; a session that cannot
+// finish within a couple of seconds (its peer does not read) is cut
+// without a close handshake, so Close always returns.
 type Mux struct {
 	udp   net.PacketConn
 	udpAP interface {
@@ -162,7 +171,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	if cfg.WriteTimeout > 0 {
 		shortest = min(shortest, cfg.WriteTimeout)
 	}
-	m.period = min(max(shortest/8, 5*time.Millisecond), time.Second)
+	m.period = min(max(shortest/8, 5*time.Millisecond), muxEndGrace/4)
 	m.wg.Add(2)
 	go m.readUDP()
 	go m.janitor()
@@ -331,8 +340,11 @@ func (m *Mux) SetWriteDeadline(t time.Time) error { return m.udp.SetWriteDeadlin
 
 // Close ends every session with 1001 (going away) after writing what is
 // queued for it, closes the UDP socket, and waits until every goroutine of
-// the Mux, including the handlers of its sessions, has exited. Later calls
-// return an error wrapping net.ErrClosed.
+// the Mux, including the handlers of its sessions, has exited. A session
+// whose peer does not take what is queued and the close frame within about
+// two seconds has its connection cut, whatever WriteTimeout says, so Close
+// returns in bounded time. Later calls return an error wrapping
+// net.ErrClosed.
 func (m *Mux) Close() error {
 	first := false
 	m.once.Do(func() {
@@ -370,13 +382,15 @@ func (m *Mux) Close() error {
 	return m.err
 }
 
-// janitor applies the idle and write timeouts of the sessions.
+// janitor applies the idle and write timeouts of the sessions, and cuts
+// the connections of sessions that ended more than muxEndGrace ago but are
+// still writing or closing. It runs until the end of Close, so that Close
+// cannot wait forever on a session.
 func (m *Mux) janitor() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.period)
 	defer t.Stop()
-	var expired []*muxSession
-	var stalled []*muxSession
+	var expired, stalled, stuck []*muxSession
 	for {
 		select {
 		case <-m.stopJan:
@@ -384,10 +398,15 @@ func (m *Mux) janitor() {
 		case <-t.C:
 		}
 		now := m.now()
-		expired, stalled = expired[:0], stalled[:0]
+		expired, stalled, stuck = expired[:0], stalled[:0], stuck[:0]
 		m.mu.RLock()
 		for _, s := range m.sessions {
-			if m.cfg.IdleTimeout > 0 && now-s.lastSeen.Load() >= int64(m.cfg.IdleTimeout) {
+			switch e := s.endedAt.Load(); {
+			case e != 0:
+				if now-(e-1) >= int64(muxEndGrace) {
+					stuck = append(stuck, s)
+				}
+			case m.cfg.IdleTimeout > 0 && now-s.lastActive.Load() >= int64(m.cfg.IdleTimeout):
 				expired = append(expired, s)
 			}
 			if ws := s.writeStart.Load(); m.cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(m.cfg.WriteTimeout) {
@@ -403,8 +422,14 @@ func (m *Mux) janitor() {
 			s.ws.CloseNow()
 			s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
 		}
+		for _, s := range stuck {
+			// Ended long ago and still writing or closing: the writer
+			// and the reader return once the connection is gone.
+			s.ws.CloseNow()
+		}
 		clear(expired)
 		clear(stalled)
+		clear(stuck)
 	}
 }
 
@@ -480,7 +505,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	s.lastSeen.Store(m.now())
+	s.lastActive.Store(m.now())
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 
@@ -525,8 +550,9 @@ type muxSession struct {
 	reason     string // code and reason are written before done is closed
 	writerDone chan struct{}
 
-	lastSeen   atomic.Int64 // Mux time of the last message from the peer
+	lastActive atomic.Int64 // Mux time of the last message either way
 	writeStart atomic.Int64 // Mux time + 1 of the write in progress; 0 when none
+	endedAt    atomic.Int64 // Mux time + 1 of the end; 0 while running
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -534,6 +560,7 @@ type muxSession struct {
 func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
+		s.endedAt.Store(s.m.now() + 1)
 		close(s.done)
 	})
 }
@@ -583,7 +610,8 @@ func (s *muxSession) writer() {
 }
 
 // write writes one datagram and frees it; it reports false (having ended
-// the session) if that failed.
+// the session) if that failed. A datagram written counts as activity for
+// the idle timeout.
 func (s *muxSession) write(d *datagram) bool {
 	s.writeStart.Store(s.m.now() + 1)
 	// A context without a deadline costs nothing per write; the janitor
@@ -595,6 +623,7 @@ func (s *muxSession) write(d *datagram) bool {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
 		return false
 	}
+	s.lastActive.Store(s.m.now())
 	return true
 }
 
@@ -610,7 +639,7 @@ func (s *muxSession) readLoop() {
 			s.endRead(err)
 			return
 		}
-		s.lastSeen.Store(s.m.now())
+		s.lastActive.Store(s.m.now())
 		if typ != websocket.MessageBinary {
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
 			return

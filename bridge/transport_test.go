@@ -628,6 +628,107 @@ func TestMuxWriteTimeout(t *testing.T) {
 	assert.NotZero(t, mux.Dropped())
 }
 
+// TestMuxIdleTimeoutEitherDirection checks that datagrams sent to a peer
+// count as activity: a peer that only receives stays connected for many
+// idle periods, and a session silent both ways is ended.
+func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
+	const idle = time.Second
+	for _, muxSends := range []bool{true, false} {
+		t.Run(fmt.Sprintf("muxSends=%v", muxSends), func(t *testing.T) {
+			mux, url := newBareMux(t, bridge.MuxConfig{IdleTimeout: idle})
+			ws := rawWS(t, url)
+			require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
+			buf := make([]byte, 1500)
+			mux.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, from, err := mux.ReadFromUDPAddrPort(buf)
+			require.NoError(t, err)
+			if muxSends {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tick := time.NewTicker(idle / 20)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+						}
+						if _, err := mux.WriteToUDPAddrPort([]byte("tick"), from); err != nil {
+							return
+						}
+					}
+				}()
+				ctx := ctxT(t, 30*time.Second)
+				received := 0
+				for until := time.Now().Add(4 * idle); time.Now().Before(until); {
+					_, b, err := ws.Read(ctx)
+					require.NoError(t, err, "session ended after %d datagrams to a peer that only receives", received)
+					require.Equal(t, "tick", string(b))
+					received++
+				}
+				close(stop)
+				wg.Wait()
+				assert.Equal(t, 1, mux.Sessions())
+			}
+			ce := closed(t, ws, 10*idle)
+			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
+			eventually(t, func() bool { return mux.Sessions() == 0 }, "session not ended")
+		})
+	}
+}
+
+// TestMuxCloseWithStalledPeer checks that Close returns when a peer stops
+// reading while its session's writer is blocked and WriteTimeout is
+// disabled.
+func TestMuxCloseWithStalledPeer(t *testing.T) {
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	mux := bridge.NewMux(udp, bridge.MuxConfig{WriteTimeout: -1, IdleTimeout: -1, SendQueue: 16})
+	hs := httptest.NewServer(mux.Handler())
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+
+	// A peer that sends one message and never reads.
+	ws := rawWS(t, url)
+	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
+	buf := make([]byte, 1500)
+	mux.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, from, err := mux.ReadFromUDPAddrPort(buf)
+	require.NoError(t, err)
+
+	// Queue large datagrams until the TCP buffers are full and the writer
+	// is stuck: nothing more is taken from the queue for a whole second.
+	p := make([]byte, bridge.MaxTransportMessage)
+	sent := uint64(0)
+	accepted := func() uint64 { return sent - mux.Dropped() }
+	last, since := accepted(), time.Now()
+	for deadline := time.Now().Add(60 * time.Second); time.Since(since) < time.Second; {
+		require.True(t, time.Now().Before(deadline), "the writer never stalled")
+		for range 64 {
+			_, err := mux.WriteToUDPAddrPort(p, from)
+			require.NoError(t, err)
+			sent++
+		}
+		if a := accepted(); a != last {
+			last, since = a, time.Now()
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- mux.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return with a peer that does not read")
+	}
+	assert.Equal(t, 0, mux.Sessions())
+}
+
 func TestMuxCloseWithBusySessions(t *testing.T) {
 	mux, url := newBareMux(t, bridge.MuxConfig{})
 	var wg sync.WaitGroup
