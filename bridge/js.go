@@ -12,8 +12,10 @@ import (
 var jsSource []byte
 
 // JS returns the source of the browser module (js/netcode.js), an ES module
-// with connect(url, token), Session (send, onmessage, onclose, close) and
-// NetcodeError.
+// with connect(url, token, options), Session (send, onmessage, onclose,
+// close, bufferedAmount) and NetcodeError. Session.send is bounded: it
+// throws a NetcodeError with code "backpressure" rather than let more than
+// options.maxBufferedAmount bytes (default 1 MiB) wait in the browser.
 func JS() []byte {
 	return append([]byte(nil), jsSource...)
 }

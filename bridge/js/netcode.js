@@ -1,13 +1,28 @@
 // netcode.js: browser client for the netcode WebSocket relay (package
 // github.com/gonetcode/netcode/bridge). A dependency-free ES module.
 //
-//   import { connect, NetcodeError } from "./netcode.js";
+//   import { connect, NetcodeError, BACKPRESSURE } from "./netcode.js";
 //   const token = new Uint8Array(await (await fetch("/token")).arrayBuffer());
 //   const session = await connect("wss://example.com/relay", token);
 //   session.onmessage = (payload) => { /* a Uint8Array, one netcode payload */ };
 //   session.onclose = (err) => { /* a NetcodeError: err.code, err.name, err.reason */ };
-//   session.send(new TextEncoder().encode("hello"));
+//   try {
+//     session.send(new TextEncoder().encode("hello"));
+//   } catch (err) {
+//     if (err.code !== BACKPRESSURE) throw err;
+//     // Too much is waiting to go out: this payload was not sent.
+//   }
 //   session.close();
+//
+// Backpressure: the browser queues what send passes to the WebSocket
+// without limit, so send refuses a payload that would take the bytes
+// waiting to be sent (WebSocket.bufferedAmount) past a bound,
+// options.maxBufferedAmount of connect (default 1 MiB,
+// DEFAULT_MAX_BUFFERED_AMOUNT). It then throws a NetcodeError whose code is
+// BACKPRESSURE ("backpressure") and whose name is "Backpressure"; the
+// payload is not sent and the session stays open, so the caller can drop
+// it (netcode payloads are unreliable anyway) or try again later.
+// session.bufferedAmount tells how much is waiting.
 
 /** The WebSocket subprotocol of the relay. */
 export const SUBPROTOCOL = "netcode.relay.v1";
@@ -17,6 +32,16 @@ export const CONNECT_TOKEN_BYTES = 2048;
 
 /** Largest payload one send may carry. */
 export const MAX_PAYLOAD_BYTES = 1200;
+
+/** Default of connect's options.maxBufferedAmount, in bytes (1 MiB). */
+export const DEFAULT_MAX_BUFFERED_AMOUNT = 1048576;
+
+/**
+ * The code of the NetcodeError send throws when the payload would take the
+ * bytes waiting to be sent past options.maxBufferedAmount. It is not a
+ * close code: the session stays open.
+ */
+export const BACKPRESSURE = "backpressure";
 
 /**
  * Close codes of the relay and their names. 4000-4999 are the bridge's own
@@ -46,11 +71,13 @@ export const CLOSE_CODES = Object.freeze({
 /**
  * Why a session failed or ended: code is the WebSocket close code, name its
  * entry in CLOSE_CODES ("Error" if unknown), reason the bridge's text (for
- * example "netcode: connection denied").
+ * example "netcode: connection denied"). Thrown by send with code
+ * BACKPRESSURE and name "Backpressure", it means only that this payload was
+ * not sent.
  */
 export class NetcodeError extends Error {
   constructor(code, reason) {
-    const name = CLOSE_CODES[code] || "Error";
+    const name = code === BACKPRESSURE ? "Backpressure" : CLOSE_CODES[code] || "Error";
     super(reason ? `${name} (${code}): ${reason}` : `${name} (${code})`);
     this.name = name;
     this.code = code;
@@ -66,10 +93,12 @@ export class Session {
   #onmessage = null;
   #queue = [];
   #closed = false;
+  #maxBuffered;
 
   /** @internal */
-  constructor(ws, clientIndex, maxClients) {
+  constructor(ws, clientIndex, maxClients, maxBuffered) {
     this.#ws = ws;
+    this.#maxBuffered = maxBuffered;
     /** The client's slot on the server. */
     this.clientIndex = clientIndex;
     /** The server's number of slots. */
@@ -93,10 +122,18 @@ export class Session {
   /** True until the session ends. */
   get open() { return !this.#closed && this.#ws.readyState === WebSocket.OPEN; }
 
+  /** Bytes passed to send that the browser has not sent yet. */
+  get bufferedAmount() { return this.#ws.bufferedAmount; }
+
+  /** The bound on bufferedAmount that send keeps (options.maxBufferedAmount). */
+  get maxBufferedAmount() { return this.#maxBuffered; }
+
   /**
    * Sends one payload (Uint8Array, ArrayBuffer or a typed-array view) of 1
-   * to 1200 bytes. Throws RangeError for other sizes and NetcodeError once
-   * the session has ended.
+   * to 1200 bytes. Throws RangeError for other sizes, NetcodeError once the
+   * session has ended, and NetcodeError with code BACKPRESSURE (name
+   * "Backpressure") if bufferedAmount plus the payload would exceed
+   * maxBufferedAmount; then nothing is sent and the session stays open.
    */
   send(bytes) {
     const view = toBytes(bytes);
@@ -104,6 +141,11 @@ export class Session {
       throw new RangeError(`netcode: payload must be 1..${MAX_PAYLOAD_BYTES} bytes, got ${view.byteLength}`);
     }
     if (!this.open) throw new NetcodeError(1000, "session closed");
+    const buffered = this.#ws.bufferedAmount;
+    if (buffered + view.byteLength > this.#maxBuffered) {
+      throw new NetcodeError(BACKPRESSURE,
+        `${buffered} bytes waiting to be sent, limit ${this.#maxBuffered}: payload not sent`);
+    }
     this.#ws.send(view);
   }
 
@@ -146,8 +188,14 @@ function toBytes(b) {
  * token the 2048-byte connect token from your backend. Resolves with a
  * Session once the bridge is connected to a server; rejects with a
  * NetcodeError saying why not.
+ *
+ * options (optional): maxBufferedAmount, the most bytes that may wait in
+ * the browser to be sent before send throws a NetcodeError with code
+ * BACKPRESSURE; at least MAX_PAYLOAD_BYTES, Infinity for no bound, default
+ * DEFAULT_MAX_BUFFERED_AMOUNT (1 MiB). A bad option rejects with a
+ * RangeError.
  */
-export function connect(url, token) {
+export function connect(url, token, options = {}) {
   return new Promise((resolve, reject) => {
     let tokenBytes;
     try {
@@ -160,6 +208,11 @@ export function connect(url, token) {
       reject(new RangeError(`netcode: connect token must be ${CONNECT_TOKEN_BYTES} bytes, got ${tokenBytes.byteLength}`));
       return;
     }
+    const maxBuffered = options?.maxBufferedAmount ?? DEFAULT_MAX_BUFFERED_AMOUNT;
+    if (typeof maxBuffered !== "number" || !(maxBuffered >= MAX_PAYLOAD_BYTES)) {
+      reject(new RangeError(`netcode: options.maxBufferedAmount must be a number of at least ${MAX_PAYLOAD_BYTES} bytes, got ${maxBuffered}`));
+      return;
+    }
     const ws = new WebSocket(wsURL(url), SUBPROTOCOL);
     ws.binaryType = "arraybuffer";
     let session = null;
@@ -169,7 +222,7 @@ export function connect(url, token) {
         let msg;
         try { msg = JSON.parse(ev.data); } catch { return; }
         if (msg && msg.type === "connected" && session === null) {
-          session = new Session(ws, msg.clientIndex, msg.maxClients);
+          session = new Session(ws, msg.clientIndex, msg.maxClients, maxBuffered);
           resolve(session);
         }
         return;

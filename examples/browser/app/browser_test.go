@@ -136,6 +136,38 @@ func TestBrowser(t *testing.T) {
 	// Closing in the browser frees the server's slot; the page's session stays.
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 1 }, 5*time.Second, 10*time.Millisecond)
 
+	// Backpressure: sending faster than the WebSocket drains stops at
+	// maxBufferedAmount with a NetcodeError, and the session stays open.
+	type pressure struct {
+		Sent, Buffered, Limit int
+		Name, Code, Class     string
+		Open                  bool
+	}
+	bp := eval[pressure](t, ctx, 20*time.Second, `(async () => {
+		const { connect } = await import("/netcode.js");
+		const tok = new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer());
+		const s = await connect("/relay", tok, { maxBufferedAmount: 65536 });
+		let sent = 0, thrown = null;
+		for (; sent < 100000; sent++) { // synchronous: nothing drains meanwhile
+			try { s.send(new Uint8Array(1200)); } catch (e) { thrown = e; break; }
+		}
+		const r = { Sent: sent, Buffered: s.bufferedAmount, Limit: s.maxBufferedAmount,
+			Name: thrown?.name ?? "", Code: thrown?.code ?? "", Class: thrown?.constructor.name ?? "", Open: s.open };
+		const closed = s.closed;
+		s.close();
+		await closed;
+		return r;
+	})()`)
+	assert.Equal(t, "Backpressure", bp.Name)
+	assert.Equal(t, "backpressure", bp.Code)
+	assert.Equal(t, "NetcodeError", bp.Class)
+	assert.True(t, bp.Open, "session closed by backpressure")
+	assert.Equal(t, 65536, bp.Limit)
+	assert.Positive(t, bp.Sent)
+	assert.LessOrEqual(t, bp.Sent, 65536/1200)
+	assert.LessOrEqual(t, bp.Buffered, 65536)
+	require.Eventually(t, func() bool { return a.Bridge.Sessions() == 1 }, 5*time.Second, 10*time.Millisecond)
+
 	// Errors reach the browser as NetcodeError with the bridge's codes.
 	type failure struct {
 		Code   int
