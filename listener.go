@@ -40,9 +40,9 @@ type Listener struct {
 	kickMu sync.Mutex
 	kick   []*server.Client // clients to disconnect (accept backlog full)
 
-	direct directSink // used by Conn.Write and Conn.Close
-	rsink  *batchSink // owned by the reader goroutine
-	tsink  *batchSink // owned by the ticker goroutine
+	direct *combineSink // used by Conn.Write and Conn.Close
+	rsink  *batchSink   // owned by the reader goroutine
+	tsink  *batchSink   // owned by the ticker goroutine
 }
 
 // Listen announces a netcode server on the local UDP address. network is
@@ -104,7 +104,7 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 		accept:  make(chan *Conn, c.AcceptBacklog),
 		closing: make(chan struct{}),
 	}
-	l.direct = directSink{tc: tc}
+	l.direct = newCombineSink(tc)
 	l.rsink = newBatchSink(tc)
 	l.tsink = newBatchSink(tc)
 	core, err := server.New(server.Config{
@@ -249,7 +249,7 @@ func (l *Listener) kickPending() {
 	l.kick = nil
 	l.kickMu.Unlock()
 	for _, c := range k {
-		l.core.Disconnect(c, &l.direct)
+		l.core.Disconnect(c, l.direct)
 	}
 }
 
@@ -291,7 +291,7 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
-		l.core.Close(&l.direct)
+		l.core.Close(l.direct)
 		err = l.tc.Close()
 		l.wg.Wait()
 		for {
@@ -366,11 +366,11 @@ type serverEndpoint struct {
 }
 
 func (e *serverEndpoint) send(now time.Time, p []byte) error {
-	err := e.c.Send(now, p, &e.l.direct)
+	err := e.c.Send(now, p, e.l.direct)
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}
 	return err
 }
 
-func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, &e.l.direct) }
+func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, e.l.direct) }
