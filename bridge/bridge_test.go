@@ -649,36 +649,13 @@ func TestIdleTimeoutEitherDirection(t *testing.T) {
 				t.Fatal("server did not accept")
 			}
 			if tc.serverSends {
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tick := time.NewTicker(idle / 20)
-					defer tick.Stop()
-					for {
-						select {
-						case <-stop:
-							return
-						case <-tick.C:
-						}
-						if _, err := sc.Write([]byte("tick")); err != nil {
-							return
-						}
-					}
-				}()
 				// Four idle periods in which only the server speaks.
-				ctx := ctxT(t, 30*time.Second)
-				received := 0
-				for until := time.Now().Add(4 * idle); time.Now().Before(until); {
-					typ, b, err := ws.Read(ctx)
-					require.NoError(t, err, "session ended after %d payloads to a browser that only receives", received)
-					require.Equal(t, websocket.MessageBinary, typ)
-					require.Equal(t, "tick", string(b))
-					received++
-				}
-				close(stop)
-				wg.Wait()
+				stop := sendEvery(idle/20, func() error {
+					_, err := sc.Write([]byte("tick"))
+					return err
+				})
+				readTicks(t, ws, 4*idle, "a browser that only receives")
+				stop()
 				assert.Equal(t, 1, h.Sessions())
 			}
 			// Silence both ways ends the session.
@@ -786,4 +763,41 @@ func TestServerTimeoutsDoNotCutSessions(t *testing.T) {
 		require.Equal(t, "still here", string(b))
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// sendEvery calls send every period on a goroutine of its own until send
+// fails or the returned stop is called; stop waits for the goroutine.
+func sendEvery(period time.Duration, send func() error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if send() != nil {
+				return
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// readTicks reads the binary "tick" messages ws receives for d; the
+// session ending meanwhile fails the test.
+func readTicks(t *testing.T, ws *websocket.Conn, d time.Duration, who string) {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	received := 0
+	for until := time.Now().Add(d); time.Now().Before(until); {
+		typ, b, err := ws.Read(ctx)
+		require.NoError(t, err, "session ended after %d messages to %s", received, who)
+		require.Equal(t, websocket.MessageBinary, typ)
+		require.Equal(t, "tick", string(b))
+		received++
+	}
 }

@@ -643,34 +643,12 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 			_, from, err := mux.ReadFromUDPAddrPort(buf)
 			require.NoError(t, err)
 			if muxSends {
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tick := time.NewTicker(idle / 20)
-					defer tick.Stop()
-					for {
-						select {
-						case <-stop:
-							return
-						case <-tick.C:
-						}
-						if _, err := mux.WriteToUDPAddrPort([]byte("tick"), from); err != nil {
-							return
-						}
-					}
-				}()
-				ctx := ctxT(t, 30*time.Second)
-				received := 0
-				for until := time.Now().Add(4 * idle); time.Now().Before(until); {
-					_, b, err := ws.Read(ctx)
-					require.NoError(t, err, "session ended after %d datagrams to a peer that only receives", received)
-					require.Equal(t, "tick", string(b))
-					received++
-				}
-				close(stop)
-				wg.Wait()
+				stop := sendEvery(idle/20, func() error {
+					_, err := mux.WriteToUDPAddrPort([]byte("tick"), from)
+					return err
+				})
+				readTicks(t, ws, 4*idle, "a peer that only receives")
+				stop()
 				assert.Equal(t, 1, mux.Sessions())
 			}
 			ce := closed(t, ws, 10*idle)
