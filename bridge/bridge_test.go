@@ -406,12 +406,7 @@ func TestMessageChecks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, _ := open(t, url, srv.token(t, 5))
-			var sc *netcode.Conn
-			select {
-			case sc = <-srv.conns:
-			case <-time.After(5 * time.Second):
-				t.Fatal("server did not accept")
-			}
+			sc := srv.accepted(t)
 			ctx := ctxT(t, 5*time.Second)
 			// The largest payload passes.
 			max := bytes.Repeat([]byte{7}, netcode.MaxPayloadBytes)
@@ -509,12 +504,7 @@ func TestBrowserDisconnectReleasesSlot(t *testing.T) {
 			srv := newServer(t, 4, false)
 			h, url := newBridge(t, allowOnly(srv))
 			ws, _ := open(t, url, srv.token(t, 30))
-			var sc *netcode.Conn
-			select {
-			case sc = <-srv.conns:
-			case <-time.After(5 * time.Second):
-				t.Fatal("server did not accept")
-			}
+			sc := srv.accepted(t)
 			ctx := ctxT(t, 5*time.Second)
 			// Mid-session: a payload each way.
 			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte("ping")))
@@ -547,7 +537,7 @@ func TestServerDisconnect(t *testing.T) {
 	srv := newServer(t, 4, false)
 	h, url := newBridge(t, allowOnly(srv))
 	ws, _ := open(t, url, srv.token(t, 30))
-	sc := <-srv.conns
+	sc := srv.accepted(t)
 	require.NoError(t, sc.Close())
 	ce := closed(t, ws, 5*time.Second)
 	assert.Equal(t, bridge.CodeDisconnected, ce.Code)
@@ -642,12 +632,7 @@ func TestIdleTimeoutEitherDirection(t *testing.T) {
 			cfg.IdleTimeout = idle
 			h, url := newBridge(t, cfg)
 			ws, _ := open(t, url, srv.token(t, 30))
-			var sc *netcode.Conn
-			select {
-			case sc = <-srv.conns:
-			case <-time.After(5 * time.Second):
-				t.Fatal("server did not accept")
-			}
+			sc := srv.accepted(t)
 			if tc.serverSends {
 				// Four idle periods in which only the server speaks.
 				stop := sendEvery(idle/20, func() error {
@@ -799,5 +784,18 @@ func readTicks(t *testing.T, ws *websocket.Conn, d time.Duration, who string) {
 		require.Equal(t, websocket.MessageBinary, typ)
 		require.Equal(t, "tick", string(b))
 		received++
+	}
+}
+
+// accepted returns the next connection the server accepts, failing the test
+// after 5 s.
+func (s *testServer) accepted(t *testing.T) *netcode.Conn {
+	t.Helper()
+	select {
+	case c := <-s.conns:
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not accept")
+		return nil
 	}
 }

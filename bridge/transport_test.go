@@ -607,12 +607,7 @@ func newBareMux(t testing.TB, cfg bridge.MuxConfig) (*bridge.Mux, string) {
 func TestMuxWriteTimeout(t *testing.T) {
 	mux, url := newBareMux(t, bridge.MuxConfig{WriteTimeout: 200 * time.Millisecond, SendQueue: 4})
 	// A peer that sends one message and never reads.
-	ws := rawWS(t, url)
-	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
-	buf := make([]byte, 1500)
-	mux.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, from, err := mux.ReadFrom(buf)
-	require.NoError(t, err)
+	_, from := peerOf(t, mux, url)
 	// Fill its TCP connection: writes never block the caller, the session's
 	// writer stalls, and the write timeout ends the session.
 	p := make([]byte, bridge.MaxTransportMessage)
@@ -620,7 +615,7 @@ func TestMuxWriteTimeout(t *testing.T) {
 	for mux.Sessions() > 0 {
 		require.True(t, time.Now().Before(deadline), "session not ended")
 		for range 64 {
-			_, err := mux.WriteTo(p, from)
+			_, err := mux.WriteToUDPAddrPort(p, from)
 			require.NoError(t, err)
 		}
 		time.Sleep(time.Millisecond)
@@ -636,12 +631,7 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 	for _, muxSends := range []bool{true, false} {
 		t.Run(fmt.Sprintf("muxSends=%v", muxSends), func(t *testing.T) {
 			mux, url := newBareMux(t, bridge.MuxConfig{IdleTimeout: idle})
-			ws := rawWS(t, url)
-			require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
-			buf := make([]byte, 1500)
-			mux.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, from, err := mux.ReadFromUDPAddrPort(buf)
-			require.NoError(t, err)
+			ws, from := peerOf(t, mux, url)
 			if muxSends {
 				stop := sendEvery(idle/20, func() error {
 					_, err := mux.WriteToUDPAddrPort([]byte("tick"), from)
@@ -670,12 +660,7 @@ func TestMuxCloseWithStalledPeer(t *testing.T) {
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
 
 	// A peer that sends one message and never reads.
-	ws := rawWS(t, url)
-	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
-	buf := make([]byte, 1500)
-	mux.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, from, err := mux.ReadFromUDPAddrPort(buf)
-	require.NoError(t, err)
+	_, from := peerOf(t, mux, url)
 
 	// Queue large datagrams until the TCP buffers are full and the writer
 	// is stuck: nothing more is taken from the queue for a whole second.
@@ -763,4 +748,16 @@ func TestMuxCloseWithBusySessions(t *testing.T) {
 	require.NoError(t, mux.Close())
 	wg.Wait()
 	assert.Equal(t, 0, mux.Sessions())
+}
+
+// peerOf opens a raw WebSocket peer on url that sends one message, and
+// returns it with the address the Mux gives it, read from the Mux.
+func peerOf(t *testing.T, mux *bridge.Mux, url string) (*websocket.Conn, netip.AddrPort) {
+	t.Helper()
+	ws := rawWS(t, url)
+	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, from, err := mux.ReadFromUDPAddrPort(make([]byte, 1500))
+	require.NoError(t, err)
+	return ws, from
 }
