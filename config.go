@@ -23,7 +23,14 @@ type ServerConfig struct {
 	// ProtocolID must match the protocol id of the connect tokens.
 	ProtocolID uint64
 	// PrivateKey is shared with the token backend; never ship it to clients.
+	// It must not be all zeros: Listen and NewListener refuse that with
+	// ErrZeroKey.
 	PrivateKey [KeyBytes]byte
+	// PreviousPrivateKey, if not all zeros, opens connect tokens too. Set
+	// it to the retiring key during a key rotation, for as long as tokens
+	// sealed with it may still be presented (their lifetime), then clear
+	// it. See the README's token backend section.
+	PreviousPrivateKey [KeyBytes]byte
 	// PublicAddr is the "host:port" clients were told in their tokens,
 	// where it differs from the bound address (a wildcard bind, NAT, a load
 	// balancer). A connection request is answered only if its token's
@@ -49,6 +56,13 @@ type ServerConfig struct {
 	// TickInterval is how often keep-alives and timeouts are processed;
 	// 0 means 10 ms.
 	TickInterval time.Duration
+	// PacketTagging marks every packet the server sends with DSCP 46
+	// (expedited forwarding) in the IPv4 TOS or IPv6 traffic class byte,
+	// as the reference's packet tagging does, so that networks that honour
+	// it queue game traffic ahead of bulk traffic. Off by default, as in
+	// the reference. Where the operating system refuses it, the Listener
+	// still works and says so at Warn level in the log.
+	PacketTagging bool
 }
 
 const defaultTick = 10 * time.Millisecond

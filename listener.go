@@ -53,28 +53,42 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	default:
 		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
 	}
-	tc, err := transport.Listen(network, address)
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	uc, err := transport.ListenUDP(network, address)
 	if err != nil {
 		return nil, err
 	}
-	l, err := newListener(tc, cfg)
+	l, err := newListener(uc, cfg)
 	if err != nil {
-		tc.Close()
+		uc.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
 // NewListener makes a netcode server on any datagram transport. The
-// Listener owns pc: Close closes it.
+// Listener owns pc: Close closes it. On an error pc is left open.
 func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
-	return newListener(transport.New(pc), cfg)
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	return newListener(pc, cfg)
 }
 
-func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
-	if cfg == nil {
-		return nil, errors.New("netcode: nil ServerConfig")
+// checkConfig refuses a configuration no server should run with.
+func checkConfig(cfg *ServerConfig) error {
+	switch {
+	case cfg == nil:
+		return errors.New("netcode: nil ServerConfig")
+	case cfg.PrivateKey == [KeyBytes]byte{}:
+		return ErrZeroKey
 	}
+	return nil
+}
+
+func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	c := *cfg
 	if c.MaxClients == 0 {
 		c.MaxClients = server.DefaultMaxClients
@@ -92,10 +106,14 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	addrs, err := serverAddrs(c.PublicAddr, tc.LocalAddr())
+	addrs, err := serverAddrs(c.PublicAddr, pc.LocalAddr())
 	if err != nil {
 		return nil, err
 	}
+	if c.PacketTagging {
+		tagSocket(pc, log)
+	}
+	tc := transport.New(pc)
 	l := &Listener{
 		tc:      tc,
 		cfg:     c,
@@ -108,12 +126,13 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	l.rsink = newBatchSink(tc)
 	l.tsink = newBatchSink(tc)
 	core, err := server.New(server.Config{
-		ProtocolID: c.ProtocolID,
-		PrivateKey: crypto.Key(c.PrivateKey),
-		MaxClients: c.MaxClients,
-		Addrs:      addrs,
-		Now:        time.Now(), // seeds the global sequence: no nonce reuse across restarts
-		Logger:     c.Logger,
+		ProtocolID:         c.ProtocolID,
+		PrivateKey:         crypto.Key(c.PrivateKey),
+		PreviousPrivateKey: crypto.Key(c.PreviousPrivateKey),
+		MaxClients:         c.MaxClients,
+		Addrs:              addrs,
+		Now:                time.Now(), // seeds the global sequence: no nonce reuse across restarts
+		Logger:             c.Logger,
 	}, (*listenerEvents)(l))
 	if err != nil {
 		return nil, err
@@ -123,6 +142,14 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	go l.readLoop()
 	go l.tickLoop()
 	return l, nil
+}
+
+// tagSocket turns packet tagging on for pc, and logs the operating
+// system's refusal as the reference does.
+func tagSocket(pc net.PacketConn, log *slog.Logger) {
+	if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
+		log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
+	}
 }
 
 // serverAddrs returns the addresses a server is known by, for the check of
@@ -326,6 +353,10 @@ type listenerEvents Listener
 
 func (e *listenerEvents) Connected(sc *server.Client) {
 	l := (*Listener)(e)
+	if sc.Loopback() {
+		l.newLoopback(sc)
+		return
+	}
 	ap := sc.Addr()
 	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), l.cfg.ReadQueue)
 	c.clientID = sc.ID()
@@ -349,6 +380,9 @@ func (e *listenerEvents) Payload(sc *server.Client, p []byte) {
 
 func (e *listenerEvents) Disconnected(sc *server.Client, why server.Reason) {
 	c := sc.Tag.(*Conn)
+	if lb, ok := c.ep.(*loopbackEnd); ok && why == server.ReasonLocal {
+		lb.peer.end(eofError) // the server side ended it: the client reads EOF
+	}
 	switch why {
 	case server.ReasonPeerDisconnected:
 		c.end(eofError)
