@@ -90,4 +90,3 @@ func (a loopbackAddr) Network() string { return "netcode-loopback" }
 
 // String is "loopback:" and the client's slot index.
 func (a loopbackAddr) String() string { return "loopback:" + strconv.Itoa(int(a)) }
-
