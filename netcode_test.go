@@ -22,6 +22,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(echoServerEnv); spec != "" {
+		runEchoServer(spec) // a child process of TestNoNonceReuseOnTheWire
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -37,16 +41,35 @@ var families = []struct {
 	{"ipv6", "udp6", "[::1]:0"},
 }
 
+// ipv6Probe is the one reason a real-UDP test may skip: a machine without
+// an IPv6 loopback. It is decided by a plain socket, never by the code
+// under test.
+var ipv6Probe = sync.OnceValue(func() error {
+	pc, err := net.ListenPacket("udp6", "[::1]:0")
+	if err == nil {
+		pc.Close()
+	}
+	return err
+})
+
+// skipWithoutIPv6 skips an IPv6 variant on a machine without IPv6.
+func skipWithoutIPv6(t testing.TB, network string) {
+	t.Helper()
+	if network == "udp6" {
+		if err := ipv6Probe(); err != nil {
+			t.Skipf("no IPv6 loopback on this machine: %v", err)
+		}
+	}
+}
+
 func listen(t testing.TB, network, addr string, mod func(*netcode.ServerConfig)) *netcode.Listener {
 	t.Helper()
 	cfg := &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64}
 	if mod != nil {
 		mod(cfg)
 	}
+	skipWithoutIPv6(t, network)
 	l, err := netcode.Listen(network, addr, cfg)
-	if err != nil && network == "udp6" {
-		t.Skipf("no IPv6 loopback here: %v", err)
-	}
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return l
