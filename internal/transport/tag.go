@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -25,9 +26,9 @@ var ErrTagUnsupported = errors.New("netcode/transport: packet tagging needs an I
 // sends). It returns the operating system's refusal, if any; tagging is
 // a hint to the network, so callers report it and carry on.
 func SetTrafficClass(pc net.PacketConn, tos int) error {
-	ap, err := netip.ParseAddrPort(pc.LocalAddr().String())
+	ap, err := ipSocket(pc)
 	if err != nil {
-		return fmt.Errorf("%w: local address %q", ErrTagUnsupported, pc.LocalAddr())
+		return err
 	}
 	if ap.Addr().Is4() {
 		if err := ipv4.NewPacketConn(pc).SetTOS(tos); err != nil {
@@ -49,12 +50,30 @@ func SetTrafficClass(pc net.PacketConn, tos int) error {
 // TrafficClass reads back the traffic class byte of pc's packets: IP_TOS on
 // an IPv4 socket, IPV6_TCLASS on an IPv6 one.
 func TrafficClass(pc net.PacketConn) (int, error) {
-	ap, err := netip.ParseAddrPort(pc.LocalAddr().String())
+	ap, err := ipSocket(pc)
 	if err != nil {
-		return 0, fmt.Errorf("%w: local address %q", ErrTagUnsupported, pc.LocalAddr())
+		return 0, err
 	}
 	if ap.Addr().Is4() {
 		return ipv4.NewPacketConn(pc).TOS()
 	}
 	return ipv6.NewPacketConn(pc).TrafficClass()
+}
+
+// ipSocket returns pc's local address if pc is a socket whose IP options
+// x/net's ipv4 and ipv6 packages can reach: a net.Conn (they assert it,
+// panicking otherwise) with a file descriptor (syscall.Conn) and an IP
+// address. A wrapper that hides its socket, a tunnel or an in-memory
+// transport is not.
+func ipSocket(pc net.PacketConn) (netip.AddrPort, error) {
+	_, isConn := pc.(net.Conn)
+	_, hasFD := pc.(syscall.Conn)
+	if !isConn || !hasFD {
+		return netip.AddrPort{}, fmt.Errorf("%w: %T", ErrTagUnsupported, pc)
+	}
+	ap, err := netip.ParseAddrPort(pc.LocalAddr().String())
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: local address %q", ErrTagUnsupported, pc.LocalAddr())
+	}
+	return ap, nil
 }
