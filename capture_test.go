@@ -292,7 +292,9 @@ func TestNoNonceReuseOnTheWire(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					t.Parallel()
-					skipWithoutIPv6(t, f.network)
+					if f.network == "udp6" {
+						requireIPv6(t)
+					}
 					r := tt.run(t, f.network, f.addr)
 					n := assertNoNonceReuse(t, r.captured())
 					// 20 payloads and the handshake per session, at least.

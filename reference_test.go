@@ -14,7 +14,6 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,34 +29,6 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 )
-
-// requireIPv6 skips the test if the machine has no IPv6 loopback. It is the
-// only reason these tests skip for.
-func requireIPv6(t testing.TB) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp6", "[::1]:0")
-	if err != nil {
-		t.Skipf("no IPv6 loopback on this machine: %v", err)
-	}
-	pc.Close()
-}
-
-// serve is listen with the IPv6 question settled by the probe beforehand, so
-// that any error from Listen fails the test instead of skipping it.
-func serve(t testing.TB, network, addr string, mod func(*netcode.ServerConfig)) *netcode.Listener {
-	t.Helper()
-	if network == "udp6" || strings.HasPrefix(addr, "[") {
-		requireIPv6(t)
-	}
-	cfg := &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64}
-	if mod != nil {
-		mod(cfg)
-	}
-	l, err := netcode.Listen(network, addr, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	return l
-}
 
 // loopbackHost is the family's loopback address, without a port.
 func loopbackHost(network string) string {
@@ -95,7 +66,7 @@ func clientLeaves(t testing.TB, cli, srv net.Conn) {
 	_, err = readWithin(t, srv, 5*time.Second)
 	require.ErrorIs(t, err, io.EOF)
 	_, err = srv.Write([]byte("x"))
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, io.EOF, "writing to a peer that left")
 	_, err = cli.Read(make([]byte, 10))
 	assert.ErrorIs(t, err, net.ErrClosed)
 	_, err = cli.Write([]byte("x"))
@@ -176,7 +147,7 @@ func TestLoopback(t *testing.T) {
 	copy(ud[:], "local player")
 	for _, f := range families {
 		t.Run(f.name+"/slots", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 2 })
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 2 })
 			srvL, cliL, err := l.ConnectLoopback(100, ud)
 			require.NoError(t, err)
 			t.Cleanup(func() { srvL.Close(); cliL.Close() })
@@ -225,7 +196,7 @@ func TestLoopback(t *testing.T) {
 		})
 
 		t.Run(f.name+"/server end closes", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 1 })
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 1 })
 			srvL, cliL, err := l.ConnectLoopback(7, ud)
 			require.NoError(t, err)
 			t.Cleanup(func() { cliL.Close() })
@@ -242,7 +213,7 @@ func TestLoopback(t *testing.T) {
 		})
 
 		t.Run(f.name+"/listener closes", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 2 })
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 2 })
 			srvL, cliL, err := l.ConnectLoopback(100, ud)
 			require.NoError(t, err)
 			t.Cleanup(func() { srvL.Close(); cliL.Close() })
@@ -259,7 +230,7 @@ func TestLoopback(t *testing.T) {
 		})
 
 		t.Run(f.name+"/deadlines", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, nil)
+			l := listen(t, f.network, f.addr, nil)
 			srvL, cliL, err := l.ConnectLoopback(100, ud)
 			require.NoError(t, err)
 			t.Cleanup(func() { srvL.Close(); cliL.Close() })
@@ -281,7 +252,7 @@ func TestLoopback(t *testing.T) {
 		// are dropped and counted, the queued ones kept in order.
 		t.Run(f.name+"/read queue full", func(t *testing.T) {
 			const queue, sent = 4, 10
-			l := serve(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.ReadQueue = queue })
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.ReadQueue = queue })
 			srvL, cliL, err := l.ConnectLoopback(100, ud)
 			require.NoError(t, err)
 			t.Cleanup(func() { srvL.Close(); cliL.Close() })
@@ -413,7 +384,7 @@ func TestPacketTagging(t *testing.T) {
 // TestDualStackEndToEnd: one Listener on the IPv6 wildcard address serves
 // clients over IPv4 and IPv6 at once, and sees each at the address it bound.
 func TestDualStackEndToEnd(t *testing.T) {
-	l := serve(t, "udp", "[::]:0", nil)
+	l := listen(t, "udp", "[::]:0", nil)
 	port := uint16(l.Addr().(*net.UDPAddr).Port)
 	type conns struct{ cli, srv *netcode.Conn }
 	var all []conns
@@ -450,7 +421,7 @@ func freeAddr(t testing.TB, network string) string {
 func TestDialerLocalAddr(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name+"/bound", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, nil)
+			l := listen(t, f.network, f.addr, nil)
 			local := freeAddr(t, f.network)
 			cli, srv := dialWith(t, &netcode.Dialer{LocalAddr: local}, l, mint(t, l.Addr()))
 			assert.Equal(t, local, srv.RemoteAddr().String())
@@ -459,7 +430,7 @@ func TestDialerLocalAddr(t *testing.T) {
 		})
 
 		t.Run(f.name+"/bad", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, nil)
+			l := listen(t, f.network, f.addr, nil)
 			held, err := net.ListenPacket(f.network, net.JoinHostPort(loopbackHost(f.network), "0"))
 			require.NoError(t, err)
 			defer held.Close()
@@ -495,7 +466,7 @@ func TestDialerLocalAddr(t *testing.T) {
 func TestServerSideConnectionTimedOut(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			l := serve(t, f.network, f.addr, nil)
+			l := listen(t, f.network, f.addr, nil)
 			var mc *opaqueConn
 			d := &netcode.Dialer{
 				ListenPacket: func(_ context.Context, network, _ string) (net.PacketConn, error) {
@@ -537,7 +508,7 @@ func TestListenCreateErrors(t *testing.T) {
 	}
 	for _, f := range families {
 		t.Run(f.name+"/address in use", func(t *testing.T) {
-			l := serve(t, f.network, f.addr, nil)
+			l := listen(t, f.network, f.addr, nil)
 			l2, err := netcode.Listen(f.network, l.Addr().String(), good())
 			require.Nil(t, l2)
 			require.ErrorIs(t, err, syscall.EADDRINUSE)
@@ -625,7 +596,7 @@ func TestKeyRotation(t *testing.T) {
 	for _, f := range families {
 		for _, tt := range tests {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
-				l := serve(t, f.network, f.addr, func(c *netcode.ServerConfig) {
+				l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) {
 					c.PrivateKey = k2
 					c.PreviousPrivateKey = tt.previous
 				})
