@@ -163,17 +163,7 @@ func session(t *testing.T, l *netcode.Listener, tok []byte) (cli, srv *netcode.C
 func trade(t *testing.T, cli, srv net.Conn) {
 	t.Helper()
 	for i := range 10 {
-		msg := []byte{byte(i), 0xab}
-		_, err := cli.Write(msg)
-		require.NoError(t, err)
-		got, err := readWithin(t, srv, 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, msg, got)
-		_, err = srv.Write(msg)
-		require.NoError(t, err)
-		got, err = readWithin(t, cli, 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, msg, got)
+		exchange(t, cli, srv, string([]byte{byte(i), 0xab}))
 	}
 }
 
@@ -349,12 +339,7 @@ func freePort(t *testing.T, network, addr string) string {
 func echoTrade(t *testing.T, cli *netcode.Conn) {
 	t.Helper()
 	for i := range 10 {
-		msg := []byte{byte(i), 0xcd}
-		_, err := cli.Write(msg)
-		require.NoError(t, err)
-		got, err := readWithin(t, cli, 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, msg, got)
+		send(t, cli, cli, []byte{byte(i), 0xcd})
 	}
 }
 

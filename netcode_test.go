@@ -117,6 +117,17 @@ func pair(t testing.TB, l *netcode.Listener, opts ...tokenOpt) (cli, srv *netcod
 	return cli, srv
 }
 
+// send writes msg on from and requires it to be the next payload read on
+// to (the same conn, for an echo).
+func send(t testing.TB, from, to net.Conn, msg []byte) {
+	t.Helper()
+	_, err := from.Write(msg)
+	require.NoError(t, err)
+	got, err := readWithin(t, to, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, msg, got)
+}
+
 func readWithin(t testing.TB, c net.Conn, d time.Duration) ([]byte, error) {
 	t.Helper()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(d)))
@@ -143,16 +154,8 @@ func TestEcho(t *testing.T) {
 
 			for _, size := range []int{1, 8, 100, 1199, 1200} {
 				msg := bytes.Repeat([]byte{byte(size)}, size)
-				_, err := cli.Write(msg)
-				require.NoError(t, err)
-				got, err := readWithin(t, srv, 5*time.Second)
-				require.NoError(t, err)
-				require.Equal(t, msg, got)
-				_, err = srv.Write(got)
-				require.NoError(t, err)
-				got, err = readWithin(t, cli, 5*time.Second)
-				require.NoError(t, err)
-				require.Equal(t, msg, got, "size %d", size)
+				send(t, cli, srv, msg)
+				send(t, srv, cli, msg)
 			}
 		})
 	}

@@ -43,13 +43,8 @@ func loopbackHost(network string) string {
 // ways.
 func exchange(t testing.TB, a, b net.Conn, msg string) {
 	t.Helper()
-	for _, dir := range [][2]net.Conn{{a, b}, {b, a}} {
-		_, err := dir[0].Write([]byte(msg))
-		require.NoError(t, err)
-		got, err := readWithin(t, dir[1], 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, msg, string(got))
-	}
+	send(t, a, b, []byte(msg))
+	send(t, b, a, []byte(msg))
 }
 
 // clientLeaves closes cli after a last payload and checks both ends: the
