@@ -339,14 +339,79 @@ func (l *Listener) Close() error {
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
-// Stats returns the server's counters.
+// Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
 	s := l.core.Stats()
-	return ServerStats(s)
+	return ServerStats{
+		Connected:          s.Connected,
+		Mappings:           s.Mappings,
+		MappingsLimit:      s.MappingsLimit,
+		History:            s.History,
+		HistoryLimit:       s.HistoryLimit,
+		Ignored:            s.Ignored,
+		Replayed:           s.Replayed,
+		ChallengesSent:     s.ChallengesSent,
+		DeniedSent:         s.DeniedSent,
+		TokenReuseRefused:  s.TokenReuseRefused,
+		AddressNotInToken:  s.AddressNotInToken,
+		HistoryFull:        s.HistoryFull,
+		MappingsFull:       s.MappingsFull,
+		ConnectionsOpened:  s.ConnectionsOpened,
+		ConnectionsTimeout: s.ConnectionsTimeout,
+	}
 }
 
-// ServerStats are a Listener's counters.
-type ServerStats server.Stats
+// ServerStats are a Listener's counters: gauges of what it holds now, and
+// counts since it started. Each received datagram that is not a valid
+// packet for its state is counted once, under the first reason that
+// refused it.
+type ServerStats struct {
+	// Connected is the number of clients connected now (loopback clients
+	// included).
+	Connected int
+	// Mappings is the number of encryption mappings held now: one for each
+	// handshake in progress and each connection.
+	Mappings int
+	// MappingsLimit is the most encryption mappings held at once (4 per
+	// client slot); a request that needs one more counts in MappingsFull.
+	MappingsLimit int
+	// History is the number of connect tokens remembered now, each until
+	// it expires.
+	History int
+	// HistoryLimit is the most connect tokens remembered at once (32 per
+	// client slot, at least 4096); a new token past it counts in
+	// HistoryFull.
+	HistoryLimit int
+
+	// Ignored counts datagrams dropped as malformed, unauthenticated or
+	// out of place for their sender's state.
+	Ignored uint64
+	// Replayed counts datagrams dropped by replay protection.
+	Replayed uint64
+	// ChallengesSent counts connection challenges sent: handshakes begun.
+	ChallengesSent uint64
+	// DeniedSent counts connection-denied packets sent: requests and
+	// responses that found every slot taken.
+	DeniedSent uint64
+	// TokenReuseRefused counts requests refused because their token was
+	// used from another address, or was already connected with.
+	TokenReuseRefused uint64
+	// AddressNotInToken counts requests refused because the token names
+	// other servers.
+	AddressNotInToken uint64
+	// HistoryFull counts requests with a new token refused because the
+	// token history was full.
+	HistoryFull uint64
+	// MappingsFull counts requests refused because the encryption mapping
+	// table was full.
+	MappingsFull uint64
+	// ConnectionsOpened counts connections made (handshakes completed and
+	// loopback clients).
+	ConnectionsOpened uint64
+	// ConnectionsTimeout counts connections ended because the client fell
+	// silent for its token's timeout.
+	ConnectionsTimeout uint64
+}
 
 // listenerEvents receives the core's events (with the core's lock held).
 type listenerEvents Listener
