@@ -3,19 +3,25 @@ package netcode
 import (
 	"log/slog"
 	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
 )
 
-// Sizes fixed by the protocol.
+// Sizes fixed by the protocol (each defined once, in the package that
+// implements its part of the protocol).
 const (
-	// MaxPayloadBytes is the largest payload one Write may send.
-	MaxPayloadBytes = 1200
+	// MaxPayloadBytes is the largest payload one Write may send: 1200.
+	MaxPayloadBytes = protocol.MaxPayloadBytes
 	// KeyBytes is the size of the private key shared by servers and the
-	// token backend.
-	KeyBytes = 32
-	// UserDataBytes is the size of the user data carried in connect tokens.
-	UserDataBytes = 256
-	// ConnectTokenBytes is the size of a connect token.
-	ConnectTokenBytes = 2048
+	// token backend: 32.
+	KeyBytes = crypto.KeyBytes
+	// UserDataBytes is the size of the user data carried in connect
+	// tokens: 256.
+	UserDataBytes = token.UserDataBytes
+	// ConnectTokenBytes is the size of a connect token: 2048.
+	ConnectTokenBytes = token.ConnectTokenBytes
 )
 
 // ServerConfig configures a Listener.
