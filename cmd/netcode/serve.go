@@ -27,7 +27,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	k, err := parseKey(*key)
+	k, err := parseKey(*key, stderr)
 	if err != nil {
 		return err
 	}
