@@ -65,6 +65,9 @@ const (
 	DefaultRate     = rate.Limit(1) // tokens per second per user
 	DefaultBurst    = 5
 	DefaultMaxUsers = 100_000
+
+	DefaultExpireSeconds  = 30
+	DefaultTimeoutSeconds = 10
 )
 
 // Identity is who the Authenticate hook found the caller to be.
@@ -112,10 +115,12 @@ type Config struct {
 	// ErrNoServers answers 503.
 	ChooseServers func(r *http.Request, id Identity) ([]Server, error)
 
-	// ExpireSeconds is the tokens' lifetime; 0 means token's default (30 s).
+	// ExpireSeconds is the tokens' lifetime; 0 means DefaultExpireSeconds.
+	// A token must reach the client and the client a server within it.
 	ExpireSeconds int64
-	// TimeoutSeconds is the connections' timeout written in the tokens; 0
-	// means token's default (5 s).
+	// TimeoutSeconds is the connections' timeout written in the tokens: how
+	// long either side waits without hearing from the other. 0 means
+	// DefaultTimeoutSeconds.
 	TimeoutSeconds int32
 
 	// Rate is how many tokens per second a user may get in the long run;
@@ -162,6 +167,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.ExpireSeconds < 0 || cfg.TimeoutSeconds < 0 {
 		return nil, errors.New("netcode/backend: negative ExpireSeconds or TimeoutSeconds")
+	}
+	if cfg.ExpireSeconds == 0 {
+		cfg.ExpireSeconds = DefaultExpireSeconds
+	}
+	if cfg.TimeoutSeconds == 0 {
+		cfg.TimeoutSeconds = DefaultTimeoutSeconds
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = DefaultRate

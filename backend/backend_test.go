@@ -279,3 +279,15 @@ func TestEndToEndTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaults: zero lifetimes in the Config mean the documented defaults,
+// never a token that is born expired.
+func TestDefaults(t *testing.T) {
+	h := newHandler(t, func(c *backend.Config) { c.ExpireSeconds, c.TimeoutSeconds = 0, 0 })
+	w := do(h, "POST", "Bearer erin", "")
+	require.Equal(t, 200, w.Code)
+	ct, err := token.Parse(w.Body.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(backend.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
+	assert.Equal(t, int32(backend.DefaultTimeoutSeconds), ct.TimeoutSeconds)
+}

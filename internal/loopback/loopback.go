@@ -6,6 +6,7 @@ package loopback
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -65,4 +66,13 @@ func Connect(t testing.TB, l *netcode.Listener, tok []byte) *netcode.Conn {
 		require.Equal(t, p.msg, string(buf[:n]))
 	}
 	return s
+}
+
+// AddrPorts returns addr, a Listener's address, as the one-element server
+// list of a token.
+func AddrPorts(t testing.TB, addr net.Addr) []netip.AddrPort {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(addr.String())
+	require.NoError(t, err)
+	return []netip.AddrPort{ap}
 }
