@@ -2,6 +2,9 @@ package netcode_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -65,4 +69,47 @@ func TestDrain(t *testing.T) {
 			assert.Equal(t, 1, l.Stats().Connected)
 		})
 	}
+}
+
+// A graceful shutdown: stop taking clients, give the connected ones time
+// to finish, then close.
+func ExampleListener_Drain() {
+	key, _ := crypto.GenerateKey()
+	cfg := &netcode.ServerConfig{ProtocolID: 0x1234, PrivateKey: key}
+	l, err := netcode.Listen("udp", "127.0.0.1:0", cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mint := func(id uint64) []byte {
+		tok, err := token.Generate(token.Params{ProtocolID: 0x1234, ClientID: id, PrivateKey: key,
+			ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(l.Addr().String())}, ExpireSeconds: 30, TimeoutSeconds: 5})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return tok
+	}
+	player, err := netcode.Dial(mint(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer player.Close()
+
+	// SIGTERM arrived: no new clients from now on.
+	l.Drain()
+	_, err = netcode.Dial(mint(2))
+	fmt.Println("a new client is denied:", errors.Is(err, netcode.ErrConnectionDenied))
+	fmt.Println("still connected:", l.Stats().Connected)
+
+	// Wait for the connected clients to leave, up to a deadline.
+	player.Close()
+	deadline := time.Now().Add(25 * time.Second)
+	for l.Stats().Connected > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Println("left:", l.Stats().Connected == 0)
+	l.Close()
+	// Output:
+	// a new client is denied: true
+	// still connected: 1
+	// left: true
 }
