@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/time/rate"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
@@ -290,4 +291,25 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(backend.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
 	assert.Equal(t, int32(backend.DefaultTimeoutSeconds), ct.TimeoutSeconds)
+}
+
+// BenchmarkHandler is one token request through the handler: the hook,
+// the rate limit, Generate and the response.
+func BenchmarkHandler(b *testing.B) {
+	h, err := backend.NewHandler(backend.Config{
+		ProtocolID:   protocolID,
+		PrivateKey:   testKey,
+		Authenticate: func(*http.Request) (backend.Identity, error) { return backend.Identity{ClientID: 1}, nil },
+		Servers:      servers,
+		Rate:         rate.Inf,
+	})
+	require.NoError(b, err)
+	r := httptest.NewRequest("POST", "https://backend.test/token", nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Body.Reset()
+		h.ServeHTTP(w, r)
+	}
+	require.Equal(b, 200, w.Code)
 }

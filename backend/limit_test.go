@@ -73,3 +73,11 @@ func TestWantsText(t *testing.T) {
 		assert.Equal(t, tc.want, wantsText(tc.accept), "%q", tc.accept)
 	}
 }
+
+func FuzzWantsText(f *testing.F) {
+	f.Add("text/plain;q=0.5, application/octet-stream;q=0")
+	f.Add(";;,,q=")
+	f.Fuzz(func(t *testing.T, accept string) {
+		wantsText([]string{accept})
+	})
+}
