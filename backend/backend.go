@@ -93,6 +93,14 @@ type Server struct {
 	InternalAddr netip.AddrPort
 }
 
+// String returns "ADDR", or "ADDR=INTERNAL" for a server behind NAT.
+func (s Server) String() string {
+	if s.InternalAddr.IsValid() && s.InternalAddr != s.Addr {
+		return s.Addr.String() + "=" + s.InternalAddr.String()
+	}
+	return s.Addr.String()
+}
+
 // Config configures a Handler.
 type Config struct {
 	// ProtocolID is the game's protocol id, as in netcode.ServerConfig.

@@ -313,3 +313,11 @@ func BenchmarkHandler(b *testing.B) {
 	}
 	require.Equal(b, 200, w.Code)
 }
+
+func TestServerString(t *testing.T) {
+	a := netip.MustParseAddrPort("203.0.113.7:40000")
+	b := netip.MustParseAddrPort("10.0.0.7:40000")
+	assert.Equal(t, "203.0.113.7:40000", backend.Server{Addr: a}.String())
+	assert.Equal(t, "203.0.113.7:40000", backend.Server{Addr: a, InternalAddr: a}.String())
+	assert.Equal(t, "203.0.113.7:40000=10.0.0.7:40000", backend.Server{Addr: a, InternalAddr: b}.String())
+}

@@ -66,7 +66,13 @@ func main() {
 // serverList is a repeatable -server PUBLIC[=INTERNAL] flag.
 type serverList []backend.Server
 
-func (l *serverList) String() string { return fmt.Sprint(*l) }
+func (l *serverList) String() string {
+	s := make([]string, len(*l))
+	for i, srv := range *l {
+		s[i] = srv.String()
+	}
+	return strings.Join(s, ",")
+}
 
 func (l *serverList) Set(v string) error {
 	pub, internal, nat := strings.Cut(v, "=")

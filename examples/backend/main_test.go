@@ -144,3 +144,12 @@ func TestBearerAuth(t *testing.T) {
 	_, err = a.authenticate(r)
 	assert.ErrorIs(t, err, backend.ErrUnauthorized)
 }
+
+func TestServerFlag(t *testing.T) {
+	var l serverList
+	require.NoError(t, l.Set("127.0.0.1:40000"))
+	require.NoError(t, l.Set("203.0.113.7:40000=10.0.0.7:40000"))
+	assert.Equal(t, "127.0.0.1:40000,203.0.113.7:40000=10.0.0.7:40000", l.String())
+	assert.Error(t, l.Set("localhost:40000"))
+	assert.Error(t, l.Set("203.0.113.7:40000=nat"))
+}
