@@ -339,6 +339,14 @@ func (l *Listener) Close() error {
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
+// Drain starts a graceful shutdown: from now on every connection request
+// is answered with a connection-denied packet, so a client dialing with a
+// token that lists other servers moves on to the next one at once, and a
+// client that only knows this server gets ErrConnectionDenied. Connected
+// clients are not affected: let them finish, then Close. Drain returns at
+// once, may be called more than once, and cannot be undone.
+func (l *Listener) Drain() { l.core.Drain() }
+
 // Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
 	s := l.core.Stats()

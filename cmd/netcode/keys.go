@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -58,61 +58,39 @@ func formatKey(k crypto.Key, b64 bool) string {
 	return hex.EncodeToString(k[:])
 }
 
-// parseKey reads a key given as hex or base64 text, or as the name of a file
-// holding such text (or the 32 raw bytes).
-func parseKey(s string) ([netcode.KeyBytes]byte, error) {
-	var key [netcode.KeyBytes]byte
+// parseKey reads a key given as hex or base64 text, or as the name of a
+// file holding such text (or the 32 raw bytes), with crypto.ReadKeyFile. A
+// key file that others may read gets a warning on warn.
+func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
 	if s == "" {
-		return key, errors.New("no key: use -key with a key in hex or base64, or a key file")
+		return [netcode.KeyBytes]byte{}, errors.New("no key: use -key with a key in hex or base64, or a key file")
 	}
-	text := []byte(s)
-	fromFile := false
-	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() {
-		if st.Size() > 4096 {
-			return key, fmt.Errorf("key file %s is too large", s)
-		}
-		b, err := os.ReadFile(s)
+	if _, err := os.Lstat(s); err == nil {
+		k, exposed, err := crypto.ReadKeyFile(s)
 		if err != nil {
-			return key, err
+			return k, err
 		}
-		if len(b) == netcode.KeyBytes && !isText(b) {
-			copy(key[:], b)
-			return key, nil
+		if exposed {
+			fmt.Fprintf(warn, "netcode: warning: key file %s is readable by other users; anyone with the key can mint tokens (chmod 600 %s)\n", s, s)
 		}
-		text, fromFile = bytes.TrimSpace(b), true
+		return k, nil
 	}
-	if b, err := decodeKeyText(string(text)); err == nil {
-		copy(key[:], b)
-		return key, nil
+	k, err := crypto.ParseKey([]byte(s))
+	if err == nil {
+		return k, nil
 	}
-	if fromFile {
-		return key, fmt.Errorf("key file %s does not hold a 32-byte key in hex or base64", s)
+	if errors.Is(err, crypto.ErrNotAKey) && !looksLikeKeyText(s) {
+		// Most likely a file name: say that it is missing.
+		return k, fmt.Errorf("key file %s: %w", s, fs.ErrNotExist)
 	}
-	return key, errors.New("-key is neither a 32-byte key in hex or base64 nor a key file")
+	return k, fmt.Errorf("-key: %w (and no file of that name exists)", err)
 }
 
-func decodeKeyText(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && len(b) == netcode.KeyBytes {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == netcode.KeyBytes {
-			return b, nil
-		}
-	}
-	return nil, errors.New("not a key")
-}
-
-func isText(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e {
-			if c != '\n' && c != '\r' && c != '\t' {
-				return false
-			}
-		}
-	}
-	return true
+// looksLikeKeyText reports whether s could be meant as a key in hex or
+// base64 rather than a file name: it has no path separator or dot and is
+// about as long as such a key.
+func looksLikeKeyText(s string) bool {
+	return !strings.ContainsAny(s, `/\.`) && len(s) >= 40 && len(s) <= 70
 }
 
 // protocolFlag is a uint64 flag that accepts decimal and 0x hex.

@@ -6,8 +6,8 @@
 //	netcode keygen [-base64] [-o file]
 //	netcode token -key KEY -server host:port [-server ...] [-client-id N] [-o file] [-base64]
 //	netcode inspect TOKEN-FILE
-//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-v]
-//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-v]
+//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-metrics ADDR] [-drain 25s] [-v]
+//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-tls-cert FILE -tls-key FILE] [-v]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
 //
 // Run "netcode <command> -h" for a command's flags. A KEY is 32 bytes in hex

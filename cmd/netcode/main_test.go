@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +56,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"keygen", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"token", "-server", "127.0.0.1:1"}, 1, "no key"},
 		{[]string{"token", "-key", strings.Repeat("ab", 32)}, 1, "no server"},
-		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "neither a 32-byte key"},
+		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "key file xyz: file does not exist"},
 		{[]string{"token", "-server", "nonsense"}, 2, "invalid value"},
 		{[]string{"token", "-protocol", "-1"}, 2, "invalid value"},
 		{[]string{"serve"}, 1, "no key"},
@@ -74,7 +77,7 @@ func TestKeygen(t *testing.T) {
 	b, err := hex.DecodeString(strings.TrimSpace(out))
 	require.NoError(t, err)
 	assert.Len(t, b, 32)
-	k, err := parseKey(strings.TrimSpace(out))
+	k, err := parseKey(strings.TrimSpace(out), io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, b, k[:])
 
@@ -93,7 +96,7 @@ func TestKeygen(t *testing.T) {
 	st, err := os.Stat(f)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	_, err = parseKey(f)
+	_, err = parseKey(f, io.Discard)
 	require.NoError(t, err)
 	// An existing key file is never overwritten.
 	code, _, errs := cli(t, "keygen", "-o", f)
@@ -131,7 +134,7 @@ func TestParseKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseKey(tc.in)
+			got, err := parseKey(tc.in, io.Discard)
 			if !tc.ok {
 				assert.Error(t, err)
 				return
@@ -140,6 +143,34 @@ func TestParseKey(t *testing.T) {
 			assert.Equal(t, key, got)
 		})
 	}
+}
+
+// TestKeyFileMessages checks that a missing key file is reported as missing
+// and that a key file others may read is used with a warning.
+func TestKeyFileMessages(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "server.key")
+	_, err := parseKey(missing, io.Discard)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), missing)
+	code, _, errs := cli(t, "token", "-key", missing, "-server", "127.0.0.1:40000")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "server.key: file does not exist")
+
+	f := filepath.Join(dir, "open.key")
+	code, _, errs = cli(t, "keygen", "-o", f)
+	require.Equal(t, 0, code, errs)
+	var warn bytes.Buffer
+	_, err = parseKey(f, &warn)
+	require.NoError(t, err)
+	assert.Empty(t, warn.String(), "keygen's file is private")
+	if runtime.GOOS == "windows" {
+		return
+	}
+	require.NoError(t, os.Chmod(f, 0o644))
+	_, err = parseKey(f, &warn)
+	require.NoError(t, err)
+	assert.Contains(t, warn.String(), "readable by other users")
 }
 
 func TestKeygenTokenParse(t *testing.T) {

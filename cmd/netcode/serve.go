@@ -6,7 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/gonetcode/netcode"
 )
@@ -24,10 +28,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxClients := fs.Int("max-clients", 256, "client slots")
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
 	verbose := fs.Bool("v", false, "log connections and protocol events to stderr")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
+	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	k, err := parseKey(*key)
+	k, err := parseKey(*key, stderr)
 	if err != nil {
 		return err
 	}
@@ -50,6 +56,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log.Info("netcode echo server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
+	var ops *opsServer // nil without -metrics
+	if *metricsAddr != "" {
+		if ops, err = startOps(*metricsAddr, l, log); err != nil {
+			l.Close()
+			return err
+		}
+	}
 	if serveReady != nil {
 		serveReady(l.Addr())
 	}
@@ -60,8 +73,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		echoServe(l, log, *verbose)
 	}()
 	<-ctx.Done()
+	ops.setDraining()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	drain(l, *drainFor, again, log)
+	signal.Stop(again)
 	err = l.Close()
 	wg.Wait()
+	err = errors.Join(err, ops.close())
 	st := l.Stats()
 	log.Info("netcode echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimeout,
 		"ignored", st.Ignored, "replayed", st.Replayed)

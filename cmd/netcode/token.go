@@ -88,7 +88,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(servers) == 0 {
 		return errors.New("no server: give at least one -server host:port")
 	}
-	k, err := parseKey(*key)
+	k, err := parseKey(*key, stderr)
 	if err != nil {
 		return err
 	}

@@ -292,6 +292,7 @@ type Server struct {
 	maxMaps   int
 	lastSweep time.Time
 	closed    bool
+	draining  atomic.Bool // deny every new connection (Drain); read without mu
 
 	scratch [protocol.MaxPacketBytes]byte
 	chTok   [token.ChallengeTokenBytes]byte
@@ -366,6 +367,10 @@ func New(cfg Config, h Handler) (*Server, error) {
 
 // MaxClients is the slot count.
 func (s *Server) MaxClients() int { return s.maxClients }
+
+// Drain makes the server deny every new connection request, as if it were
+// full; connected clients are not affected. It cannot be undone.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
@@ -479,8 +484,8 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 	if !s.recordToken(now, &mac, from, p.ExpireTimestamp) {
 		return
 	}
-	if len(s.free) == 0 {
-		// Full: say so, keeping no state but the token's history entry.
+	if len(s.free) == 0 || s.draining.Load() {
+		// Full or draining: say so, keeping no state but the token's history entry.
 		// The denial is smaller than the request, and sealed with the
 		// token's key so only its holder can read it.
 		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
@@ -601,7 +606,7 @@ func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, 
 		s.stats.TokenReuseRefused++
 		return
 	}
-	if len(s.free) == 0 {
+	if len(s.free) == 0 || s.draining.Load() {
 		pkt := protocol.AppendDenied(s.scratch[:0], m.send, s.globalSeq)
 		s.globalSeq++
 		s.stats.DeniedSent++
