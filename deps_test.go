@@ -7,8 +7,9 @@ import (
 )
 
 // TestImportGraph keeps the core library lean: the root package depends on
-// the standard library, golang.org/x/crypto and golang.org/x/sys and its
-// own packages only. Prometheus (package metrics), net/http and
+// the standard library, golang.org/x/crypto, golang.org/x/sys,
+// golang.org/x/net (ipv4 and ipv6, for packet tagging) and its own packages
+// only. Prometheus (package metrics), net/http and
 // x/time/rate (package backend) and WebSocket (package bridge) must stay
 // out of it.
 func TestImportGraph(t *testing.T) {
@@ -24,6 +25,10 @@ func TestImportGraph(t *testing.T) {
 	allowed := []string{
 		"golang.org/x/crypto/",
 		"golang.org/x/sys/",
+		"golang.org/x/net/ipv4",
+		"golang.org/x/net/ipv6",
+		"golang.org/x/net/bpf",
+		"golang.org/x/net/internal/",
 		"github.com/gonetcode/netcode",
 	}
 	forbidden := []string{
