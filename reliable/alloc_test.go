@@ -21,9 +21,9 @@ func TestEndpointAllocs(t *testing.T) {
 		*n++
 	}
 	var err error
-	a, err = NewEndpoint(Config{Transmit: func(_ uint16, p []byte) { push(&inB, &nB, p) }}, 0)
+	a, err = NewEndpoint(EndpointConfig{Transmit: func(_ uint16, p []byte) { push(&inB, &nB, p) }}, 0)
 	require.NoError(t, err)
-	b, err = NewEndpoint(Config{Transmit: func(_ uint16, p []byte) { push(&inA, &nA, p) }}, 0)
+	b, err = NewEndpoint(EndpointConfig{Transmit: func(_ uint16, p []byte) { push(&inA, &nA, p) }}, 0)
 	require.NoError(t, err)
 	small, big := make([]byte, 100), make([]byte, 5000)
 	now := 0.0
@@ -43,7 +43,7 @@ func TestEndpointAllocs(t *testing.T) {
 		a.ClearAcks()
 		b.ClearAcks()
 	}
-	for range 2 * DefaultConfig().FragmentReassemblyBufferSize {
+	for range 2 * DefaultEndpointConfig().FragmentReassemblyBufferSize {
 		step()
 	}
 	if n := testing.AllocsPerRun(200, step); n != 0 {

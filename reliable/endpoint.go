@@ -6,10 +6,10 @@ import (
 	"math"
 )
 
-// Config configures an Endpoint. Its fields are those of the reference's
+// EndpointConfig configures an Endpoint. Its fields are those of the reference's
 // reliable_config_t; a zero field takes the reference's default (see
-// DefaultConfig).
-type Config struct {
+// DefaultEndpointConfig).
+type EndpointConfig struct {
 	// Name appears in errors.
 	Name string
 	// MaxPacketSize is the largest payload SendPacket accepts and
@@ -61,9 +61,9 @@ type Config struct {
 	Process func(sequence uint16, payload []byte) bool
 }
 
-// DefaultConfig returns the reference's default configuration.
-func DefaultConfig() Config {
-	return Config{
+// DefaultEndpointConfig returns the reference's default configuration.
+func DefaultEndpointConfig() EndpointConfig {
+	return EndpointConfig{
 		Name:                         "endpoint",
 		MaxPacketSize:                16 * 1024,
 		FragmentAbove:                1024,
@@ -81,9 +81,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults fills zero fields from DefaultConfig.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
+// withDefaults fills zero fields from DefaultEndpointConfig.
+func (c EndpointConfig) withDefaults() EndpointConfig {
+	d := DefaultEndpointConfig()
 	setInt := func(v *int, def int) {
 		if *v == 0 {
 			*v = def
@@ -113,10 +113,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ErrConfig is wrapped by NewEndpoint's error for an unusable Config.
+// ErrConfig is wrapped by NewEndpoint's error for an unusable EndpointConfig.
 var ErrConfig = errors.New("reliable: invalid config")
 
-func (c *Config) check() error {
+func (c *EndpointConfig) check() error {
 	bad := func(what string, v any) error {
 		return fmt.Errorf("%w: %s %v", ErrConfig, what, v)
 	}
@@ -216,12 +216,12 @@ var ErrEmptyPacket = errors.New("reliable: empty packet")
 // packet, fragments and reassembles large packets, reports which of its
 // packets the peer acknowledged, and estimates RTT, packet loss and
 // bandwidth. It does no I/O and reads no clock: time is given in seconds
-// to NewEndpoint and Update, packets go out through Config.Transmit and come
+// to NewEndpoint and Update, packets go out through EndpointConfig.Transmit and come
 // in through ReceivePacket.
 //
 // An Endpoint is not safe for concurrent use.
 type Endpoint struct {
-	cfg      Config
+	cfg      EndpointConfig
 	time     float64
 	sequence uint16
 	acks     []uint16
@@ -237,7 +237,7 @@ type Endpoint struct {
 
 // NewEndpoint returns an endpoint with cfg (zero fields defaulted) at time
 // now, in seconds.
-func NewEndpoint(cfg Config, now float64) (*Endpoint, error) {
+func NewEndpoint(cfg EndpointConfig, now float64) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -258,8 +258,8 @@ func NewEndpoint(cfg Config, now float64) (*Endpoint, error) {
 	return e, nil
 }
 
-// Config returns the endpoint's configuration, defaults filled in.
-func (e *Endpoint) Config() Config { return e.cfg }
+// EndpointConfig returns the endpoint's configuration, defaults filled in.
+func (e *Endpoint) EndpointConfig() EndpointConfig { return e.cfg }
 
 // NextSequence returns the sequence the next sent packet will have.
 func (e *Endpoint) NextSequence() uint16 { return e.sequence }
@@ -295,7 +295,7 @@ func (e *Endpoint) Reset() {
 }
 
 // SendPacket sends payload as one packet, or as fragments if it is longer
-// than FragmentAbove, through Config.Transmit. A payload over MaxPacketSize
+// than FragmentAbove, through EndpointConfig.Transmit. A payload over MaxPacketSize
 // is counted and refused without using a sequence number.
 func (e *Endpoint) SendPacket(payload []byte) error {
 	if len(payload) == 0 {
