@@ -220,6 +220,9 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	h.Write([]byte(layoutVersion))
 	for i, ch := range chans {
 		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, window: ch.Window, sendBuffer: ch.SendBuffer, queue: ch.Queue}
+		if s.maxMessage < 0 || s.window < 0 || s.sendBuffer < 0 || s.queue < 0 || s.window > 1<<20 {
+			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
+		}
 		switch ch.Kind {
 		case ReliableOrdered, kindStream:
 			if s.maxMessage == 0 {
@@ -249,9 +252,6 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			}
 		default:
 			return nil, fmt.Errorf("%w: channel %d: kind %v", ErrConfig, i, ch.Kind)
-		}
-		if s.maxMessage < 0 || s.window < 0 || s.sendBuffer < 0 || s.queue < 0 || s.window > 1<<20 {
-			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
 		}
 		r.chans = append(r.chans, s)
 		var b [13]byte

@@ -530,11 +530,13 @@ func (s *relSend) idle() bool {
 	return s.queued() == 0 && s.base == s.next && (!s.finWanted || s.finCut)
 }
 
+// burst is the most the budget holds: two ticks' worth.
+func (c *core) burst() float64 { return c.cfg.rate * 2 * c.cfg.tick.Seconds() }
+
 // refill adds the tokens earned since the last refill, up to two ticks'
 // worth.
 func (c *core) refill() {
-	burst := c.cfg.rate * 2 * c.cfg.tick.Seconds()
-	c.tokens = min(burst, c.tokens+c.cfg.rate*c.now.Sub(c.lastRefill).Seconds())
+	c.tokens = min(c.burst(), c.tokens+c.cfg.rate*c.now.Sub(c.lastRefill).Seconds())
 	c.lastRefill = c.now
 }
 
@@ -625,7 +627,9 @@ func (c *core) flush() {
 
 func (c *core) flushUnreliable(i int) {
 	q := &c.chans[i].usnd
-	for q.size > 0 {
+	// Unreliable messages go first and may run the budget a burst into
+	// debt, which reliable data then waits out.
+	for q.size > 0 && c.tokens > -c.burst() {
 		m := q.peek()
 		need := msgEntryHeader + len(m)
 		if need > c.cfg.maxPayload-len(c.pkt) {

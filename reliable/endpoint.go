@@ -311,8 +311,9 @@ func (e *Endpoint) SendPacket(payload []byte) error {
 	seq := e.sequence
 	e.sequence++
 	ack, ackBits := e.received.ackBits()
-	sp := e.sent.insert(seq)
-	*sp = sentPacket{time: e.time, bytes: cfg.PacketHeaderSize + n}
+	if sp := e.sent.insert(seq); sp != nil { // never stale: sent.sequence follows e.sequence
+		*sp = sentPacket{time: e.time, bytes: cfg.PacketHeaderSize + n}
+	}
 
 	buf := e.scratch
 	if n <= cfg.FragmentAbove {

@@ -210,6 +210,14 @@ func (cn *conn) close(fin bool) error {
 		}
 		break
 	}
+	// The peer may be waiting for an ack of what it sent last.
+	cn.mu.Lock()
+	if cn.c.recvSinceSend > 0 {
+		cn.c.ackNow = true
+		cn.c.setTime(time.Now())
+		cn.c.flush()
+	}
+	cn.mu.Unlock()
 	cn.end(net.ErrClosed)
 	cn.wg.Wait()
 	return nil

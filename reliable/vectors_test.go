@@ -358,8 +358,7 @@ func TestVectorPacketHeaders(t *testing.T) {
 
 			// The endpoint writes the same header when its state says so.
 			r := newRecorder(t, EndpointConfig{}, t0)
-			r.warmup(t, int(c.Sequence))
-			r.sequence = c.Sequence
+			r.sequence, r.Endpoint.sent.sequence = c.Sequence, c.Sequence // what warmup sends would do
 			ack, bits := c.Ack, uint32(c.AckBits)
 			r.received.sequence = ack + 1
 			for i := range 32 {
