@@ -157,3 +157,43 @@ func TestHTTPOverNetsim(t *testing.T) {
 	}
 	httpOver(t, l, d)
 }
+
+// TestStreamPeerGone: when the netcode connection ends without the
+// stream's end (the peer's process died, say), Read fails with
+// ErrUnexpectedEOF after the data, and Write fails.
+func TestStreamPeerGone(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			skipWithoutIPv6(t, f.network)
+			l, err := netcode.Listen(f.network, f.addr, serverConfig())
+			require.NoError(t, err)
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			nc, err := netcode.DialContext(ctx, mint(t, netip.MustParseAddrPort(l.Addr().String())))
+			require.NoError(t, err)
+			cli, err := NewStream(nc, nil)
+			require.NoError(t, err)
+			rl, err := NewListener(l, nil)
+			require.NoError(t, err)
+			c, err := rl.Accept()
+			require.NoError(t, err)
+			srv := c.(*Stream)
+
+			_, err = cli.Write([]byte("bye"))
+			require.NoError(t, err)
+			buf := make([]byte, 3)
+			_, err = io.ReadFull(srv, buf)
+			require.NoError(t, err)
+			assert.Equal(t, "bye", string(buf))
+			require.NoError(t, nc.Close()) // under the stream: no FIN
+			_, err = srv.Read(buf)
+			assert.ErrorIs(t, err, ErrUnexpectedEOF)
+			assert.Contains(t, err.Error(), srv.RemoteAddr().String(), "the error names the peer")
+			_, err = srv.Write([]byte("x"))
+			assert.ErrorIs(t, err, io.ErrClosedPipe)
+			require.NoError(t, srv.Close())
+			require.NoError(t, cli.Close())
+		})
+	}
+}

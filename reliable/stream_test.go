@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -53,4 +55,83 @@ func TestStreamNetsim(t *testing.T) {
 			require.NoError(t, sb.Close())
 		})
 	}
+}
+
+func streamPair(t testing.TB, loss float64, cfg *Config) (*Stream, *Stream) {
+	t.Helper()
+	a, b := simPair(t, 3, lossy(loss))
+	sa, err := NewStream(a, cfg)
+	require.NoError(t, err)
+	sb, err := NewStream(b, cfg)
+	require.NoError(t, err)
+	return sa, sb
+}
+
+func TestStreamSemantics(t *testing.T) {
+	t.Run("close then EOF", func(t *testing.T) {
+		sa, sb := streamPair(t, 0.05, nil)
+		_, err := sa.Write([]byte("last words"))
+		require.NoError(t, err)
+		require.NoError(t, sa.Close())
+		got, err := io.ReadAll(sb)
+		require.NoError(t, err)
+		assert.Equal(t, "last words", string(got))
+		_, err = sb.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "EOF again")
+		_, err = sa.Write([]byte("x"))
+		assert.ErrorIs(t, err, net.ErrClosed)
+		_, err = sa.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, net.ErrClosed)
+		assert.ErrorIs(t, sa.Close(), net.ErrClosed)
+		require.NoError(t, sb.Close())
+	})
+	t.Run("half close", func(t *testing.T) {
+		sa, sb := streamPair(t, 0, nil)
+		_, err := sa.Write([]byte("question"))
+		require.NoError(t, err)
+		require.NoError(t, sa.CloseWrite())
+		_, err = sa.Write([]byte("more"))
+		assert.Error(t, err)
+		q, err := io.ReadAll(sb)
+		require.NoError(t, err)
+		assert.Equal(t, "question", string(q))
+		_, err = sb.Write([]byte("answer"))
+		require.NoError(t, err)
+		require.NoError(t, sb.Close())
+		a, err := io.ReadAll(sa)
+		require.NoError(t, err)
+		assert.Equal(t, "answer", string(a))
+		require.NoError(t, sa.Close())
+	})
+	t.Run("deadlines", func(t *testing.T) {
+		// The peer never reads what is written last: Close gives up
+		// after Linger.
+		sa, sb := streamPair(t, 0, &Config{Linger: 50 * time.Millisecond})
+		require.NoError(t, sb.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+		_, err := sb.Read(make([]byte, 10))
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		var ne net.Error
+		require.ErrorAs(t, err, &ne)
+		assert.True(t, ne.Timeout())
+		// A passed deadline fails Read even with data waiting, as in net.
+		_, err = sa.Write([]byte("data"))
+		require.NoError(t, err)
+		_, err = sb.Read(make([]byte, 10))
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.NoError(t, sb.SetReadDeadline(time.Time{}))
+		buf := make([]byte, 10)
+		n, err := io.ReadAtLeast(sb, buf, 4)
+		require.NoError(t, err)
+		assert.Equal(t, "data", string(buf[:n]))
+
+		// The peer does not read: Write fills the window and the send
+		// buffer, then times out, reporting what it queued.
+		require.NoError(t, sa.SetWriteDeadline(time.Now().Add(200*time.Millisecond)))
+		big := make([]byte, 8<<20)
+		n, err = sa.Write(big)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		assert.Less(t, n, len(big))
+		assert.Greater(t, n, 0)
+		closeBoth(t, sa, sb)
+	})
 }
