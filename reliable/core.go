@@ -95,6 +95,9 @@ type SessionStats struct {
 	Resent uint64
 	// FastResent counts those resent because later packets were acked.
 	FastResent uint64
+	// Piggybacked counts unacked chunks copied into the spare room of
+	// packets sent anyway.
+	Piggybacked uint64
 	// UnreliableDropped counts received unreliable messages dropped
 	// because the receive queue was full.
 	UnreliableDropped uint64
@@ -615,6 +618,9 @@ func (c *core) flush() {
 			}
 		}
 		c.rr++
+		if c.data {
+			c.piggyback()
+		}
 	}
 	owed := c.recvSinceSend >= ackEvery || c.ackNow || (c.fresh && c.recvSinceSend > 0) || c.now.Sub(c.lastSend) >= idleAck
 	for _, i := range c.rel {
@@ -709,6 +715,33 @@ func (c *core) flushChunk(i int) bool {
 		signal(cs.writable)
 	}
 	return c.addChunk(i, slot)
+}
+
+// piggyback fills the room left in a packet that goes anyway with chunks
+// still unacked and not sent in the last quarter RTT, oldest first, as
+// yojimbo does with its messages: a lost small message is then repaired by
+// the next packet rather than after a timeout, and bulk transfers, whose
+// packets are full, pay nothing.
+func (c *core) piggyback() {
+	gap := max(c.srtt/4, ackDelay)
+	for _, i := range c.rel {
+		s := &c.chans[i].snd
+		w := uint32(len(s.slots))
+		for seq := s.base; seq != s.next; seq++ {
+			room := c.cfg.maxPayload - len(c.pkt)
+			if room <= chunkEntryHeader || len(c.refs) == maxRefs || c.tokens <= 0 {
+				return
+			}
+			slot := &s.slots[seq%w]
+			if slot.acked || c.now.Sub(slot.sentAt) < gap || chunkEntryHeader+len(slot.data) > room {
+				continue
+			}
+			sends := slot.sends
+			c.addChunk(i, slot)
+			slot.sends = sends // a copy, not a resend: no backoff
+			c.stats.Piggybacked++
+		}
+	}
 }
 
 // addChunk appends a chunk entry for slot to the packet, sending the

@@ -30,46 +30,65 @@ func (w *wire) deliver(c *core, now time.Time) {
 	w.n = 0
 }
 
+// coreLink joins two cores in memory, each with the default channels
+// (0 reliable-ordered, 1 unreliable), to pass messages without I/O.
+type coreLink struct {
+	a, b      *core
+	toA, toB  wire
+	now       time.Time
+	hdr       [messageLenBytes]byte
+	msg, umsg []byte
+	out       []byte
+	steps     int
+	tickEvery int
+}
+
+func newCoreLink(tb testing.TB, msgBytes, umsgBytes, tickEvery int) *coreLink {
+	r, err := (&Config{}).resolve(false)
+	require.NoError(tb, err)
+	l := &coreLink{now: time.Unix(1000, 0), msg: make([]byte, msgBytes), umsg: make([]byte, umsgBytes), out: make([]byte, msgBytes), tickEvery: tickEvery}
+	l.a, err = newCore(r, l.now, l.toB.push)
+	require.NoError(tb, err)
+	l.b, err = newCore(r, l.now, l.toA.push)
+	require.NoError(tb, err)
+	binary.LittleEndian.PutUint32(l.hdr[:], uint32(msgBytes))
+	return l
+}
+
+// step sends one reliable and one unreliable message from a to b, has b
+// read them, and lets the acks flow back.
+func (l *coreLink) step() bool {
+	l.steps++
+	l.now = l.now.Add(100 * time.Microsecond)
+	a, b := l.a, l.b
+	a.setTime(l.now)
+	a.chans[0].snd.write(l.hdr[:], l.msg)
+	a.chans[1].usnd.push(l.umsg)
+	a.flush()
+	l.toB.deliver(b, l.now)
+	rcv := &b.chans[0].rcv
+	if rcv.read(l.hdr[:], true) != len(l.hdr) || rcv.read(l.out, true) != len(l.out) || b.chans[1].urcv.size != 1 {
+		return false
+	}
+	b.chans[1].urcv.pop()
+	b.flush()
+	l.toA.deliver(a, l.now)
+	if l.steps%l.tickEvery == 0 {
+		a.tick(l.now)
+		b.tick(l.now)
+		l.toB.deliver(b, l.now)
+		l.toA.deliver(a, l.now)
+	}
+	return true
+}
+
 // TestCoreAllocs shows that in steady state a reliable message and an
 // unreliable one cost no allocation: sending, acking, receiving, reading.
 func TestCoreAllocs(t *testing.T) {
-	r, err := (&Config{}).resolve(false)
-	require.NoError(t, err)
-	now := time.Unix(1000, 0)
-	var toA, toB wire
-	a, err := newCore(r, now, toB.push)
-	require.NoError(t, err)
-	b, err := newCore(r, now, toA.push)
-	require.NoError(t, err)
-	msg := make([]byte, 3000)
-	umsg := make([]byte, 200)
-	out := make([]byte, len(msg))
-	var hdr [messageLenBytes]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(msg)))
-	steps := 0
+	l := newCoreLink(t, 3000, 200, 10)
 	step := func() {
-		steps++
-		now = now.Add(time.Millisecond)
-		a.setTime(now)
-		a.chans[0].snd.write(hdr[:], msg)
-		a.chans[1].usnd.push(umsg)
-		a.flush()
-		toB.deliver(b, now)
-		rcv := &b.chans[0].rcv
-		if rcv.read(hdr[:], true) != len(hdr) || rcv.read(out, true) != len(out) {
+		if !l.step() {
 			t.Fatal("message not delivered")
-		}
-		if b.chans[1].urcv.size != 1 {
-			t.Fatal("unreliable message not delivered")
-		}
-		b.chans[1].urcv.pop()
-		b.flush()
-		toA.deliver(a, now)
-		if steps%10 == 0 {
-			a.tick(now)
-			b.tick(now)
-			toB.deliver(b, now)
-			toA.deliver(a, now)
 		}
 	}
 	for range 3000 {
@@ -78,8 +97,8 @@ func TestCoreAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(500, step); n != 0 {
 		t.Errorf("%v allocations per message", n)
 	}
-	require.NoError(t, a.err)
-	require.NoError(t, b.err)
+	require.NoError(t, l.a.err)
+	require.NoError(t, l.b.err)
 }
 
 // FuzzSessionPayload feeds a session arbitrary entries after a valid

@@ -165,20 +165,12 @@ func TestStreamPeerGone(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			skipWithoutIPv6(t, f.network)
-			l, err := netcode.Listen(f.network, f.addr, serverConfig())
-			require.NoError(t, err)
-			defer l.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			nc, err := netcode.DialContext(ctx, mint(t, netip.MustParseAddrPort(l.Addr().String())))
-			require.NoError(t, err)
+			nc, ns, stop := netcodeConns(t, f.network, f.addr)
+			defer stop()
 			cli, err := NewStream(nc, nil)
 			require.NoError(t, err)
-			rl, err := NewListener(l, nil)
+			srv, err := NewStream(ns, nil)
 			require.NoError(t, err)
-			c, err := rl.Accept()
-			require.NoError(t, err)
-			srv := c.(*Stream)
 
 			_, err = cli.Write([]byte("bye"))
 			require.NoError(t, err)
