@@ -65,7 +65,6 @@ func fastKCP(s *kcp.UDPSession) *kcp.UDPSession {
 	s.SetNoDelay(1, 10, 2, 1)
 	s.SetWindowSize(window, window)
 	s.SetMtu(mtu)
-	s.SetStreamMode(true)
 	s.SetWriteDelay(false)
 	return s
 }
