@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,4 +144,53 @@ func FuzzSessionPayload(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBudgetUnreliableFirst: with a 1 MiB reliable message taking a
+// hundred ticks of the budget, an unreliable update sent each tick still
+// arrives in the tick it was sent (simulated time, no I/O).
+func TestBudgetUnreliableFirst(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	r, err := (&Config{SendRate: 1 << 20, TickInterval: tick}).resolve(false)
+	require.NoError(t, err)
+	now := time.Unix(1000, 0)
+	var toA, toB wire
+	a, err := newCore(r, now, toB.push)
+	require.NoError(t, err)
+	b, err := newCore(r, now, toA.push)
+	require.NoError(t, err)
+
+	big := selfChecking(0, DefaultMaxReliableMessage)
+	var hdr [messageLenBytes]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(big)))
+	a.chans[0].snd.limit = len(big) + len(hdr)
+	a.chans[0].snd.write(hdr[:], big)
+	got := make([]byte, 0, len(big)+len(hdr))
+	buf := make([]byte, 64<<10)
+	ticks := 0
+	for ; len(got) < cap(got); ticks++ {
+		require.Less(t, ticks, 1000, "the reliable message never completed")
+		now = now.Add(tick)
+		update := selfChecking(ticks+1, 200)
+		require.True(t, a.chans[1].usnd.push(update))
+		a.tick(now)
+		sent := 0
+		for i := range toB.n {
+			sent += len(toB.q[i])
+		}
+		assert.LessOrEqual(t, float64(sent), 3*r.rate*tick.Seconds()+float64(r.maxPacket), "tick %d: over the budget", ticks)
+		toB.deliver(b, now)
+		require.Equal(t, 1, b.chans[1].urcv.size, "tick %d: the update did not arrive at once", ticks)
+		i, err := checkMessage(b.chans[1].urcv.peek())
+		require.NoError(t, err)
+		require.Equal(t, ticks+1, i)
+		b.chans[1].urcv.pop()
+		n := b.chans[0].rcv.read(buf, true)
+		got = append(got, buf[:n]...)
+		b.tick(now)
+		toA.deliver(a, now)
+	}
+	assert.Greater(t, ticks, 50, "a 1 MiB message at 1 MiB/s takes many ticks")
+	_, err = checkMessage(got[messageLenBytes:])
+	require.NoError(t, err)
 }

@@ -446,4 +446,5 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 	return n, true, nil
 }
 
-var errWriteClosed = errors.New("reliable: write after CloseWrite")
+// ErrWriteClosed is the error of a Stream's Write after CloseWrite.
+var ErrWriteClosed = errors.New("reliable: write after CloseWrite")

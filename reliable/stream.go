@@ -120,7 +120,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 		}
 		if cs.snd.finWanted {
 			cn.mu.Unlock()
-			return n, cn.opErr("write", errWriteClosed)
+			return n, cn.opErr("write", ErrWriteClosed)
 		}
 		if k := min(cs.snd.room(), len(b)-n); k > 0 {
 			cs.snd.write(b[n : n+k])
