@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -186,6 +187,51 @@ func TestStreamPeerGone(t *testing.T) {
 			assert.ErrorIs(t, err, io.ErrClosedPipe)
 			require.NoError(t, srv.Close())
 			require.NoError(t, cli.Close())
+		})
+	}
+}
+
+// TestSessionOverUDP runs both channel kinds over netcode on real UDP.
+func TestSessionOverUDP(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			skipWithoutIPv6(t, f.network)
+			nc, ns, stop := netcodeConns(t, f.network, f.addr)
+			defer stop()
+			cli, err := NewSession(nc, nil)
+			require.NoError(t, err)
+			srv, err := NewSession(ns, nil)
+			require.NoError(t, err)
+			sizes := []int{8, 1000, 5000, 100_000}
+			for i := range 20 {
+				require.NoError(t, cli.Channel(0).Send(selfChecking(i, sizes[i%len(sizes)])))
+				require.NoError(t, cli.Channel(1).Send(selfChecking(i, 8+i*100)))
+			}
+			buf := make([]byte, 100_000)
+			for i := range 20 {
+				n, err := srv.Channel(0).Receive(buf)
+				require.NoError(t, err)
+				got, err := checkMessage(buf[:n])
+				require.NoError(t, err)
+				require.Equal(t, i, got)
+			}
+			// Loopback loses nothing here, but unreliable is unreliable:
+			// check what came, not that everything did.
+			require.NoError(t, srv.Channel(1).SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+			seen := map[int]bool{}
+			for {
+				n, err := srv.Channel(1).Receive(buf)
+				if err != nil {
+					require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+					break
+				}
+				i, err := checkMessage(buf[:n])
+				require.NoError(t, err)
+				require.False(t, seen[i], "message %d twice", i)
+				seen[i] = true
+			}
+			assert.NotEmpty(t, seen)
+			closeBoth(t, cli, srv)
 		})
 	}
 }

@@ -290,8 +290,10 @@ func (s *Session) Stats() SessionStats {
 
 // Channel is one channel of a Session.
 type Channel struct {
-	cn      *conn
-	i       int
+	cn *conn
+	i  int
+	// readMu and writeMu serialise Receives and Sends, so that one waiter
+	// at a time uses the channel's signals; each is taken before conn.mu.
 	readMu  sync.Mutex
 	writeMu sync.Mutex
 	rd, wd  deadline.Deadline

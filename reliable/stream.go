@@ -25,7 +25,9 @@ import (
 // connection ends first, Read fails with ErrUnexpectedEOF and Write with
 // io.ErrClosedPipe. Deadlines behave as in package net.
 type Stream struct {
-	cn      *conn
+	cn *conn
+	// readMu and writeMu serialise Reads and Writes; each is taken before
+	// conn.mu.
 	readMu  sync.Mutex
 	writeMu sync.Mutex
 	rd, wd  deadline.Deadline
