@@ -43,6 +43,7 @@ type core struct {
 	ackNow        bool   // a packet came out of order: ack at once
 	lastRecvSeq   uint16 // the Endpoint sequence of the last packet processed
 	lastSend      time.Time
+	lastActive    time.Time // when data was last sent or received
 
 	stats    SessionStats
 	progress chan struct{} // signalled when acks free send slots
@@ -59,9 +60,14 @@ const ackEvery = 8
 // ackDelay is how long an ack owed waits for more packets to ack.
 const ackDelay = time.Millisecond
 
-// idleAck is how often an idle connection still sends its acks and
-// windows, so a lost window update cannot stall the peer for long.
-const idleAck = 100 * time.Millisecond
+// idleAck is how often a quiet connection still sends its acks and
+// windows, so a lost window update cannot stall the peer for long; it
+// stops idleActive after the last data either way, so idle connections
+// cost nothing.
+const (
+	idleAck    = 100 * time.Millisecond
+	idleActive = 2 * time.Second
+)
 
 // Resend timeouts.
 const (
@@ -202,6 +208,7 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		tokens:     cfg.rate * cfg.tick.Seconds(),
 		lastRefill: now,
 		lastSend:   now,
+		lastActive: now,
 	}
 	epc := cfg.endpoint
 	epc.Transmit = func(_ uint16, p []byte) { c.out(p) }
@@ -228,6 +235,13 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 	}
 	c.retx = make([]uint32, len(c.chans))
 	return c, nil
+}
+
+// hello sends the first packet, which carries the layout, so that a peer
+// with another one fails at once rather than at the first data.
+func (c *core) hello() {
+	c.ackNow = true
+	c.flush()
 }
 
 // fail ends the connection with err, once.
@@ -365,6 +379,7 @@ func (c *core) process(seq uint16, p []byte) bool {
 		// the acks it has; tell it at once.
 		c.ackNow = c.ackNow || seq != c.lastRecvSeq+1
 		c.lastRecvSeq = seq
+		c.lastActive = c.now
 	}
 	_ = c.walk(p[layoutBytes:], true)
 	return true
@@ -561,6 +576,9 @@ func (c *core) beginPacket() {
 // sendPacket sends the payload built, records its chunks and the windows
 // it told, and starts the next one.
 func (c *core) sendPacket() {
+	if c.data {
+		c.lastActive = c.now
+	}
 	seq := c.transmit(c.pkt)
 	rec := &c.recs[int(seq)%len(c.recs)]
 	rec.n = copy(rec.refs[:], c.refs)
@@ -570,6 +588,11 @@ func (c *core) sendPacket() {
 	}
 	for _, i := range c.rel {
 		r := &c.chans[i].rcv
+		if r.advertise {
+			// A window that opened is news the peer may be blocked on:
+			// repeat it while quiet, in case this packet is lost.
+			c.lastActive = c.now
+		}
 		r.advert = r.next + uint32(len(r.slots))
 		r.advertise = false
 	}
@@ -622,7 +645,8 @@ func (c *core) flush() {
 			c.piggyback()
 		}
 	}
-	owed := c.recvSinceSend >= ackEvery || c.ackNow || (c.fresh && c.recvSinceSend > 0) || c.now.Sub(c.lastSend) >= idleAck
+	quiet := c.now.Sub(c.lastSend) >= idleAck && c.now.Sub(c.lastActive) < idleActive
+	owed := c.recvSinceSend >= ackEvery || c.ackNow || (c.fresh && c.recvSinceSend > 0) || quiet
 	for _, i := range c.rel {
 		owed = owed || c.chans[i].rcv.advertise
 	}

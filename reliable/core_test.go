@@ -194,3 +194,32 @@ func TestBudgetUnreliableFirst(t *testing.T) {
 	_, err = checkMessage(got[messageLenBytes:])
 	require.NoError(t, err)
 }
+
+// TestIdleIsSilent: a quiet connection keeps sending its acks and windows
+// for a while after the last data, then nothing (simulated time).
+func TestIdleIsSilent(t *testing.T) {
+	r, err := (&Config{}).resolve(true)
+	require.NoError(t, err)
+	now := time.Unix(1000, 0)
+	var toA, toB wire
+	a, err := newCore(r, now, toB.push)
+	require.NoError(t, err)
+	b, err := newCore(r, now, toA.push)
+	require.NoError(t, err)
+	a.hello()
+	b.hello()
+	a.chans[0].snd.write([]byte("hello"))
+	a.flush()
+	sent := map[bool]int{} // by "after idleActive"
+	for ms := 0; ms < 5000; ms += 10 {
+		now = now.Add(10 * time.Millisecond)
+		a.tick(now)
+		b.tick(now)
+		sent[ms > int(idleActive/time.Millisecond)+100] += toA.n + toB.n
+		toB.deliver(b, now)
+		toA.deliver(a, now)
+	}
+	assert.Positive(t, sent[false], "acks and windows while active")
+	assert.Zero(t, sent[true], "packets long after the last data")
+	assert.Equal(t, 5, b.chans[0].rcv.ready)
+}

@@ -50,6 +50,7 @@ func start(mc MessageConn, r *resolved) (*conn, error) {
 	}
 	c.progress = cn.progress
 	cn.c = c
+	c.hello()
 	cn.wg.Add(2)
 	go cn.readLoop()
 	go cn.tickLoop()
