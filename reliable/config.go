@@ -268,9 +268,9 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		FragmentAbove:                r.maxPayload,
 		MaxFragments:                 fragmentsPerMsg,
 		FragmentSize:                 fragmentSize,
-		AckBufferSize:                2048,
-		SentPacketsBufferSize:        2048,
-		ReceivedPacketsBufferSize:    2048,
+		AckBufferSize:                1024,
+		SentPacketsBufferSize:        1024,
+		ReceivedPacketsBufferSize:    1024,
 		FragmentReassemblyBufferSize: 16,
 	}
 	return r, nil

@@ -49,9 +49,13 @@ type core struct {
 	progress chan struct{} // signalled when acks free send slots
 }
 
+// initialSlots is the length of a reliable channel's rings until more
+// data is in flight: an idle connection does not pay for its window.
+const initialSlots = 64
+
 // maxRefs bounds the chunks one packet carries, so that a packet's record
 // has a fixed size.
-const maxRefs = 16
+const maxRefs = 8
 
 // ackEvery is how many packets are received before an ack goes back at
 // once; fewer wait up to ackDelay.
@@ -84,8 +88,8 @@ type chunkRef struct {
 type packetRec struct {
 	valid bool
 	seq   uint16
-	at    time.Time
-	n     int
+	n     uint8
+	at    int64 // sent, in nanoseconds since the core started
 	refs  [maxRefs]chunkRef
 }
 
@@ -133,7 +137,8 @@ type relSend struct {
 	queue      []byte
 	qhead      int
 	limit      int // most bytes queued
-	slots      []sendSlot
+	slots      []sendSlot // a ring indexed by chunk modulo its length, grown up to window
+	window     uint32
 	base, next uint32 // oldest unacked chunk, next chunk to cut
 	peerLimit  uint32 // the peer takes chunks below this
 	finWanted  bool
@@ -142,19 +147,20 @@ type relSend struct {
 
 type sendSlot struct {
 	seq     uint32
-	data    []byte
 	fin     bool
 	acked   bool
-	sentAt  time.Time
 	lastPkt uint16
-	sends   int
+	sends   uint32
+	sentAt  int64 // nanoseconds since the core started
+	data    []byte
 }
 
 // relRecv is the receiving half: chunks from next (the first not yet read)
 // to next+window are kept; frontier is the first missing one, and ready
 // counts the bytes from the read position to the frontier.
 type relRecv struct {
-	slots     []recvSlot
+	slots     []recvSlot // a ring indexed by chunk modulo its length, grown up to window
+	window    uint32
 	next      uint32
 	off       int
 	frontier  uint32
@@ -230,8 +236,9 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 			continue
 		}
 		c.rel = append(c.rel, i)
-		ch.snd = relSend{limit: s.sendBuffer, slots: make([]sendSlot, s.window), peerLimit: uint32(s.window)}
-		ch.rcv = relRecv{slots: make([]recvSlot, s.window), advert: uint32(s.window), msgLen: -1}
+		w := uint32(s.window)
+		ch.snd = relSend{limit: s.sendBuffer, slots: make([]sendSlot, min(w, initialSlots)), window: w, peerLimit: w}
+		ch.rcv = relRecv{slots: make([]recvSlot, min(w, initialSlots)), window: w, advert: w, msgLen: -1}
 	}
 	c.retx = make([]uint32, len(c.chans))
 	return c, nil
@@ -243,6 +250,13 @@ func (c *core) hello() {
 	c.ackNow = true
 	c.flush()
 }
+
+// stamp returns the time as nanoseconds since the core started, the
+// compact form records keep.
+func (c *core) stamp() int64 { return int64(c.now.Sub(c.start)) }
+
+// since returns the time elapsed since stamp t.
+func (c *core) since(t int64) time.Duration { return time.Duration(c.stamp() - t) }
 
 // fail ends the connection with err, once.
 func (c *core) fail(err error) {
@@ -289,7 +303,7 @@ func (c *core) acked(s uint16) {
 	if !c.anyAcked || greaterThan(s, c.highestAcked) {
 		c.highestAcked, c.anyAcked = s, true
 	}
-	sample := c.now.Sub(rec.at)
+	sample := c.since(rec.at)
 	if !c.haveRTT {
 		c.srtt, c.rttvar, c.haveRTT = sample, sample/2, true
 	} else {
@@ -407,7 +421,7 @@ func (c *core) walk(p []byte, apply bool) error {
 			if n > c.cfg.chunkMax || len(p) < chunkEntryHeader+n || flags&^flagFIN != 0 {
 				return fmt.Errorf("%w: bad chunk", ErrProtocol)
 			}
-			if !seqBefore(seq, cs.rcv.next+uint32(len(cs.rcv.slots))) {
+			if !seqBefore(seq, cs.rcv.next+cs.rcv.window) {
 				return errOutOfWindow
 			}
 			if apply {
@@ -460,6 +474,9 @@ func (r *relRecv) store(seq uint32, fin bool, data []byte, cs *chanState) {
 	if seqBefore(seq, r.next) || r.finReady && !seqBefore(seq, r.frontier) {
 		return // duplicate, or past the end of the stream
 	}
+	if seq-r.next >= uint32(len(r.slots)) {
+		r.grow(seq - r.next)
+	}
 	w := uint32(len(r.slots))
 	slot := &r.slots[seq%w]
 	if slot.present {
@@ -481,6 +498,35 @@ func (r *relRecv) store(seq uint32, fin bool, data []byte, cs *chanState) {
 	if moved {
 		signal(cs.readable)
 	}
+}
+
+// grow lengthens the ring to hold chunk next+need (need < window).
+func (r *relRecv) grow(need uint32) {
+	n := uint32(len(r.slots))
+	m := n
+	for m <= need {
+		m = min(2*m, r.window)
+	}
+	slots := make([]recvSlot, m)
+	for q := r.next; q != r.next+n; q++ {
+		slots[q%m] = r.slots[q%n]
+	}
+	r.slots = slots
+}
+
+// grow lengthens the ring, up to the window, and reports whether it did.
+func (s *relSend) grow() bool {
+	n := uint32(len(s.slots))
+	if n >= s.window {
+		return false
+	}
+	m := min(2*n, s.window)
+	slots := make([]sendSlot, m)
+	for q := s.base; q != s.next; q++ {
+		slots[q%m] = s.slots[q%n]
+	}
+	s.slots = slots
+	return true
 }
 
 // read copies up to len(b) ready bytes into b and frees the chunks read.
@@ -505,7 +551,7 @@ func (r *relRecv) read(b []byte, consume bool) int {
 	if consume {
 		r.next, r.off = next, off
 		r.ready -= n
-		if r.next+w-r.advert >= w/4 { // the window grew by a quarter since last told
+		if r.next+r.window-r.advert >= r.window/4 { // the window grew by a quarter since last told
 			r.advertise = true
 		}
 	}
@@ -566,7 +612,7 @@ func (c *core) beginPacket() {
 		r := &c.chans[i].rcv
 		p = append(p, entryWindow, byte(i))
 		p = binary.LittleEndian.AppendUint32(p, r.frontier)
-		p = binary.LittleEndian.AppendUint32(p, r.next+uint32(len(r.slots)))
+		p = binary.LittleEndian.AppendUint32(p, r.next+r.window)
 	}
 	c.pkt = p
 	c.refs = c.refs[:0]
@@ -581,7 +627,7 @@ func (c *core) sendPacket() {
 	}
 	seq := c.transmit(c.pkt)
 	rec := &c.recs[int(seq)%len(c.recs)]
-	rec.n = copy(rec.refs[:], c.refs)
+	rec.n = uint8(copy(rec.refs[:], c.refs))
 	for _, r := range c.refs {
 		s := &c.chans[r.ch].snd
 		s.slots[r.seq%uint32(len(s.slots))].lastPkt = seq
@@ -593,7 +639,7 @@ func (c *core) sendPacket() {
 			// repeat it while quiet, in case this packet is lost.
 			c.lastActive = c.now
 		}
-		r.advert = r.next + uint32(len(r.slots))
+		r.advert = r.next + r.window
 		r.advertise = false
 	}
 	c.beginPacket()
@@ -604,7 +650,7 @@ func (c *core) sendPacket() {
 func (c *core) transmit(p []byte) uint16 {
 	seq := c.ep.NextSequence()
 	rec := &c.recs[int(seq)%len(c.recs)]
-	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.now, 0
+	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.stamp(), 0
 	_ = c.ep.SendPacket(p)
 	c.tokens -= float64(len(p) + MaxPacketHeaderBytes)
 	c.recvSinceSend = 0
@@ -697,8 +743,9 @@ func (c *core) flushChunk(i int) bool {
 		}
 		// Lost if three later packets were acked and its own ack is
 		// overdue, allowing for reordering and the peer's ack delay.
-		fast := c.anyAcked && greaterThan(c.highestAcked, slot.lastPkt+2) && c.now.Sub(slot.sentAt) >= c.srtt+2*c.rttvar+ackDelay
-		if !fast && c.now.Sub(slot.sentAt) < c.rto(slot.sends) {
+		age := c.since(slot.sentAt)
+		fast := c.anyAcked && greaterThan(c.highestAcked, slot.lastPkt+2) && age >= c.srtt+2*c.rttvar+ackDelay
+		if !fast && age < c.rto(int(slot.sends)) {
 			continue
 		}
 		if !c.addChunk(i, slot) {
@@ -711,9 +758,10 @@ func (c *core) flushChunk(i int) bool {
 		c.retx[i]++
 		return true
 	}
-	if s.next-s.base >= w || !seqBefore(s.next, s.peerLimit) {
+	if !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
 		return false
 	}
+	w = uint32(len(s.slots))
 	n := min(s.queued(), c.cfg.chunkMax)
 	fin := false
 	if n == 0 {
@@ -757,7 +805,7 @@ func (c *core) piggyback() {
 				return
 			}
 			slot := &s.slots[seq%w]
-			if slot.acked || c.now.Sub(slot.sentAt) < gap || chunkEntryHeader+len(slot.data) > room {
+			if slot.acked || c.since(slot.sentAt) < gap || chunkEntryHeader+len(slot.data) > room {
 				continue
 			}
 			sends := slot.sends
@@ -784,7 +832,7 @@ func (c *core) addChunk(i int, slot *sendSlot) bool {
 	c.pkt = append(c.pkt, slot.data...)
 	c.refs = append(c.refs, chunkRef{ch: uint8(i), seq: slot.seq})
 	c.data = true
-	slot.sentAt = c.now
+	slot.sentAt = c.stamp()
 	slot.sends++
 	return true
 }
