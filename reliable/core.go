@@ -136,7 +136,7 @@ func signal(c chan struct{}) {
 type relSend struct {
 	queue      []byte
 	qhead      int
-	limit      int // most bytes queued
+	limit      int        // most bytes queued
 	slots      []sendSlot // a ring indexed by chunk modulo its length, grown up to window
 	window     uint32
 	base, next uint32 // oldest unacked chunk, next chunk to cut
