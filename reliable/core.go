@@ -268,6 +268,7 @@ func (c *core) fail(err error) {
 func (c *core) setTime(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
+		c.ep.SetTime(c.now.Sub(c.start).Seconds())
 	}
 }
 

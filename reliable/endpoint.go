@@ -478,6 +478,11 @@ const snapEpsilon = 0.00001
 // rttMinSentinel is the reference's starting minimum RTT, meaning none.
 const rttMinSentinel = 10000
 
+// SetTime sets the endpoint's time, in seconds, without recomputing the
+// statistics: for callers that take packets in and out more often than
+// they call Update, so that sent times and RTT samples stay precise.
+func (e *Endpoint) SetTime(now float64) { e.time = now }
+
 // Update sets the endpoint's time, in seconds, and recomputes the RTT
 // statistics, packet loss and bandwidth estimates as the reference does,
 // in float32 with its rounding.
