@@ -49,14 +49,14 @@ func ExampleSession() {
 		log.Fatal(err)
 	}
 	s, err := reliable.NewSession(conn, &reliable.Config{Channels: []reliable.ChannelConfig{
-		{Kind: reliable.Unreliable},     // 0: state, 60 times a second
+		{Kind: reliable.Unreliable},      // 0: state, 60 times a second
 		{Kind: reliable.ReliableOrdered}, // 1: events, chat, inventory
 	}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	_ = s.Channel(0).Send(playerState())      // lost or late: the next one replaces it
+	_ = s.Channel(0).Send(playerState())       // lost or late: the next one replaces it
 	_ = s.Channel(1).Send([]byte("buy sword")) // exactly once, in order
 	buf := make([]byte, reliable.DefaultMaxReliableMessage)
 	n, err := s.Channel(1).Receive(buf)
