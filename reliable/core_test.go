@@ -223,3 +223,71 @@ func TestIdleIsSilent(t *testing.T) {
 	assert.Zero(t, sent[true], "packets long after the last data")
 	assert.Equal(t, 5, b.chans[0].rcv.ready)
 }
+
+// TestProtocolViolations: a payload that breaks the channel protocol ends
+// the connection with ErrProtocol (or ErrConfigMismatch), changes no
+// channel, and is not acked.
+func TestProtocolViolations(t *testing.T) {
+	r, err := (&Config{}).resolve(false) // 0 reliable, 1 unreliable
+	require.NoError(t, err)
+	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	tests := []struct {
+		name    string
+		payload []byte
+		want    error
+	}{
+		{"shorter than the layout", []byte{1, 2}, ErrProtocol},
+		{"other layout", u32(r.layout + 1), ErrConfigMismatch},
+		{"unknown channel", cat(u32(r.layout), []byte{entryMessage, 7, 1, 0, 'x'}), ErrProtocol},
+		{"unknown entry", cat(u32(r.layout), []byte{9, 0}), ErrProtocol},
+		{"chunk on the unreliable channel", cat(u32(r.layout), []byte{entryChunk, 1, 0}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
+		{"message on the reliable channel", cat(u32(r.layout), []byte{entryMessage, 0, 1, 0, 'x'}), ErrProtocol},
+		{"short chunk", cat(u32(r.layout), []byte{entryChunk, 0, 0, 0}), ErrProtocol},
+		{"chunk longer than the packet", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{9, 0, 'x'}), ErrProtocol},
+		{"chunk over the maximum", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{0xff, 0xff}), ErrProtocol},
+		{"unknown chunk flag", cat(u32(r.layout), []byte{entryChunk, 0, 2}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
+		{"short message", cat(u32(r.layout), []byte{entryMessage, 1, 1}), ErrProtocol},
+		{"message over the maximum", cat(u32(r.layout), []byte{entryMessage, 1, 0xff, 0xff}), ErrProtocol},
+		{"short window", cat(u32(r.layout), []byte{entryWindow, 0, 1, 2}), ErrProtocol},
+		{"ack of data never sent", cat(u32(r.layout), []byte{entryWindow, 0}, u32(5), u32(100)), ErrProtocol},
+		{"a valid entry then garbage", cat(u32(r.layout), []byte{entryMessage, 1, 1, 0, 'x', 0}), ErrProtocol},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newCore(r, time.Unix(0, 0), func([]byte) {})
+			require.NoError(t, err)
+			assert.False(t, c.process(0, tc.payload))
+			assert.ErrorIs(t, c.err, tc.want)
+			assert.Zero(t, c.chans[1].urcv.size, "a bad packet delivered a message")
+			assert.Zero(t, c.recvSinceSend)
+		})
+	}
+	// Data beyond the receive window is not an error, but not acked.
+	c, err := newCore(r, time.Unix(0, 0), func([]byte) {})
+	require.NoError(t, err)
+	assert.False(t, c.process(0, cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(uint32(r.chans[0].window)), []byte{1, 0, 'x'})))
+	assert.NoError(t, c.err)
+}
+
+func TestConfigNames(t *testing.T) {
+	assert.Equal(t, "reliable-ordered", ReliableOrdered.String())
+	assert.Equal(t, "unreliable", Unreliable.String())
+	assert.Equal(t, "stream", kindStream.String())
+	assert.Equal(t, "ChannelKind(9)", ChannelKind(9).String())
+	for _, bad := range []EndpointConfig{
+		{MaxPacketSize: -1}, {FragmentAbove: -1}, {MaxFragments: 257}, {FragmentSize: -1},
+		{AckBufferSize: -1}, {SentPacketsBufferSize: 65537}, {ReceivedPacketsBufferSize: -1},
+		{FragmentReassemblyBufferSize: -1}, {RTTHistorySize: -1}, {RTTSmoothingFactor: -1},
+		{PacketHeaderSize: -1},
+	} {
+		_, err := NewEndpoint(bad, 0)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+	}
+}

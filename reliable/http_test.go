@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -234,4 +235,20 @@ func TestSessionOverUDP(t *testing.T) {
 			closeBoth(t, cli, srv)
 		})
 	}
+}
+
+func TestDialerErrors(t *testing.T) {
+	_, err := (&Dialer{}).DialContext(context.Background(), "udp", "x")
+	assert.ErrorContains(t, err, "no Token")
+	boom := errors.New("no token for you")
+	_, err = (&Dialer{Token: func(context.Context, string, string) ([]byte, error) { return nil, boom }}).DialContext(context.Background(), "udp", "x")
+	assert.ErrorIs(t, err, boom)
+	_, err = (&Dialer{}).Dial(context.Background(), []byte("not a token"))
+	assert.ErrorIs(t, err, netcode.ErrInvalidConnectToken)
+	_, err = (&Dialer{Config: &Config{MaxPacketBytes: 1}}).Dial(context.Background(), nil)
+	assert.ErrorIs(t, err, ErrConfig)
+	_, err = NewListener(nil, &Config{MaxPacketBytes: 1})
+	assert.ErrorIs(t, err, ErrConfig)
+	_, err = NewStream(nil, &Config{MaxPacketBytes: 1})
+	assert.ErrorIs(t, err, ErrConfig)
 }
