@@ -111,7 +111,10 @@ type Config struct {
 	TickInterval time.Duration
 	// SendRate is the bandwidth budget in bytes per second, shared by all
 	// channels; unreliable messages go first, so a large reliable
-	// transfer never delays them. Default 32 MiB/s.
+	// transfer never delays them. Default 32 MiB/s. There is no
+	// congestion control beyond this budget and the window: on a path
+	// that carries less (a mobile link, a server's share of its uplink),
+	// set it to what the path can carry, as with kcp's windows.
 	SendRate int
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
