@@ -46,7 +46,7 @@ const (
 	DefaultMaxReliableMessage = 1 << 20
 	// DefaultWindow is the default number of packets' worth of data a
 	// reliable channel keeps in flight (and its peer buffers out of order).
-	DefaultWindow = 2048
+	DefaultWindow = 4096
 	// DefaultSendBuffer is the default number of bytes a reliable channel
 	// queues before Send or Write blocks (at least one largest message).
 	DefaultSendBuffer = 256 << 10
@@ -88,7 +88,7 @@ type ChannelConfig struct {
 	// unreliable default and maximum: 16 fragments of a packet.
 	MaxMessageSize int
 	// Window (reliable) is how many packets' worth of data are in flight
-	// at most; it is raised to hold one largest message. Default 2048.
+	// at most; it is raised to hold one largest message. Default 4096.
 	Window int
 	// SendBuffer (reliable) is how many bytes Send queues before it
 	// blocks; it is raised to hold one largest message. Default 256 KiB.
@@ -271,9 +271,9 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		FragmentAbove:                r.maxPayload,
 		MaxFragments:                 fragmentsPerMsg,
 		FragmentSize:                 fragmentSize,
-		AckBufferSize:                1024,
-		SentPacketsBufferSize:        1024,
-		ReceivedPacketsBufferSize:    1024,
+		AckBufferSize:                2048,
+		SentPacketsBufferSize:        2048,
+		ReceivedPacketsBufferSize:    2048,
 		FragmentReassemblyBufferSize: 16,
 	}
 	return r, nil

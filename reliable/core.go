@@ -22,14 +22,15 @@ type core struct {
 	chans []chanState
 	rel   []int // indices of the reliable channels
 
-	recs  []packetRec // by packet sequence modulo len
-	pkt   []byte      // payload being built
-	big   []byte      // payload of an unreliable message larger than a packet
-	refs  []chunkRef  // chunks in pkt
-	data  bool        // pkt carries more than the layout and windows
-	rr    int         // round-robin start among reliable channels
-	retx  []uint32    // per reliable channel: where the resend scan is in this flush
-	fresh bool        // this flush was started by a tick
+	recs    []packetRec // by packet sequence modulo len, grown up to maxRecs
+	maxRecs int         // the Endpoint's sent packets buffer: acks come for no older packet
+	pkt     []byte      // payload being built
+	big     []byte      // payload of an unreliable message larger than a packet
+	refs    []chunkRef  // chunks in pkt
+	data    bool        // pkt carries more than the layout and windows
+	rr      int         // round-robin start among reliable channels
+	retx    []uint32    // per reliable channel: where the resend scan is in this flush
+	fresh   bool        // this flush was started by a tick
 
 	tokens     float64
 	lastRefill time.Time
@@ -224,7 +225,8 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		return nil, err
 	}
 	c.ep = ep
-	c.recs = make([]packetRec, epc.SentPacketsBufferSize)
+	c.maxRecs = epc.SentPacketsBufferSize
+	c.recs = make([]packetRec, min(c.maxRecs, initialSlots))
 	for i, s := range cfg.chans {
 		ch := &c.chans[i]
 		ch.spec = s
@@ -596,12 +598,25 @@ func (s *relSend) idle() bool {
 }
 
 // burst is the most the budget holds: two ticks' worth.
-func (c *core) burst() float64 { return c.cfg.rate * 2 * c.cfg.tick.Seconds() }
+func (c *core) burst() float64 { return c.rate() * 2 * c.cfg.tick.Seconds() }
+
+// rate is the budget in bytes per second: the configured rate, but no
+// more than keeps the packets of one RTT within what the Endpoint
+// remembers, so that every packet in flight can still be acked (beyond,
+// acks are lost, data is resent for nothing, and the resends push still
+// more packets out).
+func (c *core) rate() float64 {
+	if !c.haveRTT || c.srtt <= 0 {
+		return c.cfg.rate
+	}
+	tracked := float64(c.maxRecs - c.maxRecs/4) // a margin for bursts, acks and resends
+	return min(c.cfg.rate, tracked*float64(c.cfg.maxPacket)/c.srtt.Seconds())
+}
 
 // refill adds the tokens earned since the last refill, up to two ticks'
 // worth.
 func (c *core) refill() {
-	c.tokens = min(c.burst(), c.tokens+c.cfg.rate*c.now.Sub(c.lastRefill).Seconds())
+	c.tokens = min(c.burst(), c.tokens+c.rate()*c.now.Sub(c.lastRefill).Seconds())
 	c.lastRefill = c.now
 }
 
@@ -646,11 +661,28 @@ func (c *core) sendPacket() {
 	c.beginPacket()
 }
 
+// growRecs doubles the packet records. The valid ones are all within the
+// last len(recs) sequences, so they keep distinct slots.
+func (c *core) growRecs() {
+	recs := make([]packetRec, min(2*len(c.recs), c.maxRecs))
+	for _, r := range c.recs {
+		if r.valid {
+			recs[int(r.seq)%len(recs)] = r
+		}
+	}
+	c.recs = recs
+}
+
 // transmit sends payload p as the Endpoint's next packet, with an empty
 // record, and returns its sequence.
 func (c *core) transmit(p []byte) uint16 {
 	seq := c.ep.NextSequence()
 	rec := &c.recs[int(seq)%len(c.recs)]
+	if rec.valid && rec.n > 0 && len(c.recs) < c.maxRecs {
+		// A packet with data still unacked would be forgotten: make room.
+		c.growRecs()
+		rec = &c.recs[int(seq)%len(c.recs)]
+	}
 	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.stamp(), 0
 	_ = c.ep.SendPacket(p)
 	c.tokens -= float64(len(p) + MaxPacketHeaderBytes)
