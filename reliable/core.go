@@ -399,6 +399,9 @@ func (c *core) process(seq uint16, p []byte) bool {
 		c.lastActive = c.now
 	}
 	_ = c.walk(p[layoutBytes:], true)
+	if c.progress != nil {
+		signal(c.progress) // a Close waiting may now be done (a FIN came)
+	}
 	return true
 }
 
