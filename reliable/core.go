@@ -601,7 +601,13 @@ func (s *relSend) idle() bool {
 }
 
 // burst is the most the budget holds: two ticks' worth.
-func (c *core) burst() float64 { return c.rate() * 2 * c.cfg.tick.Seconds() }
+func (c *core) burst() float64 {
+	return min(c.rate()*2*c.cfg.tick.Seconds(), maxBurstPackets*float64(c.cfg.maxPacket))
+}
+
+// maxBurstPackets bounds a burst, so that one does not overflow a socket's
+// receive buffer (Linux's default holds about 200 KB).
+const maxBurstPackets = 128
 
 // rate is the budget in bytes per second: the configured rate, but no
 // more than keeps the packets of one RTT within what the Endpoint
