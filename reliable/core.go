@@ -47,7 +47,7 @@ type core struct {
 	lastActive    time.Time // when data was last sent or received
 
 	stats    SessionStats
-	progress chan struct{} // signalled when acks free send slots
+	progress chan struct{} // signalled when acks free send slots or data arrives (for Close)
 }
 
 // initialSlots is the length of a reliable channel's rings until more

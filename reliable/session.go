@@ -33,7 +33,7 @@ type conn struct {
 	// then mu. It is never held while waiting.
 	mu       sync.Mutex
 	c        *core
-	progress chan struct{} // signalled when acks free send slots (for Close)
+	progress chan struct{} // signalled when acks free send slots or data arrives (for Close)
 	ackKick  chan struct{} // signalled when an ack is owed: the tick loop sends it soon
 	done     chan struct{} // closed when the connection has ended
 	endOnce  sync.Once
