@@ -84,20 +84,40 @@ func TestLoadCopies(t *testing.T) {
 	}
 }
 
+// vectorFiles are the shared vectors files and the packages holding a copy
+// of each in their testdata.
+var vectorFiles = []struct {
+	name   string
+	copies []string
+}{
+	{"netcode-1.02.json", vectorCopies},
+	{"reliable-vectors.json", []string{"internal/vectortest"}},
+}
+
 // TestCopiesMatchShared checks that every copy of the vectors in the module
 // is byte-identical to the shared original, ../shared/vectors beside the
 // module (as in CI, which clones shared/ next to the repository). It skips
 // when the shared tree is absent.
 func TestCopiesMatchShared(t *testing.T) {
 	root := moduleRoot(t)
-	shared := filepath.Join(root, "..", "shared", "vectors", "netcode-1.02.json")
+	for _, vf := range vectorFiles {
+		t.Run(vf.name, func(t *testing.T) {
+			checkCopies(t, root, vf.name, vf.copies)
+		})
+	}
+}
+
+// checkCopies compares every testdata/name in the module with the shared
+// original and requires a copy in each of the dirs listed.
+func checkCopies(t *testing.T, root, name string, dirs []string) {
+	shared := filepath.Join(root, "..", "shared", "vectors", name)
 	want, err := os.ReadFile(shared)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("no shared vectors at %s (clone shared/ beside the module to run this check)", shared)
 	}
 	require.NoError(t, err)
 
-	// Every copy, including any package not listed in vectorCopies.
+	// Every copy, including any package not listed in dirs.
 	var found []string
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -106,7 +126,7 @@ func TestCopiesMatchShared(t *testing.T) {
 		if d.IsDir() && path != root && (d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == "netcode-1.02.json" && filepath.Base(filepath.Dir(path)) == "testdata" {
+		if !d.IsDir() && d.Name() == name && filepath.Base(filepath.Dir(path)) == "testdata" {
 			rel, err := filepath.Rel(root, filepath.Dir(filepath.Dir(path)))
 			if err != nil {
 				return err
@@ -116,19 +136,26 @@ func TestCopiesMatchShared(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	for _, dir := range vectorCopies {
+	for _, dir := range dirs {
 		assert.Contains(t, found, dir, "a package testing against the vectors lost its copy")
 	}
 	for _, dir := range found {
 		t.Run(dir, func(t *testing.T) {
-			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", "netcode-1.02.json"))
+			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", name))
 			require.NoError(t, err)
-			// Not assert.Equal: a diff of two 100 kB files helps nobody.
+			// Not assert.Equal: a diff of two large files helps nobody.
 			if !bytes.Equal(want, got) {
-				t.Errorf("%s/testdata/netcode-1.02.json differs from %s: copy the shared file over it", dir, shared)
+				t.Errorf("%s/testdata/%s differs from %s: copy the shared file over it", dir, name, shared)
 			}
 		})
 	}
+}
+
+// TestPath checks that Path names the files in this package's testdata.
+func TestPath(t *testing.T) {
+	_, err := os.Stat(Path("reliable-vectors.json"))
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(Path("x")))
 }
 
 // moduleRoot returns the directory holding the module's go.mod, found by
