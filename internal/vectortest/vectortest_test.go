@@ -69,28 +69,20 @@ func TestLoad(t *testing.T) {
 	assert.Error(t, Load(filepath.Join(dir, "missing.json"), &v))
 }
 
-// vectorCopies are the packages that test against the golden vectors, each
-// with its own copy in testdata.
-var vectorCopies = []string{"crypto", "protocol", "token", "internal/scenario"}
-
-// TestLoadCopies loads every copy in the module as its package does.
-func TestLoadCopies(t *testing.T) {
-	root := moduleRoot(t)
-	for _, dir := range vectorCopies {
-		t.Run(dir, func(t *testing.T) {
-			var v map[string]any
-			require.NoError(t, Load(filepath.Join(root, dir, "testdata", "netcode-1.02.json"), &v))
-		})
-	}
+// TestLoadCopy loads the module's copy as every package's tests do.
+func TestLoadCopy(t *testing.T) {
+	var v map[string]any
+	require.NoError(t, Load(Path("netcode-1.02.json"), &v))
 }
 
-// vectorFiles are the shared vectors files and the packages holding a copy
-// of each in their testdata.
+// vectorFiles are the shared vectors files and the one package holding
+// the module's copy of each in its testdata (every package's tests read
+// it through Path).
 var vectorFiles = []struct {
 	name   string
 	copies []string
 }{
-	{"netcode-1.02.json", vectorCopies},
+	{"netcode-1.02.json", []string{"internal/vectortest"}},
 	{"reliable-vectors.json", []string{"internal/vectortest"}},
 }
 
@@ -139,6 +131,7 @@ func checkCopies(t *testing.T, root, name string, dirs []string) {
 	for _, dir := range dirs {
 		assert.Contains(t, found, dir, "a package testing against the vectors lost its copy")
 	}
+	assert.ElementsMatch(t, dirs, found, "one copy of each vectors file in the module, read through Path")
 	for _, dir := range found {
 		t.Run(dir, func(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", name))
