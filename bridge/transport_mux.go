@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // Defaults for the zero fields of MuxConfig.
@@ -102,9 +102,7 @@ type Mux struct {
 	period time.Duration
 	start  time.Time
 
-	in      chan *datagram
-	rdl     *deadline.Deadline
-	closing chan struct{}
+	q       *packetq.Queue // the read queue: UDP and WebSocket datagrams
 	stopJan chan struct{}
 	once    sync.Once
 	err     error
@@ -115,10 +113,10 @@ type Mux struct {
 	closed   bool
 	next     uint64
 
-	wg       sync.WaitGroup // UDP reader and janitor
-	swg      sync.WaitGroup // ServeHTTP calls in progress
-	refusing atomic.Int64
-	dropped  atomic.Uint64
+	wg          sync.WaitGroup // UDP reader and janitor
+	swg         sync.WaitGroup // ServeHTTP calls in progress
+	refusing    atomic.Int64
+	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
 }
 
 // NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
@@ -149,9 +147,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 			CompressionMode: websocket.CompressionDisabled,
 		},
 		start:    time.Now(),
-		in:       make(chan *datagram, cfg.ReadQueue),
-		rdl:      new(deadline.Deadline),
-		closing:  make(chan struct{}),
+		q:        packetq.New(cfg.ReadQueue),
 		stopJan:  make(chan struct{}),
 		sessions: make(map[netip.AddrPort]*muxSession),
 	}
@@ -184,25 +180,24 @@ func (m *Mux) now() int64 { return int64(time.Since(m.start)) }
 // readUDP feeds UDP datagrams to the read queue.
 func (m *Mux) readUDP() {
 	defer m.wg.Done()
+	buf := make([]byte, transport.MaxDatagram)
 	for {
-		d := getDatagram()
 		var (
 			n    int
 			addr netip.AddrPort
 			err  error
 		)
 		if m.udpAP != nil {
-			n, addr, err = m.udpAP.ReadFromUDPAddrPort(d.buf[:])
+			n, addr, err = m.udpAP.ReadFromUDPAddrPort(buf)
 			addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 		} else {
 			var a net.Addr
-			n, a, err = m.udp.ReadFrom(d.buf[:])
+			n, a, err = m.udp.ReadFrom(buf)
 			addr = udpAddrOf(a)
 		}
 		if err != nil {
-			putDatagram(d)
 			select {
-			case <-m.closing:
+			case <-m.q.Done():
 				return
 			default:
 			}
@@ -214,27 +209,23 @@ func (m *Mux) readUDP() {
 		}
 		if !addr.IsValid() || IsTransportAddr(addr) {
 			// Nobody can send from the reserved prefix: forged.
-			putDatagram(d)
 			continue
 		}
-		d.n, d.addr = n, addr
-		m.push(d)
-	}
-}
-
-// push queues d for ReadFrom, or drops it if the queue is full.
-func (m *Mux) push(d *datagram) {
-	select {
-	case m.in <- d:
-	default:
-		m.dropped.Add(1)
-		putDatagram(d)
+		m.q.Push(addr, buf[:n])
 	}
 }
 
 // Dropped returns how many datagrams were dropped so far because a queue
 // (the read queue or a session's send queue) was full.
-func (m *Mux) Dropped() uint64 { return m.dropped.Load() }
+func (m *Mux) Dropped() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := m.q.Dropped() + m.sessDropped.Load()
+	for _, s := range m.sessions {
+		n += s.out.Dropped()
+	}
+	return n
+}
 
 // Sessions returns the number of WebSocket sessions open now.
 func (m *Mux) Sessions() int {
@@ -251,22 +242,11 @@ func (m *Mux) opError(op string, addr net.Addr, err error) error {
 // session, into b and returns its length and sender. A datagram longer than
 // b is truncated. It allocates nothing.
 func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	select {
-	case <-m.closing:
-		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
-	default:
+	n, addr, err := m.q.Read(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, m.opError("read", nil, err)
 	}
-	select {
-	case d := <-m.in:
-		n := copy(b, d.buf[:d.n])
-		addr := d.addr
-		putDatagram(d)
-		return n, addr, nil
-	case <-m.closing:
-		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
-	case <-m.rdl.Wait():
-		return 0, netip.AddrPort{}, m.opError("read", nil, os.ErrDeadlineExceeded)
-	}
+	return n, addr, nil
 }
 
 // ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
@@ -323,13 +303,13 @@ func (m *Mux) LocalAddr() net.Addr { return m.udp.LocalAddr() }
 
 // SetDeadline sets the read and write deadlines.
 func (m *Mux) SetDeadline(t time.Time) error {
-	m.rdl.Set(t)
+	m.q.SetReadDeadline(t)
 	return m.udp.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for ReadFrom and ReadFromUDPAddrPort.
 func (m *Mux) SetReadDeadline(t time.Time) error {
-	m.rdl.Set(t)
+	m.q.SetReadDeadline(t)
 	return nil
 }
 
@@ -356,7 +336,7 @@ func (m *Mux) Close() error {
 			ss = append(ss, s)
 		}
 		m.mu.Unlock()
-		close(m.closing)
+		m.q.Close()
 		for _, s := range ss {
 			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
 		}
@@ -364,17 +344,6 @@ func (m *Mux) Close() error {
 		m.swg.Wait()
 		close(m.stopJan)
 		m.wg.Wait()
-		m.rdl.Stop()
-		// Free what is still queued.
-		for {
-			select {
-			case d := <-m.in:
-				putDatagram(d)
-				continue
-			default:
-			}
-			break
-		}
 	})
 	if !first {
 		return m.opError("close", nil, net.ErrClosed)
@@ -501,8 +470,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m:          m,
 		ws:         ws,
 		addr:       transportAddr(m.next),
-		out:        make(chan *datagram, m.cfg.SendQueue),
-		done:       make(chan struct{}),
+		out:        packetq.New(m.cfg.SendQueue),
 		writerDone: make(chan struct{}),
 	}
 	s.lastActive.Store(m.now())
@@ -515,19 +483,11 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.readLoop()
 	s.end(websocket.StatusNormalClosure, "")
 	<-s.writerDone
+	s.out.Close() // frees what the writer left
 	m.mu.Lock()
 	delete(m.sessions, s.addr)
+	m.sessDropped.Add(s.out.Dropped())
 	m.mu.Unlock()
-	// Free what the writer left.
-	for {
-		select {
-		case d := <-s.out:
-			putDatagram(d)
-			continue
-		default:
-		}
-		break
-	}
 	m.log.Debug("netcode bridge: transport session end", "remote", r.RemoteAddr, "addr", s.addr,
 		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
 }
@@ -537,17 +497,20 @@ func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
 	refuseOverCap(w, r, &m.refusing, &m.accept, m.log, "netcode bridge: too many transport sessions")
 }
 
+// errSessionEnded ends a session's send queue: its writer writes what is
+// queued, then closes the WebSocket.
+var errSessionEnded = errors.New("netcode bridge: session ended")
+
 // muxSession is one WebSocket peer of a Mux.
 type muxSession struct {
 	m    *Mux
 	ws   *websocket.Conn
 	addr netip.AddrPort
-	out  chan *datagram
+	out  *packetq.Queue // datagrams for the peer; ended when the session ends
 
 	endOnce    sync.Once
-	done       chan struct{} // closed when the session ends
 	code       websocket.StatusCode
-	reason     string // code and reason are written before done is closed
+	reason     string // code and reason are written before out is ended
 	writerDone chan struct{}
 
 	lastActive atomic.Int64 // Mux time of the last message either way
@@ -561,64 +524,37 @@ func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
 		s.endedAt.Store(s.m.now() + 1)
-		close(s.done)
+		s.out.End(errSessionEnded)
 	})
 }
 
-// send queues a copy of p for the peer, or drops it.
-func (s *muxSession) send(p []byte) {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	d := getDatagram()
-	d.n = copy(d.buf[:], p)
-	select {
-	case s.out <- d:
-	default:
-		s.m.dropped.Add(1)
-		putDatagram(d)
-	}
-}
+// send queues a copy of p for the peer, or drops it (counted) if the queue
+// is full; after the end it is refused.
+func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 
 // writer writes the queued datagrams to the WebSocket until the session
 // ends, then the rest of the queue, then closes the WebSocket.
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
-	ok := true
-	for ok {
-		select {
-		case d := <-s.out:
-			ok = s.write(d)
-		case <-s.done:
-			for ok {
-				select {
-				case d := <-s.out:
-					ok = s.write(d)
-					continue
-				default:
-				}
-				break
-			}
-			s.ws.Close(s.code, s.reason)
-			return
+	buf := make([]byte, MaxTransportMessage)
+	for {
+		n, _, err := s.out.Read(buf)
+		if err != nil || !s.write(buf[:n]) {
+			break // ended, and drained or failed: code and reason are set
 		}
 	}
-	<-s.done
 	s.ws.Close(s.code, s.reason)
 }
 
-// write writes one datagram and frees it; it reports false (having ended
-// the session) if that failed. A datagram written counts as activity for
-// the idle timeout.
-func (s *muxSession) write(d *datagram) bool {
+// write writes one datagram; it reports false (having ended the session)
+// if that failed. A datagram written counts as activity for the idle
+// timeout.
+func (s *muxSession) write(p []byte) bool {
 	s.writeStart.Store(s.m.now() + 1)
 	// A context without a deadline costs nothing per write; the janitor
 	// enforces WriteTimeout.
-	err := s.ws.Write(context.Background(), websocket.MessageBinary, d.buf[:d.n])
+	err := s.ws.Write(context.Background(), websocket.MessageBinary, p)
 	s.writeStart.Store(0)
-	putDatagram(d)
 	if err != nil {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
 		return false
@@ -630,6 +566,7 @@ func (s *muxSession) write(d *datagram) bool {
 // readLoop feeds the peer's messages to the Mux's read queue until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
+	buf := make([]byte, MaxTransportMessage+1)
 	for {
 		// No deadline on the context: a cancellable one would cost a timer
 		// per message. The janitor and end (closing the WebSocket) unblock
@@ -644,30 +581,24 @@ func (s *muxSession) readLoop() {
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
 			return
 		}
-		d := getDatagram()
-		n, err := readFull(r, d.buf[:MaxTransportMessage+1])
+		n, err := readFull(r, buf)
 		if err != nil {
-			putDatagram(d)
 			s.endRead(err)
 			return
 		}
 		switch {
 		case n == 0:
-			putDatagram(d)
 			continue
 		case n > MaxTransportMessage:
-			putDatagram(d)
 			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
 			return
 		}
 		select {
-		case <-s.done:
-			putDatagram(d)
+		case <-s.out.Done():
 			return
 		default:
 		}
-		d.n, d.addr = n, s.addr
-		s.m.push(d)
+		s.m.q.Push(s.addr, buf[:n])
 	}
 }
 
