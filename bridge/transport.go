@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 
 	"github.com/gonetcode/netcode/protocol"
@@ -58,21 +57,3 @@ type transportNetAddr string
 
 func (a transportNetAddr) Network() string { return "websocket" }
 func (a transportNetAddr) String() string  { return string(a) }
-
-// udpAddrOf converts a net.Addr to an unmapped AddrPort, or the zero value.
-func udpAddrOf(a net.Addr) netip.AddrPort {
-	var ap netip.AddrPort
-	switch v := a.(type) {
-	case *net.UDPAddr:
-		ap = v.AddrPort()
-	case nil:
-		return ap
-	default:
-		p, err := netip.ParseAddrPort(a.String())
-		if err != nil {
-			return ap
-		}
-		ap = p
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // DefaultTransportReadQueue is the default of TransportOptions.ReadQueue.
@@ -112,18 +113,13 @@ func (c *TransportConn) reader() {
 	buf := make([]byte, MaxTransportMessage+1)
 	err := func() error {
 		for {
-			typ, r, err := c.ws.Reader(context.Background())
-			if err != nil {
-				return err
-			}
-			if typ != websocket.MessageBinary {
-				c.ws.Close(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
-				return errors.New("netcode bridge: text message from the server")
-			}
-			n, err := readFull(r, buf)
+			typ, n, err := readMessage(c.ws, buf)
 			switch {
 			case err != nil:
 				return err
+			case typ != websocket.MessageBinary:
+				c.ws.Close(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
+				return errors.New("netcode bridge: text message from the server")
 			case n > MaxTransportMessage:
 				return errPacketTooBig
 			case n > 0:
@@ -198,7 +194,7 @@ func (c *TransportConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, 
 
 // WriteTo implements net.PacketConn.
 func (c *TransportConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	return c.WriteToUDPAddrPort(b, udpAddrOf(addr))
+	return c.WriteToUDPAddrPort(b, transport.AddrPortOf(addr))
 }
 
 // LocalAddr returns the WebSocket's URL as a net.Addr of network

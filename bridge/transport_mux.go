@@ -1,14 +1,11 @@
 package bridge
 
 import (
-	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,21 +96,20 @@ type Mux struct {
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
-	period time.Duration
-	start  time.Time
+	period time.Duration // how often a session's watchdog checks
 
-	q       *packetq.Queue // the read queue: UDP and WebSocket datagrams
-	stopJan chan struct{}
-	once    sync.Once
-	err     error
+	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
+	once sync.Once
+	err  error
 
+	// Lock order: mu, then a session's queue or watchdog (leaves).
 	mu       sync.RWMutex
 	sessions map[netip.AddrPort]*muxSession
 	active   int // sessions from the cap check to their end
 	closed   bool
 	next     uint64
 
-	wg          sync.WaitGroup // UDP reader and janitor
+	wg          sync.WaitGroup // the UDP reader
 	swg         sync.WaitGroup // ServeHTTP calls in progress
 	refusing    atomic.Int64
 	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
@@ -146,9 +142,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 			OriginPatterns:  cfg.OriginPatterns,
 			CompressionMode: websocket.CompressionDisabled,
 		},
-		start:    time.Now(),
 		q:        packetq.New(cfg.ReadQueue),
-		stopJan:  make(chan struct{}),
 		sessions: make(map[netip.AddrPort]*muxSession),
 	}
 	if ap, ok := udp.(interface {
@@ -160,22 +154,11 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	shortest := time.Second * 8
-	if cfg.IdleTimeout > 0 {
-		shortest = min(shortest, cfg.IdleTimeout)
-	}
-	if cfg.WriteTimeout > 0 {
-		shortest = min(shortest, cfg.WriteTimeout)
-	}
-	m.period = min(max(shortest/8, 5*time.Millisecond), muxEndGrace/4)
-	m.wg.Add(2)
+	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
+	m.wg.Add(1)
 	go m.readUDP()
-	go m.janitor()
 	return m
 }
-
-// now is the monotonic time since the Mux started.
-func (m *Mux) now() int64 { return int64(time.Since(m.start)) }
 
 // readUDP feeds UDP datagrams to the read queue.
 func (m *Mux) readUDP() {
@@ -193,7 +176,7 @@ func (m *Mux) readUDP() {
 		} else {
 			var a net.Addr
 			n, a, err = m.udp.ReadFrom(buf)
-			addr = udpAddrOf(a)
+			addr = transport.AddrPortOf(a)
 		}
 		if err != nil {
 			select {
@@ -291,7 +274,7 @@ func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 // WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
 // the form "host:port".
 func (m *Mux) WriteTo(b []byte, addr net.Addr) (int, error) {
-	ap := udpAddrOf(addr)
+	ap := transport.AddrPortOf(addr)
 	if !ap.IsValid() {
 		return 0, m.opError("write", addr, errors.New("netcode bridge: not an IP address"))
 	}
@@ -342,64 +325,12 @@ func (m *Mux) Close() error {
 		}
 		m.err = m.udp.Close()
 		m.swg.Wait()
-		close(m.stopJan)
 		m.wg.Wait()
 	})
 	if !first {
 		return m.opError("close", nil, net.ErrClosed)
 	}
 	return m.err
-}
-
-// janitor applies the idle and write timeouts of the sessions, and cuts
-// the connections of sessions that ended more than muxEndGrace ago but are
-// still writing or closing. It runs until the end of Close, so that Close
-// cannot wait forever on a session.
-func (m *Mux) janitor() {
-	defer m.wg.Done()
-	t := time.NewTicker(m.period)
-	defer t.Stop()
-	var expired, stalled, stuck []*muxSession
-	for {
-		select {
-		case <-m.stopJan:
-			return
-		case <-t.C:
-		}
-		now := m.now()
-		expired, stalled, stuck = expired[:0], stalled[:0], stuck[:0]
-		m.mu.RLock()
-		for _, s := range m.sessions {
-			switch e := s.endedAt.Load(); {
-			case e != 0:
-				if now-(e-1) >= int64(muxEndGrace) {
-					stuck = append(stuck, s)
-				}
-			case m.cfg.IdleTimeout > 0 && now-s.lastActive.Load() >= int64(m.cfg.IdleTimeout):
-				expired = append(expired, s)
-			}
-			if ws := s.writeStart.Load(); m.cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(m.cfg.WriteTimeout) {
-				stalled = append(stalled, s)
-			}
-		}
-		m.mu.RUnlock()
-		for _, s := range expired {
-			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
-		}
-		for _, s := range stalled {
-			// The peer does not read: no close handshake is possible.
-			s.ws.CloseNow()
-			s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
-		}
-		for _, s := range stuck {
-			// Ended long ago and still writing or closing: the writer
-			// and the reader return once the connection is gone.
-			s.ws.CloseNow()
-		}
-		clear(expired)
-		clear(stalled)
-		clear(stuck)
-	}
 }
 
 // Handler returns the http.Handler that accepts WebSocket sessions of the
@@ -412,22 +343,10 @@ func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
 
 type muxHandler Mux
 
-// offersProtocol reports whether the request offers the subprotocol p.
-func offersProtocol(r *http.Request, p string) bool {
-	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for q := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(q) == p {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // ServeHTTP upgrades the request and serves the session until it ends.
 func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
-	if !offersProtocol(r, TransportSubprotocol) {
+	if !offers(r, TransportSubprotocol) {
 		http.Error(w, "netcode bridge: WebSocket subprotocol "+TransportSubprotocol+" required", http.StatusBadRequest)
 		return
 	}
@@ -471,18 +390,20 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws:         ws,
 		addr:       transportAddr(m.next),
 		out:        packetq.New(m.cfg.SendQueue),
+		wd:         newWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
 		writerDone: make(chan struct{}),
 	}
-	s.lastActive.Store(m.now())
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 
 	start := time.Now()
 	m.log.Debug("netcode bridge: transport session start", "remote", r.RemoteAddr, "addr", s.addr)
+	s.wd.run(s.watch)
 	go s.writer()
 	s.readLoop()
 	s.end(websocket.StatusNormalClosure, "")
 	<-s.writerDone
+	s.wd.stop()
 	s.out.Close() // frees what the writer left
 	m.mu.Lock()
 	delete(m.sessions, s.addr)
@@ -507,15 +428,14 @@ type muxSession struct {
 	ws   *websocket.Conn
 	addr netip.AddrPort
 	out  *packetq.Queue // datagrams for the peer; ended when the session ends
+	wd   *watchdog
 
 	endOnce    sync.Once
 	code       websocket.StatusCode
 	reason     string // code and reason are written before out is ended
 	writerDone chan struct{}
 
-	lastActive atomic.Int64 // Mux time of the last message either way
-	writeStart atomic.Int64 // Mux time + 1 of the write in progress; 0 when none
-	endedAt    atomic.Int64 // Mux time + 1 of the end; 0 while running
+	endedAt atomic.Int64 // wd.now() + 1 of the end; 0 while running
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -523,7 +443,7 @@ type muxSession struct {
 func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
-		s.endedAt.Store(s.m.now() + 1)
+		s.endedAt.Store(s.wd.now() + 1)
 		s.out.End(errSessionEnded)
 	})
 }
@@ -550,16 +470,10 @@ func (s *muxSession) writer() {
 // if that failed. A datagram written counts as activity for the idle
 // timeout.
 func (s *muxSession) write(p []byte) bool {
-	s.writeStart.Store(s.m.now() + 1)
-	// A context without a deadline costs nothing per write; the janitor
-	// enforces WriteTimeout.
-	err := s.ws.Write(context.Background(), websocket.MessageBinary, p)
-	s.writeStart.Store(0)
-	if err != nil {
+	if err := s.wd.writeMessage(s.ws, websocket.MessageBinary, p); err != nil {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
 		return false
 	}
-	s.lastActive.Store(s.m.now())
 	return true
 }
 
@@ -568,25 +482,16 @@ func (s *muxSession) write(p []byte) bool {
 func (s *muxSession) readLoop() {
 	buf := make([]byte, MaxTransportMessage+1)
 	for {
-		// No deadline on the context: a cancellable one would cost a timer
-		// per message. The janitor and end (closing the WebSocket) unblock
-		// it.
-		typ, r, err := s.ws.Reader(context.Background())
+		typ, n, err := readMessage(s.ws, buf)
 		if err != nil {
-			s.endRead(err)
+			s.end(readEnd(err))
 			return
 		}
-		s.lastActive.Store(s.m.now())
-		if typ != websocket.MessageBinary {
+		s.wd.active()
+		switch {
+		case typ != websocket.MessageBinary:
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
 			return
-		}
-		n, err := readFull(r, buf)
-		if err != nil {
-			s.endRead(err)
-			return
-		}
-		switch {
 		case n == 0:
 			continue
 		case n > MaxTransportMessage:
@@ -602,30 +507,25 @@ func (s *muxSession) readLoop() {
 	}
 }
 
-// readFull reads a message into buf until io.EOF or buf is full.
-func readFull(r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			return n, nil
+// watch applies the idle and write timeouts, and cuts the connection of a
+// session that ended more than muxEndGrace ago but is still writing or
+// closing. It runs every period from the session's watchdog until the
+// session is gone, so that Close, which waits for every session, cannot
+// wait forever.
+func (s *muxSession) watch(now int64) bool {
+	if e := s.endedAt.Load(); e != 0 {
+		if now-(e-1) >= int64(muxEndGrace) {
+			// Ended long ago and still writing or closing: the writer
+			// and the reader return once the connection is gone.
+			s.ws.CloseNow()
 		}
-		if err != nil {
-			return n, err
-		}
+	} else if s.wd.idleFor(now) {
+		s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
 	}
-	return n, nil
-}
-
-// endRead ends the session after reading from the peer failed.
-func (s *muxSession) endRead(err error) {
-	switch {
-	case websocket.CloseStatus(err) != -1:
-		s.end(websocket.CloseStatus(err), "")
-	case errors.Is(err, websocket.ErrMessageTooBig):
-		s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
-	default:
-		s.end(websocket.StatusGoingAway, "netcode bridge: connection lost")
+	if s.wd.stalled(now) {
+		// The peer does not read: no close handshake is possible.
+		s.ws.CloseNow()
+		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
 	}
+	return true
 }

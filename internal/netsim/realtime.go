@@ -12,6 +12,7 @@ import (
 
 	"github.com/gonetcode/netcode/internal/deadline"
 	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // recvQueue is how many datagrams wait in a Conn before more are dropped,
@@ -282,15 +283,7 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 // WriteTo sends b as one datagram to addr, a *net.UDPAddr (or any address
 // whose String is "host:port" with a literal IP).
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	var ap netip.AddrPort
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ap = a.AddrPort()
-	case nil:
-	default:
-		ap, _ = netip.ParseAddrPort(a.String())
-	}
-	return c.WriteToUDPAddrPort(b, ap)
+	return c.WriteToUDPAddrPort(b, transport.AddrPortOf(addr))
 }
 
 // Close closes the connection: blocked reads return net.ErrClosed, what

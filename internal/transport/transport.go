@@ -162,7 +162,7 @@ func (c *genericConn) ReadBatch(ms []Message) (int, error) {
 		return 0, err
 	}
 	ms[0].Buf = b[:n]
-	ms[0].Addr = addrPortOf(addr)
+	ms[0].Addr = AddrPortOf(addr)
 	return 1, nil
 }
 
@@ -189,9 +189,11 @@ func (c *genericConn) Close() error                      { return c.pc.Close() }
 
 var errInvalidAddr = errors.New("transport: invalid destination address")
 
-// addrPortOf converts a peer address, unmapped; the zero AddrPort if it is
+// AddrPortOf converts a peer address (a *net.UDPAddr, anything with an
+// AddrPort method, or any address whose String is "host:port" with a
+// literal IP) to an AddrPort, unmapped; the zero AddrPort if it is
 // not an IP address.
-func addrPortOf(a net.Addr) netip.AddrPort {
+func AddrPortOf(a net.Addr) netip.AddrPort {
 	var ap netip.AddrPort
 	switch v := a.(type) {
 	case *net.UDPAddr:
