@@ -1,11 +1,14 @@
 package bridge_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,4 +78,55 @@ func TestTransportConnDrainsThenEnds(t *testing.T) {
 	_, _, err = c.ReadFrom(buf)
 	require.ErrorIs(t, err, net.ErrClosed)
 	require.ErrorIs(t, c.Close(), net.ErrClosed)
+}
+
+// scriptedUDP is a fakeUDP whose reads also return scripted errors, in
+// order with the datagrams.
+type scriptedUDP struct {
+	*fakeUDP
+	steps chan any // fakeDatagram or error
+}
+
+func (f *scriptedUDP) ReadFrom(b []byte) (int, net.Addr, error) {
+	select {
+	case s := <-f.steps:
+		if err, ok := s.(error); ok {
+			return 0, nil, err
+		}
+		d := s.(fakeDatagram)
+		return copy(b, d.b), d.addr, nil
+	case <-f.closed:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+// TestMuxUDPErrors: a transient error of the UDP socket (an ICMP error)
+// is ridden out; a lasting one ends the Mux's reads, after what is queued,
+// with that error.
+func TestMuxUDPErrors(t *testing.T) {
+	f := &scriptedUDP{fakeUDP: newFakeUDP(), steps: make(chan any, 8)}
+	peer := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 5000}
+	boom := errors.New("socket gone")
+	f.steps <- fakeDatagram{[]byte("a"), peer}
+	f.steps <- &net.OpError{Op: "read", Net: "udp", Err: os.NewSyscallError("recvfrom", syscall.ECONNREFUSED)}
+	f.steps <- fakeDatagram{[]byte("b"), peer}
+	f.steps <- boom
+	f.steps <- fakeDatagram{[]byte("never read"), peer}
+	mux := bridge.NewMux(f, bridge.MuxConfig{})
+	defer mux.Close()
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 100)
+	for _, want := range []string{"a", "b"} {
+		n, from, err := mux.ReadFrom(buf)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(buf[:n]))
+		assert.Equal(t, peer.String(), from.String())
+	}
+	_, _, err := mux.ReadFrom(buf)
+	require.ErrorIs(t, err, boom)
+	_, _, err = mux.ReadFrom(buf)
+	require.ErrorIs(t, err, boom, "and again")
+	require.NoError(t, mux.Close())
+	_, _, err = mux.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
 }

@@ -88,11 +88,8 @@ type MuxConfig struct {
 // finish within a couple of seconds (its peer does not read) is cut
 // without a close handshake, so Close always returns.
 type Mux struct {
-	udp   net.PacketConn
-	udpAP interface {
-		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
-		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
-	}
+	udp    net.PacketConn
+	tc     transport.Conn // udp, with batched I/O where the platform has it
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
@@ -135,6 +132,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	}
 	m := &Mux{
 		udp: udp,
+		tc:  transport.New(udp),
 		cfg: cfg,
 		log: cfg.Logger,
 		accept: websocket.AcceptOptions{
@@ -145,12 +143,6 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		q:        packetq.New(cfg.ReadQueue),
 		sessions: make(map[netip.AddrPort]*muxSession),
 	}
-	if ap, ok := udp.(interface {
-		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
-		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
-	}); ok {
-		m.udpAP = ap
-	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -160,41 +152,31 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	return m
 }
 
-// readUDP feeds UDP datagrams to the read queue.
+// muxReadBatch is how many UDP datagrams the Mux's reader takes from the
+// socket at once.
+const muxReadBatch = 64
+
+// readUDP feeds UDP datagrams to the read queue until Close. If the socket
+// fails for good, it ends the queue with the error: ReadFrom returns what
+// is queued, then that error.
 func (m *Mux) readUDP() {
 	defer m.wg.Done()
-	buf := make([]byte, transport.MaxDatagram)
-	for {
-		var (
-			n    int
-			addr netip.AddrPort
-			err  error
-		)
-		if m.udpAP != nil {
-			n, addr, err = m.udpAP.ReadFromUDPAddrPort(buf)
-			addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-		} else {
-			var a net.Addr
-			n, a, err = m.udp.ReadFrom(buf)
-			addr = transport.AddrPortOf(a)
+	err := transport.ReadLoop(m.tc, muxReadBatch, m.q.Done(), m.pushUDP, func(err error) {
+		m.log.Debug("netcode bridge: UDP read error, retrying", "addr", m.udp.LocalAddr().String(), "err", err)
+	})
+	if err != nil {
+		m.log.Error("netcode bridge: UDP socket failed; the Mux stops", "addr", m.udp.LocalAddr().String(), "err", err)
+		m.q.End(err)
+	}
+}
+
+// pushUDP queues datagrams read from the UDP socket.
+func (m *Mux) pushUDP(ms []transport.Message) {
+	for i := range ms {
+		// Nobody can send from the reserved prefix: forged.
+		if a := ms[i].Addr; a.IsValid() && !IsTransportAddr(a) {
+			m.q.Push(a, ms[i].Buf)
 		}
-		if err != nil {
-			select {
-			case <-m.q.Done():
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(time.Millisecond) // do not spin on a persistent error
-			continue
-		}
-		if !addr.IsValid() || IsTransportAddr(addr) {
-			// Nobody can send from the reserved prefix: forged.
-			continue
-		}
-		m.q.Push(addr, buf[:n])
 	}
 }
 
@@ -223,7 +205,10 @@ func (m *Mux) opError(op string, addr net.Addr, err error) error {
 
 // ReadFromUDPAddrPort reads one datagram, from UDP or from a WebSocket
 // session, into b and returns its length and sender. A datagram longer than
-// b is truncated. It allocates nothing.
+// b is truncated. It allocates nothing. After Close it returns an error
+// wrapping net.ErrClosed; if the UDP socket failed for good (not for a
+// transient error such as an ICMP one, which the Mux rides out), it returns
+// what is queued, then that error.
 func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, addr, err := m.q.Read(b)
 	if err != nil {
@@ -247,10 +232,10 @@ func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
 // dropped). It allocates nothing.
 func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if !IsTransportAddr(addr) {
-		if m.udpAP != nil {
-			return m.udpAP.WriteToUDPAddrPort(b, addr)
+		if err := m.tc.WriteTo(b, addr); err != nil {
+			return 0, err
 		}
-		return m.udp.WriteTo(b, net.UDPAddrFromAddrPort(addr))
+		return len(b), nil
 	}
 	switch {
 	case len(b) == 0:
