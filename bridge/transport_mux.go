@@ -79,6 +79,12 @@ type MuxConfig struct {
 // netcode server checks connect tokens against its UDP address: tokens for
 // WebSocket clients name the server's UDP address as usual.
 //
+// A Mux is a transport.Batcher: a netcode Listener over it reads and
+// writes it in batches (ReadBatch, WriteBatch), as it does a UDP socket.
+// The Mux reads its UDP socket in batches too (recvmmsg on Linux) into its
+// read queue (ReadQueue), where the WebSocket sessions' messages join them,
+// and writes UDP batches with sendmmsg.
+//
 // Writes to a session are queued (SendQueue) and written by the session's
 // own goroutine, so that a slow browser never blocks the server; like UDP,
 // a datagram for a full queue or a session that has ended is dropped
@@ -231,30 +237,84 @@ func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
 // a session that has ended or whose send queue is full (the datagram is
 // dropped). It allocates nothing.
 func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	if !IsTransportAddr(addr) {
-		if err := m.tc.WriteTo(b, addr); err != nil {
-			return 0, err
-		}
-		return len(b), nil
+	var err error
+	if IsTransportAddr(addr) {
+		err = m.toSession(b, addr)
+	} else {
+		err = m.tc.WriteTo(b, addr)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// toSession queues b for the session with the transport address addr, or
+// drops it if there is none (any more) or its queue is full.
+func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	switch {
 	case len(b) == 0:
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
 	case len(b) > MaxTransportMessage:
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
 	}
 	m.mu.RLock()
 	s := m.sessions[addr]
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
 	}
 	if s != nil {
 		s.send(b)
 	}
-	return len(b), nil
+	return nil
 }
+
+// ReadBatch reads up to len(ms) datagrams in one call, from UDP and from
+// WebSocket sessions, as transport.Batcher: it blocks until one is queued,
+// then takes as many as are queued and fit. Each goes into
+// ms[i].Buf[:cap(ms[i].Buf)], truncated if longer; Buf is resliced to it
+// and Addr is its sender. A netcode Listener over a Mux reads with it.
+// The errors are those of ReadFromUDPAddrPort. It allocates nothing.
+func (m *Mux) ReadBatch(ms []transport.Message) (int, error) {
+	n, err := m.q.ReadBatch(ms)
+	if err != nil {
+		return 0, m.opError("read", nil, err)
+	}
+	return n, nil
+}
+
+// WriteBatch sends ms in order, as transport.Batcher: each run of
+// datagrams for UDP peers goes through the UDP socket's batched path
+// (sendmmsg on Linux), and datagrams for transport addresses to their
+// sessions' send queues, as WriteToUDPAddrPort does. It returns how many
+// were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
+// nothing.
+func (m *Mux) WriteBatch(ms []transport.Message) (int, error) {
+	sent := 0
+	for sent < len(ms) {
+		if IsTransportAddr(ms[sent].Addr) {
+			if err := m.toSession(ms[sent].Buf, ms[sent].Addr); err != nil {
+				return sent, err
+			}
+			sent++
+			continue
+		}
+		end := sent + 1
+		for end < len(ms) && !IsTransportAddr(ms[end].Addr) {
+			end++
+		}
+		n, err := m.tc.WriteBatch(ms[sent:end])
+		sent += n
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+var _ transport.Batcher = (*Mux)(nil)
 
 // WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
 // the form "host:port".

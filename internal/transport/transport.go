@@ -32,8 +32,10 @@ type Message struct {
 	Addr netip.AddrPort
 }
 
-// Conn is a datagram socket with batched I/O.
-type Conn interface {
+// Batcher is batched datagram I/O. A net.PacketConn that has it of its
+// own (a multiplexer over several sockets, such as the WebSocket bridge's
+// Mux) is used through it by New.
+type Batcher interface {
 	// ReadBatch blocks until at least one datagram arrives and fills up to
 	// len(ms) messages, returning how many. Each ms[i].Buf must have a
 	// non-zero capacity; the datagram is read into ms[i].Buf[:cap].
@@ -42,6 +44,11 @@ type Conn interface {
 	// is fewer than len(ms), the error concerns ms[n], and the caller may
 	// skip it and call again with the rest.
 	WriteBatch(ms []Message) (int, error)
+}
+
+// Conn is a datagram socket with batched I/O.
+type Conn interface {
+	Batcher
 	// WriteTo sends one datagram.
 	WriteTo(b []byte, addr netip.AddrPort) error
 	// LocalAddr is the socket's local address.
@@ -63,21 +70,42 @@ type addrPortConn interface {
 }
 
 // New wraps a datagram socket. A *net.UDPConn on Linux gets recvmmsg and
-// sendmmsg; a connection with the netip.AddrPort methods of *net.UDPConn
-// gets those (no allocation per datagram); any other net.PacketConn is
-// used through ReadFrom and WriteTo, one datagram per call, with addresses
-// converted from and to *net.UDPAddr.
+// sendmmsg; a connection that is a Batcher is read and written in batches
+// through it; otherwise a connection with the netip.AddrPort methods of
+// *net.UDPConn gets those (no allocation per datagram), and any other
+// net.PacketConn is used through ReadFrom and WriteTo, one datagram per
+// call, with addresses converted from and to *net.UDPAddr. Single writes
+// (WriteTo) always take the one-datagram path.
 func New(pc net.PacketConn) Conn {
 	if uc, ok := pc.(*net.UDPConn); ok {
 		if c := newUDP(uc); c != nil {
 			return c
 		}
 	}
+	c := newSingle(pc)
+	if b, ok := pc.(Batcher); ok {
+		return &batcherConn{Conn: c, b: b}
+	}
+	return c
+}
+
+// newSingle wraps pc for one datagram per call.
+func newSingle(pc net.PacketConn) Conn {
 	if ac, ok := pc.(addrPortConn); ok {
 		return &apConn{pc: ac}
 	}
 	return &genericConn{pc: pc}
 }
+
+// batcherConn is a connection with batched I/O of its own; the rest goes
+// through its one-datagram path.
+type batcherConn struct {
+	Conn
+	b Batcher
+}
+
+func (c *batcherConn) ReadBatch(ms []Message) (int, error)  { return c.b.ReadBatch(ms) }
+func (c *batcherConn) WriteBatch(ms []Message) (int, error) { return c.b.WriteBatch(ms) }
 
 // Listen opens a UDP socket (see ListenUDP) and wraps it with New.
 func Listen(network, address string) (Conn, error) {
