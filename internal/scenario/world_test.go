@@ -43,10 +43,16 @@ type world struct {
 }
 
 func newWorld(t *testing.T, cfg netsim.Config) *world {
+	return newSeededWorld(t, 1, cfg)
+}
+
+// newSeededWorld is newWorld with the network's random choices drawn from
+// seed.
+func newSeededWorld(t *testing.T, seed uint64, cfg netsim.Config) *world {
 	return &world{
 		t:       t,
 		now:     epoch,
-		net:     netsim.New(1, cfg),
+		net:     netsim.New(int64(seed), cfg),
 		servers: map[netip.AddrPort]*srvNode{},
 		clients: map[netip.AddrPort]*cliNode{},
 	}
