@@ -427,12 +427,13 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 			}
 		}
 	}
-	report := w.now.Add(soakReportEvery)
+	report, started := w.now.Add(soakReportEvery), time.Now()
 	for end := w.now.Add(simulated); w.now.Before(end); {
 		advance()
 		if !w.now.Before(report) {
 			report = report.Add(soakReportEvery)
-			t.Logf("seed %d: %v simulated, %d sessions, %d kicks, %d failures so far", seed, w.now.Sub(epoch), sessions, kicks, failures)
+			t.Logf("seed %d: %v simulated, %d sessions, %d kicks, %d failures so far (%v of wall time)",
+				seed, w.now.Sub(epoch), sessions, kicks, failures, time.Since(started).Round(time.Second))
 		}
 		// The server kicks a random client now and then.
 		if rng.IntN(200) == 0 && len(srv.order) > 0 {
