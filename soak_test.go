@@ -8,14 +8,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
@@ -25,6 +29,7 @@ var soakFor = flag.Duration("soak", 0, "wall-clock duration of the long soak tes
 
 // soakEnd is what TestSoakNetsim's oracle knows when a session ends.
 type soakEnd struct {
+	ws        bool // the client reaches the server over the WebSocket transport (a bridge.Mux)
 	restarted bool // the listener was closed (and a new one opened) since the client began dialing
 	kicked    bool // the server closed this client's conn (client side: its server conn)
 	asked     bool // the client closed its conn (server side)
@@ -48,7 +53,9 @@ var soakNetsimEnds = []soakRule{
 		"its disconnects reached us in sending connection response", func(e soakEnd) bool { return e.restarted }},
 	{"dial", netcode.ErrConnectionResponseTimedOut, "the listener restarted between its challenge and our response: " +
 		"the new one cannot open the old one's challenge token (as in the reference), and nothing tells the client", func(e soakEnd) bool { return e.restarted }},
-	{"dial", netcode.ErrConnectionRequestTimedOut, "never: a new listener is up within milliseconds of a Close", nil},
+	{"dial", netcode.ErrConnectionRequestTimedOut, "over the WebSocket transport, the listener (and its Mux) closed during the dial, " +
+		"ending the dial's WebSocket: the client hears nothing more until its timeout; never over UDP, where a new listener is up " +
+		"within milliseconds of a Close", func(e soakEnd) bool { return e.ws && e.restarted }},
 	{"dial", netcode.ErrConnectionDenied, "never: there is a slot for every client", nil},
 	{"dial", netcode.ErrConnectTokenExpired, "never: tokens are fresh and valid for 30 s", nil},
 	{"dial", netcode.ErrInvalidConnectToken, "never: tokens are minted valid", nil},
@@ -91,6 +98,8 @@ func TestSoakNetsimOracle(t *testing.T) {
 		{"server", io.ErrUnexpectedEOF, soakEnd{asked: true, closed: true}, false},
 		{"server", io.EOF, soakEnd{closed: true}, false},
 		{"server", net.ErrClosed, soakEnd{closed: true}, true},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{restarted: true}, false},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{ws: true, restarted: true}, true},
 	}
 	for _, tt := range tests {
 		bad, _ := judgeSoakEnd(tt.side, tt.err, tt.e)
@@ -100,7 +109,9 @@ func TestSoakNetsimOracle(t *testing.T) {
 
 // TestSoakNetsim runs the real Listener and Dialer, with all their
 // goroutines, over an in-memory network with 10% loss, jitter, duplication
-// and reordering: 64 clients connect with fresh tokens, exchange payloads,
+// and reordering; and over the WebSocket transport (a bridge.Mux on the
+// in-memory network, WebSockets on loopback, 10% of the datagrams lost at
+// the clients). 64 clients connect with fresh tokens, exchange payloads,
 // disconnect and reconnect at random, and the server kicks some. A quarter
 // in (and every 20 s of a long run) the listener is closed while clients are
 // connected and a new one listens on the same address; the clients
@@ -108,6 +119,18 @@ func TestSoakNetsimOracle(t *testing.T) {
 // judged by the oracle above; every slot must be free at the end, and
 // TestMain's goleak check proves every goroutine exited.
 func TestSoakNetsim(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "udp", true: "websocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			soakNetsim(t, ws)
+		})
+	}
+}
+
+// soakNetsim is TestSoakNetsim over UDP on netsim, or with ws over the
+// WebSocket transport.
+func soakNetsim(t *testing.T, ws bool) {
 	run := 4 * time.Second
 	if *soakFor > 0 {
 		run = *soakFor
@@ -191,9 +214,27 @@ func TestSoakNetsim(t *testing.T) {
 			})
 		}
 	}
+	// Over the transport, one HTTP server stays up across restarts and
+	// hands its WebSockets to the Mux of the listener of the moment.
+	var (
+		mux   atomic.Pointer[bridge.Mux]
+		wsURL string
+	)
+	if ws {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mux.Load().Handler().ServeHTTP(w, r)
+		}))
+		defer hs.Close()
+		wsURL = "ws" + strings.TrimPrefix(hs.URL, "http")
+	}
 	listen := func() (*netcode.Listener, *atomic.Bool) {
 		spc, err := nw.Listen(srvAP)
 		require.NoError(t, err)
+		if ws {
+			m := bridge.NewMux(spc, bridge.MuxConfig{})
+			mux.Store(m)
+			spc = m
+		}
 		l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64})
 		require.NoError(t, err)
 		closed := new(atomic.Bool)
@@ -212,6 +253,15 @@ func TestSoakNetsim(t *testing.T) {
 				d := netcode.Dialer{ListenPacket: func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
 					return nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, 1, byte(i)}), port))
 				}}
+				if ws {
+					d.ListenPacket = func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
+						pc, err := dialTransport(ctx, wsURL)
+						if err != nil {
+							return nil, err
+						}
+						return &lossyConn{PacketConn: pc, rng: rand.New(rand.NewPCG(uint64(i), uint64(g))), loss: 0.10}, nil
+					}
+				}
 				id := uint64(i)<<32 | uint64(g)
 				// Not mint: it calls require, which must not run outside
 				// the test goroutine. A fresh token for every session.
@@ -227,7 +277,7 @@ func TestSoakNetsim(t *testing.T) {
 				c, err := d.DialContext(ctx, tok)
 				cancel()
 				if err != nil {
-					judge("dial", err, soakEnd{restarted: gen.Load() != g0})
+					judge("dial", err, soakEnd{ws: ws, restarted: gen.Load() != g0})
 					continue
 				}
 				sessions.Add(1)
@@ -257,7 +307,7 @@ func TestSoakNetsim(t *testing.T) {
 				}
 				if end != nil {
 					_, k := kicked.Load(id)
-					judge("client", end, soakEnd{restarted: gen.Load() != g0, kicked: k})
+					judge("client", end, soakEnd{ws: ws, restarted: gen.Load() != g0, kicked: k})
 				}
 				asked.Store(id, true)
 				c.Close()
@@ -306,7 +356,7 @@ wait:
 	for f := range failures {
 		all = append(all, f)
 	}
-	t.Logf("%d sessions, %d server kicks, %d echoes, %d listener restarts closing %d live connections; ends %v; network %+v; last server %+v",
+	t.Logf("%d sessions, %d server kicks, %d echoes, %d listener restarts closing %d live connections; ends %v; netsim %+v; last server %+v",
 		sessions.Load(), kicks.Load(), echoed.Load(), restarts, closedLive, ended, nw.Stats(), l.Stats())
 	require.Empty(t, all, "sessions ended other than by the rules")
 	require.Greater(t, sessions.Load(), int64(64))
@@ -314,6 +364,56 @@ wait:
 	require.Positive(t, restarts)
 	require.Positive(t, closedLive, "no client was connected when the listener closed")
 	require.Positive(t, l.Stats().ConnectionsOpened, "no client reconnected to the new listener")
+}
+
+// dialTransport opens a WebSocket of the transport to url. A restart
+// closes the Mux behind url for a moment, so a failed attempt is retried a
+// few times: opening the WebSocket is not part of a netcode session.
+func dialTransport(ctx context.Context, url string) (*bridge.TransportConn, error) {
+	var err error
+	for range 50 {
+		var c *bridge.TransportConn
+		if c, err = bridge.DialTransport(ctx, url, nil); err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// lossyConn loses a share of the datagrams a client sends and receives, as
+// a lossy network would: a WebSocket itself loses nothing.
+type lossyConn struct {
+	net.PacketConn
+	mu   sync.Mutex
+	rng  *rand.Rand
+	loss float64
+}
+
+func (c *lossyConn) lose() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.Float64() < c.loss
+}
+
+func (c *lossyConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.lose() {
+			return n, a, err
+		}
+	}
+}
+
+func (c *lossyConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	if c.lose() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, a)
 }
 
 // soakToken mints a connect token as mint does, for the given client id and
