@@ -275,6 +275,7 @@ type Server struct {
 	maxHist   int
 	lastSweep time.Time
 	closed    bool
+	gone      goneClients // recently kicked clients, reminded (gone.go)
 
 	scratch [protocol.MaxPacketBytes]byte
 	chTok   [token.ChallengeTokenBytes]byte
@@ -371,6 +372,9 @@ func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, sink S
 	}
 	var p protocol.Packet
 	if err := s.reader.Read(data, unixSeconds(now), key, replay, &p); err != nil {
+		if err == protocol.ErrNoKey && s.answerGone(now, from, data, sink) {
+			return
+		}
 		if err == protocol.ErrReplayed {
 			s.stats.Replayed++
 		} else {
@@ -668,6 +672,9 @@ func (s *Server) disconnect(c *Client, why Reason, sink Sink, packets bool) {
 	delete(s.byID, c.id)
 	if m := s.byAddr[c.addr]; m != nil && m.client == c {
 		delete(s.byAddr, c.addr)
+	}
+	if why == ReasonLocal {
+		s.gone.add(c, s.maxClients)
 	}
 	s.log.Debug("netcode: client disconnected", "index", c.index, "id", c.id, "why", why.String())
 	s.handler.Disconnected(c, why)
