@@ -77,10 +77,14 @@ func closeServer(s *srvNode) { s.core.Close(s.sink) }
 // referenceHandshake makes c ignore disconnect packets while it is in
 // "sending connection response", as the reference client does.
 func referenceHandshake(c *cliNode) {
-	c.ignore = func(b []byte) bool {
-		return len(b) > 0 && protocol.PacketType(b[0]&0x0f) == protocol.Disconnect &&
-			c.core.State() == client.SendingConnectionResponse
-	}
+	c.ignore = func(b []byte) bool { return ignoredByReference(b, c.core.State()) }
+}
+
+// ignoredByReference reports whether the reference client would ignore
+// datagram b in state st, where this module's client does not: a
+// disconnect in "sending connection response".
+func ignoredByReference(b []byte, st client.State) bool {
+	return len(b) > 0 && protocol.PacketType(b[0]&0x0f) == protocol.Disconnect && st == client.SendingConnectionResponse
 }
 
 // TestKickedReferenceClientIsReminded: a client that behaves as the
