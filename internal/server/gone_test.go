@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/protocol"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,4 +46,38 @@ func TestGoneClientsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordSink keeps the sizes of the datagrams sent.
+type recordSink struct{ sizes []int }
+
+func (s *recordSink) Send(_ netip.AddrPort, b []byte) { s.sizes = append(s.sizes, len(b)) }
+
+// FuzzAnswerGone feeds arbitrary datagrams from a kicked client's address:
+// the server never panics, answers at most one datagram per datagram, never
+// with more bytes than it received, and only to one that authenticates.
+func FuzzAnswerGone(f *testing.F) {
+	c2s, s2c := crypto.Key{1: 1}, crypto.Key{1: 2}
+	send := crypto.NewPacketAEAD(&c2s, protocolID)
+	f.Add(protocol.AppendKeepAlive(nil, send, 1000, 0, 0))
+	f.Add(protocol.AppendPayload(nil, send, 1001, []byte{7}))
+	f.Add(protocol.AppendDisconnect(nil, send, 1002))
+	f.Add([]byte{0x14, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Now: epoch}, nopHandler{})
+		require.NoError(t, err)
+		c := &Client{srv: s, addr: other, timeout: 5 * time.Second, lastRecv: epoch, recv: crypto.NewPacketAEAD(&c2s, protocolID)}
+		c.sendLocked.send = crypto.NewPacketAEAD(&s2c, protocolID)
+		s.gone.add(c, s.maxClients)
+		var out recordSink
+		in := len(data)
+		s.Receive(epoch.Add(time.Second), other, append([]byte(nil), data...), &out)
+		require.LessOrEqual(t, len(out.sizes), 1)
+		for _, n := range out.sizes {
+			require.LessOrEqual(t, n, in, "answer larger than the datagram")
+			var p protocol.Packet
+			r := protocol.Reader{ProtocolID: protocolID, Allowed: protocol.ServerAccepts}
+			require.NoError(t, r.Read(append([]byte(nil), data...), 0, crypto.NewPacketAEAD(&c2s, protocolID), nil, &p), "answered a datagram that does not authenticate")
+		}
+	})
 }
