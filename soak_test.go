@@ -8,14 +8,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
@@ -23,17 +27,118 @@ import (
 
 var soakFor = flag.Duration("soak", 0, "wall-clock duration of the long soak test (0: the short CI version)")
 
+// soakEnd is what TestSoakNetsim's oracle knows when a session ends.
+type soakEnd struct {
+	ws        bool // the client reaches the server over the WebSocket transport (a bridge.Mux)
+	restarted bool // the listener was closed (and a new one opened) since the client began dialing
+	kicked    bool // the server closed this client's conn (client side: its server conn)
+	asked     bool // the client closed its conn (server side)
+	closed    bool // the listener that accepted it was closed (server side)
+}
+
+// soakRule is one way a session can end: an error (matched with
+// errors.Is) on one side in one phase, and the rule that allows it.
+type soakRule struct {
+	side  string // "dial", "client" (a connected client's Read or Write) or "server" (a server conn's Read)
+	err   error
+	rule  string
+	allow func(e soakEnd) bool // nil: never allowed
+}
+
+// soakNetsimEnds is TestSoakNetsim's oracle: every way a session can end,
+// with the rule that allows it; an end it does not list fails the test.
+// Some can never happen in the soak; they are listed with the reason.
+var soakNetsimEnds = []soakRule{
+	{"dial", io.EOF, "the listener closed after accepting our response, before its keep-alive reached us: " +
+		"its disconnects reached us in sending connection response", func(e soakEnd) bool { return e.restarted }},
+	{"dial", netcode.ErrConnectionResponseTimedOut, "the listener restarted between its challenge and our response: " +
+		"the new one cannot open the old one's challenge token (as in the reference), and nothing tells the client", func(e soakEnd) bool { return e.restarted }},
+	{"dial", netcode.ErrConnectionRequestTimedOut, "over the WebSocket transport, the listener (and its Mux) closed during the dial, " +
+		"ending the dial's WebSocket: the client hears nothing more until its timeout; never over UDP, where a new listener is up " +
+		"within milliseconds of a Close", func(e soakEnd) bool { return e.ws && e.restarted }},
+	{"dial", netcode.ErrConnectionDenied, "never: there is a slot for every client", nil},
+	{"dial", netcode.ErrConnectTokenExpired, "never: tokens are fresh and valid for 30 s", nil},
+	{"dial", netcode.ErrInvalidConnectToken, "never: tokens are minted valid", nil},
+	{"dial", context.DeadlineExceeded, "never: the dial deadline is far beyond the protocol's 5 s timeouts", nil},
+	{"client", io.EOF, "the server kicked us, or its listener closed", func(e soakEnd) bool { return e.kicked || e.restarted }},
+	{"client", netcode.ErrConnectionTimedOut, "never: a server that forgets a client says so with disconnect packets", nil},
+	{"client", net.ErrClosed, "never: a client closes its conn only after its session", nil},
+	{"server", io.EOF, "the client closed its conn", func(e soakEnd) bool { return e.asked }},
+	{"server", net.ErrClosed, "the listener closed (a restart, or the end)", func(e soakEnd) bool { return e.closed }},
+	{"server", netcode.ErrConnectionTimedOut, "never: a client that leaves says so with disconnect packets", nil},
+}
+
+// judgeSoakEnd returns "" if err ends a session on side by a rule, else
+// what went wrong; and the rule's error, to count ends by kind.
+func judgeSoakEnd(side string, err error, e soakEnd) (bad string, kind error) {
+	for _, r := range soakNetsimEnds {
+		if r.side != side || !errors.Is(err, r.err) {
+			continue
+		}
+		if r.allow != nil && r.allow(e) {
+			return "", r.err
+		}
+		return fmt.Sprintf("%s: %v, against the rule %q (%+v)", side, err, r.rule, e), r.err
+	}
+	return fmt.Sprintf("%s: %v, which the oracle does not list", side, err), err
+}
+
+func TestSoakNetsimOracle(t *testing.T) {
+	tests := []struct {
+		side string
+		err  error
+		e    soakEnd
+		ok   bool
+	}{
+		{"client", &net.OpError{Op: "read", Err: io.EOF}, soakEnd{kicked: true}, true},
+		{"client", io.EOF, soakEnd{asked: true, closed: true}, false},
+		{"dial", netcode.ErrConnectionResponseTimedOut, soakEnd{restarted: true}, true},
+		{"dial", netcode.ErrConnectionResponseTimedOut, soakEnd{kicked: true}, false},
+		{"client", netcode.ErrConnectionTimedOut, soakEnd{restarted: true, kicked: true}, false},
+		{"server", io.ErrUnexpectedEOF, soakEnd{asked: true, closed: true}, false},
+		{"server", io.EOF, soakEnd{closed: true}, false},
+		{"server", net.ErrClosed, soakEnd{closed: true}, true},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{restarted: true}, false},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{ws: true, restarted: true}, true},
+	}
+	for _, tt := range tests {
+		bad, _ := judgeSoakEnd(tt.side, tt.err, tt.e)
+		require.Equal(t, tt.ok, bad == "", "%s %v %+v: %s", tt.side, tt.err, tt.e, bad)
+	}
+}
+
 // TestSoakNetsim runs the real Listener and Dialer, with all their
 // goroutines, over an in-memory network with 10% loss, jitter, duplication
-// and reordering: 64 clients connect, exchange payloads, disconnect and
-// reconnect at random, and the server kicks some. No connection may end
-// other than by those decisions, every slot must be free at the end, and
+// and reordering; and over the WebSocket transport (a bridge.Mux on the
+// in-memory network, WebSockets on loopback, 10% of the datagrams lost at
+// the clients). 64 clients connect with fresh tokens, exchange payloads,
+// disconnect and reconnect at random, and the server kicks some. A quarter
+// in (and every 20 s of a long run) the listener is closed while clients are
+// connected and a new one listens on the same address; the clients
+// reconnect to it with fresh tokens. Every session's end, on both sides, is
+// judged by the oracle above; every slot must be free at the end, and
 // TestMain's goleak check proves every goroutine exited.
 func TestSoakNetsim(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "udp", true: "websocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			soakNetsim(t, ws)
+		})
+	}
+}
+
+// soakNetsim is TestSoakNetsim over UDP on netsim, or with ws over the
+// WebSocket transport.
+func soakNetsim(t *testing.T, ws bool) {
 	run := 4 * time.Second
 	if *soakFor > 0 {
 		run = *soakFor
 	}
+	// The first restart comes early, so that dials stuck by it (see the
+	// oracle) end soon after the run; a long run restarts every 20 s.
+	const restartEvery = 20 * time.Second
+	firstRestart := min(run/4, restartEvery)
 	nw := netsim.New(3, netsim.Config{
 		Latency:      15 * time.Millisecond,
 		Jitter:       10 * time.Millisecond,
@@ -44,19 +149,20 @@ func TestSoakNetsim(t *testing.T) {
 	})
 	defer nw.Close()
 	srvAP := netip.MustParseAddrPort("10.9.0.1:40000")
-	spc, err := nw.Listen(srvAP)
-	require.NoError(t, err)
-	l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64})
-	require.NoError(t, err)
-	defer l.Close()
 
 	var (
-		wg       sync.WaitGroup
+		servers  sync.WaitGroup
 		failures = make(chan string, 1024)
 		kicks    atomic.Int64
 		sessions atomic.Int64
 		echoed   atomic.Int64
 		nextPort atomic.Uint32
+		accepted atomic.Int64
+		gen      atomic.Int64 // listener generation: a restart increments it before the Close
+		kicked   sync.Map     // client id → true: the server closed its conn
+		asked    sync.Map     // client id → true: the client closed its conn
+		ended    = map[string]int{}
+		endedMu  sync.Mutex
 	)
 	fail := func(format string, args ...any) {
 		select {
@@ -64,28 +170,39 @@ func TestSoakNetsim(t *testing.T) {
 		default:
 		}
 	}
-	// The server echoes, and kicks one connection in 50 after a while.
-	wg.Go(func() {
+	judge := func(side string, err error, e soakEnd) {
+		bad, kind := judgeSoakEnd(side, err, e)
+		if bad != "" {
+			fail("%s", bad)
+			return
+		}
+		endedMu.Lock()
+		ended[fmt.Sprintf("%s: %v", side, kind)]++
+		endedMu.Unlock()
+	}
+	// serve runs one listener: it echoes, and kicks one connection in 50
+	// after 20 payloads.
+	serve := func(l *netcode.Listener, closed *atomic.Bool) {
 		var conns sync.WaitGroup
 		defer conns.Wait()
-		for i := 0; ; i++ {
-			c, err := l.Accept()
+		for {
+			c, err := l.AcceptConn(context.Background())
 			if err != nil {
 				return
 			}
-			kick := i%50 == 49
+			kick := accepted.Add(1)%50 == 49
 			conns.Go(func() {
 				defer c.Close()
 				buf := make([]byte, netcode.MaxPayloadBytes)
 				for j := 0; ; j++ {
 					n, err := c.Read(buf)
 					if err != nil {
-						if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-							fail("server conn %v: %v", c.RemoteAddr(), err)
-						}
+						_, a := asked.Load(c.ClientID())
+						judge("server", err, soakEnd{asked: a, closed: closed.Load()})
 						return
 					}
 					if kick && j == 20 {
+						kicked.Store(c.ClientID(), true)
 						kicks.Add(1)
 						return
 					}
@@ -96,43 +213,81 @@ func TestSoakNetsim(t *testing.T) {
 				}
 			})
 		}
-	})
+	}
+	// Over the transport, one HTTP server stays up across restarts and
+	// hands its WebSockets to the Mux of the listener of the moment.
+	var (
+		mux   atomic.Pointer[bridge.Mux]
+		wsURL string
+	)
+	if ws {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mux.Load().Handler().ServeHTTP(w, r)
+		}))
+		defer hs.Close()
+		wsURL = "ws" + strings.TrimPrefix(hs.URL, "http")
+	}
+	listen := func() (*netcode.Listener, *atomic.Bool) {
+		spc, err := nw.Listen(srvAP)
+		require.NoError(t, err)
+		if ws {
+			m := bridge.NewMux(spc, bridge.MuxConfig{})
+			mux.Store(m)
+			spc = m
+		}
+		l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64})
+		require.NoError(t, err)
+		closed := new(atomic.Bool)
+		servers.Go(func() { serve(l, closed) })
+		return l, closed
+	}
+	l, closed := listen()
 
 	deadline := time.Now().Add(run)
 	var clients sync.WaitGroup
 	for i := range 64 {
 		clients.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), 99))
-			for gen := 0; time.Now().Before(deadline); gen++ {
+			for g := 0; time.Now().Before(deadline); g++ {
 				port := 10000 + uint16(nextPort.Add(1))
 				d := netcode.Dialer{ListenPacket: func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
 					return nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, 1, byte(i)}), port))
 				}}
+				if ws {
+					d.ListenPacket = func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
+						pc, err := dialTransport(ctx, wsURL)
+						if err != nil {
+							return nil, err
+						}
+						return &lossyConn{PacketConn: pc, rng: rand.New(rand.NewPCG(uint64(i), uint64(g))), loss: 0.10}, nil
+					}
+				}
+				id := uint64(i)<<32 | uint64(g)
 				// Not mint: it calls require, which must not run outside
-				// the test goroutine.
-				tok, err := soakToken(srvAP, uint64(i)<<32|uint64(gen))
+				// the test goroutine. A fresh token for every session.
+				tok, err := soakToken(srvAP, id)
 				if err != nil {
-					fail("client %d gen %d: token: %v", i, gen, err)
+					fail("client %d gen %d: token: %v", i, g, err)
 					return
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-				// A generous timeout: the rules, not a starved CI machine, decide.
+				g0 := gen.Load()
+				// A generous deadline: the rules, not a starved CI
+				// machine, decide.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				c, err := d.DialContext(ctx, tok)
 				cancel()
 				if err != nil {
-					fail("client %d gen %d: dial: %v", i, gen, err)
-					return
+					judge("dial", err, soakEnd{ws: ws, restarted: gen.Load() != g0})
+					continue
 				}
 				sessions.Add(1)
 				msgs := 10 + rng.IntN(60)
 				buf := make([]byte, netcode.MaxPayloadBytes)
-				for m := 0; m < msgs; m++ {
-					msg := fmt.Appendf(nil, "%d/%d/%d", i, gen, m)
+				var end error
+				for m := 0; m < msgs && end == nil; m++ {
+					msg := fmt.Appendf(nil, "%d/%d/%d", i, g, m)
 					if _, err := c.Write(msg); err != nil {
-						if errors.Is(err, io.EOF) {
-							break // kicked
-						}
-						fail("client %d write: %v", i, err)
+						end = err
 						break
 					}
 					// Payloads may be lost: wait a little for the echo, not forever.
@@ -140,46 +295,129 @@ func TestSoakNetsim(t *testing.T) {
 					n, err := c.Read(buf)
 					switch {
 					case err == nil:
-						if got := string(buf[:n]); got != string(msg) && !isEcho(got, i, gen) {
+						if got := string(buf[:n]); got != string(msg) && !isEcho(got, i, g) {
 							fail("client %d got %q for %q", i, got, msg)
 						}
 						echoed.Add(1)
-					case errors.Is(err, io.EOF):
-						m = msgs // kicked by the server: by the rules
 					case errors.Is(err, os.ErrDeadlineExceeded):
 						// The payload or its echo was lost: send the next.
-					case errors.Is(err, netcode.ErrConnectionTimedOut):
-						fail("client %d gen %d timed out", i, gen)
-						m = msgs
 					default:
-						fail("client %d gen %d read: %v", i, gen, err)
-						m = msgs
+						end = err
 					}
 				}
+				if end != nil {
+					_, k := kicked.Load(id)
+					judge("client", end, soakEnd{ws: ws, restarted: gen.Load() != g0, kicked: k})
+				}
+				asked.Store(id, true)
 				c.Close()
 				time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 			}
 		})
 	}
-	clients.Wait()
+	clientsDone := make(chan struct{})
+	go func() {
+		clients.Wait()
+		close(clientsDone)
+	}()
+
+	// Restart the listener while clients play: Close disconnects its
+	// clients, and a new Listen takes the same address.
+	restarts, closedLive := 0, 0
+	restart := time.NewTimer(firstRestart)
+wait:
+	for {
+		select {
+		case <-clientsDone:
+			break wait
+		case <-restart.C:
+			if !time.Now().Before(deadline) {
+				continue
+			}
+			restart.Reset(restartEvery)
+			live := l.Stats().Connected
+			gen.Add(1)
+			closed.Store(true)
+			require.NoError(t, l.Close())
+			l, closed = listen()
+			restarts++
+			closedLive += live
+		}
+	}
+	restart.Stop()
 
 	// Every slot frees once the clients' disconnect packets arrive.
 	require.Eventually(t, func() bool { return l.Stats().Connected == 0 }, 10*time.Second, 20*time.Millisecond, "slots still taken: %+v", l.Stats())
+	closed.Store(true)
 	require.NoError(t, l.Close())
-	wg.Wait()
+	servers.Wait()
 	close(failures)
 	var all []string
 	for f := range failures {
 		all = append(all, f)
 	}
-	require.Empty(t, all)
-	t.Logf("%d sessions, %d server kicks, %d echoes; network %+v; server %+v", sessions.Load(), kicks.Load(), echoed.Load(), nw.Stats(), l.Stats())
+	t.Logf("%d sessions, %d server kicks, %d echoes, %d listener restarts closing %d live connections; ends %v; netsim %+v; last server %+v",
+		sessions.Load(), kicks.Load(), echoed.Load(), restarts, closedLive, ended, nw.Stats(), l.Stats())
+	require.Empty(t, all, "sessions ended other than by the rules")
 	require.Greater(t, sessions.Load(), int64(64))
 	require.Positive(t, echoed.Load())
+	require.Positive(t, restarts)
+	require.Positive(t, closedLive, "no client was connected when the listener closed")
+	require.Positive(t, l.Stats().ConnectionsOpened, "no client reconnected to the new listener")
+}
+
+// dialTransport opens a WebSocket of the transport to url. A restart
+// closes the Mux behind url for a moment, so a failed attempt is retried a
+// few times: opening the WebSocket is not part of a netcode session.
+func dialTransport(ctx context.Context, url string) (*bridge.TransportConn, error) {
+	var err error
+	for range 50 {
+		var c *bridge.TransportConn
+		if c, err = bridge.DialTransport(ctx, url, nil); err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// lossyConn loses a share of the datagrams a client sends and receives, as
+// a lossy network would: a WebSocket itself loses nothing.
+type lossyConn struct {
+	net.PacketConn
+	mu   sync.Mutex
+	rng  *rand.Rand
+	loss float64
+}
+
+func (c *lossyConn) lose() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.Float64() < c.loss
+}
+
+func (c *lossyConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.lose() {
+			return n, a, err
+		}
+	}
+}
+
+func (c *lossyConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	if c.lose() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, a)
 }
 
 // soakToken mints a connect token as mint does, for the given client id and
-// a 15 s timeout, but returns its error: it is called from the clients'
+// a 5 s timeout, but returns its error: it is called from the clients'
 // goroutines, where require may not be used.
 func soakToken(server netip.AddrPort, clientID uint64) ([]byte, error) {
 	p := token.Params{
@@ -188,7 +426,7 @@ func soakToken(server netip.AddrPort, clientID uint64) ([]byte, error) {
 		PrivateKey:     testKey,
 		ServerAddrs:    []netip.AddrPort{server},
 		ExpireSeconds:  30,
-		TimeoutSeconds: 15,
+		TimeoutSeconds: 5,
 	}
 	copy(p.UserData[:], "hello user data")
 	return token.Generate(p)

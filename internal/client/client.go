@@ -321,8 +321,19 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte) {
 			}
 		}
 	case protocol.Disconnect:
-		if c.state == Connected {
+		// In Connected, as the reference. In SendingConnectionResponse
+		// too, which the reference ignores: the server sends disconnects
+		// only to a connection it accepted, so one that arrives before
+		// any keep-alive means we were accepted and at once kicked (or
+		// the server closed). Ignoring it would let a keep-alive delayed
+		// behind it move us to Connected with a server that has
+		// forgotten us, to time out long after. The packet is sealed
+		// with the token's server-to-client key and passed the replay
+		// check, exactly as a keep-alive must to connect us; the wire
+		// format is the reference's.
+		if c.state == Connected || c.state == SendingConnectionResponse {
 			c.lastRecv = now
+			c.pending = Disconnected
 			c.setState(Disconnected)
 		}
 	}

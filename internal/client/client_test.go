@@ -193,3 +193,58 @@ func TestFirstSequence(t *testing.T) {
 	}
 	require.Less(t, firstSequence(epoch, 1<<63), uint64(maxTimeSequence), "a create timestamp past time.Time's range")
 }
+
+func (s *serverPackets) disconnect() []byte { return s.next(protocol.AppendDisconnect) }
+
+// TestDisconnectDuringHandshake: an authenticated disconnect from the
+// current server ends the connection in "sending connection response" as
+// in "connected" (the server sends disconnects only to a connection it
+// accepted); one that is forged, replayed, from another address, or that
+// arrives before any challenge is ignored.
+func TestDisconnectDuringHandshake(t *testing.T) {
+	otherKey := crypto.Key{1: 3}
+	tests := []struct {
+		name     string
+		from     netip.AddrPort
+		key      *crypto.Key
+		replay   bool // send a keep-alive first, then a disconnect with its sequence
+		noChal   bool // no challenge yet: still sending connection requests
+		want     State
+		wantPath []State
+	}{
+		{"in sending connection response", srvA, &s2cKey, false, false, Disconnected,
+			[]State{SendingConnectionRequest, SendingConnectionResponse, Disconnected}},
+		{"in sending connection request", srvA, &s2cKey, false, true, SendingConnectionRequest,
+			[]State{SendingConnectionRequest}},
+		{"sealed with another key", srvA, &otherKey, false, false, SendingConnectionResponse,
+			[]State{SendingConnectionRequest, SendingConnectionResponse}},
+		{"from another address", srvB, &s2cKey, false, false, SendingConnectionResponse,
+			[]State{SendingConnectionRequest, SendingConnectionResponse}},
+		{"replayed sequence once connected", srvA, &s2cKey, true, false, Connected,
+			[]State{SendingConnectionRequest, SendingConnectionResponse, Connected}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, r := newTestClient(t, srvA)
+			srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+			now := epoch
+			var out capture
+			c.Update(now, &out)
+			if !tt.noChal {
+				c.Receive(now, srvA, srv.challenge())
+			}
+			if tt.replay {
+				c.Receive(now, srvA, srv.keepAlive())
+				srv.seq-- // the disconnect reuses the keep-alive's sequence
+			}
+			d := (&serverPackets{key: crypto.NewPacketAEAD(tt.key, protocolID), seq: srv.seq}).disconnect()
+			c.Receive(now, tt.from, d)
+			for range 10 {
+				now = now.Add(10 * time.Millisecond)
+				c.Update(now, &out)
+			}
+			require.Equal(t, tt.want, c.State())
+			require.Equal(t, tt.wantPath, r.states)
+		})
+	}
+}

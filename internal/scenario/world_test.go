@@ -43,10 +43,16 @@ type world struct {
 }
 
 func newWorld(t *testing.T, cfg netsim.Config) *world {
+	return newSeededWorld(t, 1, cfg)
+}
+
+// newSeededWorld is newWorld with the network's random choices drawn from
+// seed.
+func newSeededWorld(t *testing.T, seed uint64, cfg netsim.Config) *world {
 	return &world{
 		t:       t,
 		now:     epoch,
-		net:     netsim.New(1, cfg),
+		net:     netsim.New(int64(seed), cfg),
 		servers: map[netip.AddrPort]*srvNode{},
 		clients: map[netip.AddrPort]*cliNode{},
 	}
@@ -108,6 +114,9 @@ type cliNode struct {
 	sink     sink
 	states   []client.State
 	payloads [][]byte
+	// ignore, if set, discards the datagrams it returns true for before
+	// the core sees them: a client that ignores them.
+	ignore func(b []byte) bool
 }
 
 func (n *cliNode) StateChanged(from, to client.State) { n.states = append(n.states, to) }
@@ -159,7 +168,7 @@ func (w *world) step() {
 		buf := append([]byte(nil), b...)
 		if s := w.servers[to]; s != nil {
 			s.core.Receive(w.now, from, buf, s.sink)
-		} else if c := w.clients[to]; c != nil {
+		} else if c := w.clients[to]; c != nil && (c.ignore == nil || !c.ignore(buf)) {
 			c.core.Receive(w.now, from, buf)
 		}
 	})

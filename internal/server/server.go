@@ -293,6 +293,7 @@ type Server struct {
 	lastSweep time.Time
 	closed    bool
 	draining  atomic.Bool // deny every new connection (Drain); read without mu
+	gone      goneClients // recently kicked clients, reminded (gone.go)
 
 	scratch [protocol.MaxPacketBytes]byte
 	chTok   [token.ChallengeTokenBytes]byte
@@ -403,6 +404,9 @@ func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, sink S
 	}
 	var p protocol.Packet
 	if err := s.reader.Read(data, unixSeconds(now), key, replay, &p); err != nil {
+		if err == protocol.ErrNoKey && s.answerGone(now, from, data, sink) {
+			return
+		}
 		if err == protocol.ErrReplayed {
 			s.stats.Replayed++
 		} else {
@@ -774,6 +778,9 @@ func (s *Server) disconnect(c *Client, why Reason, sink Sink, packets bool) {
 	delete(s.byID, c.id)
 	if m := s.byAddr[c.addr]; !c.loopback && m != nil && m.client == c {
 		delete(s.byAddr, c.addr)
+	}
+	if why == ReasonLocal && !c.loopback {
+		s.gone.add(c, s.maxClients)
 	}
 	s.log.Debug("netcode: client disconnected", "index", c.index, "id", c.id, "why", why.String())
 	s.handler.Disconnected(c, why)

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/gonetcode/netcode/protocol"
+)
+
+// Reminding kicked clients. When the server ends a connection right after
+// accepting it, its disconnect packets can reach the client while it is
+// still in "sending connection response", where the reference client ignores
+// them; a keep-alive delayed behind them then connects it to a server that
+// has forgotten it, and it times out seconds later. (This module's client
+// accepts those disconnects; a reference client does not.) So for a short
+// while after a kick the server keeps the client's keys, and answers each
+// authenticated keep-alive or payload from its address (the packets of a
+// client that believes it is connected) with one more disconnect packet:
+// at most goneReplies of them, never one larger than the packet answered,
+// only until the client would have timed out anyway, and for at most
+// MaxClients kicked clients at once. The packets continue the connection's
+// own sequence, so no nonce is used twice. Connection responses are not
+// answered: a reference client ignores disconnects while it sends them.
+
+// goneReplies bounds the reminders sent to one kicked client.
+const goneReplies = DisconnectPackets
+
+// goneGrace is added to the client's timeout (or to goneDefaultWindow when
+// it has none) for the packets in flight.
+const (
+	goneGrace         = time.Second
+	goneDefaultWindow = 5 * time.Second
+)
+
+type goneClient struct {
+	c       *Client
+	expire  time.Time
+	replies int
+}
+
+// goneClients is a bounded FIFO of recently kicked clients, found by
+// address. Guarded by Server.mu.
+type goneClients struct {
+	byAddr map[netip.AddrPort]*goneClient
+	ring   []*goneClient // capacity MaxClients, allocated on first use
+	start  int
+	n      int
+}
+
+// add remembers c, which the server just kicked. It forgets the oldest
+// entries when they have expired or the ring is full.
+func (g *goneClients) add(c *Client, capacity int) {
+	window := c.timeout
+	if window <= 0 {
+		window = goneDefaultWindow
+	}
+	// c.lastRecv is the latest time the server knows of here (Disconnect
+	// takes none); it is at most a keep-alive interval behind a live
+	// client's now.
+	now := c.lastRecv
+	e := &goneClient{c: c, expire: now.Add(window + goneGrace), replies: goneReplies}
+	if g.ring == nil {
+		g.ring = make([]*goneClient, capacity)
+		g.byAddr = make(map[netip.AddrPort]*goneClient)
+	}
+	for g.n > 0 && (g.n == len(g.ring) || !g.ring[g.start].expire.After(now)) {
+		g.pop()
+	}
+	g.ring[(g.start+g.n)%len(g.ring)] = e
+	g.n++
+	g.byAddr[c.addr] = e
+}
+
+func (g *goneClients) pop() {
+	e := g.ring[g.start]
+	g.ring[g.start] = nil
+	g.start = (g.start + 1) % len(g.ring)
+	g.n--
+	if g.byAddr[e.c.addr] == e {
+		delete(g.byAddr, e.c.addr)
+	}
+}
+
+// answerGone answers a packet from an address without an encryption
+// mapping, if the address is a recently kicked client's and the packet is
+// authenticated with its key, fresh by its replay window, and a
+// keep-alive or payload. It reports whether it sent a disconnect packet.
+// data is decrypted in place.
+func (s *Server) answerGone(now time.Time, from netip.AddrPort, data []byte, sink Sink) bool {
+	e := s.gone.byAddr[from]
+	if e == nil {
+		return false
+	}
+	if e.replies <= 0 || !now.Before(e.expire) {
+		delete(s.gone.byAddr, from)
+		return false
+	}
+	size := len(data)
+	var p protocol.Packet
+	c := e.c
+	if s.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p) != nil {
+		return false
+	}
+	switch p.Type {
+	case protocol.KeepAlive, protocol.Payload:
+	default:
+		return false
+	}
+	if !c.remindDisconnect(sink, size) {
+		return false
+	}
+	e.replies--
+	return true
+}
+
+// remindDisconnect sends one more disconnect packet after the connection
+// ended, in its sequence, if it is no larger than limit bytes.
+func (c *Client) remindDisconnect(sink Sink, limit int) bool {
+	s := &c.sendLocked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pkt := protocol.AppendDisconnect(s.buf[:0], s.send, s.seq)
+	if len(pkt) > limit {
+		return false
+	}
+	s.seq++
+	sink.Send(c.addr, pkt)
+	return true
+}
