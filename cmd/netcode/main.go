@@ -42,6 +42,7 @@ var commands = []command{
 	{"serve", "run an echo server", runServe},
 	{"bridge", "relay browser WebSocket sessions to netcode servers", runBridge},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
+	{"version", "print the release, module version and VCS revision of this build", runVersion},
 }
 
 func main() {
