@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -20,7 +22,7 @@ import (
 const defaultProtocolID = 0x6e6574636f646531
 
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keygen", "[-base64] [-o file]", stderr)
+	fs := newFlags("keygen", "[-base64] [-o file]", stdout, stderr)
 	b64 := fs.Bool("base64", false, "print the key in base64 instead of hex")
 	out := fs.String("o", "", "write the key to this file (created with mode 0600; an existing file is never overwritten) instead of stdout")
 	if err := parse(fs, args); err != nil {
@@ -59,36 +61,46 @@ func formatKey(k crypto.Key, b64 bool) string {
 }
 
 // parseKey reads a key given as hex or base64 text, or as the name of a file
-// holding such text (or the 32 raw bytes).
-func parseKey(s string) ([netcode.KeyBytes]byte, error) {
+// holding such text (or the 32 raw bytes). A key file that group or others
+// may read draws a warning on warn.
+func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
 	var key [netcode.KeyBytes]byte
 	if s == "" {
 		return key, errors.New("no key: use -key with a key in hex or base64, or a key file")
 	}
-	text := []byte(s)
-	fromFile := false
-	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() {
-		if st.Size() > 4096 {
-			return key, fmt.Errorf("key file %s is too large", s)
-		}
-		b, err := os.ReadFile(s)
-		if err != nil {
-			return key, err
-		}
-		if len(b) == netcode.KeyBytes && !isText(b) {
-			copy(key[:], b)
-			return key, nil
-		}
-		text, fromFile = bytes.TrimSpace(b), true
-	}
-	if b, err := decodeKeyText(string(text)); err == nil {
+	if b, err := decodeKeyText(s); err == nil {
 		copy(key[:], b)
 		return key, nil
 	}
-	if fromFile {
+	st, err := os.Stat(s)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return key, fmt.Errorf("-key %s: no such key file (and not a 32-byte key in hex or base64)", s)
+	case err != nil:
+		return key, fmt.Errorf("-key: %w", err)
+	case !st.Mode().IsRegular():
+		return key, fmt.Errorf("-key %s: not a regular file", s)
+	case st.Size() > 4096:
+		return key, fmt.Errorf("key file %s is too large", s)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(warn, "netcode: warning: key file %s is readable by group or others (mode %#o); make it private: chmod 600 %s\n",
+			s, st.Mode().Perm(), s)
+	}
+	b, err := os.ReadFile(s)
+	if err != nil {
+		return key, err
+	}
+	if len(b) == netcode.KeyBytes && !isText(b) {
+		copy(key[:], b)
+		return key, nil
+	}
+	d, err := decodeKeyText(string(bytes.TrimSpace(b)))
+	if err != nil {
 		return key, fmt.Errorf("key file %s does not hold a 32-byte key in hex or base64", s)
 	}
-	return key, errors.New("-key is neither a 32-byte key in hex or base64 nor a key file")
+	copy(key[:], d)
+	return key, nil
 }
 
 func decodeKeyText(s string) ([]byte, error) {

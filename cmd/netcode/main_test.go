@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -49,11 +50,21 @@ func TestDispatch(t *testing.T) {
 		{[]string{"serve", "-h"}, 0, "-max-clients"},
 		{[]string{"bench", "-h"}, 0, "-baseline"},
 		{[]string{"inspect", "-h"}, 0, "usage: netcode inspect"},
+		{[]string{"client", "-h"}, 0, "-echo"},
+		{[]string{"client"}, 2, "missing argument"},
+		{[]string{"client", "a", "b"}, 2, `unexpected argument "b"`},
+		{[]string{"client", "-", "-echo", "0"}, 2, `unexpected argument "-echo"`},
+		{[]string{"client", "-"}, 1, "leaves none for lines"},
+		{[]string{"client", "-echo", "3", "-size", "8", "x"}, 1, "-size from 16 to 1200"},
+		{[]string{"version", "-h"}, 0, "usage: netcode version"},
 		{[]string{"keygen", "-nope"}, 2, "flag provided but not defined"},
 		{[]string{"keygen", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"token", "-server", "127.0.0.1:1"}, 1, "no key"},
 		{[]string{"token", "-key", strings.Repeat("ab", 32)}, 1, "no server"},
-		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "neither a 32-byte key"},
+		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "-key xyz: no such key file"},
+		{[]string{"token", "-server", "0.0.0.0:40000"}, 2, "a concrete address and port are needed"},
+		{[]string{"token", "-server", "[::]:40000"}, 2, "a concrete address and port are needed"},
+		{[]string{"token", "-server", "127.0.0.1:0"}, 2, "a concrete address and port are needed"},
 		{[]string{"token", "-server", "nonsense"}, 2, "invalid value"},
 		{[]string{"token", "-protocol", "-1"}, 2, "invalid value"},
 		{[]string{"serve"}, 1, "no key"},
@@ -74,7 +85,7 @@ func TestKeygen(t *testing.T) {
 	b, err := hex.DecodeString(strings.TrimSpace(out))
 	require.NoError(t, err)
 	assert.Len(t, b, 32)
-	k, err := parseKey(strings.TrimSpace(out))
+	k, err := parseKey(strings.TrimSpace(out), io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, b, k[:])
 
@@ -93,7 +104,7 @@ func TestKeygen(t *testing.T) {
 	st, err := os.Stat(f)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	_, err = parseKey(f)
+	_, err = parseKey(f, io.Discard)
 	require.NoError(t, err)
 	// An existing key file is never overwritten.
 	code, _, errs := cli(t, "keygen", "-o", f)
@@ -113,27 +124,29 @@ func TestParseKey(t *testing.T) {
 		return p
 	}
 	tests := []struct {
-		name string
-		in   string
-		ok   bool
+		name    string
+		in      string
+		wantErr string // "": the key parses
 	}{
-		{"hex", hex.EncodeToString(key[:]), true},
-		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), true},
-		{"base64", base64.StdEncoding.EncodeToString(key[:]), true},
-		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), true},
-		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), true},
-		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), true},
-		{"raw file", write("raw", key[:]), true},
-		{"empty", "", false},
-		{"short hex", hex.EncodeToString(key[:31]), false},
-		{"bad file", write("bad", []byte("hello")), false},
-		{"big file", write("big", make([]byte, 5000)), false},
+		{"hex", hex.EncodeToString(key[:]), ""},
+		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), ""},
+		{"base64", base64.StdEncoding.EncodeToString(key[:]), ""},
+		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), ""},
+		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), ""},
+		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), ""},
+		{"raw file", write("raw", key[:]), ""},
+		{"empty", "", "no key"},
+		{"short hex", hex.EncodeToString(key[:31]), "no such key file"},
+		{"missing file", filepath.Join(dir, "missing.key"), "missing.key: no such key file"},
+		{"directory", dir, "not a regular file"},
+		{"bad file", write("bad", []byte("hello")), "does not hold a 32-byte key"},
+		{"big file", write("big", make([]byte, 5000)), "is too large"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseKey(tc.in)
-			if !tc.ok {
-				assert.Error(t, err)
+			got, err := parseKey(tc.in, io.Discard)
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
@@ -165,7 +178,7 @@ func TestKeygenTokenParse(t *testing.T) {
 		netip.MustParseAddrPort("127.0.0.1:40000"),
 		netip.MustParseAddrPort("[::1]:40001"),
 	}, tok.ServerAddrs)
-	b2, err := readToken(tokFile)
+	b2, err := readToken(context.Background(), tokFile)
 	require.NoError(t, err)
 	assert.Equal(t, b, b2)
 
@@ -179,7 +192,7 @@ func TestKeygenTokenParse(t *testing.T) {
 	assert.EqualValues(t, defaultProtocolID, tok.ProtocolID)
 	b64File := filepath.Join(dir, "token.b64")
 	require.NoError(t, os.WriteFile(b64File, []byte(out), 0o600))
-	b3, err := readToken(b64File)
+	b3, err := readToken(context.Background(), b64File)
 	require.NoError(t, err)
 	assert.Equal(t, raw, b3)
 
@@ -192,8 +205,8 @@ func TestKeygenTokenParse(t *testing.T) {
 		code, _, _ := cli(t, append([]string{"token", "-key", keyFile, "-server", "127.0.0.1:1"}, args...)...)
 		assert.Equal(t, 1, code, args)
 	}
-	_, err = readToken(keyFile)
-	assert.Error(t, err)
+	_, err = readToken(context.Background(), keyFile)
+	assert.ErrorContains(t, err, "neither a 2048-byte connect token nor one in base64")
 
 	code, out, errs = cli(t, "inspect", tokFile)
 	require.Equal(t, 0, code, errs)
@@ -255,8 +268,9 @@ func TestServeDial(t *testing.T) {
 	}
 	logs := serr.String()
 	assert.Contains(t, logs, "netcode echo server listening")
-	assert.Contains(t, logs, "client connected")
-	assert.Contains(t, logs, "client_id=7")
+	assert.Equal(t, 1, strings.Count(logs, "client connected"), "one line per event:\n%s", logs)
+	assert.Equal(t, 1, strings.Count(logs, "client disconnected"), "one line per event:\n%s", logs)
+	assert.Contains(t, logs, "id=7")
 	assert.Contains(t, logs, "netcode echo server stopped")
 }
 

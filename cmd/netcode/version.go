@@ -11,7 +11,7 @@ import (
 )
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "\n\nPrints the netcode release, the module version and VCS revision the binary\nwas built from (when the build recorded them), and the Go toolchain.", stdout)
+	fs := newFlags("version", "\n\nPrints the netcode release, the module version and VCS revision the binary\nwas built from (when the build recorded them), and the Go toolchain.", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
