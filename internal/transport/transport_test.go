@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,24 +71,30 @@ func TestNewPicksPath(t *testing.T) {
 }
 
 func TestListenNetworks(t *testing.T) {
+	var unknownNetwork net.UnknownNetworkError
+	var badAddr *net.AddrError
 	for _, tc := range []struct {
 		network, addr string
-		ok            bool
+		errAs         any // nil: Listen succeeds; else a pointer to the error type it fails with
 	}{
-		{"udp4", "127.0.0.1:0", true},
-		{"udp6", "[::1]:0", true},
-		{"udp", ":0", true},
-		{"tcp", "127.0.0.1:0", false},
-		{"udp4", "not an address", false},
+		{"udp4", "127.0.0.1:0", nil},
+		{"udp6", "[::1]:0", nil},
+		{"udp", ":0", nil},
+		{"tcp", "127.0.0.1:0", &unknownNetwork},
+		{"udp4", "not an address", &badAddr},
 	} {
 		t.Run(tc.network+" "+tc.addr, func(t *testing.T) {
-			c, err := Listen(tc.network, tc.addr)
-			if !tc.ok {
-				require.Error(t, err)
-				return
+			if tc.network == "udp6" {
+				probe, err := net.ListenPacket("udp6", "[::1]:0")
+				if err != nil {
+					t.Skipf("no IPv6 loopback here: %v", err)
+				}
+				probe.Close()
 			}
-			if err != nil && tc.network == "udp6" {
-				t.Skipf("no IPv6: %v", err)
+			c, err := Listen(tc.network, tc.addr)
+			if tc.errAs != nil {
+				require.ErrorAs(t, err, tc.errAs)
+				return
 			}
 			require.NoError(t, err)
 			require.NotNil(t, c.LocalAddr())
@@ -230,15 +237,26 @@ func TestIPv4SocketAddresses(t *testing.T) {
 			mapped := netip.AddrPortFrom(netip.AddrFrom16(dst.Addr().As16()), dst.Port())
 			require.NoError(t, a.WriteTo([]byte("mapped"), mapped))
 
+			// Unusable destinations fail as package net fails them: a
+			// *net.OpError of the write, naming the destination.
 			v6 := netip.MustParseAddrPort("[2001:db8::1]:9")
-			assert.Error(t, a.WriteTo([]byte("x"), v6))
-			assert.Error(t, a.WriteTo([]byte("x"), netip.AddrPort{}))
+			writeErr := func(err error, to string) {
+				t.Helper()
+				var oe *net.OpError
+				require.ErrorAs(t, err, &oe)
+				assert.Equal(t, "write", oe.Op)
+				if to != "" {
+					assert.ErrorContains(t, err, to)
+				}
+			}
+			writeErr(a.WriteTo([]byte("x"), v6), "[2001:db8::1]:9")
+			writeErr(a.WriteTo([]byte("x"), netip.AddrPort{}), "")
 			n, err := a.WriteBatch([]Message{
 				{Buf: []byte("one"), Addr: dst},
 				{Buf: []byte("bad"), Addr: v6},
 				{Buf: []byte("two"), Addr: dst},
 			})
-			require.Error(t, err)
+			writeErr(err, "[2001:db8::1]:9")
 			assert.Equal(t, 1, n)
 
 			ms := newMsgs(1)
@@ -286,6 +304,24 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
+// waitIOWait waits until a goroutine running fn (a function name in its
+// stack, as runtime.Stack prints it) is parked in the network poller:
+// blocked in a read, which is what a test of Close unblocking a reader
+// needs, and a state no fixed sleep can promise.
+func waitIOWait(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	require.Eventually(t, func() bool {
+		n := runtime.Stack(buf, true)
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, " [IO wait") && strings.Contains(g, fn) {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "no goroutine of %s blocked in the poller", fn)
+}
+
 func TestCloseUnblocksReader(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -295,7 +331,7 @@ func TestCloseUnblocksReader(t *testing.T) {
 				_, err := c.ReadBatch(newMsgs(8))
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			waitIOWait(t, "transport.TestCloseUnblocksReader")
 			require.NoError(t, c.Close())
 			select {
 			case err := <-done:
