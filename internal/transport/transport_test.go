@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/gonetcode/netcode/internal/stacks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -304,24 +305,6 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
-// waitIOWait waits until a goroutine running fn (a function name in its
-// stack, as runtime.Stack prints it) is parked in the network poller:
-// blocked in a read, which is what a test of Close unblocking a reader
-// needs, and a state no fixed sleep can promise.
-func waitIOWait(t *testing.T, fn string) {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	require.Eventually(t, func() bool {
-		n := runtime.Stack(buf, true)
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, " [IO wait") && strings.Contains(g, fn) {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, time.Millisecond, "no goroutine of %s blocked in the poller", fn)
-}
-
 func TestCloseUnblocksReader(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -331,7 +314,9 @@ func TestCloseUnblocksReader(t *testing.T) {
 				_, err := c.ReadBatch(newMsgs(8))
 				done <- err
 			}()
-			waitIOWait(t, "transport.TestCloseUnblocksReader")
+			// Close is tested against a reader parked in the poller.
+			require.Eventually(t, func() bool { return stacks.Blocked("transport.TestCloseUnblocksReader", "IO wait") },
+				10*time.Second, time.Millisecond, "the reader never blocked")
 			require.NoError(t, c.Close())
 			select {
 			case err := <-done:
