@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -70,6 +71,9 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var tok []byte
 	var err error
 	if isURL(src) {
+		if *auth != "" && strings.HasPrefix(src, "http://") {
+			fmt.Fprintln(stderr, "netcode client: warning: the bearer token goes over plain http, readable by anyone on the path; use https")
+		}
 		fmt.Fprintf(stderr, "netcode client: asking %s for a token\n", src)
 		tok, err = backend{method: *method, auth: *auth, caFile: *ca}.fetch(ctx, src)
 	} else {

@@ -181,7 +181,7 @@ func TestClientBackend(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var methods []string
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backendFunc := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		methods = append(methods, r.Method)
 		mu.Unlock()
@@ -201,8 +201,11 @@ func TestClientBackend(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(tok)
-	}))
+	})
+	ts := httptest.NewTLSServer(backendFunc)
 	defer ts.Close()
+	plain := httptest.NewServer(backendFunc)
+	defer plain.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600))
 
@@ -217,6 +220,7 @@ func TestClientBackend(t *testing.T) {
 		{"wrong bearer", []string{"-auth", "guess", "-ca", ca, ts.URL + "/token"}, 1, "401 Unauthorized who are you?"},
 		{"unknown CA", []string{"-auth", "s3cret", ts.URL + "/token"}, 1, "certificate"},
 		{"missing CA file", []string{"-ca", ca + ".missing", ts.URL + "/token"}, 1, "no such file"},
+		{"plain http", []string{"-auth", "s3cret", plain.URL + "/token"}, 0, "warning: the bearer token goes over plain http"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
