@@ -43,6 +43,13 @@ func (s *syncBuffer) String() string {
 // server runs "netcode serve" with args until the test ends and returns its
 // address and the key file its tokens need.
 func server(t *testing.T, args ...string) (addr net.Addr, keyFile string) {
+	addr, keyFile, _ = stoppableServer(t, args...)
+	return addr, keyFile
+}
+
+// stoppableServer is server with a function that stops it before the test
+// ends (once; the test's end then does nothing more).
+func stoppableServer(t *testing.T, args ...string) (addr net.Addr, keyFile string, stop func()) {
 	t.Helper()
 	keyFile = filepath.Join(t.TempDir(), "server.key")
 	code, _, errs := cli(t, "keygen", "-o", keyFile)
@@ -61,11 +68,15 @@ func server(t *testing.T, args ...string) (addr net.Addr, keyFile string) {
 		t.Fatalf("serve exited with %d: %s", c, serr.String())
 	}
 	serveReady = nil
-	t.Cleanup(func() {
-		cancel()
-		assert.Equal(t, 0, <-done, serr.String())
-	})
-	return addr, keyFile
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			assert.Equal(t, 0, <-done, serr.String())
+		})
+	}
+	t.Cleanup(stop)
+	return addr, keyFile, stop
 }
 
 // mint runs "netcode token" into a file and returns its name.
@@ -126,6 +137,17 @@ func TestClientChat(t *testing.T) {
 	assert.Contains(t, a.errs.String(), "netcode client: disconnected")
 	require.NoError(t, b.in.Close())
 	assert.Equal(t, 0, <-b.done, b.errs.String())
+}
+
+// TestClientServerLeaves checks that a line client whose server shuts down
+// says so, by the error's name, and exits cleanly.
+func TestClientServerLeaves(t *testing.T) {
+	addr, key, stop := stoppableServer(t)
+	c := startLineClient(t, context.Background(), mint(t, key, addr))
+	defer c.in.Close()
+	stop()
+	assert.Equal(t, 0, <-c.done, c.errs.String())
+	assert.Contains(t, c.errs.String(), "netcode client: the server closed the connection (io.EOF)")
 }
 
 func TestClientEcho(t *testing.T) {
