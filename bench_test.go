@@ -1,6 +1,7 @@
 package netcode_test
 
 import (
+	"github.com/gonetcode/netcode/internal/race"
 	"testing"
 
 	"github.com/gonetcode/netcode"
@@ -57,9 +58,7 @@ func byteSize(n int) string {
 // a payload costs no allocation on either side (counted for the whole
 // process, so the reader and ticker goroutines are included).
 func TestSteadyStateAllocations(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items; .ci/run runs this test without -race")
-	}
+	race.Skip(t)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			l := listen(t, f.network, f.addr, nil)

@@ -3,19 +3,25 @@ package netcode
 import (
 	"log/slog"
 	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
 )
 
-// Sizes fixed by the protocol.
+// Sizes fixed by the protocol (each defined once, in the package that
+// implements its part of the protocol).
 const (
-	// MaxPayloadBytes is the largest payload one Write may send.
-	MaxPayloadBytes = 1200
+	// MaxPayloadBytes is the largest payload one Write may send: 1200.
+	MaxPayloadBytes = protocol.MaxPayloadBytes
 	// KeyBytes is the size of the private key shared by servers and the
-	// token backend.
-	KeyBytes = 32
-	// UserDataBytes is the size of the user data carried in connect tokens.
-	UserDataBytes = 256
-	// ConnectTokenBytes is the size of a connect token.
-	ConnectTokenBytes = 2048
+	// token backend: 32.
+	KeyBytes = crypto.KeyBytes
+	// UserDataBytes is the size of the user data carried in connect
+	// tokens: 256.
+	UserDataBytes = token.UserDataBytes
+	// ConnectTokenBytes is the size of a connect token: 2048.
+	ConnectTokenBytes = token.ConnectTokenBytes
 )
 
 // ServerConfig configures a Listener.
@@ -23,7 +29,14 @@ type ServerConfig struct {
 	// ProtocolID must match the protocol id of the connect tokens.
 	ProtocolID uint64
 	// PrivateKey is shared with the token backend; never ship it to clients.
+	// It must not be all zeros: Listen and NewListener refuse that with
+	// ErrZeroKey.
 	PrivateKey [KeyBytes]byte
+	// PreviousPrivateKey, if not all zeros, opens connect tokens too. Set
+	// it to the retiring key during a key rotation, for as long as tokens
+	// sealed with it may still be presented (their lifetime), then clear
+	// it. See the README's token backend section.
+	PreviousPrivateKey [KeyBytes]byte
 	// PublicAddr is the "host:port" clients were told in their tokens,
 	// where it differs from the bound address (a wildcard bind, NAT, a load
 	// balancer). A connection request is answered only if its token's
@@ -49,6 +62,13 @@ type ServerConfig struct {
 	// TickInterval is how often keep-alives and timeouts are processed;
 	// 0 means 10 ms.
 	TickInterval time.Duration
+	// PacketTagging marks every packet the server sends with DSCP 46
+	// (expedited forwarding) in the IPv4 TOS or IPv6 traffic class byte,
+	// as the reference's packet tagging does, so that networks that honour
+	// it queue game traffic ahead of bulk traffic. Off by default, as in
+	// the reference. Where the operating system refuses it, the Listener
+	// still works and says so at Warn level in the log.
+	PacketTagging bool
 }
 
 const defaultTick = 10 * time.Millisecond

@@ -3,12 +3,14 @@ package netcode
 import (
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
 )
 
 // DefaultReadQueue is how many received payloads a connection holds for Read
@@ -20,14 +22,6 @@ type endpoint interface {
 	send(now time.Time, payload []byte) error
 	close() // ends the connection from this side (sends disconnects)
 }
-
-// payloadBuf is a pooled buffer holding one received payload.
-type payloadBuf struct {
-	n int
-	b [MaxPayloadBytes]byte
-}
-
-var payloadPool = sync.Pool{New: func() any { return new(payloadBuf) }}
 
 // Conn is a netcode connection, on either side. It implements net.Conn, with
 // message semantics: one Read returns one payload, one Write sends one.
@@ -45,18 +39,12 @@ type Conn struct {
 	maxClients  int
 	userData    [UserDataBytes]byte
 
-	queue   chan *payloadBuf
-	readMu  sync.Mutex
-	pending *payloadBuf // a payload left by io.ErrShortBuffer; guarded by readMu
-
-	done      chan struct{} // closed when the connection has ended
-	endOnce   sync.Once
-	endErr    error // why it ended; written before done is closed
+	// q holds the received payloads; it ends with why the connection
+	// ended (io.EOF, a timeout error or net.ErrClosed).
+	q         *packetq.Queue
 	closeOnce sync.Once
 	closed    atomic.Bool // Close was called
-
-	rd, wd  deadline.Deadline
-	dropped atomic.Uint64
+	wd        deadline.Deadline
 }
 
 func newConn(ep endpoint, local, remote net.Addr, queue int) *Conn {
@@ -67,40 +55,22 @@ func newConn(ep endpoint, local, remote net.Addr, queue int) *Conn {
 		ep:     ep,
 		local:  local,
 		remote: remote,
-		queue:  make(chan *payloadBuf, queue),
-		done:   make(chan struct{}),
+		q:      packetq.New(queue),
 	}
 }
 
-// deliver queues a copy of p for Read, or drops it if the queue is full or
-// the connection has ended. It never blocks.
+// deliver queues a copy of p for Read, or drops it (counted in Dropped)
+// if the queue is full. It never blocks.
 func (c *Conn) deliver(p []byte) {
 	if len(p) == 0 || len(p) > MaxPayloadBytes {
 		return
 	}
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	b := payloadPool.Get().(*payloadBuf)
-	b.n = copy(b.b[:], p)
-	select {
-	case c.queue <- b:
-	default:
-		payloadPool.Put(b)
-		c.dropped.Add(1)
-	}
+	c.q.Push(netip.AddrPort{}, p)
 }
 
 // end marks the connection as over with err (io.EOF, a timeout error, or
 // net.ErrClosed). Queued payloads stay readable.
-func (c *Conn) end(err error) {
-	c.endOnce.Do(func() {
-		c.endErr = err
-		close(c.done)
-	})
-}
+func (c *Conn) end(err error) { c.q.End(err) }
 
 // Read reads one payload into b and returns its length. If b is too short
 // for the payload, Read returns io.ErrShortBuffer and the payload stays
@@ -109,49 +79,17 @@ func (c *Conn) end(err error) {
 // passed, Read fails with os.ErrDeadlineExceeded even if payloads are queued;
 // they are kept for a Read after the deadline is extended or cleared.
 func (c *Conn) Read(b []byte) (int, error) {
-	c.readMu.Lock()
-	defer c.readMu.Unlock()
 	if c.closed.Load() {
 		return 0, c.opErr("read", net.ErrClosed)
 	}
-	// As in package net, a passed deadline fails the Read even when a
-	// payload is waiting; the payload stays queued for a later Read.
-	if c.rd.Expired() {
-		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	n, _, err := c.q.ReadMessage(b)
+	switch err {
+	case nil:
+		return n, nil
+	case io.EOF:
+		return 0, io.EOF // unwrapped, as package net returns it
 	}
-	if c.pending != nil {
-		return c.take(b, c.pending)
-	}
-	select {
-	case p := <-c.queue:
-		return c.take(b, p)
-	case <-c.done:
-		select {
-		case p := <-c.queue:
-			return c.take(b, p)
-		default:
-		}
-		if c.closed.Load() {
-			return 0, c.opErr("read", net.ErrClosed)
-		}
-		if c.endErr == io.EOF {
-			return 0, io.EOF
-		}
-		return 0, c.opErr("read", c.endErr)
-	case <-c.rd.Wait():
-		return 0, c.opErr("read", os.ErrDeadlineExceeded)
-	}
-}
-
-func (c *Conn) take(b []byte, p *payloadBuf) (int, error) {
-	if len(b) < p.n {
-		c.pending = p
-		return 0, c.opErr("read", io.ErrShortBuffer)
-	}
-	c.pending = nil
-	n := copy(b, p.b[:p.n])
-	payloadPool.Put(p)
-	return n, nil
+	return 0, c.opErr("read", err)
 }
 
 // Write sends b as one payload of 1 to MaxPayloadBytes bytes. Larger writes
@@ -167,8 +105,8 @@ func (c *Conn) Write(b []byte) (int, error) {
 		return 0, c.opErr("write", net.ErrClosed)
 	}
 	select {
-	case <-c.done:
-		return 0, c.opErr("write", c.endErr)
+	case <-c.q.Done():
+		return 0, c.opErr("write", c.q.Err())
 	default:
 	}
 	if c.wd.Expired() {
@@ -189,23 +127,8 @@ func (c *Conn) Close() error {
 		c.closed.Store(true)
 		c.end(net.ErrClosed)
 		c.ep.close()
-		c.rd.Stop()
 		c.wd.Stop()
-		// Free what is queued; Read takes readMu, so release after it.
-		c.readMu.Lock()
-		if c.pending != nil {
-			payloadPool.Put(c.pending)
-			c.pending = nil
-		}
-		c.readMu.Unlock()
-		for {
-			select {
-			case p := <-c.queue:
-				payloadPool.Put(p)
-			default:
-				return
-			}
-		}
+		c.q.Close() // frees what is queued and wakes blocked Reads
 	})
 	if !first {
 		return c.opErr("close", net.ErrClosed)
@@ -232,7 +155,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.opErr("set", net.ErrClosed)
 	}
-	c.rd.Set(t)
+	c.q.SetReadDeadline(t)
 	c.wd.Set(t)
 	return nil
 }
@@ -243,7 +166,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.opErr("set", net.ErrClosed)
 	}
-	c.rd.Set(t)
+	c.q.SetReadDeadline(t)
 	return nil
 }
 
@@ -274,22 +197,15 @@ func (c *Conn) UserData() [UserDataBytes]byte { return c.userData }
 
 // Dropped returns how many received payloads were dropped because the read
 // queue was full.
-func (c *Conn) Dropped() uint64 { return c.dropped.Load() }
+func (c *Conn) Dropped() uint64 { return c.q.Dropped() }
 
 // Done returns a channel that is closed when the connection ends, by either
 // side or by a timeout. Err then tells why.
-func (c *Conn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 
 // Err returns nil while the connection is up, and afterwards why it ended:
 // io.EOF when the peer disconnected cleanly, ErrConnectionTimedOut, or
 // net.ErrClosed when it was closed on this side.
-func (c *Conn) Err() error {
-	select {
-	case <-c.done:
-		return c.endErr
-	default:
-		return nil
-	}
-}
+func (c *Conn) Err() error { return c.q.Err() }
 
 var _ net.Conn = (*Conn)(nil)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -33,6 +34,11 @@ type Dialer struct {
 	// TickInterval is how often the client sends what is due and checks
 	// timeouts; 0 means 10 ms.
 	TickInterval time.Duration
+	// PacketTagging marks every packet the client sends with DSCP 46
+	// (expedited forwarding), as ServerConfig.PacketTagging does. Off by
+	// default; an operating system's refusal is logged at Warn level and
+	// the Conn works untagged.
+	PacketTagging bool
 }
 
 // Dial connects with a connect token, trying the token's servers in order,
@@ -58,27 +64,31 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		return nil, opError("dial", nil, nil, fmt.Errorf("%w: %v", ErrInvalidConnectToken, err))
 	}
 	network := tokenNetwork(tok)
+	// Errors name the server tried: the first until the handshake moves on.
+	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
 	laddr := d.LocalAddr
-	var tc transport.Conn
+	var pc net.PacketConn
 	if d.ListenPacket != nil {
-		pc, err := d.ListenPacket(ctx, network, laddr)
-		if err != nil {
-			return nil, opError("dial", nil, nil, err)
-		}
-		tc = transport.New(pc)
+		pc, err = d.ListenPacket(ctx, network, laddr)
 	} else {
 		if laddr == "" {
 			laddr = ":0"
 		}
-		tc, err = transport.Listen(network, laddr)
-		if err != nil {
-			return nil, opError("dial", nil, nil, err)
-		}
+		pc, err = transport.ListenUDP(network, laddr)
+	}
+	if err != nil {
+		return nil, opError("dial", nil, first, err)
 	}
 	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if d.PacketTagging {
+		if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
+			log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
+		}
+	}
+	tc := transport.New(pc)
 	tick := d.TickInterval
 	if tick <= 0 {
 		tick = defaultTick
@@ -95,7 +105,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	dc.core = client.New(time.Now(), connectToken, (*clientEvents)(dc), log)
 	if dc.core.State() != client.SendingConnectionRequest {
 		tc.Close()
-		return nil, opError("dial", nil, nil, ErrInvalidConnectToken)
+		return nil, opError("dial", nil, first, ErrInvalidConnectToken)
 	}
 	dc.wg.Add(2)
 	go dc.readLoop()
@@ -109,12 +119,17 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		return dc.conn, nil
 	case <-dc.failed:
 		dc.shutdown()
-		return nil, opError("dial", dc.conn.local, nil, dc.failErr)
+		return nil, opError("dial", dc.conn.local, dc.serverTried(), dc.failErr)
 	case <-ctx.Done():
 		dc.core.Disconnect(&dc.sink)
 		dc.shutdown()
-		return nil, opError("dial", dc.conn.local, nil, ctx.Err())
+		return nil, opError("dial", dc.conn.local, dc.serverTried(), ctx.Err())
 	}
+}
+
+// serverTried is the address of the server the handshake was with last.
+func (dc *dialConn) serverTried() net.Addr {
+	return net.UDPAddrFromAddrPort(dc.core.ServerAddr())
 }
 
 // tokenNetwork picks the socket family the token's servers need.

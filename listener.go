@@ -53,28 +53,42 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	default:
 		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
 	}
-	tc, err := transport.Listen(network, address)
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	uc, err := transport.ListenUDP(network, address)
 	if err != nil {
 		return nil, err
 	}
-	l, err := newListener(tc, cfg)
+	l, err := newListener(uc, cfg)
 	if err != nil {
-		tc.Close()
+		uc.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
 // NewListener makes a netcode server on any datagram transport. The
-// Listener owns pc: Close closes it.
+// Listener owns pc: Close closes it. On an error pc is left open.
 func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
-	return newListener(transport.New(pc), cfg)
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	return newListener(pc, cfg)
 }
 
-func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
-	if cfg == nil {
-		return nil, errors.New("netcode: nil ServerConfig")
+// checkConfig refuses a configuration no server should run with.
+func checkConfig(cfg *ServerConfig) error {
+	switch {
+	case cfg == nil:
+		return errors.New("netcode: nil ServerConfig")
+	case cfg.PrivateKey == [KeyBytes]byte{}:
+		return ErrZeroKey
 	}
+	return nil
+}
+
+func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	c := *cfg
 	if c.MaxClients == 0 {
 		c.MaxClients = server.DefaultMaxClients
@@ -92,10 +106,14 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	addrs, err := serverAddrs(c.PublicAddr, tc.LocalAddr())
+	addrs, err := serverAddrs(c.PublicAddr, pc.LocalAddr())
 	if err != nil {
 		return nil, err
 	}
+	if c.PacketTagging {
+		tagSocket(pc, log)
+	}
+	tc := transport.New(pc)
 	l := &Listener{
 		tc:      tc,
 		cfg:     c,
@@ -108,12 +126,13 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	l.rsink = newBatchSink(tc)
 	l.tsink = newBatchSink(tc)
 	core, err := server.New(server.Config{
-		ProtocolID: c.ProtocolID,
-		PrivateKey: crypto.Key(c.PrivateKey),
-		MaxClients: c.MaxClients,
-		Addrs:      addrs,
-		Now:        time.Now(), // seeds the global sequence: no nonce reuse across restarts
-		Logger:     c.Logger,
+		ProtocolID:         c.ProtocolID,
+		PrivateKey:         crypto.Key(c.PrivateKey),
+		PreviousPrivateKey: crypto.Key(c.PreviousPrivateKey),
+		MaxClients:         c.MaxClients,
+		Addrs:              addrs,
+		Now:                time.Now(), // seeds the global sequence: no nonce reuse across restarts
+		Logger:             c.Logger,
 	}, (*listenerEvents)(l))
 	if err != nil {
 		return nil, err
@@ -123,6 +142,14 @@ func newListener(tc transport.Conn, cfg *ServerConfig) (*Listener, error) {
 	go l.readLoop()
 	go l.tickLoop()
 	return l, nil
+}
+
+// tagSocket turns packet tagging on for pc, and logs the operating
+// system's refusal as the reference does.
+func tagSocket(pc net.PacketConn, log *slog.Logger) {
+	if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
+		log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
+	}
 }
 
 // serverAddrs returns the addresses a server is known by, for the check of
@@ -312,20 +339,97 @@ func (l *Listener) Close() error {
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
-// Stats returns the server's counters.
+// Drain starts a graceful shutdown: from now on every connection request
+// is answered with a connection-denied packet, so a client dialing with a
+// token that lists other servers moves on to the next one at once, and a
+// client that only knows this server gets ErrConnectionDenied. Connected
+// clients are not affected: let them finish, then Close. Drain returns at
+// once, may be called more than once, and cannot be undone.
+func (l *Listener) Drain() { l.core.Drain() }
+
+// Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
 	s := l.core.Stats()
-	return ServerStats(s)
+	return ServerStats{
+		Connected:          s.Connected,
+		Mappings:           s.Mappings,
+		MappingsLimit:      s.MappingsLimit,
+		History:            s.History,
+		HistoryLimit:       s.HistoryLimit,
+		Ignored:            s.Ignored,
+		Replayed:           s.Replayed,
+		ChallengesSent:     s.ChallengesSent,
+		DeniedSent:         s.DeniedSent,
+		TokenReuseRefused:  s.TokenReuseRefused,
+		AddressNotInToken:  s.AddressNotInToken,
+		HistoryFull:        s.HistoryFull,
+		MappingsFull:       s.MappingsFull,
+		ConnectionsOpened:  s.ConnectionsOpened,
+		ConnectionsTimeout: s.ConnectionsTimeout,
+	}
 }
 
-// ServerStats are a Listener's counters.
-type ServerStats server.Stats
+// ServerStats are a Listener's counters: gauges of what it holds now, and
+// counts since it started. Each received datagram that is not a valid
+// packet for its state is counted once, under the first reason that
+// refused it.
+type ServerStats struct {
+	// Connected is the number of clients connected now (loopback clients
+	// included).
+	Connected int
+	// Mappings is the number of encryption mappings held now: one for each
+	// handshake in progress and each connection.
+	Mappings int
+	// MappingsLimit is the most encryption mappings held at once (4 per
+	// client slot); a request that needs one more counts in MappingsFull.
+	MappingsLimit int
+	// History is the number of connect tokens remembered now, each until
+	// it expires.
+	History int
+	// HistoryLimit is the most connect tokens remembered at once (32 per
+	// client slot, at least 4096); a new token past it counts in
+	// HistoryFull.
+	HistoryLimit int
+
+	// Ignored counts datagrams dropped as malformed, unauthenticated or
+	// out of place for their sender's state.
+	Ignored uint64
+	// Replayed counts datagrams dropped by replay protection.
+	Replayed uint64
+	// ChallengesSent counts connection challenges sent: handshakes begun.
+	ChallengesSent uint64
+	// DeniedSent counts connection-denied packets sent: requests and
+	// responses that found every slot taken.
+	DeniedSent uint64
+	// TokenReuseRefused counts requests refused because their token was
+	// used from another address, or was already connected with.
+	TokenReuseRefused uint64
+	// AddressNotInToken counts requests refused because the token names
+	// other servers.
+	AddressNotInToken uint64
+	// HistoryFull counts requests with a new token refused because the
+	// token history was full.
+	HistoryFull uint64
+	// MappingsFull counts requests refused because the encryption mapping
+	// table was full.
+	MappingsFull uint64
+	// ConnectionsOpened counts connections made (handshakes completed and
+	// loopback clients).
+	ConnectionsOpened uint64
+	// ConnectionsTimeout counts connections ended because the client fell
+	// silent for its token's timeout.
+	ConnectionsTimeout uint64
+}
 
 // listenerEvents receives the core's events (with the core's lock held).
 type listenerEvents Listener
 
 func (e *listenerEvents) Connected(sc *server.Client) {
 	l := (*Listener)(e)
+	if sc.Loopback() {
+		l.newLoopback(sc)
+		return
+	}
 	ap := sc.Addr()
 	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), l.cfg.ReadQueue)
 	c.clientID = sc.ID()
@@ -349,6 +453,9 @@ func (e *listenerEvents) Payload(sc *server.Client, p []byte) {
 
 func (e *listenerEvents) Disconnected(sc *server.Client, why server.Reason) {
 	c := sc.Tag.(*Conn)
+	if lb, ok := c.ep.(*loopbackEnd); ok && why == server.ReasonLocal {
+		lb.peer.end(eofError) // the server side ended it: the client reads EOF
+	}
 	switch why {
 	case server.ReasonPeerDisconnected:
 		c.end(eofError)

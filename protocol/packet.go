@@ -36,6 +36,9 @@ package protocol
 import (
 	"math/bits"
 	"strconv"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
 )
 
 // PacketType is the type of a netcode packet, the low four bits of its prefix
@@ -79,9 +82,9 @@ const (
 	// MaxPayloadBytes is the largest payload one packet carries.
 	MaxPayloadBytes = 1200
 	// ConnectionRequestBytes is the exact size of a connection request.
-	ConnectionRequestBytes = 1 + 13 + 8 + 8 + TokenNonceBytes + PrivateTokenBytes // 1078
+	ConnectionRequestBytes = 1 + crypto.VersionInfoBytes + 8 + 8 + TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
-	ChallengeTokenBytes = 300
+	ChallengeTokenBytes = token.ChallengeTokenBytes
 	// ChallengeBodyBytes is the plaintext body of a challenge or response:
 	// the challenge token sequence and the sealed challenge token.
 	ChallengeBodyBytes = 8 + ChallengeTokenBytes // 308
@@ -89,16 +92,16 @@ const (
 	// and max clients.
 	KeepAliveBodyBytes = 8
 	// MACBytes is the size of the Poly1305 tag that ends every sealed part.
-	MACBytes = 16
+	MACBytes = crypto.MACBytes
 	// MinEncryptedPacketBytes is the smallest encrypted packet: prefix, one
 	// sequence byte and the MAC.
 	MinEncryptedPacketBytes = 1 + 1 + MACBytes // 18
 	// TokenNonceBytes is the size of the XChaCha20 nonce of a connect token.
-	TokenNonceBytes = 24
+	TokenNonceBytes = token.NonceBytes
 	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
 	PrivateTokenPlainBytes = PrivateTokenBytes - MACBytes // 1008
 	// PrivateTokenBytes is the size of a sealed private connect token.
-	PrivateTokenBytes = 1024
+	PrivateTokenBytes = token.PrivateBytes
 	// ReplayWindow is the number of recent sequence numbers replay
 	// protection remembers.
 	ReplayWindow = 256

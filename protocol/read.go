@@ -40,9 +40,9 @@ var (
 
 // Reader validates and decodes the packets one side of a connection receives.
 // A server uses Allowed: ServerAccepts and its private key in TokenAEAD; a
-// client uses ClientAccepts and no TokenAEAD. A Reader holds no state of its
-// own, but the AEADs it uses must not be used concurrently, so neither may the
-// Reader.
+// client uses ClientAccepts and no TokenAEAD. A Reader keeps nothing between
+// calls but scratch space, and the AEADs it uses must not be used
+// concurrently, so neither may the Reader.
 type Reader struct {
 	// ProtocolID is the application's protocol id.
 	ProtocolID uint64
@@ -52,6 +52,14 @@ type Reader struct {
 	// TokenAEAD opens private connect tokens with the server's private key.
 	// Nil refuses connection requests with ErrNoKey.
 	TokenAEAD *crypto.PrivateTokenAEAD
+	// PreviousTokenAEAD, if not nil, opens the private connect tokens that
+	// TokenAEAD does not: during a key rotation, tokens sealed with the
+	// previous private key.
+	PreviousTokenAEAD *crypto.PrivateTokenAEAD
+
+	// keep holds a sealed private token while the first key is tried: a
+	// failed in-place open wipes its input.
+	keep [PrivateTokenBytes]byte
 }
 
 // Read validates the datagram data and decodes it into p, in the order the
@@ -169,7 +177,14 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	}
 	nonce := (*[TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
 	sealed := data[requestPrivateAt:ConnectionRequestBytes]
+	if r.PreviousTokenAEAD != nil {
+		copy(r.keep[:], sealed)
+	}
 	plain, err := r.TokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+	if err != nil && r.PreviousTokenAEAD != nil {
+		copy(sealed, r.keep[:])
+		plain, err = r.PreviousTokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+	}
 	if err != nil {
 		return ErrDecrypt
 	}

@@ -84,6 +84,25 @@ var (
 	errAddrBad       = invalid("address is not a valid IPv4 or IPv6 address")
 	errAddrZone      = invalid("IPv6 address has a zone, which a token cannot carry")
 	errInternalCount = invalid("InternalAddrs must be empty or as long as ServerAddrs")
+	errZeroKey       = invalid("private key is all zeros")
+	errExpire        = invalid("ExpireSeconds is negative (use NeverExpire for a token that never expires)")
+	errTimeout       = invalid("TimeoutSeconds is negative (use NoTimeout to disable timeouts)")
+)
+
+// Defaults for zero Params fields, as in the reference's example programs.
+const (
+	// DefaultExpireSeconds is the lifetime of a token whose ExpireSeconds
+	// is 0.
+	DefaultExpireSeconds = 30
+	// DefaultTimeoutSeconds is the connection timeout of a token whose
+	// TimeoutSeconds is 0.
+	DefaultTimeoutSeconds = 5
+	// NoTimeout, as TimeoutSeconds, disables the connection timeout: a
+	// dead peer then holds its slot until the server closes it, and a Dial
+	// to nothing waits until the token expires. For development only (a
+	// debugger stopped at a breakpoint). It is written as -1, which the
+	// reference reads as "no timeout" too.
+	NoTimeout int32 = -1
 )
 
 // Params are the inputs of a connect token.
@@ -102,12 +121,18 @@ type Params struct {
 	// against their own (for servers behind NAT or a load balancer). It
 	// must have one entry per ServerAddrs entry. Empty means ServerAddrs.
 	InternalAddrs []netip.AddrPort
-	// ExpireSeconds is the token's lifetime from its creation. A negative
-	// value makes a token that never expires (expire timestamp NeverExpires).
+	// ExpireSeconds is the token's lifetime from its creation; 0 means
+	// DefaultExpireSeconds. A negative value is an error.
 	ExpireSeconds int64
+	// NeverExpire makes a token that never expires (expire timestamp
+	// NeverExpires), whatever ExpireSeconds says. For development only:
+	// such a token is good forever to whoever holds it, and servers
+	// remember it (to refuse it again) for as long as they run.
+	NeverExpire bool
 	// TimeoutSeconds is the connection timeout: how long either side waits
-	// without hearing from the other. Negative disables timeouts
-	// (development only).
+	// without hearing from the other; 0 means DefaultTimeoutSeconds.
+	// NoTimeout disables timeouts (development only); other negative
+	// values are an error.
 	TimeoutSeconds int32
 	// UserData is passed, unread, to the server the client connects to.
 	UserData [UserDataBytes]byte
@@ -121,7 +146,23 @@ func (p *Params) internal() []netip.AddrPort {
 	return p.InternalAddrs
 }
 
+// validate checks p and fills in the defaults of its zero fields.
 func (p *Params) validate() error {
+	if p.PrivateKey == ([KeyBytes]byte{}) {
+		return errZeroKey
+	}
+	switch {
+	case p.ExpireSeconds < 0:
+		return errExpire
+	case p.ExpireSeconds == 0:
+		p.ExpireSeconds = DefaultExpireSeconds
+	}
+	switch {
+	case p.TimeoutSeconds == 0:
+		p.TimeoutSeconds = DefaultTimeoutSeconds
+	case p.TimeoutSeconds < 0 && p.TimeoutSeconds != NoTimeout:
+		return errTimeout
+	}
 	if err := checkAddrs(p.ServerAddrs); err != nil {
 		return err
 	}
@@ -153,7 +194,8 @@ func checkAddrs(addrs []netip.AddrPort) error {
 }
 
 // expireTimestamp computes the expire timestamp as the reference does, but
-// saturating instead of wrapping around on overflow.
+// saturating instead of wrapping around on overflow; a negative lifetime
+// never expires.
 func expireTimestamp(create uint64, seconds int64) uint64 {
 	if seconds < 0 {
 		return NeverExpires
@@ -230,7 +272,11 @@ func GenerateWith(p Params, createTimestamp uint64, nonce [NonceBytes]byte, c2s,
 
 // appendToken appends a connect token to dst. p must have been validated.
 func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create uint64, nonce *[NonceBytes]byte, c2s, s2c *crypto.Key) []byte {
-	expire := expireTimestamp(create, p.ExpireSeconds)
+	seconds := p.ExpireSeconds
+	if p.NeverExpire {
+		seconds = -1
+	}
+	expire := expireTimestamp(create, seconds)
 	start := len(dst)
 	dst = extend(dst, ConnectTokenBytes)
 	b := dst[start:]

@@ -183,11 +183,20 @@ func TestNeverExpiresVector(t *testing.T) {
 	assert.Equal(t, uint64(token.NeverExpires), tc.Inputs.ExpireTimestamp)
 	assert.Equal(t, int32(-1), tc.Inputs.TimeoutSeconds)
 	p := tc.Inputs.params(t)
-	for _, secs := range []int64{-1, -30, math.MinInt64} {
+	require.True(t, p.NeverExpire)
+	// NeverExpire wins over any lifetime; a negative lifetime alone is an
+	// error, not a token that never expires.
+	for _, secs := range []int64{0, 30, math.MaxInt64} {
 		p.ExpireSeconds = secs
 		tok, err := token.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
 		require.NoError(t, err)
 		assertBytes(t, []byte(tc.ConnectToken), tok, "ExpireSeconds %d", secs)
+	}
+	p.NeverExpire = false
+	for _, secs := range []int64{-1, -30, math.MinInt64} {
+		p.ExpireSeconds = secs
+		_, err := token.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
+		require.ErrorIs(t, err, token.ErrInvalid, "ExpireSeconds %d", secs)
 	}
 }
 
@@ -603,9 +612,8 @@ func TestGenerateExpire(t *testing.T) {
 		seconds int64
 		want    uint64
 	}{
-		{1000, 0, 1000},
+		{1000, 0, 1000 + token.DefaultExpireSeconds},
 		{1000, 30, 1030},
-		{1000, -1, token.NeverExpires},
 		{0, math.MaxInt64, math.MaxInt64},
 		{math.MaxUint64 - 5, 10, token.NeverExpires}, // saturates, never wraps
 		{math.MaxUint64 - 5, 5, math.MaxUint64},
@@ -622,6 +630,39 @@ func TestGenerateExpire(t *testing.T) {
 	}
 }
 
+// TestGenerateDefaults: zero lifetimes mean the documented defaults, and
+// disabling the timeout takes the named NoTimeout; the wire carries what
+// the reference reads.
+func TestGenerateDefaults(t *testing.T) {
+	tests := []struct {
+		name        string
+		expire      int64
+		timeout     int32
+		wantLife    uint64
+		wantTimeout int32
+	}{
+		{"zero values", 0, 0, token.DefaultExpireSeconds, token.DefaultTimeoutSeconds},
+		{"explicit", 45, 10, 45, 10},
+		{"no timeout", 0, token.NoTimeout, token.DefaultExpireSeconds, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testParams()
+			p.ExpireSeconds, p.TimeoutSeconds = tt.expire, tt.timeout
+			tok, err := token.Generate(p)
+			require.NoError(t, err)
+			ct, err := token.Parse(tok)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLife, ct.ExpireTimestamp-ct.CreateTimestamp)
+			assert.Equal(t, tt.wantTimeout, ct.TimeoutSeconds)
+			var priv token.Private
+			key := crypto.Key(p.PrivateKey)
+			require.NoError(t, token.OpenPrivate(append([]byte(nil), ct.PrivateData[:]...), crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, p.ProtocolID, ct.ExpireTimestamp, &priv))
+			assert.Equal(t, tt.wantTimeout, priv.TimeoutSeconds)
+		})
+	}
+}
+
 func TestGenerateInvalid(t *testing.T) {
 	ok := netip.MustParseAddrPort("127.0.0.1:40000")
 	cases := map[string]func(p *token.Params){
@@ -633,6 +674,10 @@ func TestGenerateInvalid(t *testing.T) {
 		"internal too long":  func(p *token.Params) { p.InternalAddrs = []netip.AddrPort{ok, ok, ok} },
 		"internal invalid":   func(p *token.Params) { p.InternalAddrs = []netip.AddrPort{ok, {}} },
 		"internal 33 for 33": func(p *token.Params) { p.ServerAddrs = make33(ok); p.InternalAddrs = make33(ok) },
+		"all-zero key":       func(p *token.Params) { p.PrivateKey = [token.KeyBytes]byte{} },
+		"negative expiry":    func(p *token.Params) { p.ExpireSeconds = -1 },
+		"timeout -2":         func(p *token.Params) { p.TimeoutSeconds = -2 },
+		"timeout min int32":  func(p *token.Params) { p.TimeoutSeconds = math.MinInt32 },
 	}
 	for name, mod := range cases {
 		t.Run(name, func(t *testing.T) {

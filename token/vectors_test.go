@@ -192,7 +192,7 @@ func (in *vecTokenInputs) params(t testing.TB) token.Params {
 		UserData:       userData(t, in.UserData),
 	}
 	if in.ExpireTimestamp == math.MaxUint64 {
-		p.ExpireSeconds = -1
+		p.NeverExpire = true
 	} else {
 		p.ExpireSeconds = int64(in.ExpireTimestamp - in.CreateTimestamp)
 	}

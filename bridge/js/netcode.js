@@ -2,7 +2,11 @@
 // github.com/gonetcode/netcode/bridge). A dependency-free ES module.
 //
 //   import { connect, NetcodeError, BACKPRESSURE } from "./netcode.js";
-//   const token = new Uint8Array(await (await fetch("/token")).arrayBuffer());
+//   // A token endpoint (package backend) answers POST, with the player's
+//   // credentials, with the 2048-byte connect token.
+//   const res = await fetch("/token", { method: "POST", headers: { Authorization: `Bearer ${secret}` } });
+//   if (!res.ok) throw new Error(`token: HTTP ${res.status}`);
+//   const token = new Uint8Array(await res.arrayBuffer());
 //   const session = await connect("wss://example.com/relay", token);
 //   session.onmessage = (payload) => { /* a Uint8Array, one netcode payload */ };
 //   session.onclose = (err) => { /* a NetcodeError: err.code, err.name, err.reason */ };

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -67,8 +68,20 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var origins stringList
 	fs.Var(&origins, "origin", "origin pattern whose pages may connect, besides the bridge's own host (repeatable)")
 	verbose := fs.Bool("v", false, "log sessions to stderr")
+	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (needs -tls-key)")
+	keyFile := fs.String("tls-key", "", "TLS private key file (PEM) of -tls-cert")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	scheme := "ws"
+	var tlsCfg *tls.Config
+	if *certFile != "" || *keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return fmt.Errorf("-tls-cert and -tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		scheme = "wss"
 	}
 	if len(allow) == 0 && len(allowNet) == 0 {
 		return fmt.Errorf("bridge: name the servers it may dial with -allow or -allow-net (it refuses all others)")
@@ -102,13 +115,19 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("netcode bridge serving", "url", "ws://"+ln.Addr().String()+*path, "allow", allow.String(), "allow_net", allowNet.String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	log.Info("netcode bridge serving", "url", scheme+"://"+ln.Addr().String()+*path, "allow", allow.String(), "allow_net", allowNet.String())
 	if bridgeReady != nil {
 		bridgeReady(ln.Addr())
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() {
+		if tlsCfg != nil {
+			done <- srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
+			return
+		}
+		done <- srv.Serve(ln)
+	}()
 	select {
 	case <-ctx.Done():
 	case err := <-done:

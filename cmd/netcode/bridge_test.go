@@ -4,19 +4,49 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/internal/devcert"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestBridgeCommand runs serve and bridge, then plays a browser's part over
-// the relay: token first, the connected message, then payloads both ways.
+// the relay: token first, the connected message, then payloads both ways;
+// over plain WebSocket and, with -tls-cert and -tls-key, over wss with a
+// certificate made in the test.
 func TestBridgeCommand(t *testing.T) {
+	cert, err := devcert.New("127.0.0.1")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, certKey := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, cert.CertPEM, 0o600))
+	require.NoError(t, os.WriteFile(certKey, cert.KeyPEM, 0o600))
+
+	code, _, errs := cli(t, "bridge", "-allow", "127.0.0.1:1", "-tls-cert", certFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "-tls-cert and -tls-key")
+
+	for _, tc := range []struct {
+		scheme string
+		args   []string
+		client *http.Client
+	}{
+		{"ws", nil, nil},
+		{"wss", []string{"-tls-cert", certFile, "-tls-key", certKey},
+			&http.Client{Transport: &http.Transport{TLSClientConfig: cert.ClientConfig()}}},
+	} {
+		t.Run(tc.scheme, func(t *testing.T) { bridgeCommand(t, tc.scheme, tc.args, tc.client) })
+	}
+}
+
+func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *http.Client) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key")
 	code, _, errs := cli(t, "keygen", "-o", keyFile)
@@ -39,7 +69,7 @@ func TestBridgeCommand(t *testing.T) {
 	}()
 	udp := <-udpReady
 	go func() {
-		bridgeDone <- run(ctx, []string{"bridge", "-addr", "127.0.0.1:0", "-allow", udp.String(), "-v"}, &bytes.Buffer{}, &berr)
+		bridgeDone <- run(ctx, append([]string{"bridge", "-addr", "127.0.0.1:0", "-allow", udp.String(), "-v"}, bridgeArgs...), &bytes.Buffer{}, &berr)
 	}()
 	web := <-httpReady
 
@@ -47,7 +77,8 @@ func TestBridgeCommand(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer dcancel()
-	ws, _, err := websocket.Dial(dctx, "ws://"+web.String()+"/relay", &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
+	ws, _, err := websocket.Dial(dctx, scheme+"://"+web.String()+"/relay",
+		&websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}, HTTPClient: client})
 	require.NoError(t, err)
 	defer ws.CloseNow()
 	require.NoError(t, ws.Write(dctx, websocket.MessageBinary, []byte(tok)))
@@ -77,4 +108,5 @@ func TestBridgeCommand(t *testing.T) {
 	// Both commands have returned: their logs are safe to read.
 	assert.Equal(t, []int{0, 0}, codes, berr.String()+serr.String())
 	assert.Contains(t, berr.String(), "netcode bridge serving")
+	assert.Contains(t, berr.String(), "url="+scheme+"://")
 }

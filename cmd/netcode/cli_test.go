@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -133,26 +132,6 @@ func TestInspectInput(t *testing.T) {
 	cancel()
 	_, err = readToken(withStdin(ctx, r), "-")
 	assert.ErrorIs(t, err, context.Canceled)
-}
-
-func TestKeyFileWarnings(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("file modes do not say who may read a file on Windows")
-	}
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "server.key")
-	code, _, errs := cli(t, "keygen", "-o", keyFile)
-	require.Equal(t, 0, code, errs)
-	args := []string{"token", "-key", keyFile, "-server", "127.0.0.1:40000", "-o", filepath.Join(dir, "t")}
-	code, _, errs = cli(t, args...)
-	require.Equal(t, 0, code, errs)
-	assert.Empty(t, errs)
-
-	require.NoError(t, os.Chmod(keyFile, 0o644))
-	require.NoError(t, os.Remove(filepath.Join(dir, "t")))
-	code, _, errs = cli(t, args...)
-	require.Equal(t, 0, code, errs)
-	assert.Contains(t, errs, "warning: key file "+keyFile+" is readable by group or others (mode 0644)")
 }
 
 // TestTokenToPipe checks that a token written to a pipe is its raw bytes.

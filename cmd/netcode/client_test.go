@@ -142,7 +142,7 @@ func TestClientChat(t *testing.T) {
 // TestClientServerLeaves checks that a line client whose server shuts down
 // says so, by the error's name, and exits cleanly.
 func TestClientServerLeaves(t *testing.T) {
-	addr, key, stop := stoppableServer(t)
+	addr, key, stop := stoppableServer(t, "-drain", "0s") // close at once, without a drain
 	c := startLineClient(t, context.Background(), mint(t, key, addr))
 	defer c.in.Close()
 	stop()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -60,71 +58,39 @@ func formatKey(k crypto.Key, b64 bool) string {
 	return hex.EncodeToString(k[:])
 }
 
-// parseKey reads a key given as hex or base64 text, or as the name of a file
-// holding such text (or the 32 raw bytes). A key file that group or others
-// may read draws a warning on warn.
+// parseKey reads a key given as hex or base64 text, or as the name of a
+// file holding such text (or the 32 raw bytes), with crypto.ReadKeyFile. A
+// key file that others may read gets a warning on warn.
 func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
-	var key [netcode.KeyBytes]byte
 	if s == "" {
-		return key, errors.New("no key: use -key with a key in hex or base64, or a key file")
+		return [netcode.KeyBytes]byte{}, errors.New("no key: use -key with a key in hex or base64, or a key file")
 	}
-	if b, err := decodeKeyText(s); err == nil {
-		copy(key[:], b)
-		return key, nil
+	if _, err := os.Lstat(s); err == nil {
+		k, exposed, err := crypto.ReadKeyFile(s)
+		if err != nil {
+			return k, err
+		}
+		if exposed {
+			fmt.Fprintf(warn, "netcode: warning: key file %s is readable by other users; anyone with the key can mint tokens (chmod 600 %s)\n", s, s)
+		}
+		return k, nil
 	}
-	st, err := os.Stat(s)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return key, fmt.Errorf("-key %s: no such key file (and not a 32-byte key in hex or base64)", s)
-	case err != nil:
-		return key, fmt.Errorf("-key: %w", err)
-	case !st.Mode().IsRegular():
-		return key, fmt.Errorf("-key %s: not a regular file", s)
-	case st.Size() > 4096:
-		return key, fmt.Errorf("key file %s is too large", s)
+	k, err := crypto.ParseKey([]byte(s))
+	if err == nil {
+		return k, nil
 	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		fmt.Fprintf(warn, "netcode: warning: key file %s is readable by group or others (mode %#o); make it private: chmod 600 %s\n",
-			s, st.Mode().Perm(), s)
+	if errors.Is(err, crypto.ErrNotAKey) && !looksLikeKeyText(s) {
+		// Most likely a file name: say that it is missing.
+		return k, fmt.Errorf("key file %s: %w", s, fs.ErrNotExist)
 	}
-	b, err := os.ReadFile(s)
-	if err != nil {
-		return key, err
-	}
-	if len(b) == netcode.KeyBytes && !isText(b) {
-		copy(key[:], b)
-		return key, nil
-	}
-	d, err := decodeKeyText(string(bytes.TrimSpace(b)))
-	if err != nil {
-		return key, fmt.Errorf("key file %s does not hold a 32-byte key in hex or base64", s)
-	}
-	copy(key[:], d)
-	return key, nil
+	return k, fmt.Errorf("-key: %w (and no file of that name exists)", err)
 }
 
-func decodeKeyText(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && len(b) == netcode.KeyBytes {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == netcode.KeyBytes {
-			return b, nil
-		}
-	}
-	return nil, errors.New("not a key")
-}
-
-func isText(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e {
-			if c != '\n' && c != '\r' && c != '\t' {
-				return false
-			}
-		}
-	}
-	return true
+// looksLikeKeyText reports whether s could be meant as a key in hex or
+// base64 rather than a file name: it has no path separator or dot and is
+// about as long as such a key.
+func looksLikeKeyText(s string) bool {
+	return !strings.ContainsAny(s, `/\.`) && len(s) >= 40 && len(s) <= 70
 }
 
 // protocolFlag is a uint64 flag that accepts decimal and 0x hex.

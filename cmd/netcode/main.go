@@ -7,9 +7,9 @@
 //	netcode keygen [-base64] [-o file]
 //	netcode token -key KEY -server host:port [-server ...] [-client-id N] [-o file] [-base64]
 //	netcode inspect TOKEN-FILE|-
-//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-chat] [-v]
+//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-chat] [-metrics ADDR] [-drain 25s] [-v]
 //	netcode client [-auth BEARER] [-ca FILE] [-echo N -size B -rate R] TOKEN-FILE|-|URL
-//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-v]
+//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-tls-cert FILE -tls-key FILE] [-v]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
 //	netcode version
 //

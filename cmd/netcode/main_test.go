@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/cmd/netcode/internal/bench"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -61,7 +64,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"keygen", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"token", "-server", "127.0.0.1:1"}, 1, "no key"},
 		{[]string{"token", "-key", strings.Repeat("ab", 32)}, 1, "no server"},
-		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "-key xyz: no such key file"},
+		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "key file xyz: file does not exist"},
 		{[]string{"token", "-server", "0.0.0.0:40000"}, 2, "a concrete address and port are needed"},
 		{[]string{"token", "-server", "[::]:40000"}, 2, "a concrete address and port are needed"},
 		{[]string{"token", "-server", "127.0.0.1:0"}, 2, "a concrete address and port are needed"},
@@ -126,33 +129,65 @@ func TestParseKey(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		wantErr string // "": the key parses
+		wantIs  error  // the error wraps it, if set
+		wantMsg string // the error says it, if set; neither: the key parses
 	}{
-		{"hex", hex.EncodeToString(key[:]), ""},
-		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), ""},
-		{"base64", base64.StdEncoding.EncodeToString(key[:]), ""},
-		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), ""},
-		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), ""},
-		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), ""},
-		{"raw file", write("raw", key[:]), ""},
-		{"empty", "", "no key"},
-		{"short hex", hex.EncodeToString(key[:31]), "no such key file"},
-		{"missing file", filepath.Join(dir, "missing.key"), "missing.key: no such key file"},
-		{"directory", dir, "not a regular file"},
-		{"bad file", write("bad", []byte("hello")), "does not hold a 32-byte key"},
-		{"big file", write("big", make([]byte, 5000)), "is too large"},
+		{"hex", hex.EncodeToString(key[:]), nil, ""},
+		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), nil, ""},
+		{"base64", base64.StdEncoding.EncodeToString(key[:]), nil, ""},
+		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), nil, ""},
+		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), nil, ""},
+		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), nil, ""},
+		{"raw file", write("raw", key[:]), nil, ""},
+		{"empty", "", nil, "no key"},
+		{"short hex", hex.EncodeToString(key[:31]), crypto.ErrNotAKey, ""},
+		{"missing file", filepath.Join(dir, "missing.key"), fs.ErrNotExist, "missing.key"},
+		{"directory", dir, nil, "not a regular file"},
+		{"bad file", write("bad", []byte("hello")), crypto.ErrNotAKey, ""},
+		{"big file", write("big", make([]byte, 5000)), nil, "larger than 4096 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseKey(tc.in, io.Discard)
-			if tc.wantErr != "" {
-				assert.ErrorContains(t, err, tc.wantErr)
+			if tc.wantIs != nil || tc.wantMsg != "" {
+				if tc.wantIs != nil {
+					assert.ErrorIs(t, err, tc.wantIs)
+				}
+				assert.ErrorContains(t, err, tc.wantMsg)
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, key, got)
 		})
 	}
+}
+
+// TestKeyFileMessages checks that a missing key file is reported as missing
+// and that a key file others may read is used with a warning.
+func TestKeyFileMessages(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "server.key")
+	_, err := parseKey(missing, io.Discard)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), missing)
+	code, _, errs := cli(t, "token", "-key", missing, "-server", "127.0.0.1:40000")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "server.key: file does not exist")
+
+	f := filepath.Join(dir, "open.key")
+	code, _, errs = cli(t, "keygen", "-o", f)
+	require.Equal(t, 0, code, errs)
+	var warn bytes.Buffer
+	_, err = parseKey(f, &warn)
+	require.NoError(t, err)
+	assert.Empty(t, warn.String(), "keygen's file is private")
+	if runtime.GOOS == "windows" {
+		return
+	}
+	require.NoError(t, os.Chmod(f, 0o644))
+	_, err = parseKey(f, &warn)
+	require.NoError(t, err)
+	assert.Contains(t, warn.String(), "readable by other users")
 }
 
 func TestKeygenTokenParse(t *testing.T) {

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/gonetcode/netcode"
 )
@@ -24,6 +29,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
 	verbose := fs.Bool("v", false, "log connections and protocol events to stderr, one line each")
 	chat := fs.Bool("chat", false, "chat mode: send each payload to every other client instead of echoing it to its sender")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
+	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +61,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		mode = "chat"
 	}
 	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
+	var ops *opsServer // nil without -metrics
+	if *metricsAddr != "" {
+		if ops, err = startOps(*metricsAddr, l, log); err != nil {
+			l.Close()
+			return err
+		}
+	}
 	if serveReady != nil {
 		serveReady(l.Addr())
 	}
@@ -64,8 +78,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		echoServe(l, log, *chat)
 	}()
 	<-ctx.Done()
+	ops.setDraining()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	drain(l, *drainFor, again, log)
+	signal.Stop(again)
 	err = l.Close()
 	wg.Wait()
+	err = errors.Join(err, ops.close())
 	st := l.Stats()
 	log.Info("netcode "+mode+" server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimeout,
 		"ignored", st.Ignored, "replayed", st.Replayed)

@@ -138,7 +138,7 @@ func (b backend) fetch(ctx context.Context, url string) ([]byte, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := string(bytes.TrimSpace(body))
-		if len(msg) > 200 || !isText(body) {
+		if len(msg) > 200 || !printable(body) {
 			msg = ""
 		}
 		return nil, fmt.Errorf("token backend %s: %s %s", url, resp.Status, msg)
@@ -156,4 +156,14 @@ func (b backend) fetch(ctx context.Context, url string) ([]byte, error) {
 // isURL reports whether s names an HTTP(S) token backend.
 func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
+
+// printable reports whether b is plain ASCII text, fit to quote in an error.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 || c > 0x7e) && c != '\n' && c != '\r' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }

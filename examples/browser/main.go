@@ -1,15 +1,22 @@
 // Command browser serves a web page that talks to a netcode server from the
-// browser: the page fetches a connect token, connects through the WebSocket
-// bridge (package bridge) to a netcode echo server on loopback UDP, and
-// shows the echoes.
+// browser: the page fetches a connect token (package backend), connects
+// through the WebSocket bridge (package bridge) to a netcode echo server on
+// loopback UDP, shows the echoes, and reconnects with a fresh token when
+// its session ends.
 //
 //	go run ./examples/browser -addr 127.0.0.1:8080
 //
-// then open the printed URL.
+// then open the printed URL. To serve the page over HTTPS and the relay
+// over wss, give a certificate, or let it make a self-signed one (the
+// browser then asks you to accept it):
+//
+//	go run ./examples/browser -tls-cert cert.pem -tls-key key.pem
+//	go run ./examples/browser -self-signed
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,22 +26,54 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/examples/browser/app"
+	"github.com/gonetcode/netcode/internal/devcert"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "HTTP address to serve the page, the token endpoint and the bridge on")
 	udp := flag.String("udp", "127.0.0.1:0", "UDP address of the netcode echo server")
 	verbose := flag.Bool("v", false, "log the server's and the bridge's debug messages")
+	certFile := flag.String("tls-cert", "", "TLS certificate file (PEM): serve https and wss")
+	keyFile := flag.String("tls-key", "", "TLS private key file (PEM) of -tls-cert")
+	selfSigned := flag.Bool("self-signed", false, "serve https and wss with a self-signed certificate for localhost (development only)")
 	flag.Parse()
-	if err := run(*addr, *udp, *verbose); err != nil {
+	tlsCfg, err := tlsConfig(*certFile, *keyFile, *selfSigned)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(*addr, *udp, *verbose, tlsCfg); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, udp string, verbose bool) error {
+// tlsConfig loads the certificate, or makes one, or returns nil for plain
+// HTTP.
+func tlsConfig(certFile, keyFile string, selfSigned bool) (*tls.Config, error) {
+	var cert tls.Certificate
+	switch {
+	case certFile != "" || keyFile != "":
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		cert = c
+	case selfSigned:
+		c, err := devcert.New("localhost", "127.0.0.1", "::1")
+		if err != nil {
+			return nil, err
+		}
+		cert = c.TLS
+	default:
+		return nil, nil
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func run(addr, udp string, verbose bool, tlsCfg *tls.Config) error {
 	var logger *slog.Logger
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -49,14 +88,24 @@ func run(addr, udp string, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
 	fmt.Printf("netcode server on udp %s\n", a.ServerAddr())
-	fmt.Printf("open http://%s/\n", ln.Addr())
+	fmt.Printf("open %s://%s/\n", scheme, ln.Addr())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsCfg != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err

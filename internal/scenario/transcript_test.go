@@ -10,7 +10,6 @@ import (
 	"github.com/gonetcode/netcode/internal/client"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/vectortest"
-	"github.com/gonetcode/netcode/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,13 +98,13 @@ func TestTranscriptServerSide(t *testing.T) {
 	copy(ck[:], unhex(t, tr.ChallengeKey))
 	h := &srvNode{left: map[*server.Client]server.Reason{}, payloads: map[*server.Client][][]byte{}}
 	s, err := server.New(server.Config{
-		ProtocolID:     0x1122334455667788,
-		PrivateKey:     tr.privateKey,
-		MaxClients:     tr.MaxClients,
-		Addrs:          []netip.AddrPort{srvAddr},
-		ChallengeKey:   ck,
-		GlobalSequence: protocol.ServerGlobalSequenceStart,
-		Now:            tr.at(0),
+		ProtocolID:         0x1122334455667788,
+		PrivateKey:         tr.privateKey,
+		MaxClients:         tr.MaxClients,
+		Addrs:              []netip.AddrPort{srvAddr},
+		ChallengeKey:       ck,
+		ReferenceSequences: true,
+		Now:                tr.at(0),
 	}, h)
 	require.NoError(t, err)
 	var out recSink

@@ -41,11 +41,18 @@ const (
 	MaxMaxClients = 1 << 16
 )
 
-// Errors returned by Client.Send.
+// Errors returned by New, Client.Send and ConnectLoopback.
 var (
 	ErrClientGone    = errors.New("netcode/server: client is no longer connected")
 	ErrPayloadSize   = errors.New("netcode/server: payload must be 1 to 1200 bytes")
 	ErrInvalidConfig = errors.New("netcode/server: invalid configuration")
+	// ErrZeroKey: the private key is all zeros, so anyone could mint
+	// tokens for the server.
+	ErrZeroKey = errors.New("netcode/server: private key is all zeros")
+	// ErrFull: no free slot for a loopback client.
+	ErrFull = errors.New("netcode/server: no free client slot")
+	// ErrClientIDInUse: a client with that id is connected.
+	ErrClientIDInUse = errors.New("netcode/server: client id already connected")
 )
 
 // Reason tells why a client left.
@@ -94,7 +101,12 @@ type Handler interface {
 // Config configures a Server.
 type Config struct {
 	ProtocolID uint64
+	// PrivateKey opens the private part of connect tokens; it must not be
+	// all zeros.
 	PrivateKey crypto.Key
+	// PreviousPrivateKey, if not all zeros, also opens connect tokens:
+	// during a key rotation the server accepts tokens sealed with either.
+	PreviousPrivateKey crypto.Key
 	// MaxClients is the number of slots; 0 means DefaultMaxClients.
 	MaxClients int
 	// Addrs are the addresses this server is known by. A connection request
@@ -104,13 +116,14 @@ type Config struct {
 	// ChallengeKey seals challenge tokens; the zero key means a random one
 	// chosen at start, as it should be outside tests.
 	ChallengeKey crypto.Key
-	// Now is the server's start time; it seeds the global sequence so that a
-	// restarted server never reuses a nonce under a still-valid token's keys.
+	// Now is the server's start time; it seeds the global and challenge
+	// sequences so that a restarted server never reuses a nonce.
 	Now time.Time
-	// GlobalSequence, if not zero, is the first sequence number of the
-	// packets sent before a connection exists (challenges and denials); zero
-	// seeds it from Now. Tests set it to reproduce the reference's packets.
-	GlobalSequence uint64
+	// ReferenceSequences starts every sequence where the C reference
+	// does: the global sequence at 2^63, challenge tokens and every
+	// connection at 0. It reproduces the reference's packets byte for byte,
+	// for tests only: a server restarted with it reuses nonces.
+	ReferenceSequences bool
 	// Logger receives debug logs of ignored packets and state changes; nil
 	// is silent.
 	Logger *slog.Logger
@@ -131,6 +144,7 @@ type Client struct {
 	lastRecv   time.Time
 	connected  bool // guarded by srv.mu: in its slot
 	confirmed  atomic.Bool
+	loopback   bool // a loopback client: no address, keys or packets
 	sendLocked sendState
 
 	// Tag is free for the adapter (set it in Handler.Connected).
@@ -162,6 +176,11 @@ func (c *Client) UserData() [token.UserDataBytes]byte { return c.userData }
 // MaxClients is the server's slot count.
 func (c *Client) MaxClients() int { return c.srv.maxClients }
 
+// Loopback reports whether c is a loopback client (see
+// Server.ConnectLoopback): it exchanges no packets, and its payloads are
+// passed by the adapter directly.
+func (c *Client) Loopback() bool { return c.loopback }
+
 // Send seals payload into one packet (preceded by a keep-alive while the
 // client has not yet confirmed the connection) and hands it to sink. now is
 // the current time, for keep-alive scheduling.
@@ -172,7 +191,7 @@ func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || c.loopback {
 		return ErrClientGone
 	}
 	if !c.confirmed.Load() {
@@ -209,7 +228,7 @@ func (c *Client) shut(sink Sink, packets bool) {
 	if s.closed {
 		return
 	}
-	if packets {
+	if packets && !c.loopback {
 		for range DisconnectPackets {
 			pkt := protocol.AppendDisconnect(s.buf[:0], s.send, s.seq)
 			s.seq++
@@ -233,22 +252,21 @@ type mapping struct {
 	client     *Client
 }
 
-type historyEntry struct {
-	addr     netip.AddrPort
-	expire   uint64
-	consumed bool // a connection was made with this token
-}
-
 // Stats are counters of what the server did, for monitoring and tests.
 type Stats struct {
 	Connected          int    // clients now connected
 	Mappings           int    // encryption mappings now held
+	MappingsLimit      int    // most encryption mappings held at once
+	History            int    // connect tokens now remembered
+	HistoryLimit       int    // most connect tokens remembered at once
 	Ignored            uint64 // datagrams dropped as malformed, unauthenticated or out of place
 	Replayed           uint64 // datagrams dropped by replay protection
 	ChallengesSent     uint64
 	DeniedSent         uint64
-	TokenReuseRefused  uint64
+	TokenReuseRefused  uint64 // requests with a token used from another address or already connected with
 	AddressNotInToken  uint64
+	HistoryFull        uint64 // requests with a new token refused because the history was full
+	MappingsFull       uint64 // requests refused because the mapping table was full
 	ConnectionsOpened  uint64
 	ConnectionsTimeout uint64
 }
@@ -270,11 +288,11 @@ type Server struct {
 	free      []int     // free slot indexes (stack)
 	byAddr    map[netip.AddrPort]*mapping
 	byID      map[uint64]*Client
-	history   map[[crypto.MACBytes]byte]*historyEntry
+	history   *tokenHistory
 	maxMaps   int
-	maxHist   int
 	lastSweep time.Time
 	closed    bool
+	draining  atomic.Bool // deny every new connection (Drain); read without mu
 
 	scratch [protocol.MaxPacketBytes]byte
 	chTok   [token.ChallengeTokenBytes]byte
@@ -292,6 +310,9 @@ func New(cfg Config, h Handler) (*Server, error) {
 	}
 	if h == nil {
 		return nil, ErrInvalidConfig
+	}
+	if cfg.PrivateKey == (crypto.Key{}) {
+		return nil, ErrZeroKey
 	}
 	if cfg.ChallengeKey == (crypto.Key{}) {
 		k, err := crypto.GenerateKey()
@@ -317,9 +338,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 		free:       make([]int, 0, cfg.MaxClients),
 		byAddr:     make(map[netip.AddrPort]*mapping),
 		byID:       make(map[uint64]*Client),
-		history:    make(map[[crypto.MACBytes]byte]*historyEntry),
-		maxMaps:    cfg.MaxClients * 4,
-		maxHist:    max(cfg.MaxClients*32, 4096),
+		history:    newTokenHistory(historySize(cfg.MaxClients), unixSeconds(cfg.Now)),
+		maxMaps:    cfg.MaxClients * MappingsPerSlot,
 		lastSweep:  cfg.Now,
 	}
 	for i := cfg.MaxClients - 1; i >= 0; i-- {
@@ -330,18 +350,27 @@ func New(cfg Config, h Handler) (*Server, error) {
 		Allowed:    protocol.ServerAccepts,
 		TokenAEAD:  crypto.NewPrivateTokenAEAD(&cfg.PrivateKey),
 	}
-	// The reference starts at 2^63; adding the start time in nanoseconds
-	// keeps every restart above all sequence numbers an earlier run of this
-	// server can have used (it sends far fewer than one packet a nanosecond).
-	s.globalSeq = protocol.ServerGlobalSequenceStart + uint64(cfg.Now.UnixNano())&(1<<62-1)
-	if cfg.GlobalSequence != 0 {
-		s.globalSeq = cfg.GlobalSequence
+	if cfg.PreviousPrivateKey != (crypto.Key{}) {
+		s.reader.PreviousTokenAEAD = crypto.NewPrivateTokenAEAD(&cfg.PreviousPrivateKey)
+	}
+	// The reference starts the global sequence at 2^63 and challenge tokens
+	// at 0; adding the start time in nanoseconds keeps every restart above
+	// all sequence numbers an earlier run can have used (see clockSequence).
+	s.globalSeq = protocol.ServerGlobalSequenceStart + clockSequence(cfg.Now)
+	s.challengeSeq = clockSequence(cfg.Now)
+	if cfg.ReferenceSequences {
+		s.globalSeq = protocol.ServerGlobalSequenceStart
+		s.challengeSeq = 0
 	}
 	return s, nil
 }
 
 // MaxClients is the slot count.
 func (s *Server) MaxClients() int { return s.maxClients }
+
+// Drain makes the server deny every new connection request, as if it were
+// full; connected clients are not affected. It cannot be undone.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
@@ -350,6 +379,9 @@ func (s *Server) Stats() Stats {
 	st := s.stats
 	st.Connected = len(s.byID)
 	st.Mappings = len(s.byAddr)
+	st.MappingsLimit = s.maxMaps
+	st.History = s.history.len()
+	st.HistoryLimit = s.history.limit
 	return st
 }
 
@@ -449,15 +481,11 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 		s.stats.Ignored++ // this client id is connected (from elsewhere)
 		return
 	}
-	if !s.recordToken(now, mac, from, p.ExpireTimestamp) {
-		s.stats.TokenReuseRefused++
-		if s.log.Enabled(context.Background(), slog.LevelDebug) { // logging allocates; this path is hostile input
-			s.log.Debug("netcode: connect token refused: already used", "from", from)
-		}
+	if !s.recordToken(now, &mac, from, p.ExpireTimestamp) {
 		return
 	}
-	if len(s.free) == 0 {
-		// Full: say so, keeping no state but the token's history entry.
+	if len(s.free) == 0 || s.draining.Load() {
+		// Full or draining: say so, keeping no state but the token's history entry.
 		// The denial is smaller than the request, and sealed with the
 		// token's key so only its holder can read it.
 		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
@@ -470,11 +498,10 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 	m := s.byAddr[from]
 	if m == nil || m.c2s != priv.ClientToServerKey || m.s2c != priv.ServerToClientKey {
 		if m == nil && len(s.byAddr) >= s.maxMaps {
-			s.sweepMappings(now)
-			if len(s.byAddr) >= s.maxMaps {
-				s.stats.Ignored++
-				return
-			}
+			// Update sweeps expired mappings every second; sweeping here
+			// would let each hostile request cost a scan of the table.
+			s.stats.MappingsFull++
+			return
 		}
 		m = &mapping{
 			addr: from,
@@ -498,6 +525,12 @@ func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.
 	sink.Send(from, pkt)
 }
 
+// MappingsPerSlot is how many encryption mappings (handshakes in progress
+// and connections) the server holds per client slot. A request that would
+// need one more is dropped and counted in Stats.MappingsFull until expired
+// mappings are swept (every second).
+const MappingsPerSlot = 4
+
 // knowsAny reports whether one of the server's addresses is in list.
 func (s *Server) knowsAny(list []netip.AddrPort) bool {
 	for _, a := range list {
@@ -509,39 +542,42 @@ func (s *Server) knowsAny(list []netip.AddrPort) bool {
 	return false
 }
 
-// recordToken enters the token in the history, or refuses it: a token is
-// good for one address, and for one connection.
-func (s *Server) recordToken(now time.Time, mac [crypto.MACBytes]byte, from netip.AddrPort, expire uint64) bool {
-	if e := s.history[mac]; e != nil {
-		return e.addr == from && !e.consumed
-	}
-	if len(s.history) >= s.maxHist {
-		s.sweepHistory(now)
-	}
-	if len(s.history) >= s.maxHist {
-		// Every entry is alive. Forget the one closest to expiry, as the
-		// reference forgets its oldest entry: refusing instead would let a
-		// burst of valid tokens lock every later client out.
-		var victim [crypto.MACBytes]byte
-		soonest := uint64(1<<64 - 1)
-		for k, e := range s.history {
-			if e.expire <= soonest {
-				victim, soonest = k, e.expire
+// recordToken enters the token in the history, or refuses it and counts
+// why. A token is good for one address and for one connection, and is
+// remembered until it expires: a consumed token never connects again to
+// this server, whatever else arrives. When the history is full, new tokens
+// are refused rather than old ones forgotten.
+//
+// A token already connected with is refused even from the address it was
+// first used from. The C reference accepts it again there once the session
+// has ended; but a reference client starts its packet sequence at 0 on
+// every connection, so that second session would seal its packets under
+// the first one's keys and nonces.
+func (s *Server) recordToken(now time.Time, mac *[crypto.MACBytes]byte, from netip.AddrPort, expire uint64) bool {
+	if e := s.history.find(mac); e != nil {
+		if e.addr == from && !e.consumed {
+			return true // the same handshake, the request sent again
+		}
+		s.stats.TokenReuseRefused++
+		if e.addr == from && !e.logged {
+			e.logged = true
+			if s.log.Enabled(context.Background(), slog.LevelInfo) { // logging allocates; this path is hostile input
+				s.log.Info("netcode: connect token refused: it was already connected with (netcode allows one connection per token)", "from", from)
 			}
+		} else if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("netcode: connect token refused: already used from another address", "from", from)
 		}
-		delete(s.history, victim)
+		return false
 	}
-	s.history[mac] = &historyEntry{addr: from, expire: expire}
+	s.history.expire(unixSeconds(now))
+	if s.history.add(mac, from, expire) == nil {
+		s.stats.HistoryFull++
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("netcode: connect token refused: token history full", "from", from)
+		}
+		return false
+	}
 	return true
-}
-
-func (s *Server) sweepHistory(now time.Time) {
-	t := unixSeconds(now)
-	for k, e := range s.history {
-		if e.expire <= t {
-			delete(s.history, k)
-		}
-	}
 }
 
 func (s *Server) sweepMappings(now time.Time) {
@@ -563,19 +599,21 @@ func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, 
 		s.stats.Ignored++ // already connected
 		return
 	}
-	if e := s.history[m.tokenMAC]; e != nil && e.consumed {
+	e := s.history.find(&m.tokenMAC)
+	if e == nil || e.consumed || e.addr != m.addr {
+		// Consumed: connected with already. Missing: expired since the
+		// request, or from before Close.
 		s.stats.TokenReuseRefused++
 		return
 	}
-	if len(s.free) == 0 {
+	if len(s.free) == 0 || s.draining.Load() {
 		pkt := protocol.AppendDenied(s.scratch[:0], m.send, s.globalSeq)
 		s.globalSeq++
 		s.stats.DeniedSent++
 		sink.Send(m.addr, pkt)
 		return
 	}
-	idx := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
+	idx := s.popSlot()
 	c := &Client{
 		srv:       s,
 		index:     idx,
@@ -588,39 +626,63 @@ func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, 
 		connected: true,
 	}
 	c.sendLocked.send = m.send
-	c.sendLocked.seq = firstSequence(p.Sequence)
+	c.sendLocked.seq = s.connectionSequence(now)
 	c.sendLocked.lastSend = now
 	s.slots[idx] = c
 	s.byID[c.id] = c
 	m.client = c
-	if e := s.history[m.tokenMAC]; e != nil {
-		e.consumed = true
-	}
+	e.consumed = true
 	s.stats.ConnectionsOpened++
 	s.log.Debug("netcode: client connected", "index", idx, "id", c.id, "addr", c.addr)
 	s.handler.Connected(c)
 	c.keepAlive(now, sink, true)
 }
 
-// firstSequence picks the first sequence number of the packets sent to a
-// new client, from the sequence of the connection response that created
-// it. A server that restarts forgets the tokens it has seen, so the same
-// token can connect again with the same keys; the reference starts every
-// connection at 0 and so reuses nonces then. A client of this package
-// starts its count at the microseconds since the token was created
-// (internal/client), and the server follows it, rounded down to a multiple
-// of 2^16: a later connection with the token then starts above every
-// sequence an earlier one used, unless the server sent more packets in that
-// connection than there were microseconds between the two, less 65 ms (a
-// restart takes longer). The reference client's response sequence is
-// always small, so against it the server starts at 0, as the reference's
-// does, byte for byte. Starts too close to the top of the range to count
-// from are not followed.
-func firstSequence(responseSeq uint64) uint64 {
-	if responseSeq >= 1<<62 {
+// popSlot takes a free slot; there must be one.
+func (s *Server) popSlot() int {
+	idx := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return idx
+}
+
+// connectionSequence is the first sequence number of the packets sent on a
+// connection made at now. Every packet the server seals under a token's
+// server-to-client key uses a sequence number that no other packet under
+// that key used:
+//
+//   - A token connects at most once to a server while the server runs (the
+//     history remembers it until it expires), and a connection counts up
+//     from its first sequence number.
+//   - A connection made later with the same token, by this server after a
+//     restart (Close and Listen, or a new process) or by another server of
+//     the token's list, starts at the wall clock in nanoseconds
+//     (clockSequence), above every number an earlier connection used: that
+//     one started at an earlier clock reading and sealed far fewer than
+//     one packet per nanosecond since. This is the one assumption: the
+//     clocks of the servers that see one token (one server across its
+//     restarts, or the servers of one token's list) do not disagree by
+//     more than the time between two connections with the token, which is
+//     at least a handshake (a round trip) after the earlier one ended.
+//   - Challenges and denials use the global sequence, which starts at 2^63
+//     plus the clock and so never meets a connection's (below 2^62).
+//
+// The cost is eight bytes of sequence number in every packet to the
+// client, where the reference, counting from 0, writes one to three.
+func (s *Server) connectionSequence(now time.Time) uint64 {
+	if s.cfg.ReferenceSequences {
 		return 0
 	}
-	return responseSeq &^ (1<<16 - 1)
+	return clockSequence(now)
+}
+
+// clockSequence is now in nanoseconds since the Unix epoch, below 2^62
+// (until the year 2116), and 0 for times before the epoch.
+func clockSequence(now time.Time) uint64 {
+	ns := now.UnixNano()
+	if ns < 0 {
+		return 0
+	}
+	return uint64(ns) & (1<<62 - 1)
 }
 
 // Update sends due keep-alives and times out silent clients and stale
@@ -632,7 +694,7 @@ func (s *Server) Update(now time.Time, sink Sink) {
 		return
 	}
 	for _, c := range s.slots {
-		if c == nil {
+		if c == nil || c.loopback {
 			continue
 		}
 		if c.timeout > 0 && now.Sub(c.lastRecv) >= c.timeout {
@@ -642,10 +704,54 @@ func (s *Server) Update(now time.Time, sink Sink) {
 		}
 		c.keepAlive(now, sink, false)
 	}
+	s.history.expire(unixSeconds(now))
 	if now.Sub(s.lastSweep) >= time.Second {
 		s.lastSweep = now
 		s.sweepMappings(now)
-		s.sweepHistory(now)
+	}
+}
+
+// ConnectLoopback puts a loopback client in a free slot: a client in the
+// server's own process (a listen server's local player) that takes a slot
+// but exchanges no packets. The adapter passes its payloads both ways
+// itself; the server only counts the slot and reports it through
+// Handler.Connected and Handler.Disconnected. The client never times out.
+func (s *Server) ConnectLoopback(clientID uint64, userData [token.UserDataBytes]byte) (*Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClientGone
+	case s.byID[clientID] != nil:
+		return nil, ErrClientIDInUse
+	case len(s.free) == 0:
+		return nil, ErrFull
+	}
+	idx := s.popSlot()
+	c := &Client{
+		srv:       s,
+		index:     idx,
+		id:        clientID,
+		userData:  userData,
+		connected: true,
+		loopback:  true,
+	}
+	c.confirmed.Store(true)
+	s.slots[idx] = c
+	s.byID[clientID] = c
+	s.stats.ConnectionsOpened++
+	s.log.Debug("netcode: loopback client connected", "index", idx, "id", clientID)
+	s.handler.Connected(c)
+	return c, nil
+}
+
+// LoopbackLeft ends loopback client c's connection from the client's side:
+// the slot is freed and the handler told that the peer disconnected.
+func (s *Server) LoopbackLeft(c *Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.loopback {
+		s.disconnect(c, ReasonPeerDisconnected, nil, false)
 	}
 }
 
@@ -666,7 +772,7 @@ func (s *Server) disconnect(c *Client, why Reason, sink Sink, packets bool) {
 	s.slots[c.index] = nil
 	s.free = append(s.free, c.index)
 	delete(s.byID, c.id)
-	if m := s.byAddr[c.addr]; m != nil && m.client == c {
+	if m := s.byAddr[c.addr]; !c.loopback && m != nil && m.client == c {
 		delete(s.byAddr, c.addr)
 	}
 	s.log.Debug("netcode: client disconnected", "index", c.index, "id", c.id, "why", why.String())
@@ -688,7 +794,7 @@ func (s *Server) Close(sink Sink) {
 	}
 	s.closed = true
 	clear(s.byAddr)
-	clear(s.history)
+	s.history.clear()
 }
 
 // ClientByIndex returns the client in slot i, or nil.

@@ -75,6 +75,17 @@ func TestRefusedInputAllocatesNothing(t *testing.T) {
 			stat: func(st Stats) uint64 { return st.TokenReuseRefused },
 		},
 		{
+			name: "new token with the history full",
+			pkt:  requestOf(t, tokenWith(t, privKey, 1<<20, epoch)),
+			from: netip.MustParseAddrPort("10.9.0.5:1000"),
+			setup: func(s *Server) {
+				for i := range historySize(4) {
+					s.Receive(epoch, addrN(i), requestOf(t, tokenWith(t, privKey, i, epoch)), &countSink{})
+				}
+			},
+			stat: func(st Stats) uint64 { return st.HistoryFull },
+		},
+		{
 			name: "garbage",
 			pkt:  append([]byte{0x15}, make([]byte, 40)...),
 			from: netip.MustParseAddrPort("10.9.0.4:1000"),

@@ -79,9 +79,18 @@ func New(pc net.PacketConn) Conn {
 	return &genericConn{pc: pc}
 }
 
-// Listen opens a UDP socket; network is "udp", "udp4" or "udp6". It asks
-// for large socket buffers (best effort).
+// Listen opens a UDP socket (see ListenUDP) and wraps it with New.
 func Listen(network, address string) (Conn, error) {
+	uc, err := ListenUDP(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return New(uc), nil
+}
+
+// ListenUDP opens a UDP socket; network is "udp", "udp4" or "udp6". It asks
+// for large socket buffers (best effort).
+func ListenUDP(network, address string) (*net.UDPConn, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
 	default:
@@ -96,7 +105,7 @@ func Listen(network, address string) (Conn, error) {
 		return nil, err
 	}
 	setBuffers(uc, socketBuffer)
-	return New(uc), nil
+	return uc, nil
 }
 
 // apConn uses the netip.AddrPort methods: one datagram per call.

@@ -1,8 +1,9 @@
 // Package app is the browser example as a library: a netcode echo server on
-// loopback UDP, a demo token endpoint, the WebSocket bridge in front of the
-// server, and the page that uses them, all behind one http.Handler. The
-// command in the parent directory serves it; the browser test drives it in
-// headless Chromium.
+// loopback UDP, a token endpoint (package backend), the WebSocket bridge in
+// front of the server, and the page that uses them, all behind one
+// http.Handler. The page reconnects with a fresh token whenever its session
+// ends. The command in the parent directory serves it over HTTP or HTTPS;
+// the browser test drives it in headless Chromium.
 package app
 
 import (
@@ -16,11 +17,12 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/token"
 )
 
 // ProtocolID is the demo's netcode protocol id.
@@ -40,6 +42,10 @@ type Config struct {
 	// TokenTimeoutSeconds is the connection timeout written in the demo
 	// tokens; 0 means 10.
 	TokenTimeoutSeconds int32
+	// IdleTimeout is the bridge's: a session without a message from the
+	// page for this long is ended (and the page reconnects). 0 means
+	// bridge.DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Logger receives the server's and the bridge's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -48,19 +54,19 @@ type Config struct {
 //
 //	GET  /           the page (index.html)
 //	GET  /netcode.js the browser module (bridge.JSHandler)
-//	POST /token      a fresh 2048-byte connect token for the echo server
+//	POST /token      a fresh 2048-byte connect token for the echo server (backend.Handler)
 //	GET  /relay      the WebSocket bridge (bridge.Handler)
 type App struct {
 	// Listener is the netcode echo server.
 	Listener *netcode.Listener
 	// Bridge is the relay at /relay.
 	Bridge *bridge.Handler
+	// Tokens is the token endpoint at /token.
+	Tokens *backend.Handler
 
-	key     [netcode.KeyBytes]byte
-	addr    netip.AddrPort
-	timeout int32
-	mux     *http.ServeMux
-	wg      sync.WaitGroup
+	addr netip.AddrPort
+	mux  *http.ServeMux
+	wg   sync.WaitGroup
 }
 
 // New starts the echo server and returns the App. Close stops it.
@@ -94,20 +100,33 @@ func New(cfg Config) (*App, error) {
 		l.Close()
 		return nil, fmt.Errorf("app: the echo server needs a concrete address, not %v", l.Addr())
 	}
+	tokens, err := backend.NewHandler(backend.Config{
+		ProtocolID:     ProtocolID,
+		PrivateKey:     key,
+		Authenticate:   anyone,
+		Servers:        []backend.Server{{Addr: addr}},
+		ExpireSeconds:  60,
+		TimeoutSeconds: cfg.TokenTimeoutSeconds,
+		Logger:         cfg.Logger,
+	})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
 	a := &App{
 		Listener: l,
-		key:      key,
+		Tokens:   tokens,
 		addr:     addr,
-		timeout:  cfg.TokenTimeoutSeconds,
 		mux:      http.NewServeMux(),
 	}
 	a.Bridge = bridge.NewHandler(bridge.Config{
 		AllowedServers: []netip.AddrPort{addr},
+		IdleTimeout:    cfg.IdleTimeout,
 		Logger:         cfg.Logger,
 	})
 	a.mux.HandleFunc("GET /{$}", a.page)
 	a.mux.Handle("GET /netcode.js", bridge.JSHandler())
-	a.mux.HandleFunc("POST /token", a.token)
+	a.mux.Handle("/token", tokens) // it answers 405 to anything but POST
 	a.mux.Handle("GET /relay", a.Bridge)
 	a.wg.Add(1)
 	go a.serve()
@@ -138,27 +157,15 @@ func (a *App) page(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// token mints a demo connect token. A real backend authenticates the
-// player first and picks the servers; this one hands a token to anyone.
-func (a *App) token(w http.ResponseWriter, r *http.Request) {
+// anyone is the demo's authentication hook: every caller is a new player
+// with a random client id. A real game checks a session cookie or a bearer
+// token here (see examples/backend) and returns the player's own id.
+func anyone(*http.Request) (backend.Identity, error) {
 	var id [8]byte
-	rand.Read(id[:])
-	tok, err := token.Generate(token.Params{
-		ProtocolID:     ProtocolID,
-		ClientID:       binary.LittleEndian.Uint64(id[:]),
-		PrivateKey:     a.key,
-		ServerAddrs:    []netip.AddrPort{a.addr},
-		ExpireSeconds:  60,
-		TimeoutSeconds: a.timeout,
-	})
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+	if _, err := rand.Read(id[:]); err != nil {
+		return backend.Identity{}, err
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Cache-Control", "no-store")
-	w.Write(tok)
+	return backend.Identity{ClientID: binary.LittleEndian.Uint64(id[:]) | 1}, nil
 }
 
 // serve accepts clients and echoes every payload back to its sender.

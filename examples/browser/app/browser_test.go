@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"log"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/security"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,24 +47,41 @@ func eval[T any](t *testing.T, ctx context.Context, d time.Duration, script stri
 	return v
 }
 
-// TestBrowser loads the example page in headless Chromium, connects through
-// the bridge to the netcode echo server, and exchanges messages, through the
-// page's form and through the module's API.
+// startTLS makes an App, serves it over HTTPS (so the page uses wss) and
+// starts a browser that accepts the test server's certificate. stop ends
+// the browser, then the App and the server.
+func startTLS(t *testing.T, cfg app.Config) (a *app.App, hs *httptest.Server, ctx context.Context, stop func()) {
+	t.Helper()
+	a, err := app.New(cfg)
+	require.NoError(t, err)
+	hs = httptest.NewUnstartedServer(a)
+	// Chromium tries the certificate before it is told to accept it.
+	hs.Config.ErrorLog = log.New(io.Discard, "", 0)
+	hs.StartTLS()
+	start := time.Now()
+	ctx, cancel := browsertest.Start(t)
+	t.Logf("browser started in %v", time.Since(start))
+	stop = func() {
+		cancel()
+		require.NoError(t, a.Close())
+		hs.Close()
+	}
+	// The certificate is the test server's own: tell the browser to take it.
+	step(t, ctx, 10*time.Second, "accept the test certificate", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, security.SetIgnoreCertificateErrors, security.SetIgnoreCertificateErrorsParams{Ignore: true})
+		return err
+	}))
+	return a, hs, ctx, stop
+}
+
+// TestBrowser loads the example page over HTTPS in headless Chromium,
+// connects through the bridge (wss) to the netcode echo server, and
+// exchanges messages, through the page's form and through the module's API.
 func TestBrowser(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
-	a, err := app.New(app.Config{})
-	require.NoError(t, err)
-	hs := httptest.NewServer(a)
-	defer func() {
-		require.NoError(t, a.Close())
-		hs.Close()
-	}()
-
-	start := time.Now()
-	ctx, cancel := browsertest.Start(t)
-	defer cancel()
-	t.Logf("browser started in %v", time.Since(start))
+	a, hs, ctx, stop := startTLS(t, app.Config{})
+	defer stop()
 	defer func(start time.Time) { t.Logf("teardown: %v", time.Since(start)) }(time.Now())
 
 	// The page: connect, type a message, see the echo.
@@ -195,6 +217,7 @@ func TestBrowser(t *testing.T) {
 	other, err := token.Generate(token.Params{
 		ProtocolID:    app.ProtocolID,
 		ClientID:      1,
+		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it
 		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
 		ExpireSeconds: 60,
 	})
@@ -211,15 +234,52 @@ func TestBrowser(t *testing.T) {
 	})()`)
 	assert.Equal(t, "RangeError", msg)
 
-	// The server ends the page's session: the page shows why.
+	assert.True(t, eval[bool](t, ctx, 5*time.Second, `location.protocol === "https:"`), "the page is served over https, its relay over wss")
+
+	// The server ends the page's session: the page shows why, and tries to
+	// reconnect (which fails: the bridge is closed for good).
 	require.Equal(t, 1, a.Bridge.Sessions())
 	require.NoError(t, a.Bridge.Close())
 	step(t, ctx, 10*time.Second, "page sees the close",
-		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="closed"]`)))
-	status, err = chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
-	require.NoError(t, err)
-	assert.Contains(t, status, "GoingAway (1001)")
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="reconnecting"]`)))
+	history := eval[[]string](t, ctx, 5*time.Second, `window.netcodeHistory`)
+	assert.Contains(t, history, "reconnecting: closed: GoingAway (1001): netcode bridge: shutting down; reconnecting in 0 s…")
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
+}
 
-	cancel()
+// TestBrowserReconnects: the bridge ends the page's idle session; the page
+// fetches a fresh token, reconnects on its own, says so, and echoes again.
+func TestBrowserReconnects(t *testing.T) {
+	defer goleak.VerifyNone(t)
+
+	a, hs, ctx, stop := startTLS(t, app.Config{IdleTimeout: time.Second})
+	defer stop()
+
+	step(t, ctx, 30*time.Second, "page connects",
+		chromedp.Navigate(hs.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
+	)
+	first := a.Listener.Stats().ConnectionsOpened
+	// Idle for a second: the bridge ends the session, the page reconnects.
+	status := eval[string](t, ctx, 30*time.Second, `new Promise((resolve) => {
+		const el = document.getElementById("status");
+		const check = () => {
+			if (el.dataset.state === "connected" && el.textContent.includes("reconnected")) resolve(el.textContent);
+		};
+		new MutationObserver(check).observe(el, { attributes: true, childList: true, characterData: true, subtree: true });
+		check();
+	})`)
+	assert.Contains(t, status, "(reconnected 1×)")
+	history := eval[[]string](t, ctx, 5*time.Second, `window.netcodeHistory`)
+	assert.Contains(t, strings.Join(history, "\n"), "reconnecting: closed: IdleTimeout (4012)")
+	assert.Greater(t, a.Listener.Stats().ConnectionsOpened, first, "a new netcode connection, with a fresh token")
+
+	step(t, ctx, 10*time.Second, "echo after reconnecting",
+		chromedp.SendKeys(chromedp.ID("msg"), "still there?"),
+		chromedp.Click(chromedp.ID("send")),
+		chromedp.WaitVisible(chromedp.CSS("#log li.echo")),
+	)
+	echo, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log li.echo")))
+	require.NoError(t, err)
+	assert.Equal(t, "still there?", echo)
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/loopback"
+)
+
+// lockedBuffer collects a command's stderr while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// served is a running "netcode serve".
+type served struct {
+	udp, ops net.Addr
+	done     chan int
+	logs     *lockedBuffer
+	keyFile  string
+}
+
+func startServe(t *testing.T, ctx context.Context, f loopback.Family, args ...string) *served {
+	t.Helper()
+	s := &served{done: make(chan int, 1), logs: &lockedBuffer{}, keyFile: filepath.Join(t.TempDir(), "key")}
+	code, _, errs := cli(t, "keygen", "-o", s.keyFile)
+	require.Equal(t, 0, code, errs)
+	udp := make(chan net.Addr, 1)
+	ops := make(chan net.Addr, 1)
+	serveReady = func(a net.Addr) { udp <- a }
+	opsReady = func(a net.Addr) { ops <- a }
+	t.Cleanup(func() { serveReady, opsReady = nil, nil })
+	args = append([]string{"serve", "-net", f.Network, "-addr", f.Addr, "-key", s.keyFile, "-metrics", "127.0.0.1:0"}, args...)
+	go func() { s.done <- run(ctx, args, io.Discard, s.logs) }()
+	select {
+	case s.udp = <-udp:
+	case c := <-s.done:
+		t.Fatalf("serve exited with %d: %s", c, s.logs.String())
+	}
+	s.ops = <-ops
+	return s
+}
+
+func (s *served) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.ops.String() + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func (s *served) dial(t *testing.T, clientID string) (*netcode.Conn, error) {
+	t.Helper()
+	code, tok, errs := cli(t, "token", "-key", s.keyFile, "-server", s.udp.String(), "-client-id", clientID)
+	require.Equal(t, 0, code, errs)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return netcode.DialContext(ctx, []byte(tok))
+}
+
+func (s *served) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-s.done:
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not stop: %s", s.logs.String())
+		return -1
+	}
+}
+
+func echo(t *testing.T, c *netcode.Conn, msg string) {
+	t.Helper()
+	_, err := c.Write([]byte(msg))
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, msg, string(buf[:n]))
+}
+
+// TestServeMetricsAndDrain runs serve with -metrics: the endpoints answer;
+// on the signal /readyz turns 503, a new client is denied, the connected
+// one keeps echoing, and serve stops as soon as it leaves.
+func TestServeMetricsAndDrain(t *testing.T) {
+	for _, f := range loopback.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			f.Require(t)
+			ctx, signal := context.WithCancel(context.Background())
+			defer signal()
+			s := startServe(t, ctx, f, "-drain", "60s")
+
+			code, body := s.get(t, "/healthz")
+			assert.Equal(t, 200, code)
+			assert.Equal(t, "ok\n", body)
+			code, _ = s.get(t, "/readyz")
+			assert.Equal(t, 200, code)
+
+			c, err := s.dial(t, "1")
+			require.NoError(t, err)
+			defer c.Close()
+			echo(t, c, "before")
+			code, body = s.get(t, "/metrics")
+			assert.Equal(t, 200, code)
+			assert.Contains(t, body, "netcode_server_clients 1\n")
+			assert.Contains(t, body, "netcode_server_connections_opened_total 1\n")
+			assert.Contains(t, body, "go_goroutines ")
+
+			signal() // what SIGTERM does
+			require.Eventually(t, func() bool {
+				code, _ := s.get(t, "/readyz")
+				return code == http.StatusServiceUnavailable
+			}, 10*time.Second, 10*time.Millisecond)
+			code, _ = s.get(t, "/healthz")
+			assert.Equal(t, 200, code, "the process is still up")
+			_, err = s.dial(t, "2")
+			require.ErrorIs(t, err, netcode.ErrConnectionDenied)
+			echo(t, c, "during the drain")
+			_, body = s.get(t, "/metrics")
+			assert.Contains(t, body, "netcode_server_denied_sent_total 1\n")
+
+			require.NoError(t, c.Close()) // the last client leaves: serve stops
+			assert.Equal(t, 0, s.wait(t), s.logs.String())
+			logs := s.logs.String()
+			assert.Contains(t, logs, "draining: new clients are denied")
+			assert.Contains(t, logs, "drained: every client has left")
+			_, err = net.Dial("tcp", s.ops.String())
+			assert.Error(t, err, "the metrics endpoint is closed")
+		})
+	}
+}
+
+// TestServeDrainTimeout: a client that stays past -drain is disconnected
+// cleanly (it reads EOF) and serve stops.
+func TestServeDrainTimeout(t *testing.T) {
+	f := loopback.Families[0]
+	ctx, signal := context.WithCancel(context.Background())
+	defer signal()
+	s := startServe(t, ctx, f, "-drain", "100ms")
+	c, err := s.dial(t, "1")
+	require.NoError(t, err)
+	defer c.Close()
+	echo(t, c, "hello")
+	signal()
+	assert.Equal(t, 0, s.wait(t), s.logs.String())
+	assert.Contains(t, s.logs.String(), "drain time is up: closing")
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = c.Read(make([]byte, netcode.MaxPayloadBytes))
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Contains(t, s.logs.String(), "netcode echo server stopped")
+}

@@ -1,0 +1,64 @@
+package netcode_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportGraph keeps the core library lean: the root package depends on
+// the standard library, golang.org/x/crypto, golang.org/x/sys,
+// golang.org/x/net (ipv4 and ipv6, for packet tagging) and its own packages
+// only. Prometheus (package metrics), net/http and
+// x/time/rate (package backend) and WebSocket (package bridge) must stay
+// out of it.
+func TestImportGraph(t *testing.T) {
+	// go test puts its own toolchain's bin directory first in PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on this machine: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := []string{
+		"golang.org/x/crypto/",
+		"golang.org/x/sys/",
+		"golang.org/x/net/ipv4",
+		"golang.org/x/net/ipv6",
+		"golang.org/x/net/bpf",
+		"golang.org/x/net/internal/",
+		"github.com/gonetcode/netcode",
+	}
+	forbidden := []string{
+		"github.com/gonetcode/netcode/metrics",
+		"github.com/gonetcode/netcode/backend",
+		"github.com/gonetcode/netcode/bridge",
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list printed no dependencies")
+	}
+	for _, d := range deps {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(d, a)
+		}
+		for _, f := range forbidden {
+			ok = ok && d != f && !strings.HasPrefix(d, f+"/")
+		}
+		if !ok {
+			t.Errorf("the netcode package depends on %s", d)
+		}
+	}
+	std, err := exec.Command(goTool, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, std)
+	}
+	for _, d := range strings.Fields(string(std)) {
+		if d == "net/http" {
+			t.Error("the netcode package depends on net/http")
+		}
+	}
+}

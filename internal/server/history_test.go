@@ -1,0 +1,531 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func mac(i int) *[crypto.MACBytes]byte {
+	var m [crypto.MACBytes]byte
+	m[0], m[1], m[2] = byte(i), byte(i>>8), byte(i>>16)
+	m[15] = 0xee
+	return &m
+}
+
+func addrN(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 50, byte(i >> 8), byte(i)}), 1000)
+}
+
+// TestTokenHistory drives the history through its rules step by step.
+func TestTokenHistory(t *testing.T) {
+	type step struct {
+		op     string // "add", "expire"
+		i      int    // token
+		expire uint64 // add: its expire time; expire: now
+		ok     bool   // add: accepted
+		len    int    // tokens remembered after the step
+	}
+	tests := []struct {
+		name  string
+		limit int
+		steps []step
+	}{
+		{"kept until it expires", 4, []step{
+			{"add", 1, 105, true, 1},
+			{"expire", 0, 104, false, 1},
+			{"expire", 0, 105, false, 0},
+		}},
+		{"full refuses, never evicts", 2, []step{
+			{"add", 1, 110, true, 1},
+			{"add", 2, 120, true, 2},
+			{"add", 3, 101, false, 2},
+			{"expire", 0, 109, false, 2},
+			{"add", 3, 130, false, 2},
+			{"expire", 0, 110, false, 1},
+			{"add", 3, 130, true, 2},
+		}},
+		{"far expiry survives turns of the wheel", 4, []step{
+			{"add", 1, 100 + wheelSlots + 5, true, 1},
+			{"add", 2, 105, true, 2},
+			{"expire", 0, 105, false, 1},
+			{"expire", 0, 100 + wheelSlots + 4, false, 1},
+			{"expire", 0, 100 + wheelSlots + 5, false, 0},
+		}},
+		{"a long gap expires everything due", 4, []step{
+			{"add", 1, 101, true, 1},
+			{"add", 2, 150, true, 2},
+			{"add", 3, 100 + 3*wheelSlots, true, 3},
+			{"expire", 0, 100 + 2*wheelSlots, false, 1},
+			{"expire", 0, 100 + 10*wheelSlots, false, 0},
+		}},
+		{"never-expiring tokens stay", 2, []step{
+			{"add", 1, token.NeverExpires, true, 1},
+			{"add", 2, 101, true, 2},
+			{"expire", 0, 1 << 40, false, 1},
+		}},
+		{"slots are reused", 2, []step{
+			{"add", 1, 101, true, 1},
+			{"add", 2, 101, true, 2},
+			{"expire", 0, 101, false, 0},
+			{"add", 3, 102, true, 1},
+			{"add", 4, 102, true, 2},
+			{"add", 5, 102, false, 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newTokenHistory(tt.limit, 100)
+			live := map[int]bool{}
+			for n, s := range tt.steps {
+				switch s.op {
+				case "add":
+					e := h.add(mac(s.i), addrN(s.i), s.expire)
+					require.Equal(t, s.ok, e != nil, "step %d", n)
+					if e != nil {
+						live[s.i] = true
+					}
+				case "expire":
+					h.expire(s.expire)
+				}
+				require.Equal(t, s.len, h.len(), "step %d", n)
+				assert.LessOrEqual(t, len(h.slab), tt.limit, "the slab never outgrows the limit")
+			}
+			// What is remembered is found, with its address.
+			for i := range live {
+				if e := h.find(mac(i)); e != nil {
+					assert.Equal(t, addrN(i), e.addr)
+				}
+			}
+		})
+	}
+}
+
+// recSink records what a core sends.
+type recSink struct {
+	to   []netip.AddrPort
+	pkts [][]byte
+}
+
+func (s *recSink) Send(to netip.AddrPort, b []byte) {
+	s.to = append(s.to, to)
+	s.pkts = append(s.pkts, append([]byte(nil), b...))
+}
+
+func (s *recSink) take() ([]netip.AddrPort, [][]byte) {
+	to, p := s.to, s.pkts
+	s.to, s.pkts = nil, nil
+	return to, p
+}
+
+type nopClientHandler struct{}
+
+func (nopClientHandler) StateChanged(from, to client.State) {}
+func (nopClientHandler) Payload([]byte)                     {}
+
+// harness runs client cores against one server core on a perfect network.
+type harness struct {
+	t    *testing.T
+	now  time.Time
+	srv  *Server
+	out  recSink // the server's packets
+	seen [][]byte
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	if cfg.ProtocolID == 0 {
+		cfg.ProtocolID = protocolID
+	}
+	if cfg.PrivateKey == (crypto.Key{}) {
+		cfg.PrivateKey = privKey
+	}
+	if cfg.Addrs == nil {
+		cfg.Addrs = []netip.AddrPort{self}
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = epoch
+	}
+	s, err := New(cfg, nopHandler{})
+	require.NoError(t, err)
+	return &harness{t: t, now: cfg.Now, srv: s}
+}
+
+// exchange runs one round: the client's due packets to the server, the
+// server's answers to the client, then time moves on by 100 ms.
+func (h *harness) exchange(c *client.Client, from netip.AddrPort) {
+	var cs recSink
+	c.Update(h.now, &cs)
+	for _, p := range cs.pkts {
+		h.srv.Receive(h.now, from, p, &h.out)
+	}
+	h.srv.Update(h.now, &h.out)
+	to, pkts := h.out.take()
+	for i, p := range pkts {
+		if to[i] == from {
+			h.seen = append(h.seen, append([]byte(nil), p...))
+			c.Receive(h.now, self, p)
+		}
+	}
+	h.now = h.now.Add(100 * time.Millisecond)
+}
+
+// dial runs a client with tok from addr for at most rounds rounds, or
+// until it connects.
+func (h *harness) dial(tok []byte, from netip.AddrPort, rounds int) *client.Client {
+	c := client.New(h.now, tok, nopClientHandler{}, nil)
+	for range rounds {
+		if c.State() == client.Connected || c.State() < 0 {
+			break
+		}
+		h.exchange(c, from)
+	}
+	return c
+}
+
+// tokenWith mints a token for self, sealed with key, with nonce and keys
+// made from n so that tokens differ.
+func tokenWith(t testing.TB, key crypto.Key, n int, created time.Time) []byte {
+	t.Helper()
+	tok, err := token.GenerateWith(token.Params{
+		ProtocolID:     protocolID,
+		ClientID:       uint64(1000 + n),
+		PrivateKey:     key,
+		ServerAddrs:    []netip.AddrPort{self},
+		ExpireSeconds:  60,
+		TimeoutSeconds: 5,
+	}, uint64(created.Unix()), [token.NonceBytes]byte{0: byte(n), 1: byte(n >> 8), 2: byte(n >> 16), 23: 1}, crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 1}, crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 2})
+	require.NoError(t, err)
+	return tok
+}
+
+// requestOf is the connection request a client sends for tok.
+func requestOf(t testing.TB, tok []byte) []byte {
+	t.Helper()
+	ct, err := token.Parse(tok)
+	require.NoError(t, err)
+	return protocol.AppendConnectionRequest(nil, ct.ProtocolID, ct.ExpireTimestamp, &ct.Nonce, ct.PrivateData[:])
+}
+
+// TestHistoryFloodNeverForgets: however many other valid requests arrive,
+// a token that connected never connects again while it is valid; a full
+// history refuses new tokens instead of forgetting old ones; once tokens
+// expire, new ones are accepted again.
+func TestHistoryFloodNeverForgets(t *testing.T) {
+	h := newHarness(t, Config{MaxClients: 1})
+	limit := h.srv.Stats().HistoryLimit
+	require.Equal(t, MinHistory, limit)
+
+	tok := tokenWith(t, privKey, 0, h.now)
+	player := netip.MustParseAddrPort("10.60.0.1:5000")
+	c := h.dial(tok, player, 20)
+	require.Equal(t, client.Connected, c.State())
+	var cs recSink
+	c.Disconnect(&cs)
+	for _, p := range cs.pkts {
+		h.srv.Receive(h.now, player, p, &h.out)
+	}
+	require.Zero(t, h.srv.Stats().Connected)
+
+	// The flood: more distinct valid tokens than the history holds, each
+	// from its own address.
+	var sink recSink
+	flood := limit + 500
+	for i := 1; i <= flood; i++ {
+		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink)
+	}
+	st := h.srv.Stats()
+	assert.Equal(t, limit, st.History, "full")
+	assert.Equal(t, uint64(flood-(limit-1)), st.HistoryFull, "every token past the limit refused and counted")
+
+	// The consumed token, dialed again from its own address: refused,
+	// and nothing is sent to it.
+	sink = recSink{}
+	before := h.srv.Stats()
+	h.out.take()
+	c2 := h.dial(tok, player, 15)
+	assert.NotEqual(t, client.Connected, c2.State())
+	after := h.srv.Stats()
+	assert.Equal(t, before.ConnectionsOpened, after.ConnectionsOpened)
+	assert.Positive(t, after.TokenReuseRefused-before.TokenReuseRefused)
+	assert.Empty(t, h.out.pkts)
+
+	// After the tokens expire, a new token connects.
+	h.now = h.now.Add(61 * time.Second)
+	h.srv.Update(h.now, &sink)
+	assert.Zero(t, h.srv.Stats().History)
+	c3 := h.dial(tokenWith(t, privKey, flood+1, h.now), netip.MustParseAddrPort("10.60.0.2:5000"), 20)
+	assert.Equal(t, client.Connected, c3.State())
+}
+
+// TestMappingsCap: the encryption mappings are capped at MappingsPerSlot
+// per slot; a request past the cap is dropped and counted without a sweep,
+// and expired mappings make room again at the next periodic sweep.
+func TestMappingsCap(t *testing.T) {
+	h := newHarness(t, Config{MaxClients: 2})
+	limit := h.srv.Stats().MappingsLimit
+	require.Equal(t, 2*MappingsPerSlot, limit)
+	var sink recSink
+	for i := range limit + 5 {
+		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink)
+	}
+	st := h.srv.Stats()
+	assert.Equal(t, limit, st.Mappings)
+	assert.Equal(t, uint64(5), st.MappingsFull)
+	assert.Equal(t, uint64(limit), st.ChallengesSent)
+	// Unanswered handshakes time out (the tokens' 5 s), and the sweep
+	// frees their mappings.
+	h.now = h.now.Add(6 * time.Second)
+	h.srv.Update(h.now, &sink)
+	assert.Zero(t, h.srv.Stats().Mappings)
+	h.srv.Receive(h.now, addrN(999), requestOf(t, tokenWith(t, privKey, 999, h.now)), &sink)
+	assert.Equal(t, uint64(limit+1), h.srv.Stats().ChallengesSent)
+}
+
+// TestConnectionSequenceFromServerClock: the server's first sequence
+// number on a connection comes from its own clock, whatever sequence the
+// client's response carried; the reference's 0 only with
+// ReferenceSequences.
+func TestConnectionSequenceFromServerClock(t *testing.T) {
+	tests := []struct {
+		name      string
+		clientSeq uint64
+		reference bool
+	}{
+		{"client counts from 0", 0, false},
+		{"client counts from the token's age", 5_000_000, false},
+		{"client near the top", 1<<62 - 1, false},
+		{"reference sequences", 77, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{MaxClients: 2, ReferenceSequences: tt.reference})
+			c := client.New(h.now, tokenWith(t, privKey, i, h.now), nopClientHandler{}, nil)
+			c.SetSequence(tt.clientSeq)
+			var connectedAt time.Time
+			for range 10 {
+				if c.State() == client.Connected {
+					break
+				}
+				connectedAt = h.now
+				h.exchange(c, addrN(1))
+			}
+			require.Equal(t, client.Connected, c.State())
+			var first uint64
+			found := false
+			for _, p := range h.seen {
+				if typ, _ := protocol.PeekType(p); typ == protocol.KeepAlive {
+					first, found = sequenceOf(p), true
+					break
+				}
+			}
+			require.True(t, found)
+			want := uint64(connectedAt.UnixNano())
+			if tt.reference {
+				want = 0
+			}
+			assert.Equal(t, want, first)
+		})
+	}
+}
+
+// sequenceOf decodes an encrypted packet's sequence number.
+func sequenceOf(p []byte) uint64 {
+	var seq uint64
+	for i := range int(p[0] >> 4) {
+		seq |= uint64(p[1+i]) << (8 * i)
+	}
+	return seq
+}
+
+func TestClockSequence(t *testing.T) {
+	tests := []struct {
+		at   time.Time
+		want uint64
+	}{
+		{time.Unix(0, 0), 0},
+		{time.Unix(-5, 0), 0},
+		{time.Unix(1_800_000_000, 7), 1_800_000_000_000_000_007},
+		{time.Unix(0, 1<<62+3), 3}, // the year 2116 wraps below 2^62
+	}
+	for _, tt := range tests {
+		got := clockSequence(tt.at)
+		assert.Equal(t, tt.want, got, "%v", tt.at)
+		assert.Less(t, got, protocol.ServerGlobalSequenceStart, "below the global sequence")
+	}
+}
+
+// TestKeyRotation: with a previous key set, tokens sealed with either key
+// are answered; tokens sealed with any other key are not.
+func TestKeyRotation(t *testing.T) {
+	oldKey, newKey, otherKey := crypto.Key{0: 1, 31: 1}, crypto.Key{0: 2, 31: 2}, crypto.Key{0: 3, 31: 3}
+	tests := []struct {
+		name     string
+		previous crypto.Key
+		sealedBy crypto.Key
+		answered bool
+	}{
+		{"current key", oldKey, newKey, true},
+		{"previous key", oldKey, oldKey, true},
+		{"other key", oldKey, otherKey, false},
+		{"previous key after the rotation", crypto.Key{}, oldKey, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{PrivateKey: newKey, PreviousPrivateKey: tt.previous})
+			c := h.dial(tokenWith(t, tt.sealedBy, i, h.now), addrN(1), 20)
+			assert.Equal(t, tt.answered, c.State() == client.Connected)
+			assert.Equal(t, tt.answered, h.srv.Stats().ChallengesSent > 0)
+		})
+	}
+}
+
+func TestZeroKeyRefused(t *testing.T) {
+	_, err := New(Config{ProtocolID: protocolID, Now: epoch}, nopHandler{})
+	require.ErrorIs(t, err, ErrZeroKey)
+}
+
+// logCounter counts log records by level and message.
+type logCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCounter) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n[r.Level.String()+" "+r.Message]++
+	return nil
+}
+func (l *logCounter) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logCounter) WithGroup(string) slog.Handler      { return l }
+
+func (l *logCounter) count(level slog.Level, prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total := 0
+	for k, v := range l.n {
+		if len(k) >= len(level.String()+" "+prefix) && k[:len(level.String()+" "+prefix)] == level.String()+" "+prefix {
+			total += v
+		}
+	}
+	return total
+}
+
+// TestSameAddressReuseRefusedAndLoggedOnce: a token that connected is
+// refused from its own address after its session (a deliberate deviation
+// from the reference), and said once at Info however often it is retried.
+func TestSameAddressReuseRefusedAndLoggedOnce(t *testing.T) {
+	logs := &logCounter{n: map[string]int{}}
+	h := newHarness(t, Config{MaxClients: 2, Logger: slog.New(logs)})
+	tok := tokenWith(t, privKey, 1, h.now)
+	c := h.dial(tok, addrN(1), 20)
+	require.Equal(t, client.Connected, c.State())
+	var cs recSink
+	c.Disconnect(&cs)
+	for _, p := range cs.pkts {
+		h.srv.Receive(h.now, addrN(1), p, &h.out)
+	}
+	before := h.srv.Stats()
+	again := h.dial(tok, addrN(1), 30) // 3 s of requests at 10 Hz
+	assert.NotEqual(t, client.Connected, again.State())
+	after := h.srv.Stats()
+	assert.GreaterOrEqual(t, after.TokenReuseRefused-before.TokenReuseRefused, uint64(20))
+	assert.Equal(t, before.ConnectionsOpened, after.ConnectionsOpened)
+	assert.Equal(t, 1, logs.count(slog.LevelInfo, "netcode: connect token refused"))
+}
+
+// TestLoopbackSlots: loopback clients take slots without packets, never
+// time out, and free their slot when either side ends them.
+func TestLoopbackSlots(t *testing.T) {
+	s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 2, Now: epoch}, nopHandler{})
+	require.NoError(t, err)
+	a, err := s.ConnectLoopback(1, [token.UserDataBytes]byte{7})
+	require.NoError(t, err)
+	assert.True(t, a.Loopback())
+	assert.Equal(t, uint64(1), a.ID())
+	assert.Equal(t, byte(7), a.UserData()[0])
+	_, err = s.ConnectLoopback(1, [token.UserDataBytes]byte{})
+	require.ErrorIs(t, err, ErrClientIDInUse)
+	b, err := s.ConnectLoopback(2, [token.UserDataBytes]byte{})
+	require.NoError(t, err)
+	_, err = s.ConnectLoopback(3, [token.UserDataBytes]byte{})
+	require.ErrorIs(t, err, ErrFull)
+	assert.NotEqual(t, a.Index(), b.Index())
+
+	var sink recSink
+	s.Update(epoch.Add(time.Hour), &sink) // never times out, no keep-alives
+	assert.Equal(t, 2, s.Stats().Connected)
+	assert.Empty(t, sink.pkts)
+	require.ErrorIs(t, a.Send(epoch, []byte{1}, &sink), ErrClientGone, "the adapter passes loopback payloads itself")
+
+	s.LoopbackLeft(a)
+	assert.Equal(t, 1, s.Stats().Connected)
+	c, err := s.ConnectLoopback(3, [token.UserDataBytes]byte{})
+	require.NoError(t, err)
+	assert.Equal(t, a.Index(), c.Index(), "the slot was freed")
+	s.Close(&sink)
+	assert.Empty(t, sink.pkts, "no disconnect packets for loopback clients")
+	_, err = s.ConnectLoopback(4, [token.UserDataBytes]byte{})
+	require.ErrorIs(t, err, ErrClientGone)
+}
+
+// BenchmarkRefusedRequest: the server's cost for a valid connection
+// request it refuses, with a near-empty history (a token already
+// connected with) and with a full one (a new token). The two must be
+// about the same: refusing does no sweep and no scan.
+func BenchmarkRefusedRequest(b *testing.B) {
+	const pool = 1024
+	for _, bc := range []struct {
+		name       string
+		full       bool
+		maxClients int
+	}{
+		{"slots=1/history=empty", false, 1},
+		{"slots=1/history=full", true, 1},
+		{"slots=1024/history=empty", false, 1024},
+		{"slots=1024/history=full", true, 1024},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: bc.maxClients, Addrs: []netip.AddrPort{self}, Now: epoch}, nopHandler{})
+			require.NoError(b, err)
+			var sink countSink
+			var reqs [][]byte
+			if bc.full {
+				for i := range historySize(bc.maxClients) {
+					s.Receive(epoch, addrN(i), requestOf(b, tokenWith(b, privKey, i, epoch)), &sink)
+				}
+				require.Equal(b, s.Stats().HistoryLimit, s.Stats().History)
+				for i := range pool {
+					reqs = append(reqs, requestOf(b, tokenWith(b, privKey, 100_000+i, epoch)))
+				}
+			} else {
+				r := requestOf(b, tokenWith(b, privKey, 1, epoch))
+				s.Receive(epoch, addrN(1), append([]byte(nil), r...), &sink)
+				reqs = append(reqs, r)
+			}
+			from := netip.MustParseAddrPort("10.70.0.1:1")
+			buf := make([]byte, protocol.ConnectionRequestBytes)
+			sent := sink.n
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				copy(buf, reqs[i%len(reqs)])
+				s.Receive(epoch, from, buf, &sink)
+			}
+			b.StopTimer()
+			require.Equal(b, sent, sink.n, "refused requests are not answered")
+		})
+	}
+}

@@ -1,0 +1,97 @@
+// Package metrics exports a netcode server's counters (Listener.Stats) to
+// Prometheus.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(metrics.NewCollector(listener, nil))
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// The collector reads Stats at every scrape; it keeps nothing between
+// scrapes and costs the server nothing in between. It lives in its own
+// package so that the netcode package itself does not depend on
+// github.com/prometheus/client_golang.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gonetcode/netcode"
+)
+
+// StatsSource is what a Collector reads: a *netcode.Listener.
+type StatsSource interface {
+	Stats() netcode.ServerStats
+}
+
+// metric is one exported figure of netcode.ServerStats.
+type metric struct {
+	name, help string
+	kind       prometheus.ValueType
+	value      func(*netcode.ServerStats) float64
+}
+
+// metrics lists every field of netcode.ServerStats (a test checks that none
+// is missing), named by Prometheus conventions.
+var metrics = []metric{
+	{"netcode_server_clients", "Clients connected now (ServerStats.Connected).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.Connected) }},
+	{"netcode_server_mappings", "Encryption mappings held now: clients connected or in the handshake (ServerStats.Mappings).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.Mappings) }},
+	{"netcode_server_mappings_limit", "Most encryption mappings held at once (ServerStats.MappingsLimit).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.MappingsLimit) }},
+	{"netcode_server_token_history", "Connect tokens remembered now, each until it expires (ServerStats.History).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.History) }},
+	{"netcode_server_token_history_limit", "Most connect tokens remembered at once (ServerStats.HistoryLimit).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.HistoryLimit) }},
+	{"netcode_server_token_history_full_total", "Connection requests with a new token refused because the token history was full (ServerStats.HistoryFull).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.HistoryFull) }},
+	{"netcode_server_mappings_full_total", "Connection requests refused because the encryption mapping table was full (ServerStats.MappingsFull).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.MappingsFull) }},
+	{"netcode_server_ignored_packets_total", "Datagrams dropped as malformed, unauthenticated or out of place (ServerStats.Ignored).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.Ignored) }},
+	{"netcode_server_replayed_packets_total", "Datagrams dropped by replay protection (ServerStats.Replayed).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.Replayed) }},
+	{"netcode_server_challenges_sent_total", "Connection challenges sent: valid connection requests (ServerStats.ChallengesSent).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.ChallengesSent) }},
+	{"netcode_server_denied_sent_total", "Connection-denied packets sent: the server was full or draining (ServerStats.DeniedSent).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.DeniedSent) }},
+	{"netcode_server_token_reuse_refused_total", "Connection requests refused because their token was used already (ServerStats.TokenReuseRefused).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.TokenReuseRefused) }},
+	{"netcode_server_address_not_in_token_total", "Connection requests whose token names other servers (ServerStats.AddressNotInToken).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.AddressNotInToken) }},
+	{"netcode_server_connections_opened_total", "Connections established (ServerStats.ConnectionsOpened).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.ConnectionsOpened) }},
+	{"netcode_server_connections_timed_out_total", "Connections ended because the client fell silent (ServerStats.ConnectionsTimeout).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.ConnectionsTimeout) }},
+}
+
+// Collector is a prometheus.Collector of one server's Stats.
+type Collector struct {
+	src   StatsSource
+	descs []*prometheus.Desc
+}
+
+// NewCollector returns a collector of src's Stats. constLabels are added to
+// every metric (for example {"server": "eu-1"} when one process runs
+// several Listeners); nil adds none.
+func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
+	c := &Collector{src: src, descs: make([]*prometheus.Desc, len(metrics))}
+	for i, m := range metrics {
+		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
+	}
+	return c
+}
+
+// Describe sends the descriptions of every metric.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect reads the server's Stats once and sends every metric.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Stats()
+	for i, m := range metrics {
+		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&st))
+	}
+}

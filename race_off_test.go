@@ -1,5 +1,0 @@
-//go:build !race
-
-package netcode_test
-
-const raceEnabled = false
