@@ -75,7 +75,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintln(stderr, "netcode client: warning: the bearer token goes over plain http, readable by anyone on the path; use https")
 		}
 		fmt.Fprintf(stderr, "netcode client: asking %s for a token\n", src)
-		tok, err = backend{method: *method, auth: *auth, caFile: *ca}.fetch(ctx, src)
+		tok, err = tokenBackend{method: *method, auth: *auth, caFile: *ca}.fetch(ctx, src)
 	} else {
 		tok, err = readToken(ctx, src)
 	}

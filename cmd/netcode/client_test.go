@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/backend"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
@@ -255,5 +257,58 @@ func TestClientBackend(t *testing.T) {
 	defer mu.Unlock()
 	for _, m := range methods {
 		assert.Equal(t, http.MethodPost, m)
+	}
+}
+
+// TestChatThroughBackend is the README's whole path: a chat server, the
+// token backend (package backend) over HTTPS with bearer secrets, and two
+// line clients that fetch their tokens from it and talk.
+func TestChatThroughBackend(t *testing.T) {
+	addr, keyFile := server(t, "-chat")
+	key, err := parseKey(keyFile, io.Discard)
+	require.NoError(t, err)
+	users := map[string]uint64{"alice-secret": 1, "bob-secret": 2}
+	h, err := backend.NewHandler(backend.Config{
+		ProtocolID: defaultProtocolID,
+		PrivateKey: key,
+		Authenticate: func(r *http.Request) (backend.Identity, error) {
+			id, ok := users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+			if !ok {
+				return backend.Identity{}, backend.ErrUnauthorized
+			}
+			return backend.Identity{ClientID: id}, nil
+		},
+		Servers: []backend.Server{{Addr: netip.MustParseAddrPort(addr.String())}},
+	})
+	require.NoError(t, err)
+	ts := httptest.NewTLSServer(h)
+	defer ts.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600))
+
+	code, _, errs := cli(t, "client", "-echo", "1", "-auth", "mallory", "-ca", ca, ts.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "401 Unauthorized")
+
+	start := func(secret string) *lineSession {
+		s := &lineSession{done: make(chan int, 1)}
+		r, w := io.Pipe()
+		s.in = w
+		go func() {
+			s.done <- runWithStdin(context.Background(), r, []string{"client", "-auth", secret, "-ca", ca, ts.URL}, &s.out, &s.errs)
+		}()
+		require.Eventually(t, func() bool { return strings.Contains(s.errs.String(), "connected to") },
+			10*time.Second, 5*time.Millisecond, "client did not connect: %s", s.errs.String())
+		return s
+	}
+	alice, bob := start("alice-secret"), start("bob-secret")
+	require.Eventually(t, func() bool {
+		_, err := io.WriteString(alice.in, "hi bob\n")
+		require.NoError(t, err)
+		return strings.Contains(bob.out.String(), "hi bob\n")
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, s := range []*lineSession{alice, bob} {
+		require.NoError(t, s.in.Close())
+		assert.Equal(t, 0, <-s.done, s.errs.String())
 	}
 }

@@ -90,8 +90,8 @@ func readToken(ctx context.Context, name string) ([]byte, error) {
 	return tok, nil
 }
 
-// backend describes how to ask an HTTP(S) token backend for a token.
-type backend struct {
+// tokenBackend describes how to ask an HTTP(S) token backend for a token.
+type tokenBackend struct {
 	method string // POST unless set
 	auth   string // bearer token, if any
 	caFile string // PEM file of the CA that signed the backend's certificate, if private
@@ -99,7 +99,7 @@ type backend struct {
 
 // fetch asks the backend at url for a connect token. The answer is the raw
 // token (application/octet-stream) or its base64 text.
-func (b backend) fetch(ctx context.Context, url string) ([]byte, error) {
+func (b tokenBackend) fetch(ctx context.Context, url string) ([]byte, error) {
 	client := &http.Client{Timeout: 15 * time.Second}
 	if b.caFile != "" {
 		pem, err := os.ReadFile(b.caFile)
