@@ -278,7 +278,7 @@ func TestTransportSessionCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err := d.DialContext(ctx, s.token(t))
-	require.Error(t, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the handshake has no server to answer it")
 
 	// Once the first leaves, there is room again.
 	require.NoError(t, c.Close())
@@ -444,12 +444,21 @@ func TestMuxPacketConn(t *testing.T) {
 		assert.Equal(t, server.String(), from.String())
 	}
 	// Sizes.
+	// (The sentinels are unexported: the errors are *net.OpError of the
+	// write with their text.)
+	writeFails := func(err error, why string) {
+		t.Helper()
+		var oe *net.OpError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, "write", oe.Op)
+		assert.ErrorContains(t, err, why)
+	}
 	_, err = c1.WriteTo(make([]byte, bridge.MaxTransportMessage+1), server)
-	require.Error(t, err)
+	writeFails(err, "packet larger than 1300 bytes")
 	_, err = c1.WriteTo(nil, server)
-	require.Error(t, err)
+	writeFails(err, "empty packet")
 	_, err = mux.WriteTo(make([]byte, bridge.MaxTransportMessage+1), addrs["ws ping 0"])
-	require.Error(t, err)
+	writeFails(err, "packet larger than 1300 bytes")
 	// To a session that never existed: dropped, like UDP.
 	_, err = mux.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[100::ffff]:1")))
 	require.NoError(t, err)

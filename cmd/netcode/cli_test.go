@@ -52,27 +52,33 @@ func TestHelp(t *testing.T) {
 }
 
 func TestResolveAddr(t *testing.T) {
+	var badAddr *net.AddrError
 	tests := []struct {
-		in   string
-		want string // "": refused
+		in    string
+		want  string // "": refused
+		errAs any    // with want "": nil for errNotConcrete, else the error type
 	}{
-		{"127.0.0.1:40000", "127.0.0.1:40000"},
-		{"[::1]:40000", "[::1]:40000"},
-		{"[::ffff:127.0.0.1]:40000", "127.0.0.1:40000"},
-		{"localhost:40000", "127.0.0.1:40000"},
-		{"0.0.0.0:40000", ""},
-		{"[::]:40000", ""},
-		{"[::ffff:0.0.0.0]:40000", ""},
-		{"127.0.0.1:0", ""},
-		{"localhost:0", ""},
-		{":40000", ""},
-		{"nonsense", ""},
+		{"127.0.0.1:40000", "127.0.0.1:40000", nil},
+		{"[::1]:40000", "[::1]:40000", nil},
+		{"[::ffff:127.0.0.1]:40000", "127.0.0.1:40000", nil},
+		{"localhost:40000", "127.0.0.1:40000", nil},
+		{"0.0.0.0:40000", "", nil},
+		{"[::]:40000", "", nil},
+		{"[::ffff:0.0.0.0]:40000", "", nil},
+		{"127.0.0.1:0", "", nil},
+		{"localhost:0", "", nil},
+		{":40000", "", nil},
+		{"nonsense", "", &badAddr},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := resolveAddr(tc.in)
 			if tc.want == "" {
-				assert.Error(t, err)
+				if tc.errAs != nil {
+					assert.ErrorAs(t, err, tc.errAs)
+				} else {
+					assert.ErrorIs(t, err, errNotConcrete)
+				}
 				return
 			}
 			require.NoError(t, err)
@@ -94,9 +100,11 @@ func TestBridgeAllowHostNames(t *testing.T) {
 		assert.EqualValues(t, 40000, a.Port())
 	}
 	assert.Equal(t, netip.MustParseAddrPort("192.0.2.1:5"), l[len(l)-1])
-	for _, bad := range []string{"0.0.0.0:1", "localhost:0", "[::]:40000", "no-port"} {
-		assert.Error(t, l.Set(bad), bad)
+	for _, bad := range []string{"0.0.0.0:1", "localhost:0", "[::]:40000", ":40000"} {
+		assert.ErrorIs(t, l.Set(bad), errNotConcrete, bad)
 	}
+	var badAddr *net.AddrError
+	assert.ErrorAs(t, l.Set("no-port"), &badAddr)
 }
 
 func TestInspectInput(t *testing.T) {
