@@ -676,7 +676,7 @@ func TestMuxCloseWithStalledPeer(t *testing.T) {
 	// session's writer is parked in the poller inside a WebSocket write:
 	// with a peer that never reads, it stays there.
 	p := make([]byte, bridge.MaxTransportMessage)
-	for deadline := time.Now().Add(60 * time.Second); !stacks.Blocked("bridge.(*muxSession).write", "IO wait"); {
+	for deadline := time.Now().Add(60 * time.Second); !stacks.Blocked("IO wait", "bridge.(*muxSession).write"); {
 		require.True(t, time.Now().Before(deadline), "the writer never stalled")
 		for range 64 {
 			_, err := mux.WriteToUDPAddrPort(p, from)

@@ -9,12 +9,13 @@ import (
 	"strings"
 )
 
-// Blocked reports whether a goroutine whose stack names fn (a function as
-// runtime.Stack prints it, for example "transport.TestCloseUnblocksReader"
-// or "bridge.(*muxSession).writer") is in state, a goroutine status such as
-// "IO wait", "chan receive" or "select" (matched as a prefix, since the
-// runtime may add how long it has waited).
-func Blocked(fn, state string) bool {
+// Blocked reports whether a goroutine whose stack names every one of fns
+// (functions as runtime.Stack prints them, for example
+// "transport.TestCloseUnblocksReader" or "bridge.(*muxSession).write") is
+// in state, a goroutine status such as "IO wait", "chan receive" or
+// "select" (matched as a prefix, since the runtime may add how long it has
+// waited).
+func Blocked(state string, fns ...string) bool {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -28,9 +29,18 @@ func Blocked(fn, state string) bool {
 		header, _, _ := strings.Cut(g, "\n")
 		// "goroutine 7 [IO wait, 2 minutes]:"
 		_, status, ok := strings.Cut(header, " [")
-		if ok && strings.HasPrefix(status, state) && strings.Contains(g, fn) {
+		if ok && strings.HasPrefix(status, state) && containsAll(g, fns) {
 			return true
 		}
 	}
 	return false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -17,10 +17,10 @@ func TestBlocked(t *testing.T) {
 		defer close(done)
 		parkOnChannel(c)
 	}()
-	require.Eventually(t, func() bool { return Blocked("stacks.parkOnChannel", "chan receive") },
+	require.Eventually(t, func() bool { return Blocked("chan receive", "stacks.parkOnChannel", "stacks.TestBlocked") },
 		10*time.Second, time.Millisecond, "the goroutine never showed as blocked in a channel receive")
-	assert.False(t, Blocked("stacks.parkOnChannel", "IO wait"), "reported in the wrong state")
-	assert.False(t, Blocked("stacks.noSuchFunction", "chan receive"), "reported a function no goroutine runs")
+	assert.False(t, Blocked("IO wait", "stacks.parkOnChannel"), "reported in the wrong state")
+	assert.False(t, Blocked("chan receive", "stacks.parkOnChannel", "stacks.noSuchFunction"), "reported a goroutine that does not run every function named")
 	close(c)
 	<-done
 }

@@ -323,7 +323,7 @@ func TestCloseUnblocksReader(t *testing.T) {
 				done <- err
 			}()
 			// Close is tested against a reader parked in the poller.
-			require.Eventually(t, func() bool { return stacks.Blocked("transport.TestCloseUnblocksReader", "IO wait") },
+			require.Eventually(t, func() bool { return stacks.Blocked("IO wait", "transport.TestCloseUnblocksReader") },
 				10*time.Second, time.Millisecond, "the reader never blocked")
 			require.NoError(t, c.Close())
 			select {
