@@ -140,6 +140,10 @@ func TestInspectInput(t *testing.T) {
 	cancel()
 	_, err = readToken(withStdin(ctx, r), "-")
 	assert.ErrorIs(t, err, context.Canceled)
+	var interrupted strings.Builder
+	code = runWithStdin(ctx, r, []string{"inspect", "-"}, io.Discard, &interrupted)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "netcode inspect: interrupted\n", interrupted.String())
 }
 
 // TestTokenToPipe checks that a token written to a pipe is its raw bytes.

@@ -94,6 +94,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
+		case ctx.Err() != nil && errors.Is(err, context.Canceled):
+			// A signal cut the command short.
+			fmt.Fprintf(stderr, "netcode %s: interrupted\n", c.name)
+			return 1
 		}
 		fmt.Fprintf(stderr, "netcode %s: %v\n", c.name, err)
 		return 1
