@@ -99,7 +99,7 @@ func run(out io.Writer, addr string, clients, maxClients, messages int) error {
 	st := l.Stats()
 	fmt.Fprintf(out, "server: %d connections opened, %d challenges sent; %d clients disconnected (io.EOF), %d timed out, %d other\n",
 		st.ConnectionsOpened, st.ChallengesSent, eof, timedOut, other)
-	fmt.Fprintf(out, "server: %d packets ignored (each client sends its disconnect packet several times, and the copies after the first are ignored)\n",
+	fmt.Fprintf(out, "server: %d packets ignored: a client sends its disconnect packet several times, and the server ignores the copies after the first that arrive before it closes\n",
 		st.Ignored)
 	if err == nil && (timedOut > 0 || other > 0) {
 		err = fmt.Errorf("%d of %d connections did not end with the client's disconnect", timedOut+other, connected)
