@@ -172,33 +172,24 @@ type dialConn struct {
 
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
-	msgs := make([]transport.Message, 16)
-	for i := range msgs {
-		msgs[i].Buf = make([]byte, transport.MaxDatagram)
-	}
-	for {
-		for i := range msgs {
-			msgs[i].Buf = msgs[i].Buf[:cap(msgs[i].Buf)]
-		}
-		n, err := dc.tc.ReadBatch(msgs)
-		if err != nil {
-			select {
-			case <-dc.stop:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(time.Millisecond)
-			continue
-		}
+	err := transport.ReadLoop(dc.tc, 16, dc.stop, func(ms []transport.Message) {
 		now := time.Now()
-		for i := range n {
-			if len(msgs[i].Buf) <= protocol.MaxPacketBytes {
-				dc.core.Receive(now, msgs[i].Addr, msgs[i].Buf)
+		for i := range ms {
+			if len(ms[i].Buf) <= protocol.MaxPacketBytes {
+				dc.core.Receive(now, ms[i].Addr, ms[i].Buf)
 			}
 		}
+	}, nil)
+	if err == nil {
+		return
+	}
+	// The socket failed for good. A connected Conn ends at once with the
+	// error; a handshake in progress hears nothing more and times out.
+	select {
+	case <-dc.connected:
+		dc.conn.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
+		dc.halt()
+	default:
 	}
 }
 

@@ -218,38 +218,20 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
-	msgs := make([]transport.Message, readBatch)
-	for i := range msgs {
-		msgs[i].Buf = make([]byte, transport.MaxDatagram)
-	}
-	for {
-		for i := range msgs {
-			msgs[i].Buf = msgs[i].Buf[:cap(msgs[i].Buf)]
-		}
-		n, err := l.tc.ReadBatch(msgs)
-		if err != nil {
-			select {
-			case <-l.closing:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			l.log.Debug("netcode: read error", "err", err)
-			time.Sleep(time.Millisecond) // do not spin on a persistent error
-			continue
-		}
+	err := transport.ReadLoop(l.tc, readBatch, l.closing, func(ms []transport.Message) {
 		now := time.Now()
-		for i := range n {
-			m := &msgs[i]
-			if len(m.Buf) > protocol.MaxPacketBytes {
-				continue
+		for i := range ms {
+			if len(ms[i].Buf) <= protocol.MaxPacketBytes {
+				l.core.Receive(now, ms[i].Addr, ms[i].Buf, l.rsink)
 			}
-			l.core.Receive(now, m.Addr, m.Buf, l.rsink)
 		}
 		l.rsink.flush()
 		l.kickPending()
+	}, func(err error) {
+		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
+	})
+	if err != nil {
+		l.log.Error("netcode: reading the socket failed; the listener receives nothing more", "addr", l.addr.String(), "err", err)
 	}
 }
 

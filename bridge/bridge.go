@@ -45,7 +45,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,7 +169,7 @@ type Handler struct {
 	dialer  *netcode.Dialer
 	log     *slog.Logger
 	accept  websocket.AcceptOptions
-	period  time.Duration // how often a session's watchdog runs
+	period  time.Duration // how often a session's watchdog checks
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -217,14 +216,7 @@ func NewHandler(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	shortest := min(cfg.HandshakeTimeout, cfg.DialTimeout)
-	if cfg.IdleTimeout > 0 {
-		shortest = min(shortest, cfg.IdleTimeout)
-	}
-	if cfg.WriteTimeout > 0 {
-		shortest = min(shortest, cfg.WriteTimeout)
-	}
-	h.period = min(max(shortest/8, 5*time.Millisecond), time.Second)
+	h.period = watchPeriod(time.Second, cfg.HandshakeTimeout, cfg.DialTimeout, cfg.IdleTimeout, cfg.WriteTimeout)
 	return h
 }
 
@@ -271,21 +263,9 @@ func (h *Handler) Close() error {
 	return nil
 }
 
-// offers reports whether the request offers the relay subprotocol.
-func offers(r *http.Request) bool {
-	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for p := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(p) == Subprotocol {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // ServeHTTP upgrades the request to a WebSocket and relays it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !offers(r) {
+	if !offers(r, Subprotocol) {
 		http.Error(w, "netcode bridge: WebSocket subprotocol "+Subprotocol+" required", http.StatusBadRequest)
 		return
 	}
@@ -366,10 +346,10 @@ const (
 
 // session is one browser's relay.
 type session struct {
-	h     *Handler
-	start time.Time
-	ctx   context.Context // cancelled when the session ends; bounds the dial
-	stop  context.CancelFunc
+	h    *Handler
+	wd   *watchdog
+	ctx  context.Context // cancelled when the session ends; bounds the dial
+	stop context.CancelFunc
 
 	mu     sync.Mutex
 	ws     *websocket.Conn
@@ -383,11 +363,8 @@ type session struct {
 	ready   chan struct{} // closed once conn is set
 	wg      sync.WaitGroup
 
-	phase      atomic.Int32
-	deadline   atomic.Int64 // phaseToken, phaseDial: ns since start
-	lastActive atomic.Int64 // ns since start of the last message relayed either way
-	writeStart atomic.Int64 // ns since start + 1 of the write in progress; 0 when none
-	watchdog   *time.Timer
+	phase    atomic.Int32
+	deadline atomic.Int64 // phaseToken, phaseDial: wd.now() when it ends
 
 	token [netcode.ConnectTokenBytes + 1]byte
 	in    [netcode.MaxPayloadBytes + 1]byte // browser → server
@@ -397,16 +374,13 @@ type session struct {
 func newSession(h *Handler) *session {
 	s := &session{
 		h:     h,
-		start: time.Now(),
+		wd:    newWatchdog(h.period, h.cfg.IdleTimeout, h.cfg.WriteTimeout),
 		done:  make(chan struct{}),
 		ready: make(chan struct{}),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s
 }
-
-// now returns the monotonic time since the session started.
-func (s *session) now() int64 { return int64(time.Since(s.start)) }
 
 // end ends the session once: it records why, stops a dial in progress,
 // disconnects from the server and closes the WebSocket with code and
@@ -464,26 +438,25 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	}
 	h := s.h
 	h.log.Debug("netcode bridge: session start", "remote", remote)
-	s.deadline.Store(int64(h.cfg.HandshakeTimeout))
-	s.watchdog = time.AfterFunc(time.Hour, s.watch)
-	s.watchdog.Reset(h.period)
+	s.deadline.Store(s.wd.now() + int64(h.cfg.HandshakeTimeout))
+	s.wd.run(s.watch)
 	defer func() {
 		// The first end wins; this one only waits for it to finish.
 		s.end(websocket.StatusNormalClosure, "")
-		s.watchdog.Stop()
+		s.wd.stop()
 		s.wg.Wait()
 		s.mu.Lock()
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
 		h.log.Debug("netcode bridge: session end", "remote", remote,
-			"code", int(code), "reason", reason, "duration", time.Since(s.start))
+			"code", int(code), "reason", reason, "duration", time.Since(s.wd.start))
 	}()
 
 	// The connect token: one binary message of exactly 2048 bytes.
 	ws.SetReadLimit(netcode.ConnectTokenBytes)
-	typ, n, err := s.readMessage(s.token[:], netcode.ConnectTokenBytes)
+	typ, n, err := readMessage(ws, s.token[:])
 	if err != nil {
-		s.endRead(err)
+		s.end(readEnd(err))
 		return
 	}
 	if typ != websocket.MessageBinary || n != netcode.ConnectTokenBytes {
@@ -509,7 +482,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	s.wg.Add(1)
 	go s.readLoop()
 
-	s.deadline.Store(s.now() + int64(h.cfg.DialTimeout))
+	s.deadline.Store(s.wd.now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
 	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
 	if err != nil {
@@ -520,7 +493,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	if !s.setConn(conn) {
 		return
 	}
-	s.lastActive.Store(s.now())
+	s.wd.active()
 	s.phase.Store(phaseConnected)
 	close(s.ready)
 
@@ -552,16 +525,10 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 // the session) if that failed. A message written counts as activity for the
 // idle timeout.
 func (s *session) write(typ websocket.MessageType, p []byte) bool {
-	s.writeStart.Store(s.now() + 1)
-	// A context without a deadline costs nothing per write; the watchdog
-	// enforces WriteTimeout.
-	err := s.ws.Write(context.Background(), typ, p)
-	s.writeStart.Store(0)
-	if err != nil {
+	if err := s.wd.writeMessage(s.ws, typ, p); err != nil {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write to browser failed")
 		return false
 	}
-	s.lastActive.Store(s.now())
 	return true
 }
 
@@ -570,12 +537,12 @@ func (s *session) readLoop() {
 	defer s.wg.Done()
 	limit := netcode.MaxPayloadBytes
 	for {
-		typ, n, err := s.readMessage(s.in[:], limit)
+		typ, n, err := readMessage(s.ws, s.in[:])
 		if err != nil {
-			s.endRead(err)
+			s.end(readEnd(err))
 			return
 		}
-		s.lastActive.Store(s.now())
+		s.wd.active()
 		switch {
 		case typ != websocket.MessageBinary:
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are relayed")
@@ -600,83 +567,41 @@ func (s *session) readLoop() {
 	}
 }
 
-// readMessage reads one message from the browser into buf, which must hold
-// limit+1 bytes. n > limit means the message was larger than limit (the
-// rest is not read). A text message is returned unread.
-func (s *session) readMessage(buf []byte, limit int) (websocket.MessageType, int, error) {
-	// No deadline on the context: a cancellable one would cost a timer per
-	// frame. The watchdog and end (closing the WebSocket) unblock it.
-	typ, r, err := s.ws.Reader(context.Background())
-	if err != nil {
-		return 0, 0, err
-	}
-	if typ != websocket.MessageBinary {
-		return typ, 0, nil
-	}
-	n := 0
-	for n <= limit {
-		m, err := r.Read(buf[n : limit+1])
-		n += m
-		if err == io.EOF {
-			return typ, n, nil
-		}
-		if err != nil {
-			return typ, n, err
-		}
-	}
-	return typ, n, nil
-}
-
-// endRead ends the session after reading from the browser failed.
-func (s *session) endRead(err error) {
-	switch {
-	case websocket.CloseStatus(err) != -1:
-		// The browser closed the WebSocket (the reply is sent already).
-		s.end(websocket.CloseStatus(err), "")
-	case errors.Is(err, websocket.ErrMessageTooBig):
-		s.end(websocket.StatusMessageTooBig, "netcode bridge: message too big")
-	default:
-		s.end(websocket.StatusGoingAway, "netcode bridge: browser connection lost")
-	}
-}
-
-// watch runs every period on a timer: it applies the handshake, dial,
-// idle and write timeouts.
-func (s *session) watch() {
+// watch applies the handshake, dial, idle and write timeouts; it runs
+// every period from the session's watchdog until the session ends.
+func (s *session) watch(now int64) bool {
 	select {
 	case <-s.done:
-		return
+		return false
 	default:
 	}
-	cfg := &s.h.cfg
-	now := s.now()
 	switch s.phase.Load() {
 	case phaseToken:
 		if now >= s.deadline.Load() {
 			s.end(CodeHandshakeTimeout, "netcode bridge: no connect token within the handshake timeout")
-			return
+			return false
 		}
 	case phaseDial:
 		if now >= s.deadline.Load() {
 			s.end(CodeHandshakeTimeout, "netcode bridge: dial timed out")
-			return
+			return false
 		}
 	case phaseConnected:
-		if cfg.IdleTimeout > 0 && now-s.lastActive.Load() >= int64(cfg.IdleTimeout) {
+		if s.wd.idleFor(now) {
 			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
-			return
+			return false
 		}
 	}
-	if ws := s.writeStart.Load(); cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(cfg.WriteTimeout) {
+	if s.wd.stalled(now) {
 		// The browser does not read: no close handshake is possible.
 		s.mu.Lock()
 		c := s.ws
 		s.mu.Unlock()
 		c.CloseNow()
 		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
-		return
+		return false
 	}
-	s.watchdog.Reset(s.h.period)
+	return true
 }
 
 // closeFor maps an error of the netcode connection to a close code and

@@ -2,9 +2,7 @@ package bridge
 
 import (
 	"errors"
-	"net"
 	"net/netip"
-	"sync"
 
 	"github.com/gonetcode/netcode/protocol"
 )
@@ -21,27 +19,6 @@ const TransportSubprotocol = "netcode.transport.v1"
 // MaxTransportMessage is the largest binary message of the transport: the
 // largest netcode packet.
 const MaxTransportMessage = protocol.MaxPacketBytes
-
-// datagramBytes is a pooled buffer's size: an Ethernet MTU, enough for any
-// UDP datagram worth reading and any transport message.
-const datagramBytes = 1500
-
-// datagram is one pooled packet buffer in flight between goroutines.
-type datagram struct {
-	n    int
-	addr netip.AddrPort
-	buf  [datagramBytes]byte
-}
-
-var datagramPool = sync.Pool{New: func() any { return new(datagram) }}
-
-func getDatagram() *datagram { return datagramPool.Get().(*datagram) }
-
-func putDatagram(d *datagram) {
-	d.n = 0
-	d.addr = netip.AddrPort{}
-	datagramPool.Put(d)
-}
 
 // Transport addresses. A WebSocket peer of a Mux is known to the netcode
 // server by a synthetic address from the IPv6 discard-only prefix 100::/64
@@ -80,21 +57,3 @@ type transportNetAddr string
 
 func (a transportNetAddr) Network() string { return "websocket" }
 func (a transportNetAddr) String() string  { return string(a) }
-
-// udpAddrOf converts a net.Addr to an unmapped AddrPort, or the zero value.
-func udpAddrOf(a net.Addr) netip.AddrPort {
-	var ap netip.AddrPort
-	switch v := a.(type) {
-	case *net.UDPAddr:
-		ap = v.AddrPort()
-	case nil:
-		return ap
-	default:
-		p, err := netip.ParseAddrPort(a.String())
-		if err != nil {
-			return ap
-		}
-		ap = p
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}

@@ -7,13 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // DefaultTransportReadQueue is the default of TransportOptions.ReadQueue.
@@ -37,15 +37,11 @@ type TransportOptions struct {
 // netcode.Dialer with [TransportListenPacket]. It works in browsers too
 // (GOOS=js GOARCH=wasm), over the browser's WebSocket.
 type TransportConn struct {
-	ws     *websocket.Conn
-	url    string
-	in     chan *datagram
-	rdl    *deadline.Deadline
-	closed chan struct{}
-	once   sync.Once
-
-	readDone chan struct{} // closed when the reader goroutine exits
-	readErr  error         // written before readDone is closed
+	ws       *websocket.Conn
+	url      string
+	q        *packetq.Queue // the server's datagrams; ended when the WebSocket is
+	closed   atomic.Bool    // Close was called
+	readDone chan struct{}  // closed when the reader goroutine exits
 
 	server atomic.Pointer[netip.AddrPort]
 	wdl    atomic.Int64 // write deadline, Unix ns; 0 when none
@@ -83,9 +79,7 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	c := &TransportConn{
 		ws:       ws,
 		url:      url,
-		in:       make(chan *datagram, o.ReadQueue),
-		rdl:      new(deadline.Deadline),
-		closed:   make(chan struct{}),
+		q:        packetq.New(o.ReadQueue),
 		readDone: make(chan struct{}),
 	}
 	go c.reader()
@@ -112,41 +106,28 @@ func (c *TransportConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "websocket", Addr: transportNetAddr(c.url), Err: err}
 }
 
-// reader feeds the server's messages to the read queue.
+// reader feeds the server's messages to the read queue, and ends it, when
+// the WebSocket ends, with an error wrapping net.ErrClosed that says why.
 func (c *TransportConn) reader() {
 	defer close(c.readDone)
-	for {
-		typ, r, err := c.ws.Reader(context.Background())
-		if err != nil {
-			c.readErr = err
-			return
-		}
-		if typ != websocket.MessageBinary {
-			c.readErr = errors.New("netcode bridge: text message from the server")
-			c.ws.Close(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
-			return
-		}
-		d := getDatagram()
-		n, err := readFull(r, d.buf[:MaxTransportMessage+1])
-		if err != nil || n > MaxTransportMessage {
-			putDatagram(d)
-			if err == nil {
-				err = errPacketTooBig
+	buf := make([]byte, MaxTransportMessage+1)
+	err := func() error {
+		for {
+			typ, n, err := readMessage(c.ws, buf)
+			switch {
+			case err != nil:
+				return err
+			case typ != websocket.MessageBinary:
+				c.ws.Close(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
+				return errors.New("netcode bridge: text message from the server")
+			case n > MaxTransportMessage:
+				return errPacketTooBig
+			case n > 0:
+				c.q.Push(netip.AddrPort{}, buf[:n]) // full: dropped, as by a full socket buffer
 			}
-			c.readErr = err
-			return
 		}
-		if n == 0 {
-			putDatagram(d)
-			continue
-		}
-		d.n = n
-		select {
-		case c.in <- d:
-		default:
-			putDatagram(d) // full: dropped, as by a full socket buffer
-		}
-	}
+	}()
+	c.q.End(fmt.Errorf("%w: %v", net.ErrClosed, err))
 }
 
 // serverAddr is the address the server's datagrams are attributed to.
@@ -162,31 +143,10 @@ func (c *TransportConn) serverAddr() netip.AddrPort {
 // Once the WebSocket has closed and the queue is empty, it returns an
 // error wrapping net.ErrClosed.
 func (c *TransportConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	select {
-	case <-c.closed:
-		return 0, netip.AddrPort{}, c.opError("read", net.ErrClosed)
-	default:
+	n, _, err := c.q.Read(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, c.opError("read", err)
 	}
-	select {
-	case d := <-c.in:
-		return c.take(b, d)
-	case <-c.closed:
-		return 0, netip.AddrPort{}, c.opError("read", net.ErrClosed)
-	case <-c.rdl.Wait():
-		return 0, netip.AddrPort{}, c.opError("read", os.ErrDeadlineExceeded)
-	case <-c.readDone:
-		select {
-		case d := <-c.in:
-			return c.take(b, d)
-		default:
-		}
-		return 0, netip.AddrPort{}, c.opError("read", fmt.Errorf("%w: %v", net.ErrClosed, c.readErr))
-	}
-}
-
-func (c *TransportConn) take(b []byte, d *datagram) (int, netip.AddrPort, error) {
-	n := copy(b, d.buf[:d.n])
-	putDatagram(d)
 	return n, c.serverAddr(), nil
 }
 
@@ -202,10 +162,8 @@ func (c *TransportConn) ReadFrom(b []byte) (int, net.Addr, error) {
 // WriteToUDPAddrPort sends b (1 to MaxTransportMessage bytes) as one
 // binary message and remembers addr as the server's address.
 func (c *TransportConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	select {
-	case <-c.closed:
+	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
-	default:
 	}
 	switch {
 	case len(b) == 0:
@@ -236,7 +194,7 @@ func (c *TransportConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, 
 
 // WriteTo implements net.PacketConn.
 func (c *TransportConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	return c.WriteToUDPAddrPort(b, udpAddrOf(addr))
+	return c.WriteToUDPAddrPort(b, transport.AddrPortOf(addr))
 }
 
 // LocalAddr returns the WebSocket's URL as a net.Addr of network
@@ -251,7 +209,7 @@ func (c *TransportConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline for ReadFrom.
 func (c *TransportConn) SetReadDeadline(t time.Time) error {
-	c.rdl.Set(t)
+	c.q.SetReadDeadline(t)
 	return nil
 }
 
@@ -269,25 +227,11 @@ func (c *TransportConn) SetWriteDeadline(t time.Time) error {
 // Close closes the WebSocket (normal closure) and waits for the reader
 // goroutine to exit. Later calls return an error wrapping net.ErrClosed.
 func (c *TransportConn) Close() error {
-	first := false
-	c.once.Do(func() {
-		first = true
-		close(c.closed)
-		c.ws.Close(websocket.StatusNormalClosure, "")
-		<-c.readDone
-		c.rdl.Stop()
-		for {
-			select {
-			case d := <-c.in:
-				putDatagram(d)
-				continue
-			default:
-			}
-			break
-		}
-	})
-	if !first {
+	if c.closed.Swap(true) {
 		return c.opError("close", net.ErrClosed)
 	}
+	c.q.Close() // reads fail at once; what is queued is freed
+	c.ws.Close(websocket.StatusNormalClosure, "")
+	<-c.readDone
 	return nil
 }

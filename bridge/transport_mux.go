@@ -1,22 +1,19 @@
 package bridge
 
 import (
-	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // Defaults for the zero fields of MuxConfig.
@@ -82,6 +79,12 @@ type MuxConfig struct {
 // netcode server checks connect tokens against its UDP address: tokens for
 // WebSocket clients name the server's UDP address as usual.
 //
+// A Mux is a transport.Batcher: a netcode Listener over it reads and
+// writes it in batches (ReadBatch, WriteBatch), as it does a UDP socket.
+// The Mux reads its UDP socket in batches too (recvmmsg on Linux) into its
+// read queue (ReadQueue), where the WebSocket sessions' messages join them,
+// and writes UDP batches with sendmmsg.
+//
 // Writes to a session are queued (SendQueue) and written by the session's
 // own goroutine, so that a slow browser never blocks the server; like UDP,
 // a datagram for a full queue or a session that has ended is dropped
@@ -91,34 +94,28 @@ type MuxConfig struct {
 // finish within a couple of seconds (its peer does not read) is cut
 // without a close handshake, so Close always returns.
 type Mux struct {
-	udp   net.PacketConn
-	udpAP interface {
-		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
-		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
-	}
+	udp    net.PacketConn
+	tc     transport.Conn // udp, with batched I/O where the platform has it
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
-	period time.Duration
-	start  time.Time
+	period time.Duration // how often a session's watchdog checks
 
-	in      chan *datagram
-	rdl     *deadline.Deadline
-	closing chan struct{}
-	stopJan chan struct{}
-	once    sync.Once
-	err     error
+	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
+	once sync.Once
+	err  error
 
+	// Lock order: mu, then a session's queue or watchdog (leaves).
 	mu       sync.RWMutex
 	sessions map[netip.AddrPort]*muxSession
 	active   int // sessions from the cap check to their end
 	closed   bool
 	next     uint64
 
-	wg       sync.WaitGroup // UDP reader and janitor
-	swg      sync.WaitGroup // ServeHTTP calls in progress
-	refusing atomic.Int64
-	dropped  atomic.Uint64
+	wg          sync.WaitGroup // the UDP reader
+	swg         sync.WaitGroup // ServeHTTP calls in progress
+	refusing    atomic.Int64
+	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
 }
 
 // NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
@@ -141,6 +138,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	}
 	m := &Mux{
 		udp: udp,
+		tc:  transport.New(udp),
 		cfg: cfg,
 		log: cfg.Logger,
 		accept: websocket.AcceptOptions{
@@ -148,93 +146,57 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 			OriginPatterns:  cfg.OriginPatterns,
 			CompressionMode: websocket.CompressionDisabled,
 		},
-		start:    time.Now(),
-		in:       make(chan *datagram, cfg.ReadQueue),
-		rdl:      new(deadline.Deadline),
-		closing:  make(chan struct{}),
-		stopJan:  make(chan struct{}),
+		q:        packetq.New(cfg.ReadQueue),
 		sessions: make(map[netip.AddrPort]*muxSession),
-	}
-	if ap, ok := udp.(interface {
-		ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
-		WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
-	}); ok {
-		m.udpAP = ap
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	shortest := time.Second * 8
-	if cfg.IdleTimeout > 0 {
-		shortest = min(shortest, cfg.IdleTimeout)
-	}
-	if cfg.WriteTimeout > 0 {
-		shortest = min(shortest, cfg.WriteTimeout)
-	}
-	m.period = min(max(shortest/8, 5*time.Millisecond), muxEndGrace/4)
-	m.wg.Add(2)
+	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
+	m.wg.Add(1)
 	go m.readUDP()
-	go m.janitor()
 	return m
 }
 
-// now is the monotonic time since the Mux started.
-func (m *Mux) now() int64 { return int64(time.Since(m.start)) }
+// muxReadBatch is how many UDP datagrams the Mux's reader takes from the
+// socket at once.
+const muxReadBatch = 64
 
-// readUDP feeds UDP datagrams to the read queue.
+// readUDP feeds UDP datagrams to the read queue until Close. If the socket
+// fails for good, it ends the queue with the error: ReadFrom returns what
+// is queued, then that error.
 func (m *Mux) readUDP() {
 	defer m.wg.Done()
-	for {
-		d := getDatagram()
-		var (
-			n    int
-			addr netip.AddrPort
-			err  error
-		)
-		if m.udpAP != nil {
-			n, addr, err = m.udpAP.ReadFromUDPAddrPort(d.buf[:])
-			addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-		} else {
-			var a net.Addr
-			n, a, err = m.udp.ReadFrom(d.buf[:])
-			addr = udpAddrOf(a)
-		}
-		if err != nil {
-			putDatagram(d)
-			select {
-			case <-m.closing:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(time.Millisecond) // do not spin on a persistent error
-			continue
-		}
-		if !addr.IsValid() || IsTransportAddr(addr) {
-			// Nobody can send from the reserved prefix: forged.
-			putDatagram(d)
-			continue
-		}
-		d.n, d.addr = n, addr
-		m.push(d)
+	err := transport.ReadLoop(m.tc, muxReadBatch, m.q.Done(), m.pushUDP, func(err error) {
+		m.log.Debug("netcode bridge: UDP read error, retrying", "addr", m.udp.LocalAddr().String(), "err", err)
+	})
+	if err != nil {
+		m.log.Error("netcode bridge: UDP socket failed; the Mux stops", "addr", m.udp.LocalAddr().String(), "err", err)
+		m.q.End(err)
 	}
 }
 
-// push queues d for ReadFrom, or drops it if the queue is full.
-func (m *Mux) push(d *datagram) {
-	select {
-	case m.in <- d:
-	default:
-		m.dropped.Add(1)
-		putDatagram(d)
+// pushUDP queues datagrams read from the UDP socket.
+func (m *Mux) pushUDP(ms []transport.Message) {
+	for i := range ms {
+		// Nobody can send from the reserved prefix: forged.
+		if a := ms[i].Addr; a.IsValid() && !IsTransportAddr(a) {
+			m.q.Push(a, ms[i].Buf)
+		}
 	}
 }
 
 // Dropped returns how many datagrams were dropped so far because a queue
 // (the read queue or a session's send queue) was full.
-func (m *Mux) Dropped() uint64 { return m.dropped.Load() }
+func (m *Mux) Dropped() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := m.q.Dropped() + m.sessDropped.Load()
+	for _, s := range m.sessions {
+		n += s.out.Dropped()
+	}
+	return n
+}
 
 // Sessions returns the number of WebSocket sessions open now.
 func (m *Mux) Sessions() int {
@@ -249,24 +211,16 @@ func (m *Mux) opError(op string, addr net.Addr, err error) error {
 
 // ReadFromUDPAddrPort reads one datagram, from UDP or from a WebSocket
 // session, into b and returns its length and sender. A datagram longer than
-// b is truncated. It allocates nothing.
+// b is truncated. It allocates nothing. After Close it returns an error
+// wrapping net.ErrClosed; if the UDP socket failed for good (not for a
+// transient error such as an ICMP one, which the Mux rides out), it returns
+// what is queued, then that error.
 func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	select {
-	case <-m.closing:
-		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
-	default:
+	n, addr, err := m.q.Read(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, m.opError("read", nil, err)
 	}
-	select {
-	case d := <-m.in:
-		n := copy(b, d.buf[:d.n])
-		addr := d.addr
-		putDatagram(d)
-		return n, addr, nil
-	case <-m.closing:
-		return 0, netip.AddrPort{}, m.opError("read", nil, net.ErrClosed)
-	case <-m.rdl.Wait():
-		return 0, netip.AddrPort{}, m.opError("read", nil, os.ErrDeadlineExceeded)
-	}
+	return n, addr, nil
 }
 
 // ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
@@ -283,35 +237,89 @@ func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
 // a session that has ended or whose send queue is full (the datagram is
 // dropped). It allocates nothing.
 func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	if !IsTransportAddr(addr) {
-		if m.udpAP != nil {
-			return m.udpAP.WriteToUDPAddrPort(b, addr)
-		}
-		return m.udp.WriteTo(b, net.UDPAddrFromAddrPort(addr))
+	var err error
+	if IsTransportAddr(addr) {
+		err = m.toSession(b, addr)
+	} else {
+		err = m.tc.WriteTo(b, addr)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// toSession queues b for the session with the transport address addr, or
+// drops it if there is none (any more) or its queue is full.
+func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	switch {
 	case len(b) == 0:
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
 	case len(b) > MaxTransportMessage:
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
 	}
 	m.mu.RLock()
 	s := m.sessions[addr]
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
-		return 0, m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
+		return m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
 	}
 	if s != nil {
 		s.send(b)
 	}
-	return len(b), nil
+	return nil
 }
+
+// ReadBatch reads up to len(ms) datagrams in one call, from UDP and from
+// WebSocket sessions, as transport.Batcher: it blocks until one is queued,
+// then takes as many as are queued and fit. Each goes into
+// ms[i].Buf[:cap(ms[i].Buf)], truncated if longer; Buf is resliced to it
+// and Addr is its sender. A netcode Listener over a Mux reads with it.
+// The errors are those of ReadFromUDPAddrPort. It allocates nothing.
+func (m *Mux) ReadBatch(ms []transport.Message) (int, error) {
+	n, err := m.q.ReadBatch(ms)
+	if err != nil {
+		return 0, m.opError("read", nil, err)
+	}
+	return n, nil
+}
+
+// WriteBatch sends ms in order, as transport.Batcher: each run of
+// datagrams for UDP peers goes through the UDP socket's batched path
+// (sendmmsg on Linux), and datagrams for transport addresses to their
+// sessions' send queues, as WriteToUDPAddrPort does. It returns how many
+// were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
+// nothing.
+func (m *Mux) WriteBatch(ms []transport.Message) (int, error) {
+	sent := 0
+	for sent < len(ms) {
+		if IsTransportAddr(ms[sent].Addr) {
+			if err := m.toSession(ms[sent].Buf, ms[sent].Addr); err != nil {
+				return sent, err
+			}
+			sent++
+			continue
+		}
+		end := sent + 1
+		for end < len(ms) && !IsTransportAddr(ms[end].Addr) {
+			end++
+		}
+		n, err := m.tc.WriteBatch(ms[sent:end])
+		sent += n
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+var _ transport.Batcher = (*Mux)(nil)
 
 // WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
 // the form "host:port".
 func (m *Mux) WriteTo(b []byte, addr net.Addr) (int, error) {
-	ap := udpAddrOf(addr)
+	ap := transport.AddrPortOf(addr)
 	if !ap.IsValid() {
 		return 0, m.opError("write", addr, errors.New("netcode bridge: not an IP address"))
 	}
@@ -323,13 +331,13 @@ func (m *Mux) LocalAddr() net.Addr { return m.udp.LocalAddr() }
 
 // SetDeadline sets the read and write deadlines.
 func (m *Mux) SetDeadline(t time.Time) error {
-	m.rdl.Set(t)
+	m.q.SetReadDeadline(t)
 	return m.udp.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for ReadFrom and ReadFromUDPAddrPort.
 func (m *Mux) SetReadDeadline(t time.Time) error {
-	m.rdl.Set(t)
+	m.q.SetReadDeadline(t)
 	return nil
 }
 
@@ -356,81 +364,18 @@ func (m *Mux) Close() error {
 			ss = append(ss, s)
 		}
 		m.mu.Unlock()
-		close(m.closing)
+		m.q.Close()
 		for _, s := range ss {
 			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
 		}
 		m.err = m.udp.Close()
 		m.swg.Wait()
-		close(m.stopJan)
 		m.wg.Wait()
-		m.rdl.Stop()
-		// Free what is still queued.
-		for {
-			select {
-			case d := <-m.in:
-				putDatagram(d)
-				continue
-			default:
-			}
-			break
-		}
 	})
 	if !first {
 		return m.opError("close", nil, net.ErrClosed)
 	}
 	return m.err
-}
-
-// janitor applies the idle and write timeouts of the sessions, and cuts
-// the connections of sessions that ended more than muxEndGrace ago but are
-// still writing or closing. It runs until the end of Close, so that Close
-// cannot wait forever on a session.
-func (m *Mux) janitor() {
-	defer m.wg.Done()
-	t := time.NewTicker(m.period)
-	defer t.Stop()
-	var expired, stalled, stuck []*muxSession
-	for {
-		select {
-		case <-m.stopJan:
-			return
-		case <-t.C:
-		}
-		now := m.now()
-		expired, stalled, stuck = expired[:0], stalled[:0], stuck[:0]
-		m.mu.RLock()
-		for _, s := range m.sessions {
-			switch e := s.endedAt.Load(); {
-			case e != 0:
-				if now-(e-1) >= int64(muxEndGrace) {
-					stuck = append(stuck, s)
-				}
-			case m.cfg.IdleTimeout > 0 && now-s.lastActive.Load() >= int64(m.cfg.IdleTimeout):
-				expired = append(expired, s)
-			}
-			if ws := s.writeStart.Load(); m.cfg.WriteTimeout > 0 && ws != 0 && now-(ws-1) >= int64(m.cfg.WriteTimeout) {
-				stalled = append(stalled, s)
-			}
-		}
-		m.mu.RUnlock()
-		for _, s := range expired {
-			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
-		}
-		for _, s := range stalled {
-			// The peer does not read: no close handshake is possible.
-			s.ws.CloseNow()
-			s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
-		}
-		for _, s := range stuck {
-			// Ended long ago and still writing or closing: the writer
-			// and the reader return once the connection is gone.
-			s.ws.CloseNow()
-		}
-		clear(expired)
-		clear(stalled)
-		clear(stuck)
-	}
 }
 
 // Handler returns the http.Handler that accepts WebSocket sessions of the
@@ -443,22 +388,10 @@ func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
 
 type muxHandler Mux
 
-// offersProtocol reports whether the request offers the subprotocol p.
-func offersProtocol(r *http.Request, p string) bool {
-	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for q := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(q) == p {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // ServeHTTP upgrades the request and serves the session until it ends.
 func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
-	if !offersProtocol(r, TransportSubprotocol) {
+	if !offers(r, TransportSubprotocol) {
 		http.Error(w, "netcode bridge: WebSocket subprotocol "+TransportSubprotocol+" required", http.StatusBadRequest)
 		return
 	}
@@ -501,33 +434,26 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m:          m,
 		ws:         ws,
 		addr:       transportAddr(m.next),
-		out:        make(chan *datagram, m.cfg.SendQueue),
-		done:       make(chan struct{}),
+		out:        packetq.New(m.cfg.SendQueue),
+		wd:         newWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
 		writerDone: make(chan struct{}),
 	}
-	s.lastActive.Store(m.now())
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 
 	start := time.Now()
 	m.log.Debug("netcode bridge: transport session start", "remote", r.RemoteAddr, "addr", s.addr)
+	s.wd.run(s.watch)
 	go s.writer()
 	s.readLoop()
 	s.end(websocket.StatusNormalClosure, "")
 	<-s.writerDone
+	s.wd.stop()
+	s.out.Close() // frees what the writer left
 	m.mu.Lock()
 	delete(m.sessions, s.addr)
+	m.sessDropped.Add(s.out.Dropped())
 	m.mu.Unlock()
-	// Free what the writer left.
-	for {
-		select {
-		case d := <-s.out:
-			putDatagram(d)
-			continue
-		default:
-		}
-		break
-	}
 	m.log.Debug("netcode bridge: transport session end", "remote", r.RemoteAddr, "addr", s.addr,
 		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
 }
@@ -537,22 +463,24 @@ func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
 	refuseOverCap(w, r, &m.refusing, &m.accept, m.log, "netcode bridge: too many transport sessions")
 }
 
+// errSessionEnded ends a session's send queue: its writer writes what is
+// queued, then closes the WebSocket.
+var errSessionEnded = errors.New("netcode bridge: session ended")
+
 // muxSession is one WebSocket peer of a Mux.
 type muxSession struct {
 	m    *Mux
 	ws   *websocket.Conn
 	addr netip.AddrPort
-	out  chan *datagram
+	out  *packetq.Queue // datagrams for the peer; ended when the session ends
+	wd   *watchdog
 
 	endOnce    sync.Once
-	done       chan struct{} // closed when the session ends
 	code       websocket.StatusCode
-	reason     string // code and reason are written before done is closed
+	reason     string // code and reason are written before out is ended
 	writerDone chan struct{}
 
-	lastActive atomic.Int64 // Mux time of the last message either way
-	writeStart atomic.Int64 // Mux time + 1 of the write in progress; 0 when none
-	endedAt    atomic.Int64 // Mux time + 1 of the end; 0 while running
+	endedAt atomic.Int64 // wd.now() + 1 of the end; 0 while running
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -560,141 +488,89 @@ type muxSession struct {
 func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
-		s.endedAt.Store(s.m.now() + 1)
-		close(s.done)
+		s.endedAt.Store(s.wd.now() + 1)
+		s.out.End(errSessionEnded)
 	})
 }
 
-// send queues a copy of p for the peer, or drops it.
-func (s *muxSession) send(p []byte) {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	d := getDatagram()
-	d.n = copy(d.buf[:], p)
-	select {
-	case s.out <- d:
-	default:
-		s.m.dropped.Add(1)
-		putDatagram(d)
-	}
-}
+// send queues a copy of p for the peer, or drops it (counted) if the queue
+// is full; after the end it is refused.
+func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 
 // writer writes the queued datagrams to the WebSocket until the session
 // ends, then the rest of the queue, then closes the WebSocket.
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
-	ok := true
-	for ok {
-		select {
-		case d := <-s.out:
-			ok = s.write(d)
-		case <-s.done:
-			for ok {
-				select {
-				case d := <-s.out:
-					ok = s.write(d)
-					continue
-				default:
-				}
-				break
-			}
-			s.ws.Close(s.code, s.reason)
-			return
+	buf := make([]byte, MaxTransportMessage)
+	for {
+		n, _, err := s.out.Read(buf)
+		if err != nil || !s.write(buf[:n]) {
+			break // ended, and drained or failed: code and reason are set
 		}
 	}
-	<-s.done
 	s.ws.Close(s.code, s.reason)
 }
 
-// write writes one datagram and frees it; it reports false (having ended
-// the session) if that failed. A datagram written counts as activity for
-// the idle timeout.
-func (s *muxSession) write(d *datagram) bool {
-	s.writeStart.Store(s.m.now() + 1)
-	// A context without a deadline costs nothing per write; the janitor
-	// enforces WriteTimeout.
-	err := s.ws.Write(context.Background(), websocket.MessageBinary, d.buf[:d.n])
-	s.writeStart.Store(0)
-	putDatagram(d)
-	if err != nil {
+// write writes one datagram; it reports false (having ended the session)
+// if that failed. A datagram written counts as activity for the idle
+// timeout.
+func (s *muxSession) write(p []byte) bool {
+	if err := s.wd.writeMessage(s.ws, websocket.MessageBinary, p); err != nil {
 		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
 		return false
 	}
-	s.lastActive.Store(s.m.now())
 	return true
 }
 
 // readLoop feeds the peer's messages to the Mux's read queue until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
+	buf := make([]byte, MaxTransportMessage+1)
 	for {
-		// No deadline on the context: a cancellable one would cost a timer
-		// per message. The janitor and end (closing the WebSocket) unblock
-		// it.
-		typ, r, err := s.ws.Reader(context.Background())
+		typ, n, err := readMessage(s.ws, buf)
 		if err != nil {
-			s.endRead(err)
+			s.end(readEnd(err))
 			return
 		}
-		s.lastActive.Store(s.m.now())
-		if typ != websocket.MessageBinary {
+		s.wd.active()
+		switch {
+		case typ != websocket.MessageBinary:
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
 			return
-		}
-		d := getDatagram()
-		n, err := readFull(r, d.buf[:MaxTransportMessage+1])
-		if err != nil {
-			putDatagram(d)
-			s.endRead(err)
-			return
-		}
-		switch {
 		case n == 0:
-			putDatagram(d)
 			continue
 		case n > MaxTransportMessage:
-			putDatagram(d)
 			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
 			return
 		}
 		select {
-		case <-s.done:
-			putDatagram(d)
+		case <-s.out.Done():
 			return
 		default:
 		}
-		d.n, d.addr = n, s.addr
-		s.m.push(d)
+		s.m.q.Push(s.addr, buf[:n])
 	}
 }
 
-// readFull reads a message into buf until io.EOF or buf is full.
-func readFull(r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			return n, nil
+// watch applies the idle and write timeouts, and cuts the connection of a
+// session that ended more than muxEndGrace ago but is still writing or
+// closing. It runs every period from the session's watchdog until the
+// session is gone, so that Close, which waits for every session, cannot
+// wait forever.
+func (s *muxSession) watch(now int64) bool {
+	if e := s.endedAt.Load(); e != 0 {
+		if now-(e-1) >= int64(muxEndGrace) {
+			// Ended long ago and still writing or closing: the writer
+			// and the reader return once the connection is gone.
+			s.ws.CloseNow()
 		}
-		if err != nil {
-			return n, err
-		}
+	} else if s.wd.idleFor(now) {
+		s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
 	}
-	return n, nil
-}
-
-// endRead ends the session after reading from the peer failed.
-func (s *muxSession) endRead(err error) {
-	switch {
-	case websocket.CloseStatus(err) != -1:
-		s.end(websocket.CloseStatus(err), "")
-	case errors.Is(err, websocket.ErrMessageTooBig):
-		s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
-	default:
-		s.end(websocket.StatusGoingAway, "netcode bridge: connection lost")
+	if s.wd.stalled(now) {
+		// The peer does not read: no close handshake is possible.
+		s.ws.CloseNow()
+		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
 	}
+	return true
 }

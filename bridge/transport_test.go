@@ -44,12 +44,18 @@ type muxServer struct {
 
 func newMuxServer(t testing.TB, maxClients int, cfg bridge.MuxConfig) *muxServer {
 	t.Helper()
+	return newMuxServerVia(t, maxClients, cfg, func(m *bridge.Mux) net.PacketConn { return m })
+}
+
+// newMuxServerVia is newMuxServer with the Listener over via(mux).
+func newMuxServerVia(t testing.TB, maxClients int, cfg bridge.MuxConfig, via func(*bridge.Mux) net.PacketConn) *muxServer {
+	t.Helper()
 	key, err := crypto.GenerateKey()
 	require.NoError(t, err)
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	mux := bridge.NewMux(udp, cfg)
-	l, err := netcode.NewListener(mux, &netcode.ServerConfig{
+	l, err := netcode.NewListener(via(mux), &netcode.ServerConfig{
 		ProtocolID: protocolID,
 		PrivateKey: key,
 		MaxClients: maxClients,

@@ -186,7 +186,7 @@ type vectorFile struct {
 
 var loadVectors = sync.OnceValues(func() (*vectorFile, error) {
 	v := new(vectorFile)
-	return v, vectortest.Load("testdata/netcode-1.02.json", v)
+	return v, vectortest.Load(vectortest.Path("netcode-1.02.json"), v)
 })
 
 func vectors(tb testing.TB) *vectorFile {

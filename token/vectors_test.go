@@ -154,7 +154,7 @@ func loadVectors(t testing.TB) *vectors {
 	t.Helper()
 	vecOnce.Do(func() {
 		var v vectors
-		vecErr = vectortest.Load("testdata/netcode-1.02.json", &v)
+		vecErr = vectortest.Load(vectortest.Path("netcode-1.02.json"), &v)
 		vecData = &v
 	})
 	require.NoError(t, vecErr)

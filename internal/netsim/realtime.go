@@ -11,14 +11,18 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // recvQueue is how many datagrams wait in a Conn before more are dropped,
 // as in a socket's receive buffer.
 const recvQueue = 1024
 
-// maxDatagram is the largest datagram a Conn sends, as for UDP over IPv4.
-const maxDatagram = 65507
+// maxDatagram is the largest datagram a Conn sends: the largest its
+// receive queue holds, a link MTU well above any netcode packet. Larger
+// writes fail with EMSGSIZE, as over a real link.
+const maxDatagram = packetq.MaxBytes
 
 // firstEphemeral is where Listen starts choosing ports for port 0.
 const firstEphemeral = 49152
@@ -88,11 +92,10 @@ func (n *Network) Listen(addr netip.AddrPort) (net.PacketConn, error) {
 		return nil, &net.OpError{Op: "listen", Net: "udp", Addr: net.UDPAddrFromAddrPort(addr), Err: errAddrInUse}
 	}
 	c := &Conn{
-		n:      n,
-		addr:   addr,
-		laddr:  net.UDPAddrFromAddrPort(addr),
-		notify: make(chan struct{}, 1),
-		closed: make(chan struct{}),
+		n:     n,
+		addr:  addr,
+		laddr: net.UDPAddrFromAddrPort(addr),
+		q:     packetq.New(recvQueue),
 	}
 	r.conns[addr] = c
 	if !r.started {
@@ -173,9 +176,8 @@ func (n *Network) schedule() {
 
 		var delivered, dropped uint64
 		for i := range batch {
-			if c := targets[i]; c != nil && c.enqueue(batch[i].from, batch[i].buf) {
+			if c := targets[i]; c != nil && c.q.Push(batch[i].from, batch[i].buf) {
 				delivered++
-				batch[i].buf = nil // the connection recycles it
 			} else {
 				dropped++
 			}
@@ -184,9 +186,7 @@ func (n *Network) schedule() {
 		n.stats.Delivered += delivered
 		n.stats.Dropped += dropped
 		for i := range batch {
-			if batch[i].buf != nil {
-				n.recycleLocked(batch[i].buf)
-			}
+			n.recycleLocked(batch[i].buf) // the connection keeps a copy
 			batch[i] = packet{}
 		}
 		n.mu.Unlock()
@@ -219,61 +219,18 @@ func (n *Network) routeLocked(to netip.AddrPort) *Conn {
 	return n.rt.conns[netip.AddrPortFrom(unspec, to.Port())]
 }
 
-func (n *Network) recycle(buf []byte) {
-	n.mu.Lock()
-	n.recycleLocked(buf)
-	n.mu.Unlock()
-}
-
-// rpacket is a datagram waiting in a Conn.
-type rpacket struct {
-	from netip.AddrPort
-	buf  []byte
-}
-
 // Conn is a real-time connection on a Network: a net.PacketConn. It is safe
-// for concurrent use.
+// for concurrent use. What the scheduler delivers waits in a bounded queue
+// (recvQueue datagrams), as in a socket's receive buffer.
 type Conn struct {
-	n      *Network
-	addr   netip.AddrPort
-	laddr  *net.UDPAddr
-	notify chan struct{} // capacity 1: a datagram was queued
-	closed chan struct{}
-	rd, wd deadline.Deadline
-
-	mu       sync.Mutex
-	ring     []rpacket // allocated at the first datagram
-	head     int
-	count    int
-	isClosed bool
+	n     *Network
+	addr  netip.AddrPort
+	laddr *net.UDPAddr
+	q     *packetq.Queue
+	wd    deadline.Deadline
 }
 
 var _ net.PacketConn = (*Conn)(nil)
-
-// enqueue queues a datagram, reporting false if the connection is closed or
-// its queue is full.
-func (c *Conn) enqueue(from netip.AddrPort, buf []byte) bool {
-	c.mu.Lock()
-	if c.isClosed || c.count == recvQueue {
-		c.mu.Unlock()
-		return false
-	}
-	if c.ring == nil {
-		c.ring = make([]rpacket, recvQueue)
-	}
-	c.ring[(c.head+c.count)%recvQueue] = rpacket{from, buf}
-	c.count++
-	c.mu.Unlock()
-	c.signal()
-	return true
-}
-
-func (c *Conn) signal() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
 
 func (c *Conn) opError(op string, addr netip.AddrPort, err error) error {
 	oe := &net.OpError{Op: op, Net: "udp", Source: c.laddr, Err: err}
@@ -286,41 +243,11 @@ func (c *Conn) opError(op string, addr netip.AddrPort, err error) error {
 // ReadFromUDPAddrPort reads one datagram into b, truncating it if b is
 // short, and returns its length and sender.
 func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	for {
-		dl := c.rd.Wait()
-		select {
-		case <-dl:
-			return 0, netip.AddrPort{}, c.opError("read", netip.AddrPort{}, os.ErrDeadlineExceeded)
-		default:
-		}
-		c.mu.Lock()
-		if c.isClosed {
-			c.mu.Unlock()
-			return 0, netip.AddrPort{}, c.opError("read", netip.AddrPort{}, net.ErrClosed)
-		}
-		if c.count > 0 {
-			p := c.ring[c.head]
-			c.ring[c.head] = rpacket{}
-			c.head = (c.head + 1) % recvQueue
-			c.count--
-			more := c.count > 0
-			c.mu.Unlock()
-			if more {
-				c.signal() // for another reader
-			}
-			k := copy(b, p.buf)
-			c.n.recycle(p.buf)
-			return k, p.from, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.notify:
-		case <-dl:
-			return 0, netip.AddrPort{}, c.opError("read", netip.AddrPort{}, os.ErrDeadlineExceeded)
-		case <-c.closed:
-			return 0, netip.AddrPort{}, c.opError("read", netip.AddrPort{}, net.ErrClosed)
-		}
+	k, from, err := c.q.Read(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, c.opError("read", netip.AddrPort{}, err)
 	}
+	return k, from, nil
 }
 
 // ReadFrom reads one datagram into b, truncating it if b is short; the
@@ -336,7 +263,7 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 // WriteToUDPAddrPort sends b as one datagram to addr through the network.
 func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	select {
-	case <-c.closed:
+	case <-c.q.Done():
 		return 0, c.opError("write", addr, net.ErrClosed)
 	case <-c.wd.Wait():
 		return 0, c.opError("write", addr, os.ErrDeadlineExceeded)
@@ -356,45 +283,20 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 // WriteTo sends b as one datagram to addr, a *net.UDPAddr (or any address
 // whose String is "host:port" with a literal IP).
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	var ap netip.AddrPort
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ap = a.AddrPort()
-	case nil:
-	default:
-		ap, _ = netip.ParseAddrPort(a.String())
-	}
-	return c.WriteToUDPAddrPort(b, ap)
+	return c.WriteToUDPAddrPort(b, transport.AddrPortOf(addr))
 }
 
-// Close closes the connection: blocked reads return net.ErrClosed and the
-// address is free again.
+// Close closes the connection: blocked reads return net.ErrClosed, what
+// is queued is discarded and the address is free again.
 func (c *Conn) Close() error {
-	c.mu.Lock()
-	if c.isClosed {
-		c.mu.Unlock()
+	if !c.q.Close() {
 		return c.opError("close", netip.AddrPort{}, net.ErrClosed)
 	}
-	c.isClosed = true
-	var bufs [][]byte
-	for c.count > 0 {
-		bufs = append(bufs, c.ring[c.head].buf)
-		c.ring[c.head] = rpacket{}
-		c.head = (c.head + 1) % recvQueue
-		c.count--
-	}
-	c.mu.Unlock()
-	close(c.closed)
-	c.rd.Set(time.Time{})
-	c.wd.Set(time.Time{})
-
+	c.wd.Stop()
 	n := c.n
 	n.mu.Lock()
 	if n.rt.conns[c.addr] == c {
 		delete(n.rt.conns, c.addr)
-	}
-	for _, b := range bufs {
-		n.recycleLocked(b)
 	}
 	n.mu.Unlock()
 	return nil
@@ -405,7 +307,7 @@ func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 
 // SetDeadline sets the read and write deadlines.
 func (c *Conn) SetDeadline(t time.Time) error {
-	c.rd.Set(t)
+	c.q.SetReadDeadline(t)
 	c.wd.Set(t)
 	return nil
 }
@@ -413,7 +315,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the deadline after which reads fail with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.rd.Set(t)
+	c.q.SetReadDeadline(t)
 	return nil
 }
 

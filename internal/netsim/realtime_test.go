@@ -318,3 +318,26 @@ func TestTransportOverNetsim(t *testing.T) {
 	_, err = tb.ReadBatch(ms)
 	assert.True(t, errors.Is(err, net.ErrClosed))
 }
+
+// TestRealtimeLargestDatagram: a datagram of maxDatagram bytes arrives
+// whole; one byte more is refused at the sender, as by a link's MTU.
+func TestRealtimeLargestDatagram(t *testing.T) {
+	n := New(1, Config{})
+	defer n.Close()
+	ca, cb := listen(t, n, a), listen(t, n, b)
+	p := make([]byte, maxDatagram)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	k, err := ca.WriteToUDPAddrPort(p, b)
+	require.NoError(t, err)
+	require.Equal(t, maxDatagram, k)
+	_, err = ca.WriteToUDPAddrPort(make([]byte, maxDatagram+1), b)
+	require.ErrorIs(t, err, syscall.EMSGSIZE)
+	require.NoError(t, cb.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, maxDatagram+10)
+	k, from, err := cb.ReadFromUDPAddrPort(buf)
+	require.NoError(t, err)
+	assert.Equal(t, p, buf[:k])
+	assert.Equal(t, a, from)
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // MaxBytes is the largest datagram a Queue holds: room for any netcode
@@ -137,41 +138,64 @@ func (q *Queue) ReadMessage(b []byte) (int, netip.AddrPort, error) {
 }
 
 func (q *Queue) read(b []byte, keepShort bool) (int, netip.AddrPort, error) {
+	if err := q.lockReady(); err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	if keepShort && len(b) < q.ring[q.head].n {
+		q.mu.Unlock()
+		return 0, netip.AddrPort{}, io.ErrShortBuffer
+	}
+	n, addr := q.pop(b)
+	q.unlockRead()
+	return n, addr, nil
+}
+
+// ReadBatch is Read for several datagrams at once, as
+// transport.Conn.ReadBatch: it blocks as Read does until a datagram is
+// queued, then moves up to len(ms) of those queued, each into
+// ms[i].Buf[:cap(ms[i].Buf)] (truncated if longer), reslices Buf to the
+// datagram, sets Addr to its sender, and returns how many it moved. The
+// errors are Read's.
+func (q *Queue) ReadBatch(ms []transport.Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	if err := q.lockReady(); err != nil {
+		return 0, err
+	}
+	k := 0
+	for ; k < len(ms) && q.count > 0; k++ {
+		b := ms[k].Buf[:cap(ms[k].Buf)]
+		n, addr := q.pop(b)
+		ms[k].Buf, ms[k].Addr = b[:n], addr
+	}
+	q.unlockRead()
+	return k, nil
+}
+
+// lockReady waits until a datagram is queued and returns with q.mu held,
+// or returns the error the read ends with, q.mu not held.
+func (q *Queue) lockReady() error {
 	for {
 		expired := q.rd.Wait()
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
-			return 0, netip.AddrPort{}, net.ErrClosed
+			return net.ErrClosed
 		}
 		select {
 		case <-expired:
 			q.mu.Unlock()
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+			return os.ErrDeadlineExceeded
 		default:
 		}
 		if q.count > 0 {
-			e := &q.ring[q.head]
-			if keepShort && len(b) < e.n {
-				q.mu.Unlock()
-				return 0, netip.AddrPort{}, io.ErrShortBuffer
-			}
-			n, addr := copy(b, e.buf[:e.n]), e.addr
-			pool.Put(e.buf)
-			*e = entry{}
-			q.head = (q.head + 1) % len(q.ring)
-			q.count--
-			more := q.count > 0
-			q.mu.Unlock()
-			if more {
-				q.signal() // another reader may be waiting
-			}
-			return n, addr, nil
+			return nil
 		}
 		if q.ended {
 			err := q.endErr
 			q.mu.Unlock()
-			return 0, netip.AddrPort{}, err
+			return err
 		}
 		q.mu.Unlock()
 		select {
@@ -179,6 +203,28 @@ func (q *Queue) read(b []byte, keepShort bool) (int, netip.AddrPort, error) {
 		case <-q.done:
 		case <-expired:
 		}
+	}
+}
+
+// pop copies the oldest datagram into b and frees it; q.mu is held and a
+// datagram is queued.
+func (q *Queue) pop(b []byte) (int, netip.AddrPort) {
+	e := &q.ring[q.head]
+	n, addr := copy(b, e.buf[:e.n]), e.addr
+	pool.Put(e.buf)
+	*e = entry{}
+	q.head = (q.head + 1) % len(q.ring)
+	q.count--
+	return n, addr
+}
+
+// unlockRead ends a read: it releases q.mu and, if datagrams are left,
+// passes the wake-up on to another reader that may be waiting.
+func (q *Queue) unlockRead() {
+	more := q.count > 0
+	q.mu.Unlock()
+	if more {
+		q.signal()
 	}
 }
 

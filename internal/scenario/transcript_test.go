@@ -48,7 +48,7 @@ func loadTranscript(t *testing.T) *transcript {
 		} `json:"connect_tokens"`
 		Transcript transcript `json:"handshake_transcript"`
 	}
-	require.NoError(t, vectortest.Load("testdata/netcode-1.02.json", &doc))
+	require.NoError(t, vectortest.Load(vectortest.Path("netcode-1.02.json"), &doc))
 	tr := doc.Transcript
 	for _, tk := range doc.Tokens {
 		if tk.Name == "handshake" {

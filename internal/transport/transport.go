@@ -32,8 +32,10 @@ type Message struct {
 	Addr netip.AddrPort
 }
 
-// Conn is a datagram socket with batched I/O.
-type Conn interface {
+// Batcher is batched datagram I/O. A net.PacketConn that has it of its
+// own (a multiplexer over several sockets, such as the WebSocket bridge's
+// Mux) is used through it by New.
+type Batcher interface {
 	// ReadBatch blocks until at least one datagram arrives and fills up to
 	// len(ms) messages, returning how many. Each ms[i].Buf must have a
 	// non-zero capacity; the datagram is read into ms[i].Buf[:cap].
@@ -42,6 +44,11 @@ type Conn interface {
 	// is fewer than len(ms), the error concerns ms[n], and the caller may
 	// skip it and call again with the rest.
 	WriteBatch(ms []Message) (int, error)
+}
+
+// Conn is a datagram socket with batched I/O.
+type Conn interface {
+	Batcher
 	// WriteTo sends one datagram.
 	WriteTo(b []byte, addr netip.AddrPort) error
 	// LocalAddr is the socket's local address.
@@ -63,21 +70,42 @@ type addrPortConn interface {
 }
 
 // New wraps a datagram socket. A *net.UDPConn on Linux gets recvmmsg and
-// sendmmsg; a connection with the netip.AddrPort methods of *net.UDPConn
-// gets those (no allocation per datagram); any other net.PacketConn is
-// used through ReadFrom and WriteTo, one datagram per call, with addresses
-// converted from and to *net.UDPAddr.
+// sendmmsg; a connection that is a Batcher is read and written in batches
+// through it; otherwise a connection with the netip.AddrPort methods of
+// *net.UDPConn gets those (no allocation per datagram), and any other
+// net.PacketConn is used through ReadFrom and WriteTo, one datagram per
+// call, with addresses converted from and to *net.UDPAddr. Single writes
+// (WriteTo) always take the one-datagram path.
 func New(pc net.PacketConn) Conn {
 	if uc, ok := pc.(*net.UDPConn); ok {
 		if c := newUDP(uc); c != nil {
 			return c
 		}
 	}
+	c := newSingle(pc)
+	if b, ok := pc.(Batcher); ok {
+		return &batcherConn{Conn: c, b: b}
+	}
+	return c
+}
+
+// newSingle wraps pc for one datagram per call.
+func newSingle(pc net.PacketConn) Conn {
 	if ac, ok := pc.(addrPortConn); ok {
 		return &apConn{pc: ac}
 	}
 	return &genericConn{pc: pc}
 }
+
+// batcherConn is a connection with batched I/O of its own; the rest goes
+// through its one-datagram path.
+type batcherConn struct {
+	Conn
+	b Batcher
+}
+
+func (c *batcherConn) ReadBatch(ms []Message) (int, error)  { return c.b.ReadBatch(ms) }
+func (c *batcherConn) WriteBatch(ms []Message) (int, error) { return c.b.WriteBatch(ms) }
 
 // Listen opens a UDP socket (see ListenUDP) and wraps it with New.
 func Listen(network, address string) (Conn, error) {
@@ -162,7 +190,7 @@ func (c *genericConn) ReadBatch(ms []Message) (int, error) {
 		return 0, err
 	}
 	ms[0].Buf = b[:n]
-	ms[0].Addr = addrPortOf(addr)
+	ms[0].Addr = AddrPortOf(addr)
 	return 1, nil
 }
 
@@ -189,9 +217,11 @@ func (c *genericConn) Close() error                      { return c.pc.Close() }
 
 var errInvalidAddr = errors.New("transport: invalid destination address")
 
-// addrPortOf converts a peer address, unmapped; the zero AddrPort if it is
+// AddrPortOf converts a peer address (a *net.UDPAddr, anything with an
+// AddrPort method, or any address whose String is "host:port" with a
+// literal IP) to an AddrPort, unmapped; the zero AddrPort if it is
 // not an IP address.
-func addrPortOf(a net.Addr) netip.AddrPort {
+func AddrPortOf(a net.Addr) netip.AddrPort {
 	var ap netip.AddrPort
 	switch v := a.(type) {
 	case *net.UDPAddr:

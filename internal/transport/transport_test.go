@@ -432,7 +432,7 @@ func TestAddrPortOf(t *testing.T) {
 		{&net.UnixAddr{Name: "/tmp/x", Net: "unixgram"}, netip.AddrPort{}},
 		{strAddr("[::ffff:1.2.3.4]:80"), netip.MustParseAddrPort("1.2.3.4:80")},
 	} {
-		assert.Equal(t, tc.want, addrPortOf(tc.in), "%v", tc.in)
+		assert.Equal(t, tc.want, AddrPortOf(tc.in), "%v", tc.in)
 	}
 }
 

@@ -69,19 +69,21 @@ func TestLoad(t *testing.T) {
 	assert.Error(t, Load(filepath.Join(dir, "missing.json"), &v))
 }
 
-// vectorCopies are the packages that test against the golden vectors, each
-// with its own copy in testdata.
-var vectorCopies = []string{"crypto", "protocol", "token", "internal/scenario"}
+// TestLoadCopy loads the module's copy as every package's tests do.
+func TestLoadCopy(t *testing.T) {
+	var v map[string]any
+	require.NoError(t, Load(Path("netcode-1.02.json"), &v))
+}
 
-// TestLoadCopies loads every copy in the module as its package does.
-func TestLoadCopies(t *testing.T) {
-	root := moduleRoot(t)
-	for _, dir := range vectorCopies {
-		t.Run(dir, func(t *testing.T) {
-			var v map[string]any
-			require.NoError(t, Load(filepath.Join(root, dir, "testdata", "netcode-1.02.json"), &v))
-		})
-	}
+// vectorFiles are the shared vectors files and the one package holding
+// the module's copy of each in its testdata (every package's tests read
+// it through Path).
+var vectorFiles = []struct {
+	name   string
+	copies []string
+}{
+	{"netcode-1.02.json", []string{"internal/vectortest"}},
+	{"reliable-vectors.json", []string{"internal/vectortest"}},
 }
 
 // TestCopiesMatchShared checks that every copy of the vectors in the module
@@ -90,7 +92,17 @@ func TestLoadCopies(t *testing.T) {
 // when the shared tree is absent.
 func TestCopiesMatchShared(t *testing.T) {
 	root := moduleRoot(t)
-	shared := filepath.Join(root, "..", "shared", "vectors", "netcode-1.02.json")
+	for _, vf := range vectorFiles {
+		t.Run(vf.name, func(t *testing.T) {
+			checkCopies(t, root, vf.name, vf.copies)
+		})
+	}
+}
+
+// checkCopies compares every testdata/name in the module with the shared
+// original and requires a copy in each of the dirs listed.
+func checkCopies(t *testing.T, root, name string, dirs []string) {
+	shared := filepath.Join(root, "..", "shared", "vectors", name)
 	want, err := os.ReadFile(shared)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("skipped, nothing is wrong: this check compares the module's copies of the golden vectors "+
@@ -99,7 +111,7 @@ func TestCopiesMatchShared(t *testing.T) {
 	}
 	require.NoError(t, err)
 
-	// Every copy, including any package not listed in vectorCopies.
+	// Every copy, including any package not listed in dirs.
 	var found []string
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -108,7 +120,7 @@ func TestCopiesMatchShared(t *testing.T) {
 		if d.IsDir() && path != root && (d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == "netcode-1.02.json" && filepath.Base(filepath.Dir(path)) == "testdata" {
+		if !d.IsDir() && d.Name() == name && filepath.Base(filepath.Dir(path)) == "testdata" {
 			rel, err := filepath.Rel(root, filepath.Dir(filepath.Dir(path)))
 			if err != nil {
 				return err
@@ -118,19 +130,27 @@ func TestCopiesMatchShared(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	for _, dir := range vectorCopies {
+	for _, dir := range dirs {
 		assert.Contains(t, found, dir, "a package testing against the vectors lost its copy")
 	}
+	assert.ElementsMatch(t, dirs, found, "one copy of each vectors file in the module, read through Path")
 	for _, dir := range found {
 		t.Run(dir, func(t *testing.T) {
-			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", "netcode-1.02.json"))
+			got, err := os.ReadFile(filepath.Join(root, dir, "testdata", name))
 			require.NoError(t, err)
-			// Not assert.Equal: a diff of two 100 kB files helps nobody.
+			// Not assert.Equal: a diff of two large files helps nobody.
 			if !bytes.Equal(want, got) {
-				t.Errorf("%s/testdata/netcode-1.02.json differs from %s: copy the shared file over it", dir, shared)
+				t.Errorf("%s/testdata/%s differs from %s: copy the shared file over it", dir, name, shared)
 			}
 		})
 	}
+}
+
+// TestPath checks that Path names the files in this package's testdata.
+func TestPath(t *testing.T) {
+	_, err := os.Stat(Path("reliable-vectors.json"))
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(Path("x")))
 }
 
 // moduleRoot returns the directory holding the module's go.mod, found by

@@ -1,0 +1,132 @@
+package bridge_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode/bridge"
+)
+
+// TestMuxReadQueueDrops: past ReadQueue, datagrams are dropped and
+// counted, and the queued ones are read in order.
+func TestMuxReadQueueDrops(t *testing.T) {
+	mux, _ := newBareMux(t, bridge.MuxConfig{ReadQueue: 2})
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	const sent = 5
+	for i := range sent {
+		_, err := peer.WriteTo([]byte{byte(i)}, mux.LocalAddr())
+		require.NoError(t, err)
+	}
+	eventually(t, func() bool { return mux.Dropped() == sent-2 }, "drops not counted")
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 10)
+	for i := range 2 {
+		n, from, err := mux.ReadFrom(buf)
+		require.NoError(t, err)
+		assert.Equal(t, []byte{byte(i)}, buf[:n])
+		assert.Equal(t, peer.LocalAddr().String(), from.String())
+	}
+}
+
+// TestTransportConnDrainsThenEnds: what the server sent before it closed
+// the WebSocket is read first; then reads fail with an error that wraps
+// net.ErrClosed and names the close.
+func TestTransportConnDrainsThenEnds(t *testing.T) {
+	closedWS := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+		if err != nil {
+			return
+		}
+		for i := range 3 {
+			_ = ws.Write(r.Context(), websocket.MessageBinary, []byte(fmt.Sprint("msg ", i)))
+		}
+		ws.Close(websocket.StatusNormalClosure, "bye")
+		close(closedWS)
+	}))
+	defer hs.Close()
+	c, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	require.NoError(t, err)
+	<-closedWS // the close handshake is over: the client's reader has ended
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 100)
+	for i := range 3 {
+		n, _, err := c.ReadFrom(buf)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint("msg ", i), string(buf[:n]))
+	}
+	_, _, err = c.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+	assert.Contains(t, err.Error(), "bye")
+	_, _, err = c.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed, "and again")
+	require.NoError(t, c.Close())
+	_, _, err = c.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorIs(t, c.Close(), net.ErrClosed)
+}
+
+// scriptedUDP is a fakeUDP whose reads also return scripted errors, in
+// order with the datagrams.
+type scriptedUDP struct {
+	*fakeUDP
+	steps chan any // fakeDatagram or error
+}
+
+func (f *scriptedUDP) ReadFrom(b []byte) (int, net.Addr, error) {
+	select {
+	case s := <-f.steps:
+		if err, ok := s.(error); ok {
+			return 0, nil, err
+		}
+		d := s.(fakeDatagram)
+		return copy(b, d.b), d.addr, nil
+	case <-f.closed:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+// TestMuxUDPErrors: a transient error of the UDP socket (an ICMP error)
+// is ridden out; a lasting one ends the Mux's reads, after what is queued,
+// with that error.
+func TestMuxUDPErrors(t *testing.T) {
+	f := &scriptedUDP{fakeUDP: newFakeUDP(), steps: make(chan any, 8)}
+	peer := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 5000}
+	boom := errors.New("socket gone")
+	f.steps <- fakeDatagram{[]byte("a"), peer}
+	f.steps <- &net.OpError{Op: "read", Net: "udp", Err: os.NewSyscallError("recvfrom", syscall.ECONNREFUSED)}
+	f.steps <- fakeDatagram{[]byte("b"), peer}
+	f.steps <- boom
+	f.steps <- fakeDatagram{[]byte("never read"), peer}
+	mux := bridge.NewMux(f, bridge.MuxConfig{})
+	defer mux.Close()
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 100)
+	for _, want := range []string{"a", "b"} {
+		n, from, err := mux.ReadFrom(buf)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(buf[:n]))
+		assert.Equal(t, peer.String(), from.String())
+	}
+	_, _, err := mux.ReadFrom(buf)
+	require.ErrorIs(t, err, boom)
+	_, _, err = mux.ReadFrom(buf)
+	require.ErrorIs(t, err, boom, "and again")
+	require.NoError(t, mux.Close())
+	_, _, err = mux.ReadFrom(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+}

@@ -1,0 +1,83 @@
+package transport
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// calls counts a Batcher's calls; its datagrams go to and come from a
+// real socket, one by one.
+type calls struct{ reads, writes int }
+
+func (c *calls) read(pc net.PacketConn, ms []Message) (int, error) {
+	c.reads++
+	return newSingle(pc).ReadBatch(ms)
+}
+
+func (c *calls) write(pc net.PacketConn, ms []Message) (int, error) {
+	c.writes++
+	return newSingle(pc).WriteBatch(ms)
+}
+
+// batchingAP and batchingPlain are Batchers, with and without the
+// netip.AddrPort methods of *net.UDPConn.
+type batchingAP struct {
+	apOnly
+	*calls
+}
+
+func (b batchingAP) ReadBatch(ms []Message) (int, error)  { return b.read(b.apOnly, ms) }
+func (b batchingAP) WriteBatch(ms []Message) (int, error) { return b.write(b.apOnly, ms) }
+
+type batchingPlain struct {
+	hidden
+	*calls
+}
+
+func (b batchingPlain) ReadBatch(ms []Message) (int, error)  { return b.read(b.hidden, ms) }
+func (b batchingPlain) WriteBatch(ms []Message) (int, error) { return b.write(b.hidden, ms) }
+
+// TestNewUsesBatcher: New hands batches to a connection's own batched I/O,
+// whatever else it has, and single writes to its one-datagram path.
+func TestNewUsesBatcher(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wrap   func(*net.UDPConn, *calls) net.PacketConn
+		single Conn
+	}{
+		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn { return batchingAP{apOnly{uc}, c} }, &apConn{}},
+		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn { return batchingPlain{hidden{uc}, c} }, &genericConn{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := new(calls)
+			pc := tc.wrap(listenUDP(t, "udp4", "127.0.0.1:0"), b)
+			c := New(pc)
+			defer c.Close()
+			require.IsType(t, &batcherConn{}, c)
+			assert.IsType(t, tc.single, c.(*batcherConn).Conn)
+
+			peer := New(listenUDP(t, "udp4", "127.0.0.1:0"))
+			defer peer.Close()
+			n, err := c.WriteBatch([]Message{{Buf: []byte("batch"), Addr: addrOf(t, peer)}})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.NoError(t, c.WriteTo([]byte("single"), addrOf(t, peer)))
+			assert.Equal(t, 1, b.writes, "WriteTo takes the one-datagram path")
+
+			require.NoError(t, peer.WriteTo([]byte("to it"), addrOf(t, c)))
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+			ms := newMsgs(4)
+			n, err = c.ReadBatch(ms)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			assert.Equal(t, "to it", string(ms[0].Buf))
+			assert.Equal(t, addrOf(t, peer), ms[0].Addr)
+			assert.Equal(t, 1, b.reads)
+			assert.Equal(t, pc.LocalAddr(), c.LocalAddr())
+		})
+	}
+}

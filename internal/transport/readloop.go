@@ -1,0 +1,113 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+// The pause ReadLoop makes before retrying after a transient error: none
+// after the first of a run of errors, then minBackoff, doubling up to
+// maxBackoff until a read succeeds.
+const (
+	minBackoff = time.Millisecond
+	maxBackoff = 100 * time.Millisecond
+)
+
+// ReadLoop is the read loop of a socket's owner: it reads c in batches of
+// up to batch datagrams, into buffers of MaxDatagram bytes it owns, and
+// calls handle with each batch read (the messages and their buffers are
+// valid only during the call). It returns nil once stop is closed (checked
+// after every batch and every error) or c is closed, and the error itself
+// when a read fails with one that retrying cannot cure (a socket that is
+// not one any more, an unknown error).
+//
+// A transient error (an ICMP error reported on the socket such as
+// ECONNREFUSED, a datagram too large for the buffer on Windows, a lack of
+// kernel buffers, an expired read deadline) is given to onError, if it is
+// not nil, and the read is retried: at once the first time, then after a
+// pause that doubles from 1 ms to 100 ms while the errors go on, so that a
+// persistent one never spins. A successful read resets the pause.
+func ReadLoop(c Conn, batch int, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
+	ms := make([]Message, max(batch, 1))
+	for i := range ms {
+		ms[i].Buf = make([]byte, MaxDatagram)
+	}
+	var (
+		pause time.Duration
+		timer *time.Timer
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		for i := range ms {
+			ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
+		}
+		n, err := c.ReadBatch(ms)
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if err == nil {
+			pause = 0
+			if n > 0 {
+				handle(ms[:n])
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			return nil
+		case !transient(err):
+			return err
+		}
+		if onError != nil {
+			onError(err)
+		}
+		if pause > 0 {
+			if timer == nil {
+				timer = time.NewTimer(pause)
+			} else {
+				timer.Reset(pause)
+			}
+			select {
+			case <-stop:
+				return nil
+			case <-timer.C:
+			}
+		}
+		pause = min(max(2*pause, minBackoff), maxBackoff)
+	}
+}
+
+// transientErrors are the read errors of a datagram socket that say
+// nothing about the socket itself: it works again once the cause passes.
+var transientErrors = append([]error{
+	os.ErrDeadlineExceeded,
+	syscall.ECONNREFUSED, // ICMP port unreachable for an earlier send
+	syscall.ECONNRESET,
+	syscall.EHOSTUNREACH,
+	syscall.ENETUNREACH,
+	syscall.ENETDOWN,
+	syscall.EMSGSIZE,
+	syscall.ENOBUFS,
+	syscall.ENOMEM,
+	syscall.EINTR,
+	syscall.EAGAIN,
+}, platformTransientErrors...)
+
+// transient reports whether a read that failed with err may be retried.
+func transient(err error) bool {
+	for _, t := range transientErrors {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+package vectortest
+
+import (
+	"path/filepath"
+	"runtime"
+)
+
+// Path returns the path of internal/vectortest/testdata/name, so that a
+// test in any package can read a vectors file kept there, whatever its
+// working directory.
+func Path(name string) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return filepath.Join("testdata", name)
+	}
+	return filepath.Join(filepath.Dir(file), "testdata", name)
+}

@@ -1,0 +1,284 @@
+package reliable
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"time"
+
+	"github.com/gonetcode/netcode"
+)
+
+// ChannelKind says how a channel delivers messages.
+type ChannelKind uint8
+
+const (
+	// ReliableOrdered channels deliver every message exactly once and in
+	// order, resending until the peer acknowledges it. A message can be
+	// up to the channel's MaxMessageSize (default DefaultMaxReliableMessage).
+	ReliableOrdered ChannelKind = iota + 1
+	// Unreliable channels send each message once; it arrives at most once,
+	// in any order, whole or not at all. A message larger than one packet
+	// is fragmented, and lost if any fragment is.
+	Unreliable
+	// kindStream is the byte stream of a Stream: reliable and ordered,
+	// without message boundaries, ended by a FIN.
+	kindStream
+)
+
+func (k ChannelKind) String() string {
+	switch k {
+	case ReliableOrdered:
+		return "reliable-ordered"
+	case Unreliable:
+		return "unreliable"
+	case kindStream:
+		return "stream"
+	}
+	return fmt.Sprintf("ChannelKind(%d)", uint8(k))
+}
+
+// Defaults.
+const (
+	// DefaultMaxReliableMessage is the default MaxMessageSize of a
+	// reliable-ordered channel: 1 MiB.
+	DefaultMaxReliableMessage = 1 << 20
+	// DefaultWindow is the default number of packets' worth of data a
+	// reliable channel keeps in flight (and its peer buffers out of order).
+	DefaultWindow = 4096
+	// DefaultSendBuffer is the default number of bytes a reliable channel
+	// queues before Send or Write blocks (at least one largest message).
+	DefaultSendBuffer = 256 << 10
+	// DefaultQueue is the default number of messages an unreliable
+	// channel queues each way.
+	DefaultQueue = 256
+	// DefaultTickInterval is the default period of the connection's timer:
+	// statistics, resends that are due, and acks not yet sent.
+	DefaultTickInterval = 10 * time.Millisecond
+	// DefaultSendRate is the default bandwidth budget, in bytes per second.
+	DefaultSendRate = 32 << 20
+	// DefaultLinger is how long Close waits by default for the peer to
+	// acknowledge what was sent.
+	DefaultLinger = 5 * time.Second
+)
+
+// Wire constants of the channel layer, inside each Endpoint packet.
+const (
+	layoutBytes      = 4 // every packet starts with the layout hash
+	entryChunk       = 1 // channel u8, flags u8, sequence u32, length u16, data
+	entryMessage     = 2 // channel u8, length u16, data
+	entryWindow      = 3 // channel u8, all chunks before u32 received, take chunks before u32
+	chunkEntryHeader = 1 + 1 + 1 + 4 + 2
+	msgEntryHeader   = 1 + 1 + 2
+	windowEntryBytes = 1 + 1 + 4 + 4
+	flagFIN          = 1
+	messageLenBytes  = 4 // a reliable message's length prefix in its stream
+	fragmentsPerMsg  = 16
+	minPacketBytes   = 64
+	layoutVersion    = "gonetcode-reliable/1"
+)
+
+// ChannelConfig describes one channel. Both ends must have the same
+// channels, in the same order, with the same settings.
+type ChannelConfig struct {
+	// Kind is ReliableOrdered or Unreliable.
+	Kind ChannelKind
+	// MaxMessageSize is the largest message. Reliable default 1 MiB;
+	// unreliable default and maximum: 16 fragments of a packet.
+	MaxMessageSize int
+	// Window (reliable) is how many packets' worth of data are in flight
+	// at most; it is raised to hold one largest message. Default 4096.
+	Window int
+	// SendBuffer (reliable) is how many bytes Send queues before it
+	// blocks; it is raised to hold one largest message. Default 256 KiB.
+	SendBuffer int
+	// Queue (unreliable) is how many messages wait to be sent, and how
+	// many received wait for Receive, before more are refused or dropped.
+	// Default 256.
+	Queue int
+}
+
+// Config configures a Session or a Stream. The zero value is usable.
+type Config struct {
+	// Channels are a Session's channels; nil means one ReliableOrdered
+	// channel (0) and one Unreliable channel (1). A Stream ignores it.
+	Channels []ChannelConfig
+	// MaxPacketBytes is the largest datagram the message connection
+	// carries; default netcode.MaxPayloadBytes (1200).
+	MaxPacketBytes int
+	// TickInterval is the period of the connection's timer. Default 10 ms.
+	TickInterval time.Duration
+	// SendRate is the bandwidth budget in bytes per second, shared by all
+	// channels; unreliable messages go first, so a large reliable
+	// transfer never delays them. Default 32 MiB/s. There is no
+	// congestion control beyond this budget and the window: on a path
+	// that carries less (a mobile link, a server's share of its uplink),
+	// set it to what the path can carry, as with kcp's windows.
+	SendRate int
+	// Linger is how long Close waits for the peer to acknowledge what was
+	// sent before closing the message connection. Default 5 s.
+	Linger time.Duration
+	// Logger receives debug logs; nil is silent.
+	Logger *slog.Logger
+}
+
+// ErrConfigMismatch is the error of a connection whose peer has another
+// channel layout (or stream versus channels): its packets carry another
+// layout hash. The connection is closed.
+var ErrConfigMismatch = errors.New("reliable: peer's channel layout differs")
+
+// ErrProtocol is the error of a connection whose peer sent a packet that
+// breaks the channel protocol. The connection is closed.
+var ErrProtocol = errors.New("reliable: protocol violation by peer")
+
+// ErrMessageTooLarge is returned by Send for a message over the channel's
+// MaxMessageSize.
+var ErrMessageTooLarge = errors.New("reliable: message too large")
+
+// ErrSendQueueFull is returned by an unreliable channel's Send when Queue
+// messages are already waiting: unreliable sends never block.
+var ErrSendQueueFull = errors.New("reliable: send queue full")
+
+// ErrUnexpectedEOF is the error of a Stream's Read when the message
+// connection ended before the peer closed the stream.
+var ErrUnexpectedEOF = errors.New("reliable: connection ended before the peer closed the stream")
+
+// chanSpec is a resolved ChannelConfig.
+type chanSpec struct {
+	kind       ChannelKind
+	maxMessage int
+	window     int
+	sendBuffer int
+	queue      int
+}
+
+// resolved is a Config with defaults applied and sizes derived.
+type resolved struct {
+	chans      []chanSpec
+	maxPacket  int // datagram
+	maxPayload int // largest unfragmented Endpoint payload
+	chunkMax   int // data bytes of a chunk
+	tick       time.Duration
+	rate       float64
+	linger     time.Duration
+	log        *slog.Logger
+	layout     uint32
+	endpoint   EndpointConfig
+}
+
+func (cfg *Config) resolve(stream bool) (*resolved, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	r := &resolved{
+		maxPacket: c.MaxPacketBytes,
+		tick:      c.TickInterval,
+		rate:      float64(c.SendRate),
+		linger:    c.Linger,
+		log:       c.Logger,
+	}
+	if r.maxPacket == 0 {
+		r.maxPacket = netcode.MaxPayloadBytes
+	}
+	if r.maxPacket < minPacketBytes {
+		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", ErrConfig, r.maxPacket, minPacketBytes)
+	}
+	if r.tick <= 0 {
+		r.tick = DefaultTickInterval
+	}
+	if r.rate <= 0 {
+		r.rate = DefaultSendRate
+	}
+	if r.linger <= 0 {
+		r.linger = DefaultLinger
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	chans := c.Channels
+	switch {
+	case stream:
+		chans = []ChannelConfig{{Kind: kindStream}}
+	case chans == nil:
+		chans = []ChannelConfig{{Kind: ReliableOrdered}, {Kind: Unreliable}}
+	case len(chans) == 0 || len(chans) > 255:
+		return nil, fmt.Errorf("%w: %d channels", ErrConfig, len(chans))
+	}
+	nrel := 0
+	for _, ch := range chans {
+		if ch.Kind != Unreliable {
+			nrel++
+		}
+	}
+	fragmentSize := r.maxPacket - FragmentHeaderBytes - MaxPacketHeaderBytes
+	r.maxPayload = r.maxPacket - MaxPacketHeaderBytes
+	r.chunkMax = r.maxPayload - layoutBytes - nrel*windowEntryBytes - chunkEntryHeader
+	if r.chunkMax < 16 {
+		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", ErrConfig, nrel, r.maxPacket)
+	}
+	maxUnreliable := fragmentsPerMsg*fragmentSize - layoutBytes - msgEntryHeader
+	h := fnv.New32a()
+	h.Write([]byte(layoutVersion))
+	for i, ch := range chans {
+		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, window: ch.Window, sendBuffer: ch.SendBuffer, queue: ch.Queue}
+		if s.maxMessage < 0 || s.window < 0 || s.sendBuffer < 0 || s.queue < 0 || s.window > 1<<20 {
+			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
+		}
+		switch ch.Kind {
+		case ReliableOrdered, kindStream:
+			if s.maxMessage == 0 {
+				s.maxMessage = DefaultMaxReliableMessage
+			}
+			if s.window == 0 {
+				s.window = DefaultWindow
+			}
+			if s.sendBuffer == 0 {
+				s.sendBuffer = DefaultSendBuffer
+			}
+			if ch.Kind == ReliableOrdered {
+				// A message is read whole, so the receive window must
+				// hold the largest, and the send buffer must take it.
+				s.window = max(s.window, (s.maxMessage+messageLenBytes+r.chunkMax-1)/r.chunkMax+1)
+				s.sendBuffer = max(s.sendBuffer, s.maxMessage+messageLenBytes)
+			}
+		case Unreliable:
+			if s.maxMessage == 0 {
+				s.maxMessage = maxUnreliable
+			}
+			if s.maxMessage > maxUnreliable {
+				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", ErrConfig, i, s.maxMessage, maxUnreliable)
+			}
+			if s.queue == 0 {
+				s.queue = DefaultQueue
+			}
+		default:
+			return nil, fmt.Errorf("%w: channel %d: kind %v", ErrConfig, i, ch.Kind)
+		}
+		r.chans = append(r.chans, s)
+		var b [13]byte
+		b[0] = byte(s.kind)
+		putU32(b[1:], uint32(s.maxMessage))
+		putU32(b[5:], uint32(s.window))
+		putU32(b[9:], uint32(r.maxPacket))
+		h.Write(b[:])
+	}
+	r.layout = h.Sum32()
+	r.endpoint = EndpointConfig{
+		Name:                         "reliable",
+		MaxPacketSize:                fragmentsPerMsg * fragmentSize,
+		FragmentAbove:                r.maxPayload,
+		MaxFragments:                 fragmentsPerMsg,
+		FragmentSize:                 fragmentSize,
+		AckBufferSize:                2048,
+		SentPacketsBufferSize:        2048,
+		ReceivedPacketsBufferSize:    2048,
+		FragmentReassemblyBufferSize: 16,
+	}
+	return r, nil
+}
+
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}

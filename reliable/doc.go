@@ -1,0 +1,60 @@
+// Package reliable adds acknowledgements, fragmentation, reliable
+// messages and reliable byte streams on top of an unreliable message
+// connection such as a *netcode.Conn, whose payloads are datagrams of at
+// most 1200 bytes that may be lost, duplicated or reordered.
+//
+// # Which to use when
+//
+// The package has three layers; pick the highest one that fits.
+//
+//   - Stream is a net.Conn: an ordered, reliable, flow-controlled byte
+//     stream, for code written against TCP. net/http, bufio, io.Copy,
+//     encoding/gob and the like work unchanged, at any size. Listener turns
+//     a *netcode.Listener into a listener of Streams, so http.Serve works
+//     over netcode, and Dialer.DialContext fits http.Transport.DialContext.
+//     Use it for downloads, uploads, RPC, chat: anything that is a stream.
+//
+//   - Session carries channels, each reliable-ordered (every message
+//     delivered exactly once and in order, up to 1 MiB by default) or
+//     unreliable (each message delivered at most once, whole or not at
+//     all, never delayed by resends). Use it for a game: state updates on
+//     an unreliable channel, events and chat on a reliable one, over one
+//     connection. Unreliable messages are sent first under the connection's
+//     bandwidth budget, so a large reliable message never starves them.
+//     Both ends must declare the same channels; a peer with another layout
+//     is detected on its first packet and the session ends with
+//     ErrConfigMismatch.
+//
+//   - Endpoint is a port of mas-bandwidth/reliable 1.4.0, byte for byte
+//     compatible with it on the wire: sequence numbers and acks for the
+//     last 32 packets on every packet, fragmentation and reassembly of
+//     large packets, and RTT, packet loss and bandwidth estimates computed
+//     in float32 exactly as the C library does. It does no I/O and reads no
+//     clock. Use it to talk to a C or C++ program that links reliable, or
+//     to build your own protocol on its acks.
+//
+// Stream and Session run on the Endpoint: each of their datagrams is an
+// Endpoint packet whose payload starts with a hash of the channel layout.
+// Reliable data is cut into chunks that are resent when the Endpoint's
+// acks show them lost, after a timeout from the measured RTT, and copied
+// into spare room of packets sent anyway; a cumulative ack and a receive
+// window per channel travel on every packet.
+//
+// # Backpressure and errors
+//
+// A reliable channel's Send and a Stream's Write block while the send
+// buffer is full (the peer reads slower than this end writes) until the
+// write deadline, which fails them with an error wrapping
+// os.ErrDeadlineExceeded; Send queues a message whole or not at all. An
+// unreliable channel's Send never blocks: it fails with ErrSendQueueFull.
+// Errors are *net.OpError values naming both addresses; after Close calls
+// fail with net.ErrClosed, and a Stream reads io.EOF after the peer's
+// Close.
+//
+// # Goroutines
+//
+// A Session or Stream runs two goroutines, one reading datagrams and one
+// ticking (statistics, resends, delayed acks). Both end when the
+// connection ends: Close, the message connection's end (netcode's
+// disconnect or timeout), or a protocol error of the peer.
+package reliable

@@ -1,0 +1,596 @@
+package reliable
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// EndpointConfig configures an Endpoint. Its fields are those of the reference's
+// reliable_config_t; a zero field takes the reference's default (see
+// DefaultEndpointConfig).
+type EndpointConfig struct {
+	// Name appears in errors.
+	Name string
+	// MaxPacketSize is the largest payload SendPacket accepts and
+	// ReceivePacket delivers. Default 16384.
+	MaxPacketSize int
+	// FragmentAbove: payloads longer than this are sent as fragments.
+	// Default 1024.
+	FragmentAbove int
+	// MaxFragments is the most fragments of one packet, at most 256.
+	// Default 16.
+	MaxFragments int
+	// FragmentSize is the payload bytes of every fragment but the last.
+	// Default 1024.
+	FragmentSize int
+	// AckBufferSize bounds the acks kept between ClearAcks calls. Default 256.
+	AckBufferSize int
+	// SentPacketsBufferSize is how many sent packets are remembered for
+	// acks and statistics. Default 256.
+	SentPacketsBufferSize int
+	// ReceivedPacketsBufferSize is how many received packets are remembered
+	// for acks, duplicates and statistics. Default 256.
+	ReceivedPacketsBufferSize int
+	// FragmentReassemblyBufferSize is how many packets can be in
+	// reassembly at once. Default 64.
+	FragmentReassemblyBufferSize int
+	// RTTSmoothingFactor is the weight of a new RTT sample. Default 0.0025.
+	RTTSmoothingFactor float32
+	// RTTHistorySize is how many RTT samples the min, max, average and
+	// jitter statistics look at. Default 512.
+	RTTHistorySize int
+	// PacketLossSmoothingFactor is the weight of a new packet loss value.
+	// Default 0.1.
+	PacketLossSmoothingFactor float32
+	// BandwidthSmoothingFactor is the weight of a new bandwidth value.
+	// Default 0.1.
+	BandwidthSmoothingFactor float32
+	// PacketHeaderSize is the bytes of lower-layer headers added to each
+	// packet in the bandwidth statistics. Default 28 (IPv4 + UDP).
+	PacketHeaderSize int
+
+	// Transmit is called with every packet or fragment to put on the
+	// wire. packet is the endpoint's scratch buffer, valid only during
+	// the call. Transmit must not call the endpoint's methods.
+	Transmit func(sequence uint16, packet []byte)
+	// Process is called with every received payload; returning false
+	// leaves the packet unacknowledged (and its acks unprocessed), so a
+	// later copy is processed again. payload is valid only during the
+	// call. Nil accepts every packet.
+	Process func(sequence uint16, payload []byte) bool
+}
+
+// DefaultEndpointConfig returns the reference's default configuration.
+func DefaultEndpointConfig() EndpointConfig {
+	return EndpointConfig{
+		Name:                         "endpoint",
+		MaxPacketSize:                16 * 1024,
+		FragmentAbove:                1024,
+		MaxFragments:                 16,
+		FragmentSize:                 1024,
+		AckBufferSize:                256,
+		SentPacketsBufferSize:        256,
+		ReceivedPacketsBufferSize:    256,
+		FragmentReassemblyBufferSize: 64,
+		RTTSmoothingFactor:           0.0025,
+		RTTHistorySize:               512,
+		PacketLossSmoothingFactor:    0.1,
+		BandwidthSmoothingFactor:     0.1,
+		PacketHeaderSize:             28,
+	}
+}
+
+// withDefaults fills zero fields from DefaultEndpointConfig.
+func (c EndpointConfig) withDefaults() EndpointConfig {
+	d := DefaultEndpointConfig()
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setFloat := func(v *float32, def float32) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if c.Name == "" {
+		c.Name = d.Name
+	}
+	setInt(&c.MaxPacketSize, d.MaxPacketSize)
+	setInt(&c.FragmentAbove, d.FragmentAbove)
+	setInt(&c.MaxFragments, d.MaxFragments)
+	setInt(&c.FragmentSize, d.FragmentSize)
+	setInt(&c.AckBufferSize, d.AckBufferSize)
+	setInt(&c.SentPacketsBufferSize, d.SentPacketsBufferSize)
+	setInt(&c.ReceivedPacketsBufferSize, d.ReceivedPacketsBufferSize)
+	setInt(&c.FragmentReassemblyBufferSize, d.FragmentReassemblyBufferSize)
+	setFloat(&c.RTTSmoothingFactor, d.RTTSmoothingFactor)
+	setInt(&c.RTTHistorySize, d.RTTHistorySize)
+	setFloat(&c.PacketLossSmoothingFactor, d.PacketLossSmoothingFactor)
+	setFloat(&c.BandwidthSmoothingFactor, d.BandwidthSmoothingFactor)
+	setInt(&c.PacketHeaderSize, d.PacketHeaderSize)
+	return c
+}
+
+// ErrConfig is wrapped by NewEndpoint's error for an unusable EndpointConfig.
+var ErrConfig = errors.New("reliable: invalid config")
+
+func (c *EndpointConfig) check() error {
+	bad := func(what string, v any) error {
+		return fmt.Errorf("%w: %s %v", ErrConfig, what, v)
+	}
+	const maxSeqBuffer = 65536
+	switch {
+	case c.MaxPacketSize < 1:
+		return bad("MaxPacketSize", c.MaxPacketSize)
+	case c.FragmentAbove < 1:
+		return bad("FragmentAbove", c.FragmentAbove)
+	case c.MaxFragments < 1 || c.MaxFragments > MaxFragmentsLimit:
+		return bad("MaxFragments", c.MaxFragments)
+	case c.FragmentSize < 1:
+		return bad("FragmentSize", c.FragmentSize)
+	case c.AckBufferSize < 1:
+		return bad("AckBufferSize", c.AckBufferSize)
+	case c.SentPacketsBufferSize < 1 || c.SentPacketsBufferSize > maxSeqBuffer:
+		return bad("SentPacketsBufferSize", c.SentPacketsBufferSize)
+	case c.ReceivedPacketsBufferSize < 1 || c.ReceivedPacketsBufferSize > maxSeqBuffer:
+		return bad("ReceivedPacketsBufferSize", c.ReceivedPacketsBufferSize)
+	case c.FragmentReassemblyBufferSize < 1 || c.FragmentReassemblyBufferSize > maxSeqBuffer:
+		return bad("FragmentReassemblyBufferSize", c.FragmentReassemblyBufferSize)
+	case c.RTTHistorySize < 1:
+		return bad("RTTHistorySize", c.RTTHistorySize)
+	case c.RTTSmoothingFactor < 0 || c.PacketLossSmoothingFactor < 0 || c.BandwidthSmoothingFactor < 0:
+		return bad("smoothing factor", "< 0")
+	case c.PacketHeaderSize < 0:
+		return bad("PacketHeaderSize", c.PacketHeaderSize)
+	}
+	return nil
+}
+
+// Counter indexes Counters. The order is the reference's.
+type Counter int
+
+// The counters, in the reference's order.
+const (
+	CounterPacketsSent Counter = iota
+	CounterPacketsReceived
+	CounterPacketsAcked
+	CounterPacketsStale
+	CounterPacketsInvalid
+	CounterPacketsTooLargeToSend
+	CounterPacketsTooLargeToReceive
+	CounterFragmentsSent
+	CounterFragmentsReceived
+	CounterFragmentsInvalid
+	CounterPacketsDuplicate
+	NumCounters
+)
+
+// Counters are an endpoint's counters, indexed by Counter.
+type Counters [NumCounters]uint64
+
+// Stats are an endpoint's estimates, float32 as in the reference and equal
+// to its values bit for bit. Times are in milliseconds, loss in percent,
+// bandwidth in kilobits per second.
+type Stats struct {
+	RTT, RTTMin, RTTMax, RTTAvg                             float32
+	JitterAvgVsMinRTT, JitterMaxVsMinRTT, JitterStddevVsAvg float32
+	PacketLoss                                              float32
+	SentKbps, ReceivedKbps, AckedKbps                       float32
+}
+
+type sentPacket struct {
+	time  float64
+	bytes int
+	acked bool
+}
+
+type receivedPacket struct {
+	time  float64
+	bytes int
+}
+
+type reassembly struct {
+	count, received int
+	headerBytes     int
+	payloadBytes    int
+	have            [MaxFragmentsLimit / 64]uint64
+	data            []byte // MaxPacketHeaderBytes of room, then the payload; kept for reuse
+}
+
+func resetReassembly(r *reassembly) {
+	r.count, r.received, r.headerBytes, r.payloadBytes = 0, 0, 0, 0
+	r.have = [MaxFragmentsLimit / 64]uint64{}
+}
+
+// ErrPacketTooLarge is returned by SendPacket for a payload above
+// MaxPacketSize (or needing more than MaxFragments fragments).
+var ErrPacketTooLarge = errors.New("reliable: packet too large")
+
+// ErrEmptyPacket is returned by SendPacket for an empty payload.
+var ErrEmptyPacket = errors.New("reliable: empty packet")
+
+// Endpoint is one end of a reliable connection, byte for byte compatible
+// with mas-bandwidth/reliable 1.4.0: it puts a header with acks on every
+// packet, fragments and reassembles large packets, reports which of its
+// packets the peer acknowledged, and estimates RTT, packet loss and
+// bandwidth. It does no I/O and reads no clock: time is given in seconds
+// to NewEndpoint and Update, packets go out through EndpointConfig.Transmit and come
+// in through ReceivePacket.
+//
+// An Endpoint is not safe for concurrent use.
+type Endpoint struct {
+	cfg      EndpointConfig
+	time     float64
+	sequence uint16
+	acks     []uint16
+	counters Counters
+	stats    Stats
+
+	rttHistory []float32
+	sent       seqBuffer[sentPacket]
+	received   seqBuffer[receivedPacket]
+	reassembly seqBuffer[reassembly]
+	scratch    []byte
+}
+
+// NewEndpoint returns an endpoint with cfg (zero fields defaulted) at time
+// now, in seconds.
+func NewEndpoint(cfg EndpointConfig, now float64) (*Endpoint, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	e := &Endpoint{
+		cfg:        cfg,
+		time:       now,
+		acks:       make([]uint16, 0, cfg.AckBufferSize),
+		rttHistory: make([]float32, cfg.RTTHistorySize),
+		sent:       newSeqBuffer[sentPacket](cfg.SentPacketsBufferSize),
+		received:   newSeqBuffer[receivedPacket](cfg.ReceivedPacketsBufferSize),
+		reassembly: newSeqBuffer[reassembly](cfg.FragmentReassemblyBufferSize),
+		scratch:    make([]byte, max(cfg.MaxPacketSize+MaxPacketHeaderBytes, FragmentHeaderBytes+MaxPacketHeaderBytes+cfg.FragmentSize)),
+	}
+	for i := range e.rttHistory {
+		e.rttHistory[i] = -1
+	}
+	return e, nil
+}
+
+// EndpointConfig returns the endpoint's configuration, defaults filled in.
+func (e *Endpoint) EndpointConfig() EndpointConfig { return e.cfg }
+
+// NextSequence returns the sequence the next sent packet will have.
+func (e *Endpoint) NextSequence() uint16 { return e.sequence }
+
+// Counters returns the counters.
+func (e *Endpoint) Counters() Counters { return e.counters }
+
+// Stats returns the estimates as of the last Update (RTT as of the last
+// ack).
+func (e *Endpoint) Stats() Stats { return e.stats }
+
+// Acks returns the sequences of sent packets acknowledged since the last
+// ClearAcks, in the order the acks arrived. The slice is the endpoint's
+// own: valid until the next ReceivePacket or ClearAcks.
+func (e *Endpoint) Acks() []uint16 { return e.acks }
+
+// ClearAcks empties the ack list. Call it after reading Acks: once the
+// list holds AckBufferSize acks, further acks are left for later headers.
+func (e *Endpoint) ClearAcks() { e.acks = e.acks[:0] }
+
+// Reset returns the endpoint to its state at creation, except that, as in
+// the reference, the RTT, its history and the bandwidth estimates stay.
+func (e *Endpoint) Reset() {
+	e.acks = e.acks[:0]
+	e.sequence = 0
+	e.counters = Counters{}
+	for i := range e.reassembly.entries {
+		resetReassembly(&e.reassembly.entries[i])
+	}
+	e.sent.reset()
+	e.received.reset()
+	e.reassembly.reset()
+}
+
+// SendPacket sends payload as one packet, or as fragments if it is longer
+// than FragmentAbove, through EndpointConfig.Transmit. A payload over MaxPacketSize
+// is counted and refused without using a sequence number.
+func (e *Endpoint) SendPacket(payload []byte) error {
+	if len(payload) == 0 {
+		return ErrEmptyPacket
+	}
+	cfg := &e.cfg
+	n := len(payload)
+	fragments := (n + cfg.FragmentSize - 1) / cfg.FragmentSize
+	if n > cfg.MaxPacketSize || (n > cfg.FragmentAbove && fragments > cfg.MaxFragments) {
+		e.counters[CounterPacketsTooLargeToSend]++
+		return fmt.Errorf("%w: %d bytes, %s's maximum is %d", ErrPacketTooLarge, n, cfg.Name, cfg.MaxPacketSize)
+	}
+	seq := e.sequence
+	e.sequence++
+	ack, ackBits := e.received.ackBits()
+	if sp := e.sent.insert(seq); sp != nil { // never stale: sent.sequence follows e.sequence
+		*sp = sentPacket{time: e.time, bytes: cfg.PacketHeaderSize + n}
+	}
+
+	buf := e.scratch
+	if n <= cfg.FragmentAbove {
+		h := putPacketHeader(buf, seq, ack, ackBits)
+		copy(buf[h:], payload)
+		e.transmit(seq, buf[:h+n])
+	} else {
+		var hdr [MaxPacketHeaderBytes]byte
+		hn := putPacketHeader(hdr[:], seq, ack, ackBits)
+		for id := range fragments {
+			buf[0] = fragmentPrefix
+			buf[1], buf[2] = byte(seq), byte(seq>>8)
+			buf[3], buf[4] = byte(id), byte(fragments-1)
+			p := FragmentHeaderBytes
+			if id == 0 {
+				p += copy(buf[p:], hdr[:hn])
+			}
+			chunk := payload[id*cfg.FragmentSize : min(n, (id+1)*cfg.FragmentSize)]
+			p += copy(buf[p:], chunk)
+			e.transmit(seq, buf[:p])
+			e.counters[CounterFragmentsSent]++
+		}
+	}
+	e.counters[CounterPacketsSent]++
+	return nil
+}
+
+func (e *Endpoint) transmit(seq uint16, p []byte) {
+	if e.cfg.Transmit != nil {
+		e.cfg.Transmit(seq, p)
+	}
+}
+
+// ReceivePacket takes one packet or fragment from the wire. Invalid,
+// stale, duplicate and oversized input is counted and dropped; nothing in
+// b can make it panic or allocate beyond the configured buffers. b is not
+// retained.
+func (e *Endpoint) ReceivePacket(b []byte) {
+	cfg := &e.cfg
+	if len(b) == 0 {
+		return
+	}
+	if len(b) > cfg.MaxPacketSize+MaxPacketHeaderBytes+FragmentHeaderBytes {
+		e.counters[CounterPacketsTooLargeToReceive]++
+		return
+	}
+	if b[0]&prefixFragment != 0 {
+		e.receiveFragment(b)
+		return
+	}
+	e.counters[CounterPacketsReceived]++
+	h, hn, ok := readPacketHeader(b)
+	if !ok {
+		e.counters[CounterPacketsInvalid]++
+		return
+	}
+	if len(b)-hn > cfg.MaxPacketSize {
+		e.counters[CounterPacketsTooLargeToReceive]++
+		return
+	}
+	if !e.received.testInsert(h.sequence) {
+		e.counters[CounterPacketsStale]++
+		return
+	}
+	if e.received.exists(h.sequence) {
+		e.counters[CounterPacketsDuplicate]++
+		return
+	}
+	if cfg.Process != nil && !cfg.Process(h.sequence, b[hn:]) {
+		return
+	}
+	rp := e.received.insert(h.sequence)
+	e.reassembly.advance(h.sequence, resetReassembly)
+	*rp = receivedPacket{time: e.time, bytes: cfg.PacketHeaderSize + len(b)}
+	e.processAcks(h.ack, h.ackBits)
+}
+
+func (e *Endpoint) processAcks(ack uint16, bits uint32) {
+	for i := 0; i < 32; i, bits = i+1, bits>>1 {
+		if bits&1 == 0 {
+			continue
+		}
+		s := ack - uint16(i)
+		sp := e.sent.find(s)
+		if sp == nil || sp.acked || len(e.acks) >= e.cfg.AckBufferSize {
+			continue
+		}
+		e.acks = append(e.acks, s)
+		e.counters[CounterPacketsAcked]++
+		sp.acked = true
+		// float32 conversions at each step keep the reference's rounding
+		// and stop the compiler from fusing multiply and add.
+		rtt := float32(float32(e.time-sp.time) * 1000)
+		e.rttHistory[int(s)%len(e.rttHistory)] = rtt
+		st := &e.stats
+		if (st.RTT == 0 && rtt > 0) || math.Abs(float64(st.RTT-rtt)) < snapEpsilon {
+			st.RTT = rtt
+		} else {
+			st.RTT += float32((rtt - st.RTT) * e.cfg.RTTSmoothingFactor)
+		}
+	}
+}
+
+func (e *Endpoint) receiveFragment(b []byte) {
+	cfg := &e.cfg
+	f, ok := readFragmentHeader(b, cfg.MaxFragments, cfg.FragmentSize)
+	if !ok {
+		e.counters[CounterFragmentsInvalid]++
+		return
+	}
+	if e.received.exists(f.sequence) {
+		return
+	}
+	r := e.reassembly.find(f.sequence)
+	if r == nil {
+		r = e.reassembly.insertWithCleanup(f.sequence, resetReassembly)
+		if r == nil {
+			e.counters[CounterFragmentsInvalid]++
+			return
+		}
+		e.received.advance(f.sequence, nil)
+		resetReassembly(r)
+		r.count = f.count
+		if need := MaxPacketHeaderBytes + f.count*cfg.FragmentSize; cap(r.data) < need {
+			r.data = make([]byte, need, MaxPacketHeaderBytes+cfg.MaxFragments*cfg.FragmentSize)
+		} else {
+			r.data = r.data[:need]
+		}
+	}
+	if f.count != r.count {
+		e.counters[CounterFragmentsInvalid]++
+		return
+	}
+	word, bit := f.id/64, uint64(1)<<(f.id%64)
+	if r.have[word]&bit != 0 {
+		return
+	}
+	r.have[word] |= bit
+	r.received++
+
+	data := b[FragmentHeaderBytes:]
+	if f.id == 0 {
+		r.headerBytes = putPacketHeader(r.data[MaxPacketHeaderBytes-f.headerBytes:], f.sequence, f.ack, f.ackBits)
+		data = data[f.headerBytes:]
+	}
+	if f.id == r.count-1 {
+		r.payloadBytes = (r.count-1)*cfg.FragmentSize + len(data)
+	}
+	copy(r.data[MaxPacketHeaderBytes+f.id*cfg.FragmentSize:], data)
+
+	if r.received == r.count {
+		e.ReceivePacket(r.data[MaxPacketHeaderBytes-r.headerBytes : MaxPacketHeaderBytes+r.payloadBytes])
+		e.reassembly.remove(f.sequence, resetReassembly)
+	}
+	e.counters[CounterFragmentsReceived]++
+}
+
+// snapEpsilon is the reference's threshold (compared in double) under which
+// a smoothed value jumps to the new one.
+const snapEpsilon = 0.00001
+
+// rttMinSentinel is the reference's starting minimum RTT, meaning none.
+const rttMinSentinel = 10000
+
+// SetTime sets the endpoint's time, in seconds, without recomputing the
+// statistics: for callers that take packets in and out more often than
+// they call Update, so that sent times and RTT samples stay precise.
+func (e *Endpoint) SetTime(now float64) { e.time = now }
+
+// Update sets the endpoint's time, in seconds, and recomputes the RTT
+// statistics, packet loss and bandwidth estimates as the reference does,
+// in float32 with its rounding.
+func (e *Endpoint) Update(now float64) {
+	e.time = now
+	st := &e.stats
+
+	minRTT, maxRTT, sum := float32(rttMinSentinel), float32(0), float32(0)
+	count := 0
+	for _, r := range e.rttHistory {
+		if r >= 0 {
+			minRTT = min(minRTT, r)
+			maxRTT = max(maxRTT, r)
+			sum += r
+			count++
+		}
+	}
+	if minRTT == rttMinSentinel {
+		minRTT = 0
+	}
+	st.RTTMin, st.RTTMax, st.RTTAvg = minRTT, maxRTT, 0
+	st.JitterAvgVsMinRTT, st.JitterMaxVsMinRTT, st.JitterStddevVsAvg = 0, 0, 0
+	if count > 0 {
+		st.RTTAvg = sum / float32(count)
+		var jsum, jmax, dsum float32
+		for _, r := range e.rttHistory {
+			if r >= 0 {
+				d := r - minRTT
+				jsum += d
+				jmax = max(jmax, d)
+				dev := r - st.RTTAvg
+				dsum += float32(dev * dev)
+			}
+		}
+		st.JitterAvgVsMinRTT = jsum / float32(count)
+		st.JitterMaxVsMinRTT = jmax
+		st.JitterStddevVsAvg = float32(math.Sqrt(float64(dsum / float32(count))))
+	}
+
+	// Packet loss and bandwidth look at the older half of each window.
+	sentBase := e.sent.sequence - uint16(e.cfg.SentPacketsBufferSize)
+	sentSamples := e.cfg.SentPacketsBufferSize / 2
+	sent, dropped := 0, 0
+	var sentBW, ackedBW window
+	for i := range sentSamples {
+		sp := e.sent.find(sentBase + uint16(i))
+		if sp == nil {
+			continue
+		}
+		sent++
+		sentBW.add(sp.time, sp.bytes)
+		if sp.acked {
+			ackedBW.add(sp.time, sp.bytes)
+		} else {
+			dropped++
+		}
+	}
+	if sent > 0 {
+		loss := float32(float32(dropped) / float32(sent) * 100)
+		st.PacketLoss = smooth(st.PacketLoss, loss, e.cfg.PacketLossSmoothingFactor)
+	} else {
+		st.PacketLoss = 0
+	}
+	recvBase := e.received.sequence - uint16(e.cfg.ReceivedPacketsBufferSize)
+	var recvBW window
+	for i := range e.cfg.ReceivedPacketsBufferSize / 2 {
+		if rp := e.received.find(recvBase + uint16(i)); rp != nil {
+			recvBW.add(rp.time, rp.bytes)
+		}
+	}
+	sentBW.update(&st.SentKbps, e.cfg.BandwidthSmoothingFactor)
+	recvBW.update(&st.ReceivedKbps, e.cfg.BandwidthSmoothingFactor)
+	ackedBW.update(&st.AckedKbps, e.cfg.BandwidthSmoothingFactor)
+}
+
+// smooth moves old toward v by factor, or snaps to v when they are within
+// snapEpsilon (the rule for packet loss and bandwidth).
+func smooth(old, v, factor float32) float32 {
+	if math.Abs(float64(old-v)) > snapEpsilon {
+		return old + float32((v-old)*factor)
+	}
+	return v
+}
+
+// window accumulates the bytes and time span of packet records for a
+// bandwidth estimate.
+type window struct {
+	bytes         int
+	start, finish float64
+	any           bool
+}
+
+func (w *window) add(t float64, bytes int) {
+	w.bytes += bytes
+	if !w.any {
+		// The reference starts at FLT_MAX and 0.
+		w.start, w.finish, w.any = math.MaxFloat32, 0, true
+	}
+	w.start = min(w.start, t)
+	w.finish = max(w.finish, t)
+}
+
+// update smooths kbps toward the window's rate; an empty window or one
+// without a time span keeps the old value.
+func (w *window) update(kbps *float32, factor float32) {
+	if !w.any || !(w.finish > w.start) {
+		return
+	}
+	v := float32(float64(int32(w.bytes)) / (w.finish - w.start) * 8 / 1000)
+	*kbps = smooth(*kbps, v, factor)
+}

@@ -1,0 +1,453 @@
+package reliable
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/deadline"
+)
+
+// MessageConn is what a Session or a Stream runs over: a connection whose
+// Write sends one datagram and whose Read returns one, such as
+// *netcode.Conn. Read must accept a buffer of Config.MaxPacketBytes.
+type MessageConn interface {
+	Read(b []byte) (int, error)
+	Write(b []byte) (int, error)
+	Close() error
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+}
+
+// conn runs a core over a MessageConn: a goroutine reading datagrams, one
+// ticking, both ending when the connection ends.
+type conn struct {
+	mc MessageConn
+	// mu guards c. Lock order: a Channel's or Stream's readMu or writeMu,
+	// then mu. It is never held while waiting.
+	mu       sync.Mutex
+	c        *core
+	progress chan struct{} // signalled when acks free send slots or data arrives (for Close)
+	ackKick  chan struct{} // signalled when an ack is owed: the tick loop sends it soon
+	done     chan struct{} // closed when the connection has ended
+	endOnce  sync.Once
+	err      error // why it ended; written before done is closed
+	closing  atomic.Bool
+	wg       sync.WaitGroup
+}
+
+func start(mc MessageConn, r *resolved) (*conn, error) {
+	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), ackKick: make(chan struct{}, 1)}
+	c, err := newCore(r, time.Now(), cn.send)
+	if err != nil {
+		return nil, err
+	}
+	c.progress = cn.progress
+	cn.c = c
+	c.hello()
+	cn.wg.Add(2)
+	go cn.readLoop()
+	go cn.tickLoop()
+	return cn, nil
+}
+
+// send is the core's sink; it runs under mu, but mu belongs to this
+// connection alone.
+func (cn *conn) send(p []byte) { _, _ = cn.mc.Write(p) }
+
+func (cn *conn) readLoop() {
+	defer cn.wg.Done()
+	buf := make([]byte, cn.c.cfg.maxPacket)
+	for {
+		n, err := cn.mc.Read(buf)
+		if err != nil {
+			cn.end(err)
+			return
+		}
+		cn.mu.Lock()
+		cn.c.receive(time.Now(), buf[:n])
+		err = cn.c.err
+		owed := cn.c.recvSinceSend > 0
+		cn.mu.Unlock()
+		if owed {
+			signal(cn.ackKick)
+		}
+		if err != nil {
+			cn.c.cfg.log.Debug("reliable: ending connection", "peer", cn.mc.RemoteAddr(), "err", err)
+			cn.end(err)
+			return
+		}
+	}
+}
+
+func (cn *conn) tickLoop() {
+	defer cn.wg.Done()
+	t := time.NewTicker(cn.c.cfg.tick)
+	defer t.Stop()
+	ack := time.NewTimer(time.Hour)
+	ack.Stop()
+	defer ack.Stop()
+	armed := false
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-cn.ackKick:
+			if !armed {
+				ack.Reset(ackDelay)
+				armed = true
+			}
+			continue
+		case now := <-ack.C:
+			armed = false
+			cn.mu.Lock()
+			cn.c.setTime(now)
+			if cn.c.recvSinceSend > 0 {
+				cn.c.ackNow = true
+				cn.c.flush()
+			}
+			cn.mu.Unlock()
+		case now := <-t.C:
+			cn.mu.Lock()
+			cn.c.tick(now)
+			cn.mu.Unlock()
+		}
+		cn.mu.Lock()
+		err := cn.c.err
+		cn.mu.Unlock()
+		if err != nil {
+			cn.end(err)
+			return
+		}
+	}
+}
+
+// end marks the connection over with err and closes the message
+// connection, which stops the read loop.
+func (cn *conn) end(err error) {
+	cn.endOnce.Do(func() {
+		cn.err = err
+		close(cn.done)
+		_ = cn.mc.Close()
+	})
+}
+
+// ended returns why the connection ended, or nil.
+func (cn *conn) ended() error {
+	select {
+	case <-cn.done:
+		return cn.err
+	default:
+		return nil
+	}
+}
+
+// opErr wraps err as a *net.OpError naming both ends.
+func (cn *conn) opErr(op string, err error) error {
+	return &net.OpError{Op: op, Net: "reliable", Source: cn.mc.LocalAddr(), Addr: cn.mc.RemoteAddr(), Err: err}
+}
+
+// endErr is the error for an operation on a connection that ended with
+// err: net.ErrClosed after Close, the ending error otherwise.
+func (cn *conn) endErr(op string, err error) error {
+	if cn.closing.Load() {
+		err = net.ErrClosed
+	}
+	return cn.opErr(op, err)
+}
+
+// wait blocks until ready is signalled, the deadline passes or the
+// connection ends; the caller then looks again.
+func (cn *conn) wait(ready <-chan struct{}, dl *deadline.Deadline) error {
+	select {
+	case <-ready:
+		return nil
+	case <-dl.Wait():
+		return os.ErrDeadlineExceeded
+	case <-cn.done:
+		return nil
+	}
+}
+
+// close waits up to the linger time for every reliable channel to have
+// everything acknowledged (after queuing a FIN on streams), then ends the
+// connection and waits for its goroutines.
+func (cn *conn) close(fin bool) error {
+	if !cn.closing.CompareAndSwap(false, true) {
+		return cn.opErr("close", net.ErrClosed)
+	}
+	timer := time.NewTimer(cn.c.cfg.linger)
+	defer timer.Stop()
+	for first := true; ; first = false {
+		cn.mu.Lock()
+		if first {
+			for _, i := range cn.c.rel {
+				cn.c.chans[i].snd.finWanted = fin
+			}
+			cn.c.flush()
+		}
+		idle := true
+		for _, i := range cn.c.rel {
+			cs := &cn.c.chans[i]
+			// Once the peer has ended its stream it needs no ack of our
+			// FIN, and may have closed already: the data is enough.
+			idle = idle && (cs.snd.idle() || cs.rcv.finReady && cs.snd.dataAcked())
+		}
+		cn.mu.Unlock()
+		if idle {
+			break
+		}
+		select {
+		case <-cn.progress:
+			continue
+		case <-timer.C:
+		case <-cn.done:
+		}
+		break
+	}
+	// The peer may be waiting for an ack of what it sent last.
+	cn.mu.Lock()
+	if cn.c.recvSinceSend > 0 {
+		cn.c.ackNow = true
+		cn.c.setTime(time.Now())
+		cn.c.flush()
+	}
+	cn.mu.Unlock()
+	cn.end(net.ErrClosed)
+	cn.wg.Wait()
+	return nil
+}
+
+// Session carries message channels over a MessageConn: see ChannelKind.
+// Both ends must be made with the same channels. Its methods and its
+// channels' are safe for concurrent use.
+type Session struct {
+	cn    *conn
+	chans []*Channel
+}
+
+// NewSession starts a session over mc, which it owns from now on.
+func NewSession(mc MessageConn, cfg *Config) (*Session, error) {
+	r, err := cfg.resolve(false)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := start(mc, r)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cn: cn}
+	for i := range r.chans {
+		s.chans = append(s.chans, &Channel{cn: cn, i: i})
+	}
+	return s, nil
+}
+
+// Channel returns channel i, in the order of Config.Channels; nil if there
+// is no such channel.
+func (s *Session) Channel(i int) *Channel {
+	if i < 0 || i >= len(s.chans) {
+		return nil
+	}
+	return s.chans[i]
+}
+
+// Close waits until the peer has acknowledged every reliable message
+// sent, at most Config.Linger, then closes the message connection. Calls
+// blocked or made later fail with net.ErrClosed.
+func (s *Session) Close() error {
+	for _, ch := range s.chans {
+		ch.rd.Stop()
+		ch.wd.Stop()
+	}
+	return s.cn.close(false)
+}
+
+// Done is closed when the session has ended: Close, the message
+// connection's end, or an error of the peer (Err says which).
+func (s *Session) Done() <-chan struct{} { return s.cn.done }
+
+// Err returns why the session ended, or nil while it runs.
+func (s *Session) Err() error { return s.cn.ended() }
+
+// LocalAddr returns the message connection's local address.
+func (s *Session) LocalAddr() net.Addr { return s.cn.mc.LocalAddr() }
+
+// RemoteAddr returns the message connection's remote address.
+func (s *Session) RemoteAddr() net.Addr { return s.cn.mc.RemoteAddr() }
+
+// Stats returns the session's figures.
+func (s *Session) Stats() SessionStats {
+	s.cn.mu.Lock()
+	defer s.cn.mu.Unlock()
+	return s.cn.c.sessionStats()
+}
+
+// Channel is one channel of a Session.
+type Channel struct {
+	cn *conn
+	i  int
+	// readMu and writeMu serialise Receives and Sends, so that one waiter
+	// at a time uses the channel's signals; each is taken before conn.mu.
+	readMu  sync.Mutex
+	writeMu sync.Mutex
+	rd, wd  deadline.Deadline
+}
+
+// Kind returns the channel's kind.
+func (ch *Channel) Kind() ChannelKind { return ch.cn.c.cfg.chans[ch.i].kind }
+
+// SetReadDeadline sets when a blocked Receive gives up with an error
+// wrapping os.ErrDeadlineExceeded; zero means never.
+func (ch *Channel) SetReadDeadline(t time.Time) error {
+	ch.rd.Set(t)
+	return nil
+}
+
+// SetWriteDeadline sets when a blocked reliable Send gives up with an
+// error wrapping os.ErrDeadlineExceeded; zero means never.
+func (ch *Channel) SetWriteDeadline(t time.Time) error {
+	ch.wd.Set(t)
+	return nil
+}
+
+// Send sends one message.
+//
+// On a reliable-ordered channel, the message is queued whole, to be
+// delivered exactly once and in order. Send blocks while the channel's
+// send buffer (SendBuffer bytes) has no room for it, until the write
+// deadline: this is the backpressure of a peer slower than the sender. On
+// timeout nothing of the message was queued.
+//
+// On an unreliable channel Send never blocks: it fails with
+// ErrSendQueueFull when Queue messages are waiting to go.
+func (ch *Channel) Send(msg []byte) error {
+	cn := ch.cn
+	cs := &cn.c.chans[ch.i]
+	if len(msg) > cs.spec.maxMessage {
+		return cn.opErr("send", fmt.Errorf("%w: %d bytes, channel %d takes %d", ErrMessageTooLarge, len(msg), ch.i, cs.spec.maxMessage))
+	}
+	if cs.spec.kind == Unreliable {
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		if err := cn.ended(); err != nil || cn.closing.Load() {
+			return cn.endErr("send", err)
+		}
+		if !cs.usnd.push(msg) {
+			return cn.opErr("send", ErrSendQueueFull)
+		}
+		cn.c.setTime(time.Now())
+		cn.c.flush()
+		return nil
+	}
+	ch.writeMu.Lock()
+	defer ch.writeMu.Unlock()
+	var hdr [messageLenBytes]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(msg)))
+	for {
+		if ch.wd.Expired() {
+			return cn.opErr("send", os.ErrDeadlineExceeded)
+		}
+		cn.mu.Lock()
+		if err := cn.ended(); err != nil || cn.closing.Load() {
+			cn.mu.Unlock()
+			return cn.endErr("send", err)
+		}
+		if cs.snd.room() >= len(hdr)+len(msg) {
+			cs.snd.write(hdr[:], msg)
+			cn.c.setTime(time.Now())
+			cn.c.flush()
+			cn.mu.Unlock()
+			return nil
+		}
+		cn.mu.Unlock()
+		if err := cn.wait(cs.writable, &ch.wd); err != nil {
+			return cn.opErr("send", err)
+		}
+	}
+}
+
+// Receive reads the next message into b and returns its length. If b is
+// too short, Receive fails with io.ErrShortBuffer and the message stays
+// for the next call. It blocks until a message arrives, the read deadline
+// passes, or the session ends.
+func (ch *Channel) Receive(b []byte) (int, error) {
+	cn := ch.cn
+	cs := &cn.c.chans[ch.i]
+	ch.readMu.Lock()
+	defer ch.readMu.Unlock()
+	for {
+		if ch.rd.Expired() {
+			return 0, cn.opErr("receive", os.ErrDeadlineExceeded)
+		}
+		cn.mu.Lock()
+		n, ok, err := ch.take(cs, b)
+		if ok || err != nil {
+			cn.mu.Unlock()
+			if err != nil {
+				return 0, cn.opErr("receive", err)
+			}
+			return n, nil
+		}
+		if err := cn.ended(); err != nil || cn.closing.Load() {
+			cn.mu.Unlock()
+			return 0, cn.endErr("receive", err)
+		}
+		cn.mu.Unlock()
+		if err := cn.wait(cs.readable, &ch.rd); err != nil {
+			return 0, cn.opErr("receive", err)
+		}
+	}
+}
+
+// take takes a whole received message if there is one; called under mu.
+func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
+	if cs.spec.kind == Unreliable {
+		if cs.urcv.size == 0 {
+			return 0, false, nil
+		}
+		m := cs.urcv.peek()
+		if len(b) < len(m) {
+			return 0, false, io.ErrShortBuffer
+		}
+		cs.urcv.pop()
+		return copy(b, m), true, nil
+	}
+	r := &cs.rcv
+	if r.msgLen < 0 {
+		if r.ready < messageLenBytes {
+			return 0, false, nil
+		}
+		var hdr [messageLenBytes]byte
+		r.read(hdr[:], true)
+		r.msgLen = int(binary.LittleEndian.Uint32(hdr[:]))
+		if r.msgLen > cs.spec.maxMessage {
+			ch.cn.c.fail(fmt.Errorf("%w: a %d-byte message on channel %d", ErrProtocol, r.msgLen, ch.i))
+			err := ch.cn.c.err
+			ch.cn.end(err)
+			return 0, false, err
+		}
+	}
+	if r.ready < r.msgLen {
+		return 0, false, nil
+	}
+	if len(b) < r.msgLen {
+		return 0, false, io.ErrShortBuffer
+	}
+	n := r.read(b[:r.msgLen], true)
+	r.msgLen = -1
+	if r.advertise {
+		ch.cn.c.setTime(time.Now())
+		ch.cn.c.flush()
+	}
+	return n, true, nil
+}
+
+// ErrWriteClosed is the error of a Stream's Write after CloseWrite.
+var ErrWriteClosed = errors.New("reliable: write after CloseWrite")
