@@ -16,6 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/stacks"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -211,7 +212,7 @@ func TestReadDeadline(t *testing.T) {
 				_, err := srv.Read(make([]byte, 10))
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			waitReading(t, "netcode_test.TestReadDeadline")
 			require.NoError(t, srv.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
 			select {
 			case err := <-done:
@@ -282,6 +283,16 @@ func TestCloseSemantics(t *testing.T) {
 	}
 }
 
+// waitReading waits until a goroutine of the test fn is blocked in a
+// Conn's Read (waiting in its queue's select), so that what the test does
+// next happens to a blocked Read, which no fixed sleep can promise.
+func waitReading(t *testing.T, fn string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return stacks.Blocked("select", fn, "packetq.(*Queue).read")
+	}, 10*time.Second, time.Millisecond, "no Read of %s blocked", fn)
+}
+
 func TestCloseUnblocksRead(t *testing.T) {
 	l := listen(t, "udp4", "127.0.0.1:0", nil)
 	for side := range 2 {
@@ -292,7 +303,7 @@ func TestCloseUnblocksRead(t *testing.T) {
 			_, err := c.Read(make([]byte, 10))
 			done <- err
 		}()
-		time.Sleep(20 * time.Millisecond)
+		waitReading(t, "netcode_test.TestCloseUnblocksRead")
 		require.NoError(t, c.Close())
 		select {
 		case err := <-done:

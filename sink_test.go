@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/stretchr/testify/require"
@@ -64,56 +64,61 @@ func TestCombineSink(t *testing.T) {
 		{"refused datagrams are skipped", 4, 100, false, 7, false},
 	}
 	for _, tt := range tests {
+		// In a synctest bubble, synctest.Wait returns once every sender has
+		// either queued its datagrams and returned or is blocked behind the
+		// held write: the queue is as full as it gets.
 		t.Run(tt.name, func(t *testing.T) {
-			rc := &recordConn{failN: tt.failN}
-			if tt.block {
-				rc.release = make(chan struct{})
-			}
-			s := newCombineSink(rc)
-			var wg sync.WaitGroup
-			for g := range tt.senders {
-				wg.Go(func() {
-					var b [8]byte
-					for i := range tt.each {
-						binary.LittleEndian.PutUint32(b[:], uint32(g))
-						binary.LittleEndian.PutUint32(b[4:], uint32(i))
-						s.Send(to, b[:])
-					}
-				})
-			}
-			if tt.block {
-				// Let the other senders fill the queue behind the held write.
-				time.Sleep(50 * time.Millisecond)
-				close(rc.release)
-			}
-			wg.Wait()
-
-			rc.mu.Lock()
-			defer rc.mu.Unlock()
-			total := tt.senders * tt.each
-			require.Len(t, rc.got, total, "every datagram is written exactly once")
-			next := make([]uint32, tt.senders)
-			refused := 0
-			for _, d := range rc.got {
-				if d == nil {
-					refused++
-					continue
+			synctest.Test(t, func(t *testing.T) {
+				rc := &recordConn{failN: tt.failN}
+				if tt.block {
+					rc.release = make(chan struct{})
 				}
-				g, i := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:])
-				require.GreaterOrEqual(t, i, next[g], "sender %d's datagrams out of order", g)
-				next[g] = i + 1
-			}
-			if tt.failN > 0 {
-				require.Equal(t, total/tt.failN, refused)
-			}
-			biggest := 0
-			for _, n := range rc.batches {
-				require.LessOrEqual(t, n, sendBatch)
-				biggest = max(biggest, n)
-			}
-			if tt.wantBatch {
-				require.Greater(t, biggest, 1, "no datagrams were combined: %v", rc.batches)
-			}
+				s := newCombineSink(rc)
+				var wg sync.WaitGroup
+				for g := range tt.senders {
+					wg.Go(func() {
+						var b [8]byte
+						for i := range tt.each {
+							binary.LittleEndian.PutUint32(b[:], uint32(g))
+							binary.LittleEndian.PutUint32(b[4:], uint32(i))
+							s.Send(to, b[:])
+						}
+					})
+				}
+				if tt.block {
+					// Let the other senders fill the queue behind the held write.
+					synctest.Wait()
+					close(rc.release)
+				}
+				wg.Wait()
+
+				rc.mu.Lock()
+				defer rc.mu.Unlock()
+				total := tt.senders * tt.each
+				require.Len(t, rc.got, total, "every datagram is written exactly once")
+				next := make([]uint32, tt.senders)
+				refused := 0
+				for _, d := range rc.got {
+					if d == nil {
+						refused++
+						continue
+					}
+					g, i := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:])
+					require.GreaterOrEqual(t, i, next[g], "sender %d's datagrams out of order", g)
+					next[g] = i + 1
+				}
+				if tt.failN > 0 {
+					require.Equal(t, total/tt.failN, refused)
+				}
+				biggest := 0
+				for _, n := range rc.batches {
+					require.LessOrEqual(t, n, sendBatch)
+					biggest = max(biggest, n)
+				}
+				if tt.wantBatch {
+					require.Greater(t, biggest, 1, "no datagrams were combined: %v", rc.batches)
+				}
+			})
 		})
 	}
 }

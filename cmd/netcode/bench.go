@@ -29,7 +29,7 @@ socket per client, and the ratio netcode/raw of payloads/s is printed.
 A packet is one payload datagram: a round trip is two.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", benchSynopsis, stderr)
+	fs := newFlags("bench", benchSynopsis, stdout, stderr)
 	var cfg bench.Config
 	fs.IntVar(&cfg.Clients, "clients", 64, "number of clients (e.g. 1, 16, 64, 256, 1024, 4096)")
 	fs.IntVar(&cfg.Size, "size", 64, "payload bytes (16..1200)")

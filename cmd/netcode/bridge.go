@@ -22,20 +22,16 @@ var bridgeReady func(net.Addr)
 // addrList is a repeatable host:port flag.
 type addrList []netip.AddrPort
 
-func (l *addrList) String() string {
-	s := make([]string, len(*l))
-	for i, a := range *l {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ",")
-}
+func (l *addrList) String() string { return joinAddrs(*l) }
 
+// Set adds v, an address or a host name with a port: a name adds every
+// address it resolves to now.
 func (l *addrList) Set(v string) error {
-	a, err := netip.ParseAddrPort(v)
+	a, err := resolveAddrs(context.Background(), v)
 	if err != nil {
 		return err
 	}
-	*l = append(*l, a)
+	*l = append(*l, a...)
 	return nil
 }
 
@@ -60,10 +56,10 @@ func (l *prefixList) Set(v string) error {
 }
 
 func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bridge", "-allow host:port [-allow ...] [-addr host:port] [flags]", stderr)
+	fs := newFlags("bridge", "-allow host:port [-allow ...] [-addr host:port] [flags]", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address to serve the relay on")
 	var allow addrList
-	fs.Var(&allow, "allow", "netcode server the bridge may dial (repeatable)")
+	fs.Var(&allow, "allow", "netcode server the bridge may dial, as host:port; a host name allows every address it resolves to at start (repeatable)")
 	var allowNet prefixList
 	fs.Var(&allowNet, "allow-net", "address prefix of servers the bridge may dial, any port (repeatable)")
 	path := fs.String("path", "/relay", "URL path of the WebSocket relay; the ES module is served at /netcode.js")

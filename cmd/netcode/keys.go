@@ -20,7 +20,7 @@ import (
 const defaultProtocolID = 0x6e6574636f646531
 
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keygen", "[-base64] [-o file]", stderr)
+	fs := newFlags("keygen", "[-base64] [-o file]", stdout, stderr)
 	b64 := fs.Bool("base64", false, "print the key in base64 instead of hex")
 	out := fs.String("o", "", "write the key to this file (created with mode 0600; an existing file is never overwritten) instead of stdout")
 	if err := parse(fs, args); err != nil {

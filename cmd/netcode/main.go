@@ -1,14 +1,17 @@
 // Command netcode is the netcode tool: it makes keys and connect tokens,
-// runs an echo server, and measures the library under load.
+// runs an echo or chat server, connects as a client, relays browsers, and
+// measures the library under load.
 //
 // Usage:
 //
 //	netcode keygen [-base64] [-o file]
 //	netcode token -key KEY -server host:port [-server ...] [-client-id N] [-o file] [-base64]
-//	netcode inspect TOKEN-FILE
-//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-metrics ADDR] [-drain 25s] [-v]
+//	netcode inspect TOKEN-FILE|-
+//	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-chat] [-metrics ADDR] [-drain 25s] [-v]
+//	netcode client [-auth BEARER] [-ca FILE] [-echo N -size B -rate R] TOKEN-FILE|-|URL
 //	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-tls-cert FILE -tls-key FILE] [-v]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
+//	netcode version
 //
 // Run "netcode <command> -h" for a command's flags. A KEY is 32 bytes in hex
 // or base64, given directly or as the name of a file holding it (as written
@@ -39,13 +42,21 @@ var commands = []command{
 	{"keygen", "print a random 32-byte private key", runKeygen},
 	{"token", "mint a connect token", runToken},
 	{"inspect", "print the public part of a connect token", runInspect},
-	{"serve", "run an echo server", runServe},
+	{"serve", "run an echo (or -chat) server", runServe},
+	{"client", "connect with a token: a line client, or a scripted echo client", runClient},
 	{"bridge", "relay browser WebSocket sessions to netcode servers", runBridge},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
+	{"version", "print the release, module version and VCS revision of this build", runVersion},
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal asks the command to finish; from then on the
+		// default handling is back, so a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -83,6 +94,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
+		case ctx.Err() != nil && errors.Is(err, context.Canceled):
+			// A signal cut the command short.
+			fmt.Fprintf(stderr, "netcode %s: interrupted\n", c.name)
+			return 1
 		}
 		fmt.Fprintf(stderr, "netcode %s: %v\n", c.name, err)
 		return 1
@@ -95,29 +110,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // errUsage reports a command line the flag package already complained about.
 var errUsage = errors.New("usage")
 
-// newFlags returns a flag set for a command, writing its usage to stderr.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("netcode "+name, flag.ContinueOnError)
+// flagSet is a command's flags. Its usage goes to stdout when asked for with
+// -h, and to stderr after a command-line error.
+type flagSet struct {
+	*flag.FlagSet
+	name, synopsis string
+	stdout         io.Writer
+}
+
+// newFlags returns the flag set of the command name. synopsis follows the
+// command's name in the usage line; it may go on with a description after
+// a blank line.
+func newFlags(name, synopsis string, stdout, stderr io.Writer) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet("netcode "+name, flag.ContinueOnError), name: name, synopsis: synopsis, stdout: stdout}
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: netcode %s %s\n\nflags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
+	fs.FlagSet.Usage = func() {} // parse prints the usage, to the right stream
 	return fs
 }
 
-// parse parses args with fs and rejects positional arguments.
-func parse(fs *flag.FlagSet, args []string) error {
+// usage writes the command's usage and every flag with its description to w.
+func (fs *flagSet) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: netcode %s %s\n", fs.name, fs.synopsis)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nflags:\n")
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// parse parses args, printing the usage to stdout for -h (and returning
+// flag.ErrHelp) or to stderr after an error (returning errUsage). Unless
+// positional arguments are wanted (nargs < 0: any number), it rejects a
+// number of them other than nargs.
+func (fs *flagSet) parse(args []string, nargs int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.usage(fs.stdout)
 			return err
 		}
+		fs.usage(fs.Output())
 		return errUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	switch {
+	case nargs >= 0 && fs.NArg() > nargs:
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(nargs))
+	case nargs >= 0 && fs.NArg() < nargs:
+		fmt.Fprintf(fs.Output(), "missing argument\n")
+	default:
+		return nil
 	}
-	return nil
+	fs.usage(fs.Output())
+	return errUsage
 }
+
+// parse parses the flags of a command that takes no positional argument.
+func parse(fs *flagSet, args []string) error { return fs.parse(args, 0) }

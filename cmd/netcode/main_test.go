@@ -23,6 +23,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/cmd/netcode/internal/bench"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -52,11 +53,21 @@ func TestDispatch(t *testing.T) {
 		{[]string{"serve", "-h"}, 0, "-max-clients"},
 		{[]string{"bench", "-h"}, 0, "-baseline"},
 		{[]string{"inspect", "-h"}, 0, "usage: netcode inspect"},
+		{[]string{"client", "-h"}, 0, "-echo"},
+		{[]string{"client"}, 2, "missing argument"},
+		{[]string{"client", "a", "b"}, 2, `unexpected argument "b"`},
+		{[]string{"client", "-", "-echo", "0"}, 2, `unexpected argument "-echo"`},
+		{[]string{"client", "-"}, 1, "leaves none for lines"},
+		{[]string{"client", "-echo", "3", "-size", "8", "x"}, 1, "-size from 16 to 1200"},
+		{[]string{"version", "-h"}, 0, "usage: netcode version"},
 		{[]string{"keygen", "-nope"}, 2, "flag provided but not defined"},
 		{[]string{"keygen", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"token", "-server", "127.0.0.1:1"}, 1, "no key"},
 		{[]string{"token", "-key", strings.Repeat("ab", 32)}, 1, "no server"},
 		{[]string{"token", "-key", "xyz", "-server", "127.0.0.1:1"}, 1, "key file xyz: file does not exist"},
+		{[]string{"token", "-server", "0.0.0.0:40000"}, 2, "a concrete address and port are needed"},
+		{[]string{"token", "-server", "[::]:40000"}, 2, "a concrete address and port are needed"},
+		{[]string{"token", "-server", "127.0.0.1:0"}, 2, "a concrete address and port are needed"},
 		{[]string{"token", "-server", "nonsense"}, 2, "invalid value"},
 		{[]string{"token", "-protocol", "-1"}, 2, "invalid value"},
 		{[]string{"serve"}, 1, "no key"},
@@ -116,27 +127,33 @@ func TestParseKey(t *testing.T) {
 		return p
 	}
 	tests := []struct {
-		name string
-		in   string
-		ok   bool
+		name    string
+		in      string
+		wantIs  error  // the error wraps it, if set
+		wantMsg string // the error says it, if set; neither: the key parses
 	}{
-		{"hex", hex.EncodeToString(key[:]), true},
-		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), true},
-		{"base64", base64.StdEncoding.EncodeToString(key[:]), true},
-		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), true},
-		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), true},
-		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), true},
-		{"raw file", write("raw", key[:]), true},
-		{"empty", "", false},
-		{"short hex", hex.EncodeToString(key[:31]), false},
-		{"bad file", write("bad", []byte("hello")), false},
-		{"big file", write("big", make([]byte, 5000)), false},
+		{"hex", hex.EncodeToString(key[:]), nil, ""},
+		{"hex upper", strings.ToUpper(hex.EncodeToString(key[:])), nil, ""},
+		{"base64", base64.StdEncoding.EncodeToString(key[:]), nil, ""},
+		{"base64 raw url", base64.RawURLEncoding.EncodeToString(key[:]), nil, ""},
+		{"hex file", write("hex", []byte(hex.EncodeToString(key[:])+"\n")), nil, ""},
+		{"base64 file", write("b64", []byte(base64.StdEncoding.EncodeToString(key[:])+"\r\n")), nil, ""},
+		{"raw file", write("raw", key[:]), nil, ""},
+		{"empty", "", nil, "no key"},
+		{"short hex", hex.EncodeToString(key[:31]), crypto.ErrNotAKey, ""},
+		{"missing file", filepath.Join(dir, "missing.key"), fs.ErrNotExist, "missing.key"},
+		{"directory", dir, nil, "not a regular file"},
+		{"bad file", write("bad", []byte("hello")), crypto.ErrNotAKey, ""},
+		{"big file", write("big", make([]byte, 5000)), nil, "larger than 4096 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseKey(tc.in, io.Discard)
-			if !tc.ok {
-				assert.Error(t, err)
+			if tc.wantIs != nil || tc.wantMsg != "" {
+				if tc.wantIs != nil {
+					assert.ErrorIs(t, err, tc.wantIs)
+				}
+				assert.ErrorContains(t, err, tc.wantMsg)
 				return
 			}
 			require.NoError(t, err)
@@ -196,7 +213,7 @@ func TestKeygenTokenParse(t *testing.T) {
 		netip.MustParseAddrPort("127.0.0.1:40000"),
 		netip.MustParseAddrPort("[::1]:40001"),
 	}, tok.ServerAddrs)
-	b2, err := readToken(tokFile)
+	b2, err := readToken(context.Background(), tokFile)
 	require.NoError(t, err)
 	assert.Equal(t, b, b2)
 
@@ -210,7 +227,7 @@ func TestKeygenTokenParse(t *testing.T) {
 	assert.EqualValues(t, defaultProtocolID, tok.ProtocolID)
 	b64File := filepath.Join(dir, "token.b64")
 	require.NoError(t, os.WriteFile(b64File, []byte(out), 0o600))
-	b3, err := readToken(b64File)
+	b3, err := readToken(context.Background(), b64File)
 	require.NoError(t, err)
 	assert.Equal(t, raw, b3)
 
@@ -223,8 +240,8 @@ func TestKeygenTokenParse(t *testing.T) {
 		code, _, _ := cli(t, append([]string{"token", "-key", keyFile, "-server", "127.0.0.1:1"}, args...)...)
 		assert.Equal(t, 1, code, args)
 	}
-	_, err = readToken(keyFile)
-	assert.Error(t, err)
+	_, err = readToken(context.Background(), keyFile)
+	assert.ErrorContains(t, err, "neither a 2048-byte connect token nor one in base64")
 
 	code, out, errs = cli(t, "inspect", tokFile)
 	require.Equal(t, 0, code, errs)
@@ -286,8 +303,9 @@ func TestServeDial(t *testing.T) {
 	}
 	logs := serr.String()
 	assert.Contains(t, logs, "netcode echo server listening")
-	assert.Contains(t, logs, "client connected")
-	assert.Contains(t, logs, "client_id=7")
+	assert.Equal(t, 1, strings.Count(logs, "client connected"), "one line per event:\n%s", logs)
+	assert.Equal(t, 1, strings.Count(logs, "client disconnected"), "one line per event:\n%s", logs)
+	assert.Contains(t, logs, "id=7")
 	assert.Contains(t, logs, "netcode echo server stopped")
 }
 

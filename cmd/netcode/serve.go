@@ -19,7 +19,7 @@ import (
 var serveReady func(net.Addr)
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "-key KEY [-addr host:port] [flags]", stderr)
+	fs := newFlags("serve", "-key KEY [-addr host:port] [flags]\n\nRuns a netcode server that echoes each payload to its sender or, with -chat,\nsends it to every other client.", stdout, stderr)
 	addr := fs.String("addr", ":40000", "UDP address to listen on")
 	network := fs.String("net", "udp", "network: udp, udp4 or udp6")
 	key := fs.String("key", "", "private key shared with the token backend: hex, base64, or a key file (required)")
@@ -27,7 +27,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
 	maxClients := fs.Int("max-clients", 256, "client slots")
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
-	verbose := fs.Bool("v", false, "log connections and protocol events to stderr")
+	verbose := fs.Bool("v", false, "log connections and protocol events to stderr, one line each")
+	chat := fs.Bool("chat", false, "chat mode: send each payload to every other client instead of echoing it to its sender")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
 	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
@@ -55,7 +56,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	log.Info("netcode echo server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
+	mode := "echo"
+	if *chat {
+		mode = "chat"
+	}
+	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
 	var ops *opsServer // nil without -metrics
 	if *metricsAddr != "" {
 		if ops, err = startOps(*metricsAddr, l, log); err != nil {
@@ -70,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		echoServe(l, log, *verbose)
+		echoServe(l, log, *chat)
 	}()
 	<-ctx.Done()
 	ops.setDraining()
@@ -82,44 +87,46 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	wg.Wait()
 	err = errors.Join(err, ops.close())
 	st := l.Stats()
-	log.Info("netcode echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimeout,
+	log.Info("netcode "+mode+" server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimeout,
 		"ignored", st.Ignored, "replayed", st.Replayed)
 	return err
 }
 
-// echoServe accepts clients and sends every payload back to its sender.
-func echoServe(l *netcode.Listener, log *slog.Logger, verbose bool) {
+// echoServe accepts clients and sends every payload back to its sender or,
+// in chat mode, to every other client. The library's logger reports each
+// connect and disconnect; this adds a line only for a client whose read
+// queue overflowed.
+func echoServe(l *netcode.Listener, log *slog.Logger, chat bool) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var room chatRoom
 	for {
 		c, err := l.AcceptConn(context.Background())
 		if err != nil {
 			return
 		}
-		if verbose {
-			log.Info("client connected", "client_id", c.ClientID(), "index", c.ClientIndex(), "addr", c.RemoteAddr())
+		if chat {
+			room.join(c)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer c.Close()
+			if chat {
+				defer room.leave(c)
+			}
 			buf := make([]byte, netcode.MaxPayloadBytes)
 			for {
 				n, err := c.Read(buf)
 				if err != nil {
-					if verbose {
-						why := "closed"
-						switch {
-						case errors.Is(err, io.EOF):
-							why = "disconnected"
-						case errors.Is(err, netcode.ErrConnectionTimedOut):
-							why = "timed out"
-						}
-						log.Info("client left", "client_id", c.ClientID(), "why", why, "dropped", c.Dropped())
+					if d := c.Dropped(); d > 0 {
+						log.Info("payloads dropped by a full read queue", "client_id", c.ClientID(), "dropped", d)
 					}
 					return
 				}
-				if _, err := c.Write(buf[:n]); err != nil {
+				if chat {
+					room.send(c, buf[:n])
+				} else if _, err := c.Write(buf[:n]); err != nil {
 					return
 				}
 			}

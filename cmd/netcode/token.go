@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,10 +23,13 @@ import (
 // addrsFlag is a repeatable "host:port" flag.
 type addrsFlag []netip.AddrPort
 
-func (a *addrsFlag) String() string {
-	s := make([]string, len(*a))
-	for i, ap := range *a {
-		s[i] = ap.String()
+func (a *addrsFlag) String() string { return joinAddrs(*a) }
+
+// joinAddrs lists addresses separated by commas.
+func joinAddrs(as []netip.AddrPort) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
 	}
 	return strings.Join(s, ",")
 }
@@ -41,24 +43,70 @@ func (a *addrsFlag) Set(s string) error {
 	return nil
 }
 
-// resolveAddr turns "host:port" into an address a token can carry.
+// resolveAddr turns "host:port" into an address a token can carry: a
+// literal address, or the first address the host name resolves to. A token
+// names concrete servers, so an unspecified address (0.0.0.0, ::) or port 0
+// is refused however it is written.
 func resolveAddr(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
-	}
-	ua, err := net.ResolveUDPAddr("udp", s)
+	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return netip.AddrPort{}, err
+		ua, rerr := net.ResolveUDPAddr("udp", s)
+		if rerr != nil {
+			return netip.AddrPort{}, rerr
+		}
+		ap = ua.AddrPort()
 	}
-	ap := ua.AddrPort()
-	if ap.Port() == 0 || ap.Addr().IsUnspecified() {
-		return netip.AddrPort{}, fmt.Errorf("%s: a token needs a concrete address and port", s)
+	return concreteAddr(s, ap)
+}
+
+// resolveAddrs is resolveAddr giving every address a host name resolves to.
+func resolveAddrs(ctx context.Context, s string) ([]netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		ap, err = concreteAddr(s, ap)
+		return []netip.AddrPort{ap}, err
 	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return nil, err
+	}
+	p, err := net.LookupPort("udp", port)
+	if err != nil {
+		return nil, err
+	}
+	if host == "" {
+		return nil, fmt.Errorf("%s: %w", s, errNotConcrete)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.AddrPort, 0, len(ips))
+	for _, ip := range ips {
+		ap, err := concreteAddr(s, netip.AddrPortFrom(ip, uint16(p)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ap)
+	}
+	return out, nil
+}
+
+// errNotConcrete reports an unspecified address or port 0 where a server's
+// address is needed.
+var errNotConcrete = errors.New("a concrete address and port are needed, not an unspecified address or port 0")
+
+// concreteAddr refuses an unspecified address or port 0, and unmaps an
+// IPv4-mapped IPv6 address.
+func concreteAddr(s string, ap netip.AddrPort) (netip.AddrPort, error) {
+	a := ap.Addr().Unmap()
+	if !a.IsValid() || a.IsUnspecified() || ap.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s, errNotConcrete)
+	}
+	return netip.AddrPortFrom(a, ap.Port()), nil
 }
 
 func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("token", "-key KEY -server host:port [-server host:port ...] [flags]", stderr)
+	fs := newFlags("token", "-key KEY -server host:port [-server host:port ...] [flags]", stdout, stderr)
 	key := fs.String("key", "", "private key shared with the servers: hex, base64, or a key file (required)")
 	proto := protocolFlag(defaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
@@ -69,8 +117,8 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	expire := fs.Int64("expire", 30, "token lifetime in seconds; negative: never expires")
 	timeout := fs.Int("timeout", 10, "connection timeout in seconds; negative disables timeouts (development only)")
 	userData := fs.String("user-data", "", "up to 256 bytes of user data for the server, in hex")
-	out := fs.String("o", "", "write the token to this file instead of stdout")
-	b64 := fs.Bool("base64", false, "write the token in base64 (with a newline) instead of its 2048 raw bytes")
+	out := fs.String("o", "", "write the token to this file (mode 0600) instead of stdout")
+	b64 := fs.Bool("base64", false, "write the token in base64 with a newline, even to a file or pipe (a terminal always gets base64; otherwise the default is the 2048 raw bytes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -114,7 +162,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *b64 {
+	if *b64 || (*out == "" && isTerminal(stdout)) {
 		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
 	}
 	if *out == "" {
@@ -124,36 +172,12 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	return os.WriteFile(*out, tok, 0o600)
 }
 
-// readToken reads a connect token from a file holding its raw bytes or its
-// base64 text.
-func readToken(name string) ([]byte, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "TOKEN-FILE\n\nPrints the public part of a connect token, raw or base64, read from TOKEN-FILE\nor, if it is -, from standard input. Input over 4096 bytes is refused.", stdout, stderr)
+	if err := fs.parse(args, 1); err != nil {
+		return err
 	}
-	if len(b) == netcode.ConnectTokenBytes {
-		return b, nil
-	}
-	d, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(d) != netcode.ConnectTokenBytes {
-		return nil, fmt.Errorf("%s: not a connect token (raw or base64)", name)
-	}
-	return d, nil
-}
-
-func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "TOKEN-FILE\n\nPrints the public part of a connect token (raw or base64).", stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	b, err := readToken(fs.Arg(0))
+	b, err := readToken(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -16,7 +17,27 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestRun runs the demo as the README's first command does, smaller.
+// lockedBuffer collects the output of the demo's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRun runs the demo as the README's first command does, smaller, and
+// checks that it ends cleanly: every client's disconnect read by the server
+// as io.EOF before the server closes.
 func TestRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := []struct {
@@ -32,10 +53,46 @@ func TestRun(t *testing.T) {
 				t.Skipf("no %s loopback here: %v", tc.network, err)
 			}
 			pc.Close()
-			if err := run(tc.addr, 3, 2); err != nil {
+			var out lockedBuffer
+			if err := run(&out, tc.addr, 3, 3, 2); err != nil {
 				t.Fatal(err)
 			}
+			got := out.String()
+			if n := strings.Count(got, "left: EOF"); n != 3 {
+				t.Errorf("%d clients left with EOF, want 3:\n%s", n, got)
+			}
+			for _, want := range []string{"3 connections opened", "3 clients disconnected (io.EOF), 0 timed out, 0 other"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("output lacks %q:\n%s", want, got)
+				}
+			}
+			if strings.Contains(got, "closed network connection") {
+				t.Errorf("the server closed before reading a disconnect:\n%s", got)
+			}
 		})
+	}
+}
+
+// TestRunLimits checks the -clients and -max-clients bounds, and that the
+// demo runs with more than 64 clients when allowed.
+func TestRunLimits(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	err := run(io.Discard, "127.0.0.1:0", 65, 64, 1)
+	if !errors.Is(err, errTooManyClients) {
+		t.Fatalf("run with 65 clients and 64 slots: %v, want %v", err, errTooManyClients)
+	}
+	if err := run(io.Discard, "127.0.0.1:0", 0, 64, 1); err == nil || !strings.Contains(err.Error(), "at least one client") {
+		t.Fatalf("run with no client: %v", err)
+	}
+	if testing.Short() {
+		return
+	}
+	var out lockedBuffer
+	if err := run(&out, "127.0.0.1:0", 100, 100, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "100 clients disconnected (io.EOF)") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }
 
@@ -55,7 +112,7 @@ func TestRunClientsFails(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			key, server := testServer(t, tc.reply)
-			err := runClients(key, server, 2, 2)
+			_, err := runClients(io.Discard, key, server, 2, 2)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)

@@ -68,11 +68,18 @@ func (d *Deadline) Expired() bool {
 
 // Stop releases the timer, if one is pending, without changing whether the
 // deadline has passed. Call it when the owner closes.
+// A Set after Stop works as usual (a SetDeadline racing a Close calls Set
+// after Stop).
 func (d *Deadline) Stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.timer != nil {
-		d.timer.Stop()
+		if !d.timer.Stop() {
+			<-d.cancel // the timer fired: wait for its close to be seen
+		}
+		// Forget the timer, or Set would take its failed Stop for a firing
+		// and wait for a close that never comes.
+		d.timer = nil
 	}
 }
 

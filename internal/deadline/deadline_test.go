@@ -2,16 +2,30 @@ package deadline
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 )
+
+// The tests run in synctest bubbles: time is simulated, so a deadline an
+// hour away is tested in no time, and a wait ends exactly when the timers
+// due before it have fired.
 
 func closedWithin(c <-chan struct{}, d time.Duration) bool {
 	select {
 	case <-c:
 		return true
 	case <-time.After(d):
+		return false
+	}
+}
+
+func closedNow(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
 		return false
 	}
 }
@@ -31,26 +45,67 @@ func TestDeadline(t *testing.T) {
 		{"soon", []time.Duration{5 * time.Millisecond}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var d Deadline
-			for _, off := range tc.set {
-				if off == 0 {
-					d.Set(time.Time{})
-				} else {
-					d.Set(time.Now().Add(off))
+			synctest.Test(t, func(t *testing.T) {
+				var d Deadline
+				for _, off := range tc.set {
+					if off == 0 {
+						d.Set(time.Time{})
+					} else {
+						d.Set(time.Now().Add(off))
+					}
 				}
-			}
-			assert.Equal(t, tc.expired, closedWithin(d.Wait(), 200*time.Millisecond))
-			assert.Equal(t, tc.expired, d.Expired())
+				// An hour less a nanosecond: "future" has not passed yet.
+				assert.Equal(t, tc.expired, closedWithin(d.Wait(), time.Hour-time.Nanosecond))
+				assert.Equal(t, tc.expired, d.Expired())
+			})
 		})
 	}
 }
 
+// TestDeadlineFiresOnTime checks that the deadline passes at its time, not
+// a moment before.
+func TestDeadlineFiresOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d Deadline
+		d.Set(time.Now().Add(200 * time.Millisecond))
+		w := d.Wait()
+		time.Sleep(200*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		assert.False(t, d.Expired(), "expired early")
+		assert.False(t, closedNow(w))
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.True(t, d.Expired(), "not expired at its time")
+		assert.True(t, closedNow(w))
+	})
+}
+
 func TestWaitSeesLaterSet(t *testing.T) {
-	var d Deadline
-	d.Set(time.Now().Add(time.Hour))
-	w := d.Wait()
-	d.Set(time.Now().Add(10 * time.Millisecond))
-	// The channel taken before the change is the one that fires: a blocked
-	// Read sees a shortened deadline.
-	assert.True(t, closedWithin(w, time.Second))
+	synctest.Test(t, func(t *testing.T) {
+		var d Deadline
+		d.Set(time.Now().Add(time.Hour))
+		w := d.Wait()
+		d.Set(time.Now().Add(10 * time.Millisecond))
+		// The channel taken before the change is the one that fires: a
+		// blocked Read sees a shortened deadline, at its new time.
+		start := time.Now()
+		<-w
+		assert.Equal(t, 10*time.Millisecond, time.Since(start))
+	})
+}
+
+// TestStop checks that a stopped deadline does not pass later, and that Stop
+// leaves a passed deadline passed.
+func TestStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d Deadline
+		d.Set(time.Now().Add(time.Second))
+		d.Stop()
+		assert.False(t, closedWithin(d.Wait(), time.Hour))
+		assert.False(t, d.Expired())
+
+		d.Set(time.Now().Add(-time.Second))
+		d.Stop()
+		assert.True(t, d.Expired())
+	})
 }

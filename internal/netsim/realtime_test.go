@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/transport"
@@ -76,7 +77,13 @@ func TestRealtimeOrderAndTruncation(t *testing.T) {
 	}
 }
 
+// TestRealtimeDeadlines runs in a synctest bubble: the deadlines are
+// exact, and synctest.Wait is the moment the scheduler has delivered.
 func TestRealtimeDeadlines(t *testing.T) {
+	synctest.Test(t, testRealtimeDeadlines)
+}
+
+func testRealtimeDeadlines(t *testing.T) {
 	n := New(1, Config{Loss: 1})
 	defer n.Close()
 	ca, cb := listen(t, n, a), listen(t, n, b)
@@ -91,13 +98,13 @@ func TestRealtimeDeadlines(t *testing.T) {
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
 	assert.True(t, ne.Timeout())
-	assert.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond)
+	assert.Equal(t, 50*time.Millisecond, time.Since(start), "the read ends at its deadline")
 
 	// Past deadline: at once, even with data waiting.
 	n.SetLink(a, b, Config{})
 	_, err = ca.WriteTo([]byte("x"), udp(b))
 	require.NoError(t, err)
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait() // the scheduler has delivered it
 	require.NoError(t, cb.SetReadDeadline(time.Now().Add(-time.Second)))
 	_, _, err = cb.ReadFrom(buf)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
@@ -116,7 +123,13 @@ func TestRealtimeDeadlines(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestRealtimeClose runs in a synctest bubble, where synctest.Wait returns
+// once the reader is blocked: Close is tested against a blocked read.
 func TestRealtimeClose(t *testing.T) {
+	synctest.Test(t, testRealtimeClose)
+}
+
+func testRealtimeClose(t *testing.T) {
 	n := New(1, Config{})
 	defer n.Close()
 	ca := listen(t, n, a)
@@ -125,14 +138,14 @@ func TestRealtimeClose(t *testing.T) {
 		_, _, err := ca.ReadFrom(make([]byte, 10))
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
-	require.NoError(t, ca.Close())
+	synctest.Wait()
 	select {
 	case err := <-done:
-		assert.ErrorIs(t, err, net.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("read still blocked after Close")
+		t.Fatalf("read returned %v before Close", err)
+	default:
 	}
+	require.NoError(t, ca.Close())
+	assert.ErrorIs(t, <-done, net.ErrClosed)
 	assert.ErrorIs(t, ca.Close(), net.ErrClosed)
 	_, err := ca.WriteTo([]byte("x"), udp(b))
 	assert.ErrorIs(t, err, net.ErrClosed)
@@ -149,9 +162,9 @@ func TestRealtimeListen(t *testing.T) {
 	defer n.Close()
 	listen(t, n, a)
 	_, err := n.Listen(a)
-	assert.Error(t, err, "address in use")
+	assert.ErrorIs(t, err, errAddrInUse)
 	_, err = n.Listen(netip.AddrPort{})
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, errInvalidAddr)
 
 	// Port 0 picks distinct ports.
 	p1 := listen(t, n, netip.MustParseAddrPort("10.0.0.9:0"))
@@ -177,9 +190,9 @@ func TestRealtimeListen(t *testing.T) {
 
 	// Bad writes.
 	_, err = ca.WriteTo([]byte("x"), nil)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, errInvalidAddr)
 	_, err = ca.WriteTo(make([]byte, maxDatagram+1), udp(b))
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, syscall.EMSGSIZE)
 }
 
 func TestRealtimeNoReceiverDrops(t *testing.T) {

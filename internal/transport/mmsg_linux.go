@@ -66,9 +66,18 @@ func newUDP(uc *net.UDPConn) Conn {
 	return c
 }
 
+// mmsghdr is struct mmsghdr of recvmmsg(2) and sendmmsg(2). x/sys/unix
+// has it (as Mmsghdr) only from v0.49.0, which requires Go 1.26; declaring
+// it here keeps the module building with Go 1.25. Go lays it out as C does:
+// the trailing padding to the alignment of Hdr is implicit on both.
+type mmsghdr struct {
+	Hdr unix.Msghdr
+	Len uint32
+}
+
 // batch is the scratch for one recvmmsg or sendmmsg call.
 type batch struct {
-	hdrs  []unix.Mmsghdr
+	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // large enough for either family
 
@@ -89,7 +98,7 @@ func (b *batch) grow(n int) {
 	if n <= len(b.hdrs) {
 		return
 	}
-	b.hdrs = make([]unix.Mmsghdr, n)
+	b.hdrs = make([]mmsghdr, n)
 	b.iovs = make([]unix.Iovec, n)
 	b.names = make([]unix.RawSockaddrInet6, n)
 	for i := range b.hdrs {

@@ -79,3 +79,11 @@ func FuzzSockaddr(f *testing.F) {
 		}
 	})
 }
+
+// TestMmsghdrLayout checks the local struct mmsghdr against the C layout:
+// a msghdr, an unsigned int, and padding to the pointer alignment.
+func TestMmsghdrLayout(t *testing.T) {
+	var h mmsghdr
+	assert.Equal(t, uintptr(unix.SizeofMsghdr), unsafe.Offsetof(h.Len))
+	assert.Equal(t, uintptr(unix.SizeofMsghdr)+unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(h))
+}

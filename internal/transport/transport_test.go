@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/gonetcode/netcode/internal/stacks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -82,23 +84,25 @@ func TestNewPicksPath(t *testing.T) {
 }
 
 func TestListenNetworks(t *testing.T) {
+	var unknownNetwork net.UnknownNetworkError
+	var badAddr *net.AddrError
 	for _, tc := range []struct {
 		network, addr string
-		ok            bool
+		errAs         any // nil: Listen succeeds; else a pointer to the error type it fails with
 	}{
-		{"udp4", "127.0.0.1:0", true},
-		{"udp6", "[::1]:0", true},
-		{"udp", ":0", true},
-		{"tcp", "127.0.0.1:0", false},
-		{"udp4", "not an address", false},
+		{"udp4", "127.0.0.1:0", nil},
+		{"udp6", "[::1]:0", nil},
+		{"udp", ":0", nil},
+		{"tcp", "127.0.0.1:0", &unknownNetwork},
+		{"udp4", "not an address", &badAddr},
 	} {
 		t.Run(tc.network+" "+tc.addr, func(t *testing.T) {
-			if tc.ok {
+			if tc.errAs == nil {
 				skipWithoutIPv6(t, tc.network)
 			}
 			c, err := Listen(tc.network, tc.addr)
-			if !tc.ok {
-				require.Error(t, err)
+			if tc.errAs != nil {
+				require.ErrorAs(t, err, tc.errAs)
 				return
 			}
 			require.NoError(t, err)
@@ -242,15 +246,26 @@ func TestIPv4SocketAddresses(t *testing.T) {
 			mapped := netip.AddrPortFrom(netip.AddrFrom16(dst.Addr().As16()), dst.Port())
 			require.NoError(t, a.WriteTo([]byte("mapped"), mapped))
 
+			// Unusable destinations fail as package net fails them: a
+			// *net.OpError of the write, naming the destination.
 			v6 := netip.MustParseAddrPort("[2001:db8::1]:9")
-			assert.Error(t, a.WriteTo([]byte("x"), v6))
-			assert.Error(t, a.WriteTo([]byte("x"), netip.AddrPort{}))
+			writeErr := func(err error, to string) {
+				t.Helper()
+				var oe *net.OpError
+				require.ErrorAs(t, err, &oe)
+				assert.Equal(t, "write", oe.Op)
+				if to != "" {
+					assert.ErrorContains(t, err, to)
+				}
+			}
+			writeErr(a.WriteTo([]byte("x"), v6), "[2001:db8::1]:9")
+			writeErr(a.WriteTo([]byte("x"), netip.AddrPort{}), "")
 			n, err := a.WriteBatch([]Message{
 				{Buf: []byte("one"), Addr: dst},
 				{Buf: []byte("bad"), Addr: v6},
 				{Buf: []byte("two"), Addr: dst},
 			})
-			require.Error(t, err)
+			writeErr(err, "[2001:db8::1]:9")
 			assert.Equal(t, 1, n)
 
 			ms := newMsgs(1)
@@ -307,7 +322,9 @@ func TestCloseUnblocksReader(t *testing.T) {
 				_, err := c.ReadBatch(newMsgs(8))
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			// Close is tested against a reader parked in the poller.
+			require.Eventually(t, func() bool { return stacks.Blocked("IO wait", "transport.TestCloseUnblocksReader") },
+				10*time.Second, time.Millisecond, "the reader never blocked")
 			require.NoError(t, c.Close())
 			select {
 			case err := <-done:

@@ -17,7 +17,7 @@
 // dial to the last connection, and the phase's CPU is measured as below), a
 // warm-up that is not measured, and a measured window of Config.Duration:
 //
-//   - throughput, latency and process CPU (getrusage user+sys) cover the
+//   - throughput, latency and process CPU (user+sys: getrusage, or GetProcessTimes on Windows) cover the
 //     whole window;
 //   - allocations (runtime.MemStats.Mallocs) are counted over the first half
 //     of the window, with no profiler running, and divided by the payload
@@ -61,7 +61,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -443,14 +442,6 @@ func (r *run) totals() (sent, recv uint64) {
 		recv += c.recv.Load()
 	}
 	return
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // measure runs the warm-up and the measured window and fills p.

@@ -44,9 +44,9 @@ func (p *Phase) print(w io.Writer) {
 		fmt.Fprintf(w, "  connect:     %d/%d connected in %v: %.0f connects/s\n",
 			p.Connected, p.Clients, p.ConnectTime.Round(time.Microsecond), p.ConnectsPerSec)
 		if p.Connected > 0 {
-			fmt.Fprintf(w, "  handshake:   %v CPU per connect in the process, %v in the server (%v server CPU in all)\n",
-				p.ConnectCPU/time.Duration(p.Connected), p.ConnectServerCPU/time.Duration(p.Connected),
-				p.ConnectServerCPU.Round(time.Millisecond))
+			n := time.Duration(p.Connected)
+			fmt.Fprintf(w, "  handshake:   CPU per connect in the process %s, %s\n",
+				measured(p.ConnectCPU/n), serverShare(p.ConnectServerCPU, n))
 		}
 		for _, k := range SortedKeys(p.DialErrors) {
 			fmt.Fprintf(w, "  dial error:  %dx %s\n", p.DialErrors[k], k)
@@ -58,8 +58,12 @@ func (p *Phase) print(w io.Writer) {
 	fmt.Fprintf(w, "  throughput:  %.0f payloads/s echoed (%.0f sent/s), %d round trips in %v\n",
 		p.RoundTripsPerSec, p.SentPerSec, p.RoundTrips, p.Window.Round(time.Millisecond))
 	fmt.Fprintf(w, "  latency:     p50 %v  p99 %v  max %v\n", rd(p.P50), rd(p.P99), rd(p.Max))
-	fmt.Fprintf(w, "  cpu:         process %v in window = %v per million server packets\n",
-		p.ProcessCPU.Round(time.Millisecond), p.ProcessCPUPerMPacket.Round(time.Millisecond))
+	if p.ProcessCPU > 0 {
+		fmt.Fprintf(w, "  cpu:         process %v in window = %v per million server packets\n",
+			p.ProcessCPU.Round(time.Millisecond), p.ProcessCPUPerMPacket.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "  cpu:         process CPU not measured (no process CPU clock on this system)\n")
+	}
 	if p.ProfileWindow > 0 {
 		fmt.Fprintf(w, "  server cpu:  %v per million packets (%v for %d packets in %v; client %v, other %v)\n",
 			p.ServerCPUPerMPacket.Round(time.Millisecond), p.ServerCPU.Round(time.Millisecond), p.ServerPackets,
@@ -76,6 +80,26 @@ func (p *Phase) print(w io.Writer) {
 		fmt.Fprintf(w, "  server:      opened %d, timed out %d, ignored %d, replayed %d, challenges %d, denied %d\n",
 			s.ConnectionsOpened, s.ConnectionsTimeout, s.Ignored, s.Replayed, s.ChallengesSent, s.DeniedSent)
 	}
+}
+
+// measured formats a CPU time that is 0 only when it was not measured (the
+// system has no process CPU clock, or the profiler could not run).
+func measured(d time.Duration) string {
+	if d <= 0 {
+		return "not measured"
+	}
+	return d.String()
+}
+
+// serverShare describes the server's part of the connect phase's CPU, from
+// profiler samples. The profiler samples 100 times a second, so a short
+// connect phase can end without one sample in the server: that is "not
+// measured", never "0s".
+func serverShare(total, connects time.Duration) string {
+	if total <= 0 {
+		return "in the server not measured (no profiler sample fell in the server; try more -clients)"
+	}
+	return fmt.Sprintf("in the server %v (%v server CPU in all)", total/connects, total.Round(time.Millisecond))
 }
 
 func rd(d time.Duration) time.Duration {

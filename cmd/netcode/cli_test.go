@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/token"
+)
+
+// mintToken makes a token for the server at addr with key.
+func mintToken(key [netcode.KeyBytes]byte, addr net.Addr) ([]byte, error) {
+	return token.Generate(token.Params{
+		ProtocolID:     defaultProtocolID,
+		ClientID:       1,
+		PrivateKey:     key,
+		ServerAddrs:    []netip.AddrPort{netip.MustParseAddrPort(addr.String())},
+		ExpireSeconds:  30,
+		TimeoutSeconds: 10,
+	})
+}
+
+// TestHelp checks that every command's -h goes to stdout with every flag
+// described, and that a command-line error puts the usage on stderr.
+func TestHelp(t *testing.T) {
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := cli(t, c.name, "-h")
+			assert.Equal(t, 0, code)
+			assert.Empty(t, errs)
+			assert.True(t, strings.HasPrefix(out, "usage: netcode "+c.name), out)
+			for _, line := range strings.Split(out, "\n") {
+				assert.NotEqual(t, "    \t", line, "a flag without a description:\n%s", out)
+			}
+			code, out, errs = cli(t, c.name, "-no-such-flag")
+			assert.Equal(t, 2, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errs, "flag provided but not defined: -no-such-flag")
+			assert.Contains(t, errs, "usage: netcode "+c.name)
+		})
+	}
+}
+
+func TestResolveAddr(t *testing.T) {
+	var badAddr *net.AddrError
+	tests := []struct {
+		in    string
+		want  string // "": refused
+		errAs any    // with want "": nil for errNotConcrete, else the error type
+	}{
+		{"127.0.0.1:40000", "127.0.0.1:40000", nil},
+		{"[::1]:40000", "[::1]:40000", nil},
+		{"[::ffff:127.0.0.1]:40000", "127.0.0.1:40000", nil},
+		{"localhost:40000", "127.0.0.1:40000", nil},
+		{"0.0.0.0:40000", "", nil},
+		{"[::]:40000", "", nil},
+		{"[::ffff:0.0.0.0]:40000", "", nil},
+		{"127.0.0.1:0", "", nil},
+		{"localhost:0", "", nil},
+		{":40000", "", nil},
+		{"nonsense", "", &badAddr},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := resolveAddr(tc.in)
+			if tc.want == "" {
+				if tc.errAs != nil {
+					assert.ErrorAs(t, err, tc.errAs)
+				} else {
+					assert.ErrorIs(t, err, errNotConcrete)
+				}
+				return
+			}
+			require.NoError(t, err)
+			if tc.in == "localhost:40000" && got.Addr().Is6() {
+				tc.want = "[::1]:40000" // a machine resolving localhost to IPv6 first
+			}
+			assert.Equal(t, tc.want, got.String())
+		})
+	}
+}
+
+func TestBridgeAllowHostNames(t *testing.T) {
+	var l addrList
+	require.NoError(t, l.Set("localhost:40000"))
+	require.NoError(t, l.Set("192.0.2.1:5"))
+	require.NotEmpty(t, l)
+	for _, a := range l[:len(l)-1] {
+		assert.True(t, a.Addr().IsLoopback(), a)
+		assert.EqualValues(t, 40000, a.Port())
+	}
+	assert.Equal(t, netip.MustParseAddrPort("192.0.2.1:5"), l[len(l)-1])
+	for _, bad := range []string{"0.0.0.0:1", "localhost:0", "[::]:40000", ":40000"} {
+		assert.ErrorIs(t, l.Set(bad), errNotConcrete, bad)
+	}
+	var badAddr *net.AddrError
+	assert.ErrorAs(t, l.Set("no-port"), &badAddr)
+}
+
+func TestInspectInput(t *testing.T) {
+	dir := t.TempDir()
+	var key [netcode.KeyBytes]byte
+	key[0] = 1
+	tok, err := mintToken(key, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000})
+	require.NoError(t, err)
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, make([]byte, maxTokenText+1), 0o600))
+
+	code, _, errs := cli(t, "inspect", big)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "more than 4096 bytes: not a connect token")
+	code, _, errs = cli(t, "inspect", filepath.Join(dir, "missing"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "no such file")
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		code, _, errs := cli(t, "inspect", "/dev/zero")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errs, "more than 4096 bytes")
+	}
+
+	var out, errb strings.Builder
+	code = runWithStdin(context.Background(), strings.NewReader(base64.StdEncoding.EncodeToString(tok)+"\n"), []string{"inspect", "-"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	assert.Contains(t, out.String(), "server 1:    127.0.0.1:40000")
+
+	// A signal (the context) ends a read that would wait forever.
+	r, w := io.Pipe()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = readToken(withStdin(ctx, r), "-")
+	assert.ErrorIs(t, err, context.Canceled)
+	var interrupted strings.Builder
+	code = runWithStdin(ctx, r, []string{"inspect", "-"}, io.Discard, &interrupted)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "netcode inspect: interrupted\n", interrupted.String())
+}
+
+// TestTokenToPipe checks that a token written to a pipe is its raw bytes.
+func TestTokenToPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	assert.False(t, isTerminal(w))
+	var errb strings.Builder
+	code := run(context.Background(), []string{"token", "-key", strings.Repeat("ab", 32), "-server", "127.0.0.1:40000"}, w, &errb)
+	require.NoError(t, w.Close())
+	require.Equal(t, 0, code, errb.String())
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Len(t, b, netcode.ConnectTokenBytes)
+	_, err = token.Parse(b)
+	require.NoError(t, err)
+}

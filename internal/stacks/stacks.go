@@ -1,0 +1,46 @@
+// Package stacks tells tests what other goroutines are doing, from
+// runtime.Stack: for instance that a reader is parked in the network poller,
+// which is the moment to test that Close unblocks it, and a moment no fixed
+// sleep can promise. Tests only: the library does not import it.
+package stacks
+
+import (
+	"runtime"
+	"strings"
+)
+
+// Blocked reports whether a goroutine whose stack names every one of fns
+// (functions as runtime.Stack prints them, for example
+// "transport.TestCloseUnblocksReader" or "bridge.(*muxSession).write") is
+// in state, a goroutine status such as "IO wait", "chan receive" or
+// "select" (matched as a prefix, since the runtime may add how long it has
+// waited).
+func Blocked(state string, fns ...string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		// "goroutine 7 [IO wait, 2 minutes]:"
+		_, status, ok := strings.Cut(header, " [")
+		if ok && strings.HasPrefix(status, state) && containsAll(g, fns) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,26 @@
+package stacks
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func parkOnChannel(c chan struct{}) { <-c }
+
+func TestBlocked(t *testing.T) {
+	c := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		parkOnChannel(c)
+	}()
+	require.Eventually(t, func() bool { return Blocked("chan receive", "stacks.parkOnChannel", "stacks.TestBlocked") },
+		10*time.Second, time.Millisecond, "the goroutine never showed as blocked in a channel receive")
+	assert.False(t, Blocked("IO wait", "stacks.parkOnChannel"), "reported in the wrong state")
+	assert.False(t, Blocked("chan receive", "stacks.parkOnChannel", "stacks.noSuchFunction"), "reported a goroutine that does not run every function named")
+	close(c)
+	<-done
+}
