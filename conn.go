@@ -47,16 +47,17 @@ type Conn struct {
 	wd        deadline.Deadline
 }
 
-func newConn(ep endpoint, local, remote net.Addr, queue int) *Conn {
-	if queue <= 0 {
-		queue = DefaultReadQueue
+// newConn returns a Conn that reads the payloads q receives.
+func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
+	return &Conn{ep: ep, local: local, remote: remote, q: q}
+}
+
+// newQueue returns a read queue of n payloads (0: DefaultReadQueue).
+func newQueue(n int) *packetq.Queue {
+	if n <= 0 {
+		n = DefaultReadQueue
 	}
-	return &Conn{
-		ep:     ep,
-		local:  local,
-		remote: remote,
-		q:      packetq.New(queue),
-	}
+	return packetq.New(n)
 }
 
 // deliver queues a copy of p for Read, or drops it (counted in Dropped)

@@ -101,7 +101,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		stop:      make(chan struct{}),
 		tick:      tick,
 	}
-	dc.conn = newConn(dc, tc.LocalAddr(), nil, d.ReadQueue)
+	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, (*clientEvents)(dc), log)
 	if dc.core.State() != client.SendingConnectionRequest {
 		tc.Close()

@@ -37,9 +37,6 @@ type Listener struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 
-	kickMu sync.Mutex
-	kick   []*server.Client // clients to disconnect (accept backlog full)
-
 	direct *combineSink // used by Conn.Write and Conn.Close
 	rsink  *batchSink   // owned by the reader goroutine
 	tsink  *batchSink   // owned by the ticker goroutine
@@ -130,10 +127,12 @@ func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		PrivateKey:         crypto.Key(c.PrivateKey),
 		PreviousPrivateKey: crypto.Key(c.PreviousPrivateKey),
 		MaxClients:         c.MaxClients,
+		ReadQueue:          c.ReadQueue,
+		EndErrors:          endErrors,
 		Addrs:              addrs,
 		Now:                time.Now(), // seeds the global sequence: no nonce reuse across restarts
 		Logger:             c.Logger,
-	}, (*listenerEvents)(l))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -218,15 +217,18 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
+	rcv := l.core.NewReceiver()
 	err := transport.ReadLoop(l.tc, readBatch, l.closing, func(ms []transport.Message) {
 		now := time.Now()
 		for i := range ms {
-			if len(ms[i].Buf) <= protocol.MaxPacketBytes {
-				l.core.Receive(now, ms[i].Addr, ms[i].Buf, l.rsink)
+			if len(ms[i].Buf) > protocol.MaxPacketBytes {
+				continue
+			}
+			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.rsink); sc != nil {
+				l.connected(sc)
 			}
 		}
 		l.rsink.flush()
-		l.kickPending()
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -246,19 +248,7 @@ func (l *Listener) tickLoop() {
 		case now := <-t.C:
 			l.core.Update(now, l.tsink)
 			l.tsink.flush()
-			l.kickPending()
 		}
-	}
-}
-
-// kickPending disconnects clients the accept backlog had no room for.
-func (l *Listener) kickPending() {
-	l.kickMu.Lock()
-	k := l.kick
-	l.kick = nil
-	l.kickMu.Unlock()
-	for _, c := range k {
-		l.core.Disconnect(c, l.direct)
 	}
 }
 
@@ -403,48 +393,29 @@ type ServerStats struct {
 	ConnectionsTimeout uint64
 }
 
-// listenerEvents receives the core's events (with the core's lock held).
-type listenerEvents Listener
+// endErrors are what a connection's Read returns once its client left,
+// by the core's reason.
+var endErrors = [...]error{
+	server.ReasonPeerDisconnected: eofError,
+	server.ReasonTimedOut:         ErrConnectionTimedOut,
+	server.ReasonLocal:            net.ErrClosed,
+}
 
-func (e *listenerEvents) Connected(sc *server.Client) {
-	l := (*Listener)(e)
-	if sc.Loopback() {
-		l.newLoopback(sc)
-		return
-	}
+// connected makes the Conn of a client that completed its handshake and
+// queues it for Accept; a client the backlog has no room for is
+// disconnected at once.
+func (l *Listener) connected(sc *server.Client) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), l.cfg.ReadQueue)
+	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
 	c.userData = sc.UserData()
-	sc.Tag = c
 	select {
 	case l.accept <- c:
 	default:
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
-		l.kickMu.Lock()
-		l.kick = append(l.kick, sc)
-		l.kickMu.Unlock()
-	}
-}
-
-func (e *listenerEvents) Payload(sc *server.Client, p []byte) {
-	sc.Tag.(*Conn).deliver(p)
-}
-
-func (e *listenerEvents) Disconnected(sc *server.Client, why server.Reason) {
-	c := sc.Tag.(*Conn)
-	if lb, ok := c.ep.(*loopbackEnd); ok && why == server.ReasonLocal {
-		lb.peer.end(eofError) // the server side ended it: the client reads EOF
-	}
-	switch why {
-	case server.ReasonPeerDisconnected:
-		c.end(eofError)
-	case server.ReasonTimedOut:
-		c.end(ErrConnectionTimedOut)
-	default:
-		c.end(net.ErrClosed)
+		l.core.Disconnect(sc, l.direct)
 	}
 }
 

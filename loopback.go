@@ -38,40 +38,37 @@ func (l *Listener) ConnectLoopback(clientID uint64, userData [UserDataBytes]byte
 		}
 		return nil, nil, &net.OpError{Op: "connect loopback", Net: "netcode", Addr: l.addr, Err: err}
 	}
-	srv = sc.Tag.(*Conn)
-	return srv, srv.ep.(*loopbackEnd).peer, nil
-}
-
-// newLoopback makes the two Conns of loopback client sc (from the core's
-// Connected event).
-func (l *Listener) newLoopback(sc *server.Client) {
 	addr := loopbackAddr(sc.Index())
-	se := &loopbackEnd{l: l, sc: sc, server: true}
-	ce := &loopbackEnd{l: l, sc: sc}
-	srv := newConn(se, l.addr, addr, l.cfg.ReadQueue)
-	cli := newConn(ce, addr, l.addr, l.cfg.ReadQueue)
-	se.peer, ce.peer = cli, srv
+	srv = newConn(&loopbackEnd{l: l, sc: sc, server: true}, l.addr, addr, sc.Queue())
+	cli = newConn(&loopbackEnd{l: l, sc: sc}, addr, l.addr, sc.LoopbackQueue())
 	srv.clientID = sc.ID()
 	srv.userData = sc.UserData()
 	for _, c := range []*Conn{srv, cli} {
 		c.clientIndex = sc.Index()
 		c.maxClients = sc.MaxClients()
 	}
-	sc.Tag = srv
+	return srv, cli, nil
 }
 
-// loopbackEnd is one end of a loopback connection: a Write on it is a
-// payload delivered to the other end's read queue.
+// loopbackEnd is one end of a loopback connection: the core passes a
+// Write on one end to the other end's read queue.
 type loopbackEnd struct {
 	l      *Listener
 	sc     *server.Client
-	peer   *Conn // the other end
-	server bool  // the server's end
+	server bool // the server's end
 }
 
-func (e *loopbackEnd) send(_ time.Time, p []byte) error {
-	e.peer.deliver(p)
-	return nil
+func (e *loopbackEnd) send(now time.Time, p []byte) error {
+	var err error
+	if e.server {
+		err = e.sc.Send(now, p, nil)
+	} else {
+		err = e.sc.LoopbackSend(p)
+	}
+	if errors.Is(err, server.ErrClientGone) {
+		return net.ErrClosed
+	}
+	return err
 }
 
 func (e *loopbackEnd) close() {

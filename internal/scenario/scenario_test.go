@@ -230,6 +230,7 @@ func TestServerSideDisconnect(t *testing.T) {
 	w.runUntil(time.Second, c.is(client.Connected))
 	sc := s.connected[0]
 	s.core.Disconnect(sc, s.sink)
+	s.ev.collect()
 	assert.Equal(t, server.ReasonLocal, s.left[sc])
 	assert.ErrorIs(t, sc.Send(w.now, []byte{1}, s.sink), server.ErrClientGone)
 	w.run(100 * time.Millisecond)
@@ -245,6 +246,7 @@ func TestServerCloseDisconnectsAll(t *testing.T) {
 	}
 	w.runUntil(time.Second, func() bool { return len(s.live()) == 8 })
 	s.core.Close(s.sink)
+	s.ev.collect()
 	w.run(100 * time.Millisecond)
 	for _, c := range cs {
 		assert.Equal(t, client.Disconnected, c.core.State())

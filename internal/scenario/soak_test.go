@@ -368,6 +368,7 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		}
 	}
 	srv := &soakServer{live: map[*server.Client]bool{}, left: map[server.Reason]int{}}
+
 	srv.judge = func(c *server.Client, why server.Reason) {
 		_, kicked := kickedAt[c.ID()]
 		if bad := serverEnds[why].allow(asked[c.ID()], kicked); bad != "" {
@@ -381,8 +382,9 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		MaxClients: actors,
 		Addrs:      []netip.AddrPort{srvAP},
 		Now:        w.now,
-	}, srv)
+	})
 	require.NoError(t, err)
+	ev := events{h: srv}
 	var ssink server.Sink = sink{w, srvAP} // made once: an interface conversion allocates
 
 	as := make([]*soakActor, actors)
@@ -441,11 +443,12 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		w.net.Deliver(w.now, func(from, to netip.AddrPort, b []byte) {
 			scratch = append(scratch[:0], b...) // decrypted in place
 			if to == srvAP {
-				core.Receive(w.now, from, scratch, ssink)
+				ev.connected(core.Receive(w.now, from, scratch, ssink))
 			} else if a := byAddr[to]; a != nil && a.core != nil && !(a.reference && ignoredByReference(scratch, a.core.State())) {
 				a.core.Receive(w.now, from, scratch)
 			}
 		})
+		ev.collect()
 		for _, e := range srv.echo {
 			if err := e.c.Send(w.now, e.p, ssink); err != nil && !errors.Is(err, server.ErrClientGone) {
 				fail("echo: %v", err) // ErrClientGone is fine: it left meanwhile
@@ -453,6 +456,7 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		}
 		srv.echo = srv.echo[:0]
 		core.Update(w.now, ssink)
+		ev.collect()
 		for _, a := range as {
 			if a.core != nil {
 				a.core.Update(w.now, a.sink)
@@ -472,6 +476,7 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 			c := srv.order[rng.IntN(len(srv.order))]
 			kickedAt[c.ID()] = w.now
 			core.Disconnect(c, ssink)
+			ev.collect() // the server's side of the kick, before the client's is judged
 			kicks++
 		}
 		for _, a := range as {

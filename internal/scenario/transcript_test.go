@@ -105,13 +105,15 @@ func TestTranscriptServerSide(t *testing.T) {
 		ChallengeKey:       ck,
 		ReferenceSequences: true,
 		Now:                tr.at(0),
-	}, h)
+	})
 	require.NoError(t, err)
+	ev := events{h: h}
 	var out recSink
 	recv := func(i int) {
 		p := tr.Packets[i]
 		require.Equal(t, "client", p.From)
-		s.Receive(tr.at(p.Time), cliAddr, tr.packet(t, i), &out)
+		ev.connected(s.Receive(tr.at(p.Time), cliAddr, tr.packet(t, i), &out))
+		ev.collect()
 	}
 	expect := func(got [][]byte, idx ...int) {
 		t.Helper()

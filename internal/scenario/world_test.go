@@ -69,6 +69,7 @@ func (s sink) Send(to netip.AddrPort, b []byte) { s.w.net.Send(s.w.now, s.from, 
 type srvNode struct {
 	addr      netip.AddrPort
 	core      *server.Server
+	ev        events
 	sink      sink
 	connected []*server.Client
 	left      map[*server.Client]server.Reason
@@ -101,9 +102,10 @@ func (w *world) addServer(addr string, maxClients int) *srvNode {
 		MaxClients: maxClients,
 		Addrs:      []netip.AddrPort{ap},
 		Now:        w.now,
-	}, n)
+	})
 	require.NoError(w.t, err)
 	n.core = core
+	n.ev.h = n
 	w.servers[ap] = n
 	return n
 }
@@ -167,13 +169,15 @@ func (w *world) step() {
 		}
 		buf := append([]byte(nil), b...)
 		if s := w.servers[to]; s != nil {
-			s.core.Receive(w.now, from, buf, s.sink)
+			s.ev.connected(s.core.Receive(w.now, from, buf, s.sink))
 		} else if c := w.clients[to]; c != nil && (c.ignore == nil || !c.ignore(buf)) {
 			c.core.Receive(w.now, from, buf)
 		}
 	})
 	for _, s := range w.servers {
+		s.ev.collect()
 		s.core.Update(w.now, s.sink)
+		s.ev.collect()
 	}
 	for _, c := range w.order {
 		c.core.Update(w.now, c.sink)

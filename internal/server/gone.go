@@ -57,7 +57,7 @@ func (g *goneClients) add(c *Client, capacity int) {
 	// c.lastRecv is the latest time the server knows of here (Disconnect
 	// takes none); it is at most a keep-alive interval behind a live
 	// client's now.
-	now := c.lastRecv
+	now := time.Unix(0, c.lastRecv.Load())
 	e := &goneClient{c: c, expire: now.Add(window + goneGrace), replies: goneReplies}
 	if g.ring == nil {
 		g.ring = make([]*goneClient, capacity)
@@ -85,20 +85,24 @@ func (g *goneClients) pop() {
 // mapping, if the address is a recently kicked client's and the packet is
 // authenticated with its key, fresh by its replay window, and a
 // keep-alive or payload. It reports whether it sent a disconnect packet.
-// data is decrypted in place.
-func (s *Server) answerGone(now time.Time, from netip.AddrPort, data []byte, sink Sink) bool {
+// data is decrypted in place, under the client's receive lock; the
+// reminder is sealed under its send lock; the server's lock is held only
+// to find the entry and to take one reply from its budget.
+func (r *Receiver) answerGone(now time.Time, from netip.AddrPort, data []byte, sink Sink) bool {
+	s := r.s
+	s.mu.RLock()
 	e := s.gone.byAddr[from]
-	if e == nil {
-		return false
-	}
-	if e.replies <= 0 || !now.Before(e.expire) {
-		delete(s.gone.byAddr, from)
+	s.mu.RUnlock()
+	if e == nil || !now.Before(e.expire) {
 		return false
 	}
 	size := len(data)
 	var p protocol.Packet
 	c := e.c
-	if s.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p) != nil {
+	c.rmu.Lock()
+	err := r.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p)
+	c.rmu.Unlock()
+	if err != nil {
 		return false
 	}
 	switch p.Type {
@@ -106,11 +110,13 @@ func (s *Server) answerGone(now time.Time, from netip.AddrPort, data []byte, sin
 	default:
 		return false
 	}
-	if !c.remindDisconnect(sink, size) {
-		return false
+	s.mu.Lock()
+	ok := e.replies > 0
+	if ok {
+		e.replies--
 	}
-	e.replies--
-	return true
+	s.mu.Unlock()
+	return ok && c.remindDisconnect(sink, size)
 }
 
 // remindDisconnect sends one more disconnect packet after the connection

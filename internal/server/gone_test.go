@@ -15,7 +15,9 @@ import (
 // new ones come.
 func TestGoneClientsBounded(t *testing.T) {
 	kicked := func(i int, at time.Time) *Client {
-		return &Client{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 1, byte(i)}), 5000), timeout: 5 * time.Second, lastRecv: at}
+		c := &Client{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 1, byte(i)}), 5000), timeout: 5 * time.Second}
+		c.lastRecv.Store(at.UnixNano())
+		return c
 	}
 	tests := []struct {
 		name     string
@@ -64,9 +66,10 @@ func FuzzAnswerGone(f *testing.F) {
 	f.Add(protocol.AppendDisconnect(nil, send, 1002))
 	f.Add([]byte{0x14, 1, 2, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Now: epoch}, nopHandler{})
+		s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Now: epoch})
 		require.NoError(t, err)
-		c := &Client{srv: s, addr: other, timeout: 5 * time.Second, lastRecv: epoch, recv: crypto.NewPacketAEAD(&c2s, protocolID)}
+		c := &Client{srv: s, addr: other, timeout: 5 * time.Second, recv: crypto.NewPacketAEAD(&c2s, protocolID)}
+		c.lastRecv.Store(epoch.UnixNano())
 		c.sendLocked.send = crypto.NewPacketAEAD(&s2c, protocolID)
 		s.gone.add(c, s.maxClients)
 		var out recordSink

@@ -156,7 +156,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if cfg.Now.IsZero() {
 		cfg.Now = epoch
 	}
-	s, err := New(cfg, nopHandler{})
+	s, err := New(cfg)
 	require.NoError(t, err)
 	return &harness{t: t, now: cfg.Now, srv: s}
 }
@@ -391,7 +391,7 @@ func TestKeyRotation(t *testing.T) {
 }
 
 func TestZeroKeyRefused(t *testing.T) {
-	_, err := New(Config{ProtocolID: protocolID, Now: epoch}, nopHandler{})
+	_, err := New(Config{ProtocolID: protocolID, Now: epoch})
 	require.ErrorIs(t, err, ErrZeroKey)
 }
 
@@ -449,7 +449,7 @@ func TestSameAddressReuseRefusedAndLoggedOnce(t *testing.T) {
 // TestLoopbackSlots: loopback clients take slots without packets, never
 // time out, and free their slot when either side ends them.
 func TestLoopbackSlots(t *testing.T) {
-	s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 2, Now: epoch}, nopHandler{})
+	s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 2, Now: epoch})
 	require.NoError(t, err)
 	a, err := s.ConnectLoopback(1, [token.UserDataBytes]byte{7})
 	require.NoError(t, err)
@@ -468,9 +468,23 @@ func TestLoopbackSlots(t *testing.T) {
 	s.Update(epoch.Add(time.Hour), &sink) // never times out, no keep-alives
 	assert.Equal(t, 2, s.Stats().Connected)
 	assert.Empty(t, sink.pkts)
-	require.ErrorIs(t, a.Send(epoch, []byte{1}, &sink), ErrClientGone, "the adapter passes loopback payloads itself")
+	// Payloads go from one end's queue to the other's, never to the sink.
+	require.NoError(t, a.Send(epoch, []byte{1}, &sink))
+	require.NoError(t, a.LoopbackSend([]byte{2, 2}))
+	assert.Empty(t, sink.pkts)
+	buf := make([]byte, 8)
+	n, _, err := a.LoopbackQueue().Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{1}, buf[:n])
+	n, _, err = a.Queue().Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{2, 2}, buf[:n])
 
 	s.LoopbackLeft(a)
+	assert.Equal(t, ReasonPeerDisconnected, a.Reason())
+	_, _, err = a.Queue().Read(buf)
+	assert.Equal(t, &Error{ReasonPeerDisconnected}, err, "the server side reads the end")
+	require.ErrorIs(t, a.Send(epoch, []byte{1}, &sink), ErrClientGone)
 	assert.Equal(t, 1, s.Stats().Connected)
 	c, err := s.ConnectLoopback(3, [token.UserDataBytes]byte{})
 	require.NoError(t, err)
@@ -498,7 +512,7 @@ func BenchmarkRefusedRequest(b *testing.B) {
 		{"slots=1024/history=full", true, 1024},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: bc.maxClients, Addrs: []netip.AddrPort{self}, Now: epoch}, nopHandler{})
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: bc.maxClients, Addrs: []netip.AddrPort{self}, Now: epoch})
 			require.NoError(b, err)
 			var sink countSink
 			var reqs [][]byte

@@ -1,15 +1,31 @@
 // Package server is the I/O-free netcode 1.02 server: client slots, encryption
 // mappings, the connect-token history, the handshake, keep-alives and
 // timeouts. It owns no goroutine, socket or clock: the adapter feeds it
-// datagrams and the current time, and it answers through a Sink and reports
-// through a Handler.
+// datagrams and the current time, and it answers through a Sink.
 //
-// Concurrency: Receive, Update, Disconnect and Close may be called from any
-// goroutine; they serialise on one mutex. Sending a payload (Client.Send) takes
-// only that client's own lock, so writers on different connections never
-// contend, and never contend with the receive path except on their own client.
-// Handler methods run with the server's mutex held: they must not block and
-// must not call back into the Server.
+// It never calls the adapter. What happens is returned: Receive returns the
+// client a datagram connected, if any; every client's received payloads
+// wait in its own bounded Queue, which ends, with the error the adapter
+// configured for the reason, when the client leaves.
+//
+// Concurrency: every method may be called from any goroutine, and Receive
+// from many at once (each with its own Receiver). No system call (Sink.Send)
+// and no AEAD operation is made under the lock shared by all clients:
+//
+//	Server.tick   serialises Update (its scratch list).
+//	Server.mu     (RWMutex) guards the tables: slots, addresses, ids, the
+//	              token history, the kicked-client list, the sequences
+//	              handed out before a connection exists. Lookups take it
+//	              for reading.
+//	Client.rmu    guards a client's receive side: its receive AEAD and
+//	              replay window. Packets of different clients decrypt in
+//	              parallel.
+//	Client.send   (sendState.mu) guards its send side: send AEAD, sequence,
+//	              buffers. Sink.Send is called with it held: one client's
+//	              packets leave in sequence order.
+//
+// Lock order: tick → mu → (rmu | send.mu). rmu and send.mu are never held
+// together, and neither is held while taking mu.
 package server
 
 import (
@@ -23,6 +39,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/packetq"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
@@ -39,6 +56,9 @@ const (
 	DefaultMaxClients = 256
 	// MaxMaxClients is the largest supported slot count.
 	MaxMaxClients = 1 << 16
+	// DefaultReadQueue is each client's payload queue when
+	// Config.ReadQueue is 0.
+	DefaultReadQueue = 256
 )
 
 // Errors returned by New, Client.Send and ConnectLoopback.
@@ -60,12 +80,14 @@ type Reason int
 
 // Reasons a client left.
 const (
-	// ReasonPeerDisconnected: the client sent a disconnect packet.
+	// ReasonPeerDisconnected: the client sent a disconnect packet (or a
+	// loopback client's end was closed).
 	ReasonPeerDisconnected Reason = iota + 1
 	// ReasonTimedOut: nothing arrived from the client within its timeout.
 	ReasonTimedOut
 	// ReasonLocal: the server side ended the connection (Disconnect or Close).
 	ReasonLocal
+	numReasons
 )
 
 // String describes the reason in words.
@@ -81,21 +103,17 @@ func (r Reason) String() string {
 	return "unknown"
 }
 
+// Error is the error a client's queue ends with when the adapter set none
+// for the reason (Config.EndErrors).
+type Error struct{ Reason Reason }
+
+func (e *Error) Error() string { return "netcode/server: client " + e.Reason.String() }
+
 // Sink sends datagrams. Send must have finished with b (sent or copied it)
-// when it returns.
+// when it returns. It is called from any goroutine, with one client's send
+// lock held.
 type Sink interface {
 	Send(to netip.AddrPort, b []byte)
-}
-
-// Handler receives the server's events. Its methods run with the server's
-// mutex held; they must be quick and must not call into the Server.
-type Handler interface {
-	// Connected reports a client that completed the handshake.
-	Connected(c *Client)
-	// Payload delivers one payload from c; p is valid only during the call.
-	Payload(c *Client, p []byte)
-	// Disconnected reports that c left; c accepts no more sends.
-	Disconnected(c *Client, why Reason)
 }
 
 // Config configures a Server.
@@ -109,6 +127,12 @@ type Config struct {
 	PreviousPrivateKey crypto.Key
 	// MaxClients is the number of slots; 0 means DefaultMaxClients.
 	MaxClients int
+	// ReadQueue is how many received payloads each client's Queue holds;
+	// 0 means DefaultReadQueue.
+	ReadQueue int
+	// EndErrors are the errors a client's Queue ends with, by Reason
+	// (nil: an *Error). The adapter maps them to its own API's errors.
+	EndErrors [numReasons]error
 	// Addrs are the addresses this server is known by. A connection request
 	// is answered only if its token's server list (the internal addresses)
 	// contains one of them. Empty disables the check (tests only).
@@ -129,26 +153,37 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Client is one connected client. Its methods are safe for concurrent use.
+// Client is the server's state for one client address: made by a valid
+// connection request (an encryption mapping), it holds a slot once the
+// handshake completes. Its methods are safe for concurrent use.
 type Client struct {
-	srv      *Server
+	srv  *Server
+	addr netip.AddrPort
+
+	// Set under srv.mu by the request that made or renewed the mapping.
+	c2s, s2c crypto.Key
+	expire   uint64        // token expire timestamp (Unix seconds)
+	timeout  time.Duration // <= 0: never times out
+	tokenMAC [crypto.MACBytes]byte
+
+	// Set under srv.mu when the handshake completes; read-only after.
 	index    int
 	id       uint64
-	addr     netip.AddrPort
 	userData [token.UserDataBytes]byte
-	timeout  time.Duration // <= 0: never times out
+	loopback bool // a loopback client: no address, keys or packets
+	queue    *packetq.Queue
+	peer     *packetq.Queue // a loopback client's own end
 
-	// Read side, guarded by srv.mu.
-	recv       *crypto.PacketAEAD
-	replay     protocol.ReplayProtection
-	lastRecv   time.Time
-	connected  bool // guarded by srv.mu: in its slot
-	confirmed  atomic.Bool
-	loopback   bool // a loopback client: no address, keys or packets
+	live      atomic.Bool  // in its slot (written under srv.mu)
+	confirmed atomic.Bool  // a keep-alive or payload arrived
+	lastRecv  atomic.Int64 // Unix ns of the last packet received
+	reason    atomic.Int32 // why it left, once it has
+
+	rmu    sync.Mutex // the receive side
+	recv   *crypto.PacketAEAD
+	replay protocol.ReplayProtection
+
 	sendLocked sendState
-
-	// Tag is free for the adapter (set it in Handler.Connected).
-	Tag any
 }
 
 type sendState struct {
@@ -156,7 +191,7 @@ type sendState struct {
 	closed   bool
 	send     *crypto.PacketAEAD
 	seq      uint64
-	lastSend time.Time
+	lastSend atomic.Int64 // Unix ns; read without mu by Update
 	buf      [protocol.MaxPacketBytes]byte
 	buf2     [protocol.MaxPacketBytes]byte
 }
@@ -177,21 +212,41 @@ func (c *Client) UserData() [token.UserDataBytes]byte { return c.userData }
 func (c *Client) MaxClients() int { return c.srv.maxClients }
 
 // Loopback reports whether c is a loopback client (see
-// Server.ConnectLoopback): it exchanges no packets, and its payloads are
-// passed by the adapter directly.
+// Server.ConnectLoopback): it exchanges no packets.
 func (c *Client) Loopback() bool { return c.loopback }
+
+// Queue holds the payloads received from c, for the adapter to read. It
+// ends when c leaves, with Config.EndErrors[Reason()]. For a loopback
+// client it holds what the client's end (LoopbackQueue's reader) wrote.
+func (c *Client) Queue() *packetq.Queue { return c.queue }
+
+// LoopbackQueue is a loopback client's own end: what the server side
+// writes to it. It ends, with Config.EndErrors[ReasonPeerDisconnected],
+// when the server side ends the connection. Nil for other clients.
+func (c *Client) LoopbackQueue() *packetq.Queue { return c.peer }
+
+// Reason is why c left, or 0 while it is connected.
+func (c *Client) Reason() Reason { return Reason(c.reason.Load()) }
 
 // Send seals payload into one packet (preceded by a keep-alive while the
 // client has not yet confirmed the connection) and hands it to sink. now is
-// the current time, for keep-alive scheduling.
+// the current time, for keep-alive scheduling. A loopback client's
+// payloads are pushed to its LoopbackQueue instead.
 func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
 	if len(payload) < 1 || len(payload) > protocol.MaxPayloadBytes {
 		return ErrPayloadSize
 	}
+	if c.loopback {
+		if !c.live.Load() {
+			return ErrClientGone
+		}
+		c.peer.Push(netip.AddrPort{}, payload)
+		return nil
+	}
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || c.loopback {
+	if s.closed {
 		return ErrClientGone
 	}
 	if !c.confirmed.Load() {
@@ -201,8 +256,21 @@ func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
 	}
 	pkt := protocol.AppendPayload(s.buf[:0], s.send, s.seq, payload)
 	s.seq++
-	s.lastSend = now
+	s.lastSend.Store(now.UnixNano())
 	sink.Send(c.addr, pkt)
+	return nil
+}
+
+// LoopbackSend passes payload from a loopback client's end to the server
+// side's Queue.
+func (c *Client) LoopbackSend(payload []byte) error {
+	if len(payload) < 1 || len(payload) > protocol.MaxPayloadBytes {
+		return ErrPayloadSize
+	}
+	if !c.loopback || !c.live.Load() {
+		return ErrClientGone
+	}
+	c.queue.Push(netip.AddrPort{}, payload)
 	return nil
 }
 
@@ -211,12 +279,12 @@ func (c *Client) keepAlive(now time.Time, sink Sink, force bool) {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || (!force && now.Sub(s.lastSend) < KeepAliveInterval) {
+	if s.closed || (!force && now.UnixNano()-s.lastSend.Load() < int64(KeepAliveInterval)) {
 		return
 	}
 	pkt := protocol.AppendKeepAlive(s.buf[:0], s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
 	s.seq++
-	s.lastSend = now
+	s.lastSend.Store(now.UnixNano())
 	sink.Send(c.addr, pkt)
 }
 
@@ -238,18 +306,22 @@ func (c *Client) shut(sink Sink, packets bool) {
 	s.closed = true
 }
 
-// mapping is an encryption mapping: the keys for one address, made by a
-// valid connection request and kept while the handshake and the connection
-// last.
-type mapping struct {
-	addr       netip.AddrPort
-	c2s, s2c   crypto.Key
-	recv, send *crypto.PacketAEAD
-	expire     uint64        // token expire timestamp (unix seconds)
-	timeout    time.Duration // <= 0: none
-	lastAccess time.Time
-	tokenMAC   [crypto.MACBytes]byte
-	client     *Client
+// sealChallenge seals and sends a challenge to c's address under c's send
+// lock. The sequence was handed out under the server's lock.
+func (c *Client) sealChallenge(seq, challengeSeq uint64, sealedToken []byte, sink Sink) {
+	s := &c.sendLocked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pkt := protocol.AppendChallenge(s.buf[:0], s.send, seq, challengeSeq, sealedToken)
+	sink.Send(c.addr, pkt)
+}
+
+// sealDenied seals and sends a denial to c's address under c's send lock.
+func (c *Client) sealDenied(seq uint64, sink Sink) {
+	s := &c.sendLocked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sink.Send(c.addr, protocol.AppendDenied(s.buf[:0], s.send, seq))
 }
 
 // Stats are counters of what the server did, for monitoring and tests.
@@ -271,49 +343,62 @@ type Stats struct {
 	ConnectionsTimeout uint64
 }
 
-// Server is the netcode server state machine.
-type Server struct {
-	mu         sync.Mutex
-	cfg        Config
-	maxClients int
-	handler    Handler
-	log        *slog.Logger
-	reader     protocol.Reader
-	challenge  *crypto.AEAD
-
-	globalSeq    uint64
-	challengeSeq uint64
-
-	slots     []*Client // nil = free
-	free      []int     // free slot indexes (stack)
-	byAddr    map[netip.AddrPort]*mapping
-	byID      map[uint64]*Client
-	history   *tokenHistory
-	maxMaps   int
-	lastSweep time.Time
-	closed    bool
-	draining  atomic.Bool // deny every new connection (Drain); read without mu
-	gone      goneClients // recently kicked clients, reminded (gone.go)
-
-	scratch [protocol.MaxPacketBytes]byte
-	chTok   [token.ChallengeTokenBytes]byte
-	priv    token.Private
-	stats   Stats
+// counters are Stats' counts, updated without the server's lock.
+type counters struct {
+	ignored, replayed, challengesSent, deniedSent, tokenReuseRefused,
+	addressNotInToken, historyFull, mappingsFull, connectionsOpened,
+	connectionsTimeout atomic.Uint64
 }
 
-// New returns a server. The handler receives its events.
-func New(cfg Config, h Handler) (*Server, error) {
+// Server is the netcode server state machine.
+type Server struct {
+	cfg        Config
+	maxClients int
+	log        *slog.Logger
+	challenge  crypto.Key
+	tokenKeys  [2]*crypto.Key // the private key and the previous one (nil: none)
+
+	tick sync.Mutex // serialises Update
+	due  []*Client  // Update's scratch, guarded by tick
+
+	mu           sync.RWMutex
+	globalSeq    uint64
+	challengeSeq uint64
+	slots        []*Client // nil = free
+	free         []int     // free slot indexes (stack)
+	byAddr       map[netip.AddrPort]*Client
+	byID         map[uint64]*Client
+	history      *tokenHistory
+	maxMaps      int
+	lastSweep    time.Time
+	closed       bool
+	gone         goneClients // recently kicked clients, reminded (gone.go)
+
+	draining atomic.Bool // deny every new connection (Drain)
+	stats    counters
+
+	main   *Receiver  // for Server.Receive
+	mainMu sync.Mutex // guards main
+}
+
+// New returns a server.
+func New(cfg Config) (*Server, error) {
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
 	if cfg.MaxClients < 1 || cfg.MaxClients > MaxMaxClients {
 		return nil, ErrInvalidConfig
 	}
-	if h == nil {
-		return nil, ErrInvalidConfig
-	}
 	if cfg.PrivateKey == (crypto.Key{}) {
 		return nil, ErrZeroKey
+	}
+	if cfg.ReadQueue <= 0 {
+		cfg.ReadQueue = DefaultReadQueue
+	}
+	for r := ReasonPeerDisconnected; r < numReasons; r++ {
+		if cfg.EndErrors[r] == nil {
+			cfg.EndErrors[r] = &Error{r}
+		}
 	}
 	if cfg.ChallengeKey == (crypto.Key{}) {
 		k, err := crypto.GenerateKey()
@@ -332,27 +417,22 @@ func New(cfg Config, h Handler) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		maxClients: cfg.MaxClients,
-		handler:    h,
 		log:        log,
-		challenge:  crypto.NewAEAD(&cfg.ChallengeKey),
+		challenge:  cfg.ChallengeKey,
 		slots:      make([]*Client, cfg.MaxClients),
 		free:       make([]int, 0, cfg.MaxClients),
-		byAddr:     make(map[netip.AddrPort]*mapping),
+		byAddr:     make(map[netip.AddrPort]*Client),
 		byID:       make(map[uint64]*Client),
 		history:    newTokenHistory(historySize(cfg.MaxClients), unixSeconds(cfg.Now)),
 		maxMaps:    cfg.MaxClients * MappingsPerSlot,
 		lastSweep:  cfg.Now,
 	}
+	s.tokenKeys[0] = &s.cfg.PrivateKey
+	if cfg.PreviousPrivateKey != (crypto.Key{}) {
+		s.tokenKeys[1] = &s.cfg.PreviousPrivateKey
+	}
 	for i := cfg.MaxClients - 1; i >= 0; i-- {
 		s.free = append(s.free, i)
-	}
-	s.reader = protocol.Reader{
-		ProtocolID: cfg.ProtocolID,
-		Allowed:    protocol.ServerAccepts,
-		TokenAEAD:  crypto.NewPrivateTokenAEAD(&cfg.PrivateKey),
-	}
-	if cfg.PreviousPrivateKey != (crypto.Key{}) {
-		s.reader.PreviousTokenAEAD = crypto.NewPrivateTokenAEAD(&cfg.PreviousPrivateKey)
 	}
 	// The reference starts the global sequence at 2^63 and challenge tokens
 	// at 0; adding the start time in nanoseconds keeps every restart above
@@ -363,6 +443,7 @@ func New(cfg Config, h Handler) (*Server, error) {
 		s.globalSeq = protocol.ServerGlobalSequenceStart
 		s.challengeSeq = 0
 	}
+	s.main = s.NewReceiver()
 	return s, nil
 }
 
@@ -375,158 +456,274 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.stats
-	st.Connected = len(s.byID)
-	st.Mappings = len(s.byAddr)
-	st.MappingsLimit = s.maxMaps
-	st.History = s.history.len()
-	st.HistoryLimit = s.history.limit
+	s.mu.RLock()
+	st := Stats{
+		Connected:     len(s.byID),
+		Mappings:      len(s.byAddr),
+		MappingsLimit: s.maxMaps,
+		History:       s.history.len(),
+		HistoryLimit:  s.history.limit,
+	}
+	s.mu.RUnlock()
+	c := &s.stats
+	st.Ignored = c.ignored.Load()
+	st.Replayed = c.replayed.Load()
+	st.ChallengesSent = c.challengesSent.Load()
+	st.DeniedSent = c.deniedSent.Load()
+	st.TokenReuseRefused = c.tokenReuseRefused.Load()
+	st.AddressNotInToken = c.addressNotInToken.Load()
+	st.HistoryFull = c.historyFull.Load()
+	st.MappingsFull = c.mappingsFull.Load()
+	st.ConnectionsOpened = c.connectionsOpened.Load()
+	st.ConnectionsTimeout = c.connectionsTimeout.Load()
 	return st
 }
 
-// Receive processes one datagram from addr. data is decrypted in place.
-func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, sink Sink) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
+// Receiver is one reading goroutine's state: its packet reader (the AEADs
+// it uses are not safe for concurrent use) and scratch space. Each
+// goroutine that calls Receive concurrently needs its own.
+type Receiver struct {
+	s         *Server
+	reader    protocol.Reader
+	challenge *crypto.AEAD
+	priv      token.Private
+	chTok     [token.ChallengeTokenBytes]byte
+	scratch   [protocol.MaxPacketBytes]byte
+}
+
+// NewReceiver returns a Receiver for s.
+func (s *Server) NewReceiver() *Receiver {
+	r := &Receiver{s: s, challenge: crypto.NewAEAD(&s.challenge)}
+	r.reader = protocol.Reader{ProtocolID: s.cfg.ProtocolID, Allowed: protocol.ServerAccepts, TokenAEAD: crypto.NewPrivateTokenAEAD(s.tokenKeys[0])}
+	if s.tokenKeys[1] != nil {
+		r.reader.PreviousTokenAEAD = crypto.NewPrivateTokenAEAD(s.tokenKeys[1])
 	}
-	m := s.lookup(now, from)
-	var key *crypto.PacketAEAD
-	var replay *protocol.ReplayProtection
-	if m != nil {
-		key = m.recv
-		if m.client != nil {
-			replay = &m.client.replay
+	return r
+}
+
+// Receive processes one datagram from addr with the server's own Receiver
+// (serialised); see Receiver.Receive.
+func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, sink Sink) *Client {
+	s.mainMu.Lock()
+	defer s.mainMu.Unlock()
+	return s.main.Receive(now, from, data, sink)
+}
+
+// Receive processes one datagram from addr. data is decrypted in place. It
+// returns the client this datagram connected, if it completed a handshake:
+// the adapter makes its connection for it. Payloads go to their client's
+// Queue.
+func (r *Receiver) Receive(now time.Time, from netip.AddrPort, data []byte, sink Sink) *Client {
+	s := r.s
+	if len(data) == 0 {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+	if data[0] == byte(protocol.ConnectionRequest) {
+		r.request(now, from, data, sink)
+		return nil
+	}
+	s.mu.RLock()
+	c := s.byAddr[from]
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	if c == nil {
+		if !r.answerGone(now, from, data, sink) {
+			s.stats.ignored.Add(1)
 		}
+		return nil
 	}
+	if !c.live.Load() {
+		return r.response(now, c, data, sink)
+	}
+	// A connected client: its packets decrypt under its own lock.
 	var p protocol.Packet
-	if err := s.reader.Read(data, unixSeconds(now), key, replay, &p); err != nil {
-		if err == protocol.ErrNoKey && s.answerGone(now, from, data, sink) {
-			return
-		}
+	c.rmu.Lock()
+	if t := protocol.PacketType(data[0] & 0x0f); t != protocol.KeepAlive && t != protocol.Payload && t != protocol.Disconnect {
+		c.rmu.Unlock()
+		s.stats.ignored.Add(1) // a handshake packet after the handshake
+		return nil
+	}
+	err := r.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p)
+	c.rmu.Unlock()
+	if err != nil {
 		if err == protocol.ErrReplayed {
-			s.stats.Replayed++
+			s.stats.replayed.Add(1)
 		} else {
-			s.stats.Ignored++
+			s.stats.ignored.Add(1)
 		}
+		return nil
+	}
+	c.lastRecv.Store(now.UnixNano())
+	switch p.Type {
+	case protocol.KeepAlive:
+		c.confirmed.Store(true)
+	case protocol.Payload:
+		c.confirmed.Store(true)
+		c.queue.Push(netip.AddrPort{}, p.Payload)
+	case protocol.Disconnect:
+		s.end(c, ReasonPeerDisconnected, nil)
+	}
+	return nil
+}
+
+// request processes a connection request. The private token is opened
+// before any lock is taken; the tables are consulted and changed under the
+// server's lock; the challenge is sealed and sent after it, under the
+// client's send lock.
+func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, sink Sink) {
+	s := r.s
+	var p protocol.Packet
+	if err := r.reader.Read(data, unixSeconds(now), nil, nil, &p); err != nil {
+		s.stats.ignored.Add(1)
 		return
 	}
-	switch p.Type {
-	case protocol.ConnectionRequest:
-		// The token's MAC, the last 16 bytes of the datagram (in-place
-		// decryption leaves it), identifies the token in the history.
-		var mac [crypto.MACBytes]byte
-		copy(mac[:], data[len(data)-crypto.MACBytes:])
-		s.processRequest(now, from, &p, mac, sink)
-	case protocol.ConnectionResponse:
-		s.processResponse(now, m, &p, sink)
-	case protocol.KeepAlive, protocol.Payload, protocol.Disconnect:
-		m.lastAccess = now
-		c := m.client
-		if c == nil {
-			s.stats.Ignored++
-			return
-		}
-		c.lastRecv = now
-		switch p.Type {
-		case protocol.KeepAlive:
-			c.confirmed.Store(true)
-		case protocol.Payload:
-			c.confirmed.Store(true)
-			s.handler.Payload(c, p.Payload)
-		case protocol.Disconnect:
-			s.disconnect(c, ReasonPeerDisconnected, sink, false)
-		}
-	}
-}
-
-// lookup returns the live encryption mapping for addr, dropping it if it
-// expired.
-func (s *Server) lookup(now time.Time, addr netip.AddrPort) *mapping {
-	m := s.byAddr[addr]
-	if m == nil {
-		return nil
-	}
-	if m.client == nil && s.mappingExpired(now, m) {
-		delete(s.byAddr, addr)
-		return nil
-	}
-	return m
-}
-
-func (s *Server) mappingExpired(now time.Time, m *mapping) bool {
-	if m.expire <= unixSeconds(now) {
-		return true
-	}
-	return m.timeout > 0 && now.Sub(m.lastAccess) >= m.timeout
-}
-
-func (s *Server) processRequest(now time.Time, from netip.AddrPort, p *protocol.Packet, mac [crypto.MACBytes]byte, sink Sink) {
-	priv := &s.priv
+	// The token's MAC, the last 16 bytes of the datagram (in-place
+	// decryption leaves it), identifies the token in the history.
+	var mac [crypto.MACBytes]byte
+	copy(mac[:], data[len(data)-crypto.MACBytes:])
+	priv := &r.priv
 	if err := token.ParsePrivate(p.PrivateToken, priv); err != nil {
-		s.stats.Ignored++
+		s.stats.ignored.Add(1)
 		return
 	}
 	if len(s.cfg.Addrs) > 0 && !s.knowsAny(priv.ServerAddrs) {
-		s.stats.AddressNotInToken++
+		s.stats.addressNotInToken.Add(1)
 		if s.log.Enabled(context.Background(), slog.LevelDebug) { // logging allocates; this path is hostile input
 			s.log.Debug("netcode: connection request for another server", "from", from)
 		}
 		return
 	}
-	if m := s.byAddr[from]; m != nil && m.client != nil {
-		s.stats.Ignored++ // already connected from this address
+
+	s.mu.Lock()
+	c := s.byAddr[from]
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return
+	case c != nil && c.live.Load():
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // already connected from this address
+		return
+	case s.byID[priv.ClientID] != nil:
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // this client id is connected (from elsewhere)
+		return
+	case !s.recordToken(now, &mac, from, p.ExpireTimestamp):
+		s.mu.Unlock()
 		return
 	}
-	if s.byID[priv.ClientID] != nil {
-		s.stats.Ignored++ // this client id is connected (from elsewhere)
-		return
-	}
-	if !s.recordToken(now, &mac, from, p.ExpireTimestamp) {
-		return
-	}
-	if len(s.free) == 0 || s.draining.Load() {
-		// Full or draining: say so, keeping no state but the token's history entry.
-		// The denial is smaller than the request, and sealed with the
-		// token's key so only its holder can read it.
-		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
-		pkt := protocol.AppendDenied(s.scratch[:0], key, s.globalSeq)
+	full := len(s.free) == 0 || s.draining.Load()
+	if full {
+		// Full or draining: say so, keeping no state but the token's
+		// history entry. The denial is smaller than the request, and
+		// sealed with the token's key so only its holder can read it.
+		seq := s.globalSeq
 		s.globalSeq++
-		s.stats.DeniedSent++
-		sink.Send(from, pkt)
+		s.mu.Unlock()
+		s.stats.deniedSent.Add(1)
+		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		sink.Send(from, protocol.AppendDenied(r.scratch[:0], key, seq))
 		return
 	}
-	m := s.byAddr[from]
-	if m == nil || m.c2s != priv.ClientToServerKey || m.s2c != priv.ServerToClientKey {
-		if m == nil && len(s.byAddr) >= s.maxMaps {
+	if c == nil || c.c2s != priv.ClientToServerKey || c.s2c != priv.ServerToClientKey {
+		if c == nil && len(s.byAddr) >= s.maxMaps {
 			// Update sweeps expired mappings every second; sweeping here
 			// would let each hostile request cost a scan of the table.
-			s.stats.MappingsFull++
+			s.mu.Unlock()
+			s.stats.mappingsFull.Add(1)
 			return
 		}
-		m = &mapping{
+		c = &Client{
+			srv:  s,
 			addr: from,
 			c2s:  priv.ClientToServerKey,
 			s2c:  priv.ServerToClientKey,
 			recv: crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
-			send: crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID),
 		}
-		s.byAddr[from] = m
+		c.sendLocked.send = crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		s.byAddr[from] = c
 	}
-	m.expire = p.ExpireTimestamp
-	m.timeout = time.Duration(priv.TimeoutSeconds) * time.Second
-	m.lastAccess = now
-	m.tokenMAC = mac
-	ch := token.Challenge{ClientID: priv.ClientID, UserData: priv.UserData}
-	sealed := token.AppendChallenge(s.chTok[:0], s.challenge, s.challengeSeq, &ch)
-	pkt := protocol.AppendChallenge(s.scratch[:0], m.send, s.globalSeq, s.challengeSeq, sealed)
-	s.challengeSeq++
+	c.expire = p.ExpireTimestamp
+	c.timeout = time.Duration(priv.TimeoutSeconds) * time.Second
+	c.lastRecv.Store(now.UnixNano())
+	c.tokenMAC = mac
+	seq, chSeq := s.globalSeq, s.challengeSeq
 	s.globalSeq++
-	s.stats.ChallengesSent++
-	sink.Send(from, pkt)
+	s.challengeSeq++
+	s.mu.Unlock()
+
+	s.stats.challengesSent.Add(1)
+	ch := token.Challenge{ClientID: priv.ClientID, UserData: priv.UserData}
+	sealed := token.AppendChallenge(r.chTok[:0], r.challenge, chSeq, &ch)
+	c.sealChallenge(seq, chSeq, sealed, sink)
+}
+
+// response processes a packet from an address in the handshake: only a
+// connection response that opens under its keys and carries a valid
+// challenge token completes it.
+func (r *Receiver) response(now time.Time, c *Client, data []byte, sink Sink) *Client {
+	s := r.s
+	if protocol.PacketType(data[0]&0x0f) != protocol.ConnectionResponse {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+	var p protocol.Packet
+	var ch token.Challenge
+	c.rmu.Lock()
+	err := r.reader.Read(data, unixSeconds(now), c.recv, nil, &p)
+	if err == nil {
+		err = token.OpenChallenge(r.challenge, p.ChallengeSequence, p.ChallengeToken, &ch)
+	}
+	c.rmu.Unlock()
+	if err != nil {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+
+	s.mu.Lock()
+	if s.closed || s.byAddr[c.addr] != c || c.live.Load() || s.byID[ch.ClientID] != nil {
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // replaced, or already connected
+		return nil
+	}
+	c.lastRecv.Store(now.UnixNano())
+	e := s.history.find(&c.tokenMAC)
+	if e == nil || e.consumed || e.addr != c.addr {
+		// Consumed: connected with already. Missing: expired since the
+		// request, or from before Close.
+		s.mu.Unlock()
+		s.stats.tokenReuseRefused.Add(1)
+		return nil
+	}
+	if len(s.free) == 0 || s.draining.Load() {
+		seq := s.globalSeq
+		s.globalSeq++
+		s.mu.Unlock()
+		s.stats.deniedSent.Add(1)
+		c.sealDenied(seq, sink)
+		return nil
+	}
+	idx := s.popSlot()
+	c.index = idx
+	c.id = ch.ClientID
+	c.userData = ch.UserData
+	c.queue = packetq.New(s.cfg.ReadQueue)
+	c.sendLocked.seq = s.connectionSequence(now)
+	c.sendLocked.lastSend.Store(now.UnixNano())
+	s.slots[idx] = c
+	s.byID[c.id] = c
+	e.consumed = true
+	c.live.Store(true)
+	s.mu.Unlock()
+
+	s.stats.connectionsOpened.Add(1)
+	s.log.Debug("netcode: client connected", "index", idx, "id", c.id, "addr", c.addr)
+	c.keepAlive(now, sink, true)
+	return c
 }
 
 // MappingsPerSlot is how many encryption mappings (handshakes in progress
@@ -547,10 +744,10 @@ func (s *Server) knowsAny(list []netip.AddrPort) bool {
 }
 
 // recordToken enters the token in the history, or refuses it and counts
-// why. A token is good for one address and for one connection, and is
-// remembered until it expires: a consumed token never connects again to
-// this server, whatever else arrives. When the history is full, new tokens
-// are refused rather than old ones forgotten.
+// why; s.mu is held. A token is good for one address and for one
+// connection, and is remembered until it expires: a consumed token never
+// connects again to this server, whatever else arrives. When the history
+// is full, new tokens are refused rather than old ones forgotten.
 //
 // A token already connected with is refused even from the address it was
 // first used from. The C reference accepts it again there once the session
@@ -562,7 +759,7 @@ func (s *Server) recordToken(now time.Time, mac *[crypto.MACBytes]byte, from net
 		if e.addr == from && !e.consumed {
 			return true // the same handshake, the request sent again
 		}
-		s.stats.TokenReuseRefused++
+		s.stats.tokenReuseRefused.Add(1)
 		if e.addr == from && !e.logged {
 			e.logged = true
 			if s.log.Enabled(context.Background(), slog.LevelInfo) { // logging allocates; this path is hostile input
@@ -575,7 +772,7 @@ func (s *Server) recordToken(now time.Time, mac *[crypto.MACBytes]byte, from net
 	}
 	s.history.expire(unixSeconds(now))
 	if s.history.add(mac, from, expire) == nil {
-		s.stats.HistoryFull++
+		s.stats.historyFull.Add(1)
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
 			s.log.Debug("netcode: connect token refused: token history full", "from", from)
 		}
@@ -584,65 +781,24 @@ func (s *Server) recordToken(now time.Time, mac *[crypto.MACBytes]byte, from net
 	return true
 }
 
+// sweepMappings forgets handshakes whose token expired or that fell silent
+// for the token's timeout; s.mu is held.
 func (s *Server) sweepMappings(now time.Time) {
-	for a, m := range s.byAddr {
-		if m.client == nil && s.mappingExpired(now, m) {
+	for a, c := range s.byAddr {
+		if !c.live.Load() && handshakeExpired(now, c) {
 			delete(s.byAddr, a)
 		}
 	}
 }
 
-func (s *Server) processResponse(now time.Time, m *mapping, p *protocol.Packet, sink Sink) {
-	var ch token.Challenge
-	if err := token.OpenChallenge(s.challenge, p.ChallengeSequence, p.ChallengeToken, &ch); err != nil {
-		s.stats.Ignored++
-		return
+func handshakeExpired(now time.Time, c *Client) bool {
+	if c.expire <= unixSeconds(now) {
+		return true
 	}
-	m.lastAccess = now
-	if m.client != nil || s.byID[ch.ClientID] != nil {
-		s.stats.Ignored++ // already connected
-		return
-	}
-	e := s.history.find(&m.tokenMAC)
-	if e == nil || e.consumed || e.addr != m.addr {
-		// Consumed: connected with already. Missing: expired since the
-		// request, or from before Close.
-		s.stats.TokenReuseRefused++
-		return
-	}
-	if len(s.free) == 0 || s.draining.Load() {
-		pkt := protocol.AppendDenied(s.scratch[:0], m.send, s.globalSeq)
-		s.globalSeq++
-		s.stats.DeniedSent++
-		sink.Send(m.addr, pkt)
-		return
-	}
-	idx := s.popSlot()
-	c := &Client{
-		srv:       s,
-		index:     idx,
-		id:        ch.ClientID,
-		addr:      m.addr,
-		userData:  ch.UserData,
-		timeout:   m.timeout,
-		recv:      m.recv,
-		lastRecv:  now,
-		connected: true,
-	}
-	c.sendLocked.send = m.send
-	c.sendLocked.seq = s.connectionSequence(now)
-	c.sendLocked.lastSend = now
-	s.slots[idx] = c
-	s.byID[c.id] = c
-	m.client = c
-	e.consumed = true
-	s.stats.ConnectionsOpened++
-	s.log.Debug("netcode: client connected", "index", idx, "id", c.id, "addr", c.addr)
-	s.handler.Connected(c)
-	c.keepAlive(now, sink, true)
+	return c.timeout > 0 && now.UnixNano()-c.lastRecv.Load() >= int64(c.timeout)
 }
 
-// popSlot takes a free slot; there must be one.
+// popSlot takes a free slot; there must be one. s.mu is held.
 func (s *Server) popSlot() int {
 	idx := s.free[len(s.free)-1]
 	s.free = s.free[:len(s.free)-1]
@@ -690,36 +846,50 @@ func clockSequence(now time.Time) uint64 {
 }
 
 // Update sends due keep-alives and times out silent clients and stale
-// mappings. Call it often (every 10 ms or so).
+// mappings. Call it often (every 10 ms or so). The tables are read and
+// changed under the server's lock; the keep-alives are sealed and sent
+// after it.
 func (s *Server) Update(now time.Time, sink Sink) {
+	s.tick.Lock()
+	defer s.tick.Unlock()
+	due := s.due[:0]
+	ns := now.UnixNano()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return
 	}
 	for _, c := range s.slots {
 		if c == nil || c.loopback {
 			continue
 		}
-		if c.timeout > 0 && now.Sub(c.lastRecv) >= c.timeout {
-			s.stats.ConnectionsTimeout++
-			s.disconnect(c, ReasonTimedOut, sink, false)
+		if c.timeout > 0 && ns-c.lastRecv.Load() >= int64(c.timeout) {
+			s.stats.connectionsTimeout.Add(1)
+			s.leave(c, ReasonTimedOut)
 			continue
 		}
-		c.keepAlive(now, sink, false)
+		if ns-c.sendLocked.lastSend.Load() >= int64(KeepAliveInterval) {
+			due = append(due, c)
+		}
 	}
 	s.history.expire(unixSeconds(now))
 	if now.Sub(s.lastSweep) >= time.Second {
 		s.lastSweep = now
 		s.sweepMappings(now)
 	}
+	s.mu.Unlock()
+	for _, c := range due {
+		c.keepAlive(now, sink, false)
+	}
+	clear(due)
+	s.due = due[:0]
 }
 
 // ConnectLoopback puts a loopback client in a free slot: a client in the
 // server's own process (a listen server's local player) that takes a slot
-// but exchanges no packets. The adapter passes its payloads both ways
-// itself; the server only counts the slot and reports it through
-// Handler.Connected and Handler.Disconnected. The client never times out.
+// but exchanges no packets. The server side reads what the client's end
+// sends (LoopbackSend) from Queue; the client's end reads what the server
+// side sends (Send) from LoopbackQueue. The client never times out.
 func (s *Server) ConnectLoopback(clientID uint64, userData [token.UserDataBytes]byte) (*Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -733,81 +903,107 @@ func (s *Server) ConnectLoopback(clientID uint64, userData [token.UserDataBytes]
 	}
 	idx := s.popSlot()
 	c := &Client{
-		srv:       s,
-		index:     idx,
-		id:        clientID,
-		userData:  userData,
-		connected: true,
-		loopback:  true,
+		srv:      s,
+		index:    idx,
+		id:       clientID,
+		userData: userData,
+		loopback: true,
+		queue:    packetq.New(s.cfg.ReadQueue),
+		peer:     packetq.New(s.cfg.ReadQueue),
 	}
 	c.confirmed.Store(true)
+	c.live.Store(true)
 	s.slots[idx] = c
 	s.byID[clientID] = c
-	s.stats.ConnectionsOpened++
+	s.stats.connectionsOpened.Add(1)
 	s.log.Debug("netcode: loopback client connected", "index", idx, "id", clientID)
-	s.handler.Connected(c)
 	return c, nil
 }
 
 // LoopbackLeft ends loopback client c's connection from the client's side:
-// the slot is freed and the handler told that the peer disconnected.
+// the slot is freed and the server side's Queue ends with
+// ReasonPeerDisconnected.
 func (s *Server) LoopbackLeft(c *Client) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c.loopback {
-		s.disconnect(c, ReasonPeerDisconnected, nil, false)
+		s.end(c, ReasonPeerDisconnected, nil)
 	}
 }
 
-// Disconnect ends c's connection from the server side, sending the redundant
-// disconnect packets. It does nothing if c already left.
+// Disconnect ends c's connection from the server side, sending the
+// redundant disconnect packets. It does nothing if c already left.
 func (s *Server) Disconnect(c *Client, sink Sink) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.disconnect(c, ReasonLocal, sink, true)
+	s.end(c, ReasonLocal, sink)
 }
 
-func (s *Server) disconnect(c *Client, why Reason, sink Sink, packets bool) {
-	if !c.connected {
-		return
+// end takes c out of the tables and, with a sink, sends its disconnect
+// packets after the server's lock is released.
+func (s *Server) end(c *Client, why Reason, sink Sink) {
+	s.mu.Lock()
+	left := s.leave(c, why)
+	s.mu.Unlock()
+	if left {
+		c.shut(sink, sink != nil)
 	}
-	c.shut(sink, packets)
-	c.connected = false
+}
+
+// leave takes c out of its slot and the tables, records why and ends its
+// queues; s.mu is held. It reports false if c had left already. The
+// caller sends the disconnect packets, if any, after releasing s.mu.
+func (s *Server) leave(c *Client, why Reason) bool {
+	if !c.live.Load() {
+		return false
+	}
+	c.live.Store(false)
+	c.reason.Store(int32(why))
 	s.slots[c.index] = nil
 	s.free = append(s.free, c.index)
 	delete(s.byID, c.id)
-	if m := s.byAddr[c.addr]; !c.loopback && m != nil && m.client == c {
+	if !c.loopback && s.byAddr[c.addr] == c {
 		delete(s.byAddr, c.addr)
 	}
 	if why == ReasonLocal && !c.loopback {
 		s.gone.add(c, s.maxClients)
 	}
+	c.queue.End(s.cfg.EndErrors[why])
+	if c.loopback {
+		c.peer.End(s.cfg.EndErrors[ReasonPeerDisconnected])
+	}
+	if why == ReasonTimedOut {
+		c.sendLocked.mu.Lock()
+		c.sendLocked.closed = true
+		c.sendLocked.mu.Unlock()
+	}
 	s.log.Debug("netcode: client disconnected", "index", c.index, "id", c.id, "why", why.String())
-	s.handler.Disconnected(c, why)
+	return true
 }
 
 // Close disconnects every client with the redundant disconnect packets and
 // makes the server ignore everything from then on.
 func (s *Server) Close(sink Sink) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return
 	}
+	var left []*Client
 	for _, c := range s.slots {
-		if c != nil {
-			s.disconnect(c, ReasonLocal, sink, true)
+		if c != nil && s.leave(c, ReasonLocal) {
+			left = append(left, c)
 		}
 	}
 	s.closed = true
 	clear(s.byAddr)
 	s.history.clear()
+	s.mu.Unlock()
+	for _, c := range left {
+		c.shut(sink, true)
+	}
 }
 
 // ClientByIndex returns the client in slot i, or nil.
 func (s *Server) ClientByIndex(i int) *Client {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if i < 0 || i >= len(s.slots) {
 		return nil
 	}

@@ -20,12 +20,6 @@ var (
 	other   = netip.MustParseAddrPort("10.0.0.2:40000")
 )
 
-type nopHandler struct{}
-
-func (nopHandler) Connected(*Client)            {}
-func (nopHandler) Payload(*Client, []byte)      {}
-func (nopHandler) Disconnected(*Client, Reason) {}
-
 type countSink struct{ n int }
 
 func (s *countSink) Send(netip.AddrPort, []byte) { s.n++ }
@@ -94,7 +88,7 @@ func TestRefusedInputAllocatesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Addrs: []netip.AddrPort{self}, Now: epoch}, nopHandler{})
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Addrs: []netip.AddrPort{self}, Now: epoch})
 			require.NoError(t, err)
 			if tt.setup != nil {
 				tt.setup(s)
