@@ -211,3 +211,40 @@ func ExampleNewListener() {
 	fmt.Println("server accepted client", <-accepted, "of", conn.MaxClients())
 	// Output: server accepted client 7 of 8
 }
+
+// ExampleListener_ConnectLoopback seats a listen server's own player in a
+// slot without packets: both ends are *Conns like any other.
+func ExampleListener_ConnectLoopback() {
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := netcode.Listen("udp", "127.0.0.1:0", &netcode.ServerConfig{ProtocolID: 0x1122334455667788, PrivateKey: key, MaxClients: 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	var userData [netcode.UserDataBytes]byte
+	copy(userData[:], "host player")
+	srv, player, err := l.ConnectLoopback(1, userData)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := player.Write([]byte("ready")); err != nil {
+		log.Fatal(err)
+	}
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	n, err := srv.Read(buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("slot %d of %d, client %d says %q\n", srv.ClientIndex(), srv.MaxClients(), srv.ClientID(), buf[:n])
+
+	player.Close() // frees the slot; the server's end reads io.EOF
+	_, err = srv.Read(buf)
+	fmt.Println(err)
+	// Output:
+	// slot 0 of 4, client 1 says "ready"
+	// EOF
+}
