@@ -62,6 +62,15 @@ type ServerConfig struct {
 	// TickInterval is how often keep-alives and timeouts are processed;
 	// 0 means 10 ms.
 	TickInterval time.Duration
+	// ReadShards is how many sockets Listen opens on the address, each read
+	// by its own goroutine, so that that many cores decrypt at once; 0 or
+	// 1 means one. With more than one (Linux only; elsewhere Listen opens
+	// one), the sockets share the port with SO_REUSEPORT and the kernel
+	// spreads clients over them by address, each client always to the
+	// same socket. SO_REUSEPORT lets another process of the same user
+	// bind the port too. NewListener always reads the one socket it is
+	// given. Set it to the cores the server may use (runtime.NumCPU()).
+	ReadShards int
 	// PacketTagging marks every packet the server sends with DSCP 46
 	// (expedited forwarding) in the IPv4 TOS or IPv6 traffic class byte,
 	// as the reference's packet tagging does, so that networks that honour

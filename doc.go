@@ -26,4 +26,35 @@
 // deadline fails with an error wrapping os.ErrDeadlineExceeded, use after
 // Close fails with net.ErrClosed, a clean disconnect by the peer reads as
 // io.EOF, and protocol failures wrap the exported Err values.
+//
+// # Goroutines, locks and queues
+//
+// A Listener:
+//
+//	reader ×ReadShards    one per socket: transport.ReadLoop (recvmmsg batches)
+//	  │                   → its own server.Receiver → replies batched per socket
+//	  │                   → a connected client's payloads go to that client's
+//	  │                     packetq.Queue; a finished handshake makes a Conn
+//	  ▼                     and puts it in the Accept queue (chan, AcceptBacklog)
+//	ticker ×1             server.Update every TickInterval: timeouts, and the
+//	                      keep-alives that are due, sealed after the core's lock
+//	Conn.Write (callers)  seals under the client's send lock, then the
+//	                      combining sink: the caller that finds the socket idle
+//	                      writes, others queue behind it (one sendmmsg for many)
+//	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
+//
+// Locks, in the order they may be taken: server.Server.tick (Update only) →
+// server.Server.mu (RWMutex over the slot, address, id and token tables;
+// lookups read-lock it) → a client's receive lock (its receive AEAD and replay
+// window) or its send lock (send AEAD, sequence, buffers; held across the
+// sink's Send so one client's packets leave in order) → the combining sink's
+// lock → packetq.Queue's lock (a leaf). No AEAD operation and no system call
+// happens under server.Server.mu, and the core never calls back into this
+// package: it returns the clients that connect and ends their queues when
+// they leave.
+//
+// A dialed Conn owns two goroutines, a reader (transport.ReadLoop) and a
+// ticker, around the client core (one lock, the core's), and its payloads
+// wait in its own packetq.Queue. Close on either stops every goroutine it
+// owns before it returns.
 package netcode

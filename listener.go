@@ -23,14 +23,16 @@ const readBatch = 64
 // Listener is a netcode server. It implements net.Listener: Accept returns a
 // *Conn for every client that completes the handshake.
 //
-// A Listener owns one goroutine that reads the socket and one that sends
-// keep-alives and applies timeouts; Close stops both.
+// A Listener owns one goroutine per socket that reads it (one socket, or
+// ServerConfig.ReadShards of them) and one that sends keep-alives and
+// applies timeouts; Close stops them all.
 type Listener struct {
-	tc   transport.Conn
-	core *server.Server
-	cfg  ServerConfig
-	log  *slog.Logger
-	addr net.Addr
+	tc     transport.Conn   // the socket the server sends from
+	shards []transport.Conn // the sockets it reads; shards[0] is tc
+	core   *server.Server
+	cfg    ServerConfig
+	log    *slog.Logger
+	addr   net.Addr
 
 	accept  chan *Conn
 	closing chan struct{}
@@ -38,7 +40,6 @@ type Listener struct {
 	once    sync.Once
 
 	direct *combineSink // used by Conn.Write and Conn.Close
-	rsink  *batchSink   // owned by the reader goroutine
 	tsink  *batchSink   // owned by the ticker goroutine
 }
 
@@ -53,13 +54,23 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	uc, err := transport.ListenUDP(network, address)
+	shards := cfg.ReadShards
+	if shards > 1 && !transport.ReusePortSupported {
+		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
+	}
+	ucs, err := transport.ListenUDPShards(network, address, shards)
 	if err != nil {
 		return nil, err
 	}
-	l, err := newListener(uc, cfg)
+	pcs := make([]net.PacketConn, len(ucs))
+	for i, uc := range ucs {
+		pcs[i] = uc
+	}
+	l, err := newListener(pcs, cfg)
 	if err != nil {
-		uc.Close()
+		for _, pc := range pcs {
+			pc.Close()
+		}
 		return nil, err
 	}
 	return l, nil
@@ -71,7 +82,7 @@ func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	return newListener(pc, cfg)
+	return newListener([]net.PacketConn{pc}, cfg)
 }
 
 // checkConfig refuses a configuration no server should run with.
@@ -85,7 +96,9 @@ func checkConfig(cfg *ServerConfig) error {
 	return nil
 }
 
-func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
+// newListener serves on pcs: it sends from the first and reads them all.
+func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
+	pc := pcs[0]
 	c := *cfg
 	if c.MaxClients == 0 {
 		c.MaxClients = server.DefaultMaxClients
@@ -107,12 +120,17 @@ func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.PacketTagging {
-		tagSocket(pc, log)
+	var shards []transport.Conn
+	for _, p := range pcs {
+		if c.PacketTagging {
+			tagSocket(p, log)
+		}
+		shards = append(shards, transport.New(p))
 	}
-	tc := transport.New(pc)
+	tc := shards[0]
 	l := &Listener{
 		tc:      tc,
+		shards:  shards,
 		cfg:     c,
 		log:     log,
 		addr:    tc.LocalAddr(),
@@ -120,7 +138,6 @@ func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		closing: make(chan struct{}),
 	}
 	l.direct = newCombineSink(tc)
-	l.rsink = newBatchSink(tc)
 	l.tsink = newBatchSink(tc)
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
@@ -137,8 +154,10 @@ func newListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	l.core = core
-	l.wg.Add(2)
-	go l.readLoop()
+	l.wg.Add(len(shards) + 1)
+	for _, sh := range shards {
+		go l.readLoop(sh)
+	}
 	go l.tickLoop()
 	return l, nil
 }
@@ -215,20 +234,23 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-func (l *Listener) readLoop() {
+// readLoop reads one socket until Close, with its own Receiver (several
+// decrypt at once) and its own batch of replies, sent from that socket.
+func (l *Listener) readLoop(sock transport.Conn) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
-	err := transport.ReadLoop(l.tc, readBatch, l.closing, func(ms []transport.Message) {
+	rsink := newBatchSink(sock)
+	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
 				continue
 			}
-			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.rsink); sc != nil {
+			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, rsink); sc != nil {
 				l.connected(sc)
 			}
 		}
-		l.rsink.flush()
+		rsink.flush()
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -291,7 +313,11 @@ func (l *Listener) Close() error {
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
 		l.core.Close(l.direct)
-		err = l.tc.Close()
+		for _, sh := range l.shards {
+			if cerr := sh.Close(); err == nil {
+				err = cerr
+			}
+		}
 		l.wg.Wait()
 		for {
 			select {

@@ -610,3 +610,28 @@ func TestKeyRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestReadShards: a Listener reading several SO_REUSEPORT sockets serves
+// every client, over IPv4 and IPv6, and Close stops every reader (goleak).
+func TestReadShards(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.ReadShards = 4 })
+			const clients = 16
+			var clis, srvs []*netcode.Conn
+			for i := range clients {
+				c, s := pair(t, l, withClientID(uint64(1+i)))
+				clis, srvs = append(clis, c), append(srvs, s)
+			}
+			for i := range clients {
+				exchange(t, clis[i], srvs[i], fmt.Sprintf("shard test %d", i))
+			}
+			assert.Equal(t, clients, l.Stats().Connected)
+			require.NoError(t, l.Close())
+			for _, c := range clis {
+				_, err := readWithin(t, c, 5*time.Second)
+				assert.ErrorIs(t, err, io.EOF)
+			}
+		})
+	}
+}

@@ -92,6 +92,7 @@ type Config struct {
 	RawReaders int
 
 	MaxClients      int           // server slots; default Clients
+	ReadShards      int           // server sockets read in parallel (ServerConfig.ReadShards)
 	DialConcurrency int           // handshakes in flight at once; default 256
 	ClientTick      time.Duration // clients' Dialer.TickInterval; 0 = the library default
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
@@ -703,6 +704,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 			ProtocolID:   cfg.ProtocolID,
 			PrivateKey:   key,
 			MaxClients:   cfg.MaxClients,
+			ReadShards:   cfg.ReadShards,
 			Logger:       cfg.Logger,
 			TickInterval: cfg.ServerTick,
 		})

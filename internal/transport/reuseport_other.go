@@ -1,0 +1,16 @@
+//go:build !linux
+
+package transport
+
+import (
+	"errors"
+	"net"
+)
+
+// ReusePortSupported reports whether ListenUDPShards can open more than one
+// socket.
+const ReusePortSupported = false
+
+func listenReusePort(network, address string) (*net.UDPConn, error) {
+	return nil, errors.New("netcode/transport: SO_REUSEPORT read shards need Linux")
+}
