@@ -39,8 +39,9 @@ type Listener struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 
-	direct *combineSink // used by Conn.Write and Conn.Close
-	tsink  *batchSink   // owned by the ticker goroutine
+	// send is the one send path, shared by the readers, the ticker,
+	// Conn.Write and Close (sink.go); it owns the writer goroutine.
+	send *sendQueue
 }
 
 // Listen announces a netcode server on the local UDP address. network is
@@ -137,8 +138,6 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		accept:  make(chan *Conn, c.AcceptBacklog),
 		closing: make(chan struct{}),
 	}
-	l.direct = newCombineSink(tc)
-	l.tsink = newBatchSink(tc)
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
 		PrivateKey:         crypto.Key(c.PrivateKey),
@@ -154,6 +153,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	l.core = core
+	l.send = newSendQueue(tc)
 	l.wg.Add(len(shards) + 1)
 	for _, sh := range shards {
 		go l.readLoop(sh)
@@ -239,18 +239,16 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 func (l *Listener) readLoop(sock transport.Conn) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
-	rsink := newBatchSink(sock)
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
 				continue
 			}
-			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, rsink); sc != nil {
+			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.send); sc != nil {
 				l.connected(sc)
 			}
 		}
-		rsink.flush()
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -268,8 +266,7 @@ func (l *Listener) tickLoop() {
 		case <-l.closing:
 			return
 		case now := <-t.C:
-			l.core.Update(now, l.tsink)
-			l.tsink.flush()
+			l.core.Update(now, l.send)
 		}
 	}
 }
@@ -312,7 +309,8 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
-		l.core.Close(l.direct)
+		l.core.Close(l.send)
+		l.send.close() // sends the disconnects still queued
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
 				err = cerr
@@ -441,7 +439,7 @@ func (l *Listener) connected(sc *server.Client) {
 	case l.accept <- c:
 	default:
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
-		l.core.Disconnect(sc, l.direct)
+		l.core.Disconnect(sc, l.send)
 	}
 }
 
@@ -452,11 +450,11 @@ type serverEndpoint struct {
 }
 
 func (e *serverEndpoint) send(now time.Time, p []byte) error {
-	err := e.c.Send(now, p, e.l.direct)
+	err := e.c.Send(now, p, e.l.send)
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}
 	return err
 }
 
-func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, e.l.direct) }
+func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, e.l.send) }

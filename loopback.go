@@ -73,7 +73,7 @@ func (e *loopbackEnd) send(now time.Time, p []byte) error {
 
 func (e *loopbackEnd) close() {
 	if e.server {
-		e.l.core.Disconnect(e.sc, e.l.direct)
+		e.l.core.Disconnect(e.sc, e.l.send)
 		return
 	}
 	e.l.core.LoopbackLeft(e.sc)

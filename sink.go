@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // eofError is what a connection ends with when the peer disconnects cleanly.
@@ -28,28 +29,57 @@ func (d *directSink) Send(to netip.AddrPort, b []byte) {
 	}
 }
 
-// combineSink sends datagrams for many goroutines at once (every Conn of a
-// Listener writes through one). A Send that finds no write in progress
-// writes its datagram itself, at once; datagrams that arrive while a write
-// is in progress are queued, and the writing goroutine sends them with one
-// batched write before it returns (flat combining). So an idle server adds
-// no latency, and a busy one makes one system call for many datagrams
-// instead of one each. Buffers are preallocated: Send does not allocate.
-type combineSink struct {
+// sendBatch is the most datagrams one batched write carries.
+const sendBatch = 64
+
+// sendQueueLen bounds the datagrams waiting for a Listener's writer.
+const sendQueueLen = 4 * sendBatch
+
+// sendQueue is a Listener's one send path (quic-go's send queue, in
+// spirit): a bounded queue of datagrams that one writer goroutine drains
+// with batched writes. Every sender (Conn.Write, the readers' replies, the
+// ticker's keep-alives, Close's disconnects) goes through it.
+//
+// A Send that finds the queue empty and no write in progress writes its
+// own datagram at once, so a lone client pays no hand-off; otherwise it
+// queues a copy and returns, and the writer sends the queue in batches. No
+// sender ever writes another's datagrams, so none is held up for longer
+// than its own write. When the queue is full, a keep-alive is dropped and
+// counted (it is redundant by nature: the next one follows within 100 ms),
+// and any other datagram waits for room: backpressure on the sending
+// connection alone, since the writer takes no connection's lock. Datagrams
+// leave in the order they were sent.
+//
+// Lock order: a client's send lock (held by the core around Send) →
+// sendQueue.mu.
+type sendQueue struct {
 	tc transport.Conn
 
-	mu       sync.Mutex
-	cond     sync.Cond // signalled when the queue is swapped out
-	queue    []transport.Message
-	n        int  // datagrams queued
-	flushing bool // a goroutine is writing; it will send the queue too
-	spare    []transport.Message
+	mu     sync.Mutex
+	room   sync.Cond // signalled when the writer takes the queue
+	queue  []transport.Message
+	spare  []transport.Message
+	n      int  // datagrams queued
+	busy   bool // a write is in progress (direct or the writer's)
+	closed bool
+	one    [1]transport.Message // the direct write's message
+
+	wake    chan struct{} // capacity 1: the queue has datagrams
+	done    chan struct{} // closed when the writer exits
+	dropped atomic.Uint64 // keep-alives dropped on a full queue
 }
 
-func newCombineSink(tc transport.Conn) *combineSink {
-	s := &combineSink{tc: tc, queue: newMessages(sendBatch), spare: newMessages(sendBatch)}
-	s.cond.L = &s.mu
-	return s
+func newSendQueue(tc transport.Conn) *sendQueue {
+	q := &sendQueue{
+		tc:    tc,
+		queue: newMessages(sendQueueLen),
+		spare: newMessages(sendQueueLen),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	q.room.L = &q.mu
+	go q.writer()
+	return q
 }
 
 func newMessages(n int) []transport.Message {
@@ -60,39 +90,99 @@ func newMessages(n int) []transport.Message {
 	return msgs
 }
 
-// Send queues b for to, and writes the queue unless another goroutine is
-// writing already. It has finished with b when it returns.
-func (s *combineSink) Send(to netip.AddrPort, b []byte) {
-	s.mu.Lock()
-	for s.n == len(s.queue) {
-		s.cond.Wait() // the writer takes the full queue soon
-	}
-	m := &s.queue[s.n]
-	m.Buf = append(m.Buf[:0], b...)
-	m.Addr = to
-	s.n++
-	if s.flushing {
-		s.mu.Unlock()
+// Send sends b to to, at once or through the writer. It has finished with b
+// when it returns.
+func (q *sendQueue) Send(to netip.AddrPort, b []byte) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
 		return
 	}
-	s.flushing = true
-	for s.n > 0 {
-		msgs := s.queue[:s.n]
-		s.queue, s.spare, s.n = s.spare, s.queue, 0
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		writeAll(s.tc, msgs)
-		s.mu.Lock()
+	if !q.busy && q.n == 0 {
+		q.busy = true
+		q.mu.Unlock()
+		q.one[0] = transport.Message{Buf: b, Addr: to}
+		writeAll(q.tc, q.one[:])
+		q.one[0] = transport.Message{}
+		q.mu.Lock()
+		q.busy = false
+		wake := q.n > 0
+		q.mu.Unlock()
+		if wake {
+			q.signal()
+		}
+		return
 	}
-	s.flushing = false
-	s.mu.Unlock()
+	for q.n == len(q.queue) && !q.closed {
+		if typ, ok := protocol.PeekType(b); ok && typ == protocol.KeepAlive {
+			q.mu.Unlock()
+			q.dropped.Add(1)
+			return
+		}
+		q.room.Wait()
+	}
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	m := &q.queue[q.n]
+	m.Buf = append(m.Buf[:0], b...)
+	m.Addr = to
+	q.n++
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *sendQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer sends the queue, in batches, whenever a direct write is not in
+// progress; after close it sends what is left and exits.
+func (q *sendQueue) writer() {
+	defer close(q.done)
+	for {
+		<-q.wake
+		q.mu.Lock()
+		for q.n > 0 && !q.busy {
+			msgs := q.queue[:q.n]
+			q.queue, q.spare, q.n = q.spare, q.queue, 0
+			q.busy = true
+			q.room.Broadcast()
+			q.mu.Unlock()
+			writeAll(q.tc, msgs)
+			q.mu.Lock()
+			q.busy = false
+		}
+		last := q.closed && q.n == 0
+		q.mu.Unlock()
+		if last {
+			return
+		}
+	}
+}
+
+// close sends what is queued and stops the writer; later Sends do nothing.
+// Call it after the last Send that matters (the Listener's Close, after
+// the core's disconnects) and before closing the socket.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.room.Broadcast()
+	q.mu.Unlock()
+	q.signal()
+	<-q.done
 }
 
 // writeAll sends msgs with as few batched writes as the socket allows,
 // skipping (and counting) datagrams it refuses.
 func writeAll(tc transport.Conn, msgs []transport.Message) {
 	for len(msgs) > 0 {
-		n, err := tc.WriteBatch(msgs)
+		batch := msgs[:min(len(msgs), sendBatch)]
+		n, err := tc.WriteBatch(batch)
 		if err != nil {
 			// Skip the datagram that failed and carry on with the rest.
 			sendErrors.Add(1)
@@ -100,34 +190,4 @@ func writeAll(tc transport.Conn, msgs []transport.Message) {
 		}
 		msgs = msgs[min(n, len(msgs)):]
 	}
-}
-
-// batchSink collects datagrams and sends them with one batched write. It
-// belongs to one goroutine.
-type batchSink struct {
-	tc   transport.Conn
-	msgs []transport.Message
-	n    int
-}
-
-const sendBatch = 64
-
-func newBatchSink(tc transport.Conn) *batchSink {
-	return &batchSink{tc: tc, msgs: newMessages(sendBatch)}
-}
-
-func (s *batchSink) Send(to netip.AddrPort, b []byte) {
-	if s.n == len(s.msgs) {
-		s.flush()
-	}
-	m := &s.msgs[s.n]
-	m.Buf = append(m.Buf[:0], b...)
-	m.Addr = to
-	s.n++
-}
-
-// flush sends what was collected.
-func (s *batchSink) flush() {
-	writeAll(s.tc, s.msgs[:s.n])
-	s.n = 0
 }

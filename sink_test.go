@@ -48,7 +48,17 @@ func (c *recordConn) WriteBatch(ms []transport.Message) (int, error) {
 	return len(ms), nil
 }
 
-func TestCombineSink(t *testing.T) {
+// datagram is sender g's i-th datagram: a payload packet's prefix (so the
+// queue never takes it for a droppable keep-alive), then g and i.
+func datagram(g, i int) []byte {
+	b := make([]byte, 9)
+	b[0] = 0x15
+	binary.LittleEndian.PutUint32(b[1:], uint32(g))
+	binary.LittleEndian.PutUint32(b[5:], uint32(i))
+	return b
+}
+
+func TestSendQueue(t *testing.T) {
 	to := netip.MustParseAddrPort("127.0.0.1:9")
 	tests := []struct {
 		name      string
@@ -60,42 +70,40 @@ func TestCombineSink(t *testing.T) {
 	}{
 		{"one sender", 1, 200, false, 0, false},
 		{"many senders, first write held", 16, 300, true, 0, true},
-		{"more queued than a batch holds", 8, 2000, true, 0, true},
+		{"more queued than the queue holds: backpressure", 8, 2000, true, 0, true},
 		{"refused datagrams are skipped", 4, 100, false, 7, false},
 	}
 	for _, tt := range tests {
 		// In a synctest bubble, synctest.Wait returns once every sender has
 		// either queued its datagrams and returned or is blocked behind the
-		// held write: the queue is as full as it gets.
+		// held write or a full queue.
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := &recordConn{failN: tt.failN}
 				if tt.block {
 					rc.release = make(chan struct{})
 				}
-				s := newCombineSink(rc)
+				q := newSendQueue(rc)
 				var wg sync.WaitGroup
 				for g := range tt.senders {
 					wg.Go(func() {
-						var b [8]byte
 						for i := range tt.each {
-							binary.LittleEndian.PutUint32(b[:], uint32(g))
-							binary.LittleEndian.PutUint32(b[4:], uint32(i))
-							s.Send(to, b[:])
+							q.Send(to, datagram(g, i))
 						}
 					})
 				}
 				if tt.block {
-					// Let the other senders fill the queue behind the held write.
 					synctest.Wait()
 					close(rc.release)
 				}
 				wg.Wait()
+				q.close() // sends what is queued
 
 				rc.mu.Lock()
 				defer rc.mu.Unlock()
 				total := tt.senders * tt.each
 				require.Len(t, rc.got, total, "every datagram is written exactly once")
+				require.Zero(t, q.dropped.Load())
 				next := make([]uint32, tt.senders)
 				refused := 0
 				for _, d := range rc.got {
@@ -103,7 +111,7 @@ func TestCombineSink(t *testing.T) {
 						refused++
 						continue
 					}
-					g, i := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:])
+					g, i := binary.LittleEndian.Uint32(d[1:]), binary.LittleEndian.Uint32(d[5:])
 					require.GreaterOrEqual(t, i, next[g], "sender %d's datagrams out of order", g)
 					next[g] = i + 1
 				}
@@ -123,29 +131,55 @@ func TestCombineSink(t *testing.T) {
 	}
 }
 
-// TestCombineSinkWriterSendsTheQueue: Sends that arrive while another
-// goroutine is writing return at once, and that goroutine sends what they
-// queued, in one batch, before it returns; nothing waits for a later Send.
-func TestCombineSinkWriterSendsTheQueue(t *testing.T) {
-	to := netip.MustParseAddrPort("127.0.0.1:9")
-	rc := &recordConn{release: make(chan struct{}), entered: make(chan struct{})}
-	s := newCombineSink(rc)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Send(to, []byte("first"))
-	}()
-	<-rc.entered
-	const queued = sendBatch - 1
-	for i := range queued {
-		s.Send(to, []byte{byte(i)}) // returns at once: a write is in progress
+// TestSendQueueLoneSenderWritesAtOnce: a Send on an idle queue has written
+// its datagram when it returns; no goroutine hand-off.
+func TestSendQueueLoneSenderWritesAtOnce(t *testing.T) {
+	rc := &recordConn{}
+	q := newSendQueue(rc)
+	defer q.close()
+	for i := range 5 {
+		q.Send(netip.MustParseAddrPort("127.0.0.1:9"), datagram(0, i))
+		rc.mu.Lock()
+		require.Len(t, rc.got, i+1)
+		rc.mu.Unlock()
 	}
-	close(rc.release)
-	<-done
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	require.Equal(t, []int{1, queued}, rc.batches)
-	require.Len(t, rc.got, 1+queued)
+}
+
+// TestSendQueueFull: behind a held write, a full queue drops keep-alives
+// (counted) and makes other datagrams wait until the writer takes the
+// queue; a sender never writes another's datagrams.
+func TestSendQueueFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to := netip.MustParseAddrPort("127.0.0.1:9")
+		rc := &recordConn{release: make(chan struct{})}
+		q := newSendQueue(rc)
+		go q.Send(to, datagram(0, 0)) // the held direct write
+		synctest.Wait()
+		for i := range sendQueueLen {
+			q.Send(to, datagram(1, i)) // queued: returns at once
+		}
+		keepAlive := []byte{0x14, 1, 2, 3}
+		q.Send(to, keepAlive) // full: dropped
+		require.Equal(t, uint64(1), q.dropped.Load())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.Send(to, datagram(2, 0)) // full: waits for room
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("a payload on a full queue did not wait")
+		default:
+		}
+		close(rc.release)
+		<-done
+		q.close()
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		require.Len(t, rc.got, 1+sendQueueLen+1)
+		require.Equal(t, datagram(2, 0), rc.got[len(rc.got)-1], "the waiting payload went last, in order")
+	})
 }
 
 // discardConn takes every write.
@@ -153,9 +187,11 @@ type discardConn struct{ transport.Conn }
 
 func (discardConn) WriteBatch(ms []transport.Message) (int, error) { return len(ms), nil }
 
-func TestCombineSinkAllocs(t *testing.T) {
-	s := newCombineSink(discardConn{})
+func TestSendQueueAllocs(t *testing.T) {
+	q := newSendQueue(discardConn{})
+	defer q.close()
 	to := netip.MustParseAddrPort("[::1]:9")
 	p := make([]byte, MaxPayloadBytes)
-	require.Zero(t, testing.AllocsPerRun(1000, func() { s.Send(to, p) }))
+	p[0] = 0x15
+	require.Zero(t, testing.AllocsPerRun(1000, func() { q.Send(to, p) }))
 }
