@@ -14,13 +14,18 @@
 // both (go run ./examples/wasm/serve).
 //
 // On start it POSTs to /token on its own origin for a connect token,
-// connects through ws(s)://<origin>/netcode, checks count echoes of
-// payloads of every size byte for byte (count is the page's
-// netcodeConfig.count, 100 by default), and publishes, on globalThis:
+// connects through ws(s)://<origin>/netcode, runs a reliable.Session over
+// the connection with the server's channels (package wire), checks count
+// echoes on the unreliable channel of messages of every size from 1 to
+// 1200 bytes, byte for byte (count is the page's netcodeConfig.count, 100
+// by default), and publishes, on globalThis:
 //
-//	netcodeResult  a JSON string: {"clientIndex":..,"maxClients":..,"sent":..,"received":..,"bad":..,"error":".."}
-//	netcodeEcho(text) a Promise of the server's echo of text
-//	netcodeClose()    disconnects (the server frees the slot at once)
+//	netcodeResult     a JSON string: {"clientIndex":..,"maxClients":..,"sent":..,"received":..,"bad":..,"error":".."}
+//	netcodeEcho(text) a Promise of the server's echo of text, sent as an unreliable message
+//	netcodeReliable(n) a Promise of a JSON string {"bytes":..,"sha256":"..","echoBytes":..,"intact":..,"millis":..}:
+//	                  n bytes of wire.Pattern sent as one reliable message (up to
+//	                  wire.MaxReliableMessage), and its echo checked byte for byte
+//	netcodeClose()    closes the session and disconnects (the server frees the slot at once)
 //
 // and shows its progress in the element with id "status" (its data-state
 // attribute ends as "done" or "error").
@@ -29,6 +34,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,6 +47,8 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/examples/wasm/wire"
+	"github.com/gonetcode/netcode/reliable"
 )
 
 type result struct {
@@ -66,14 +75,14 @@ func publish(r result) {
 }
 
 func main() {
-	r, conn, err := run()
+	r, sess, err := run()
 	if err != nil {
 		r.Error = err.Error()
 		publish(r)
 		status("error", "error: "+err.Error())
 		select {} // keep the module alive for the page to inspect
 	}
-	serve(conn)
+	serve(sess)
 	publish(r)
 	status("done", fmt.Sprintf("connected as client %d of %d; %d of %d echoes correct",
 		r.ClientIndex, r.MaxClients, r.Received-r.Bad, r.Sent))
@@ -89,7 +98,7 @@ func payload(i int) []byte {
 	return b
 }
 
-func run() (result, *netcode.Conn, error) {
+func run() (result, *reliable.Session, error) {
 	var r result
 	origin := js.Global().Get("location").Get("origin").String()
 	count := 100
@@ -123,20 +132,26 @@ func run() (result, *netcode.Conn, error) {
 		return r, nil, err
 	}
 	r.ClientIndex, r.MaxClients = conn.ClientIndex(), conn.MaxClients()
+	sess, err := reliable.NewSession(conn, wire.Config())
+	if err != nil {
+		conn.Close()
+		return r, nil, err
+	}
 
 	status("echoing", "connected; checking echoes")
-	buf := make([]byte, netcode.MaxPayloadBytes)
+	ch := sess.Channel(wire.Unreliable)
+	buf := make([]byte, wire.MaxUnreliableMessage)
 	for i := range count {
 		p := payload(i)
-		if _, err := conn.Write(p); err != nil {
-			conn.Close()
+		if err := ch.Send(p); err != nil {
+			sess.Close()
 			return r, nil, err
 		}
 		r.Sent++
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		n, err := conn.Read(buf)
+		ch.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := ch.Receive(buf)
 		if err != nil {
-			conn.Close()
+			sess.Close()
 			return r, nil, err
 		}
 		r.Received++
@@ -144,13 +159,50 @@ func run() (result, *netcode.Conn, error) {
 			r.Bad++
 		}
 	}
-	conn.SetReadDeadline(time.Time{})
-	return r, conn, nil
+	ch.SetReadDeadline(time.Time{})
+	return r, sess, nil
 }
 
-// serve publishes netcodeEcho and netcodeClose.
-func serve(conn *netcode.Conn) {
-	var mu sync.Mutex // one echo at a time
+// reliableResult is what netcodeReliable resolves to.
+type reliableResult struct {
+	Bytes     int    `json:"bytes"`
+	SHA256    string `json:"sha256"` // of the message sent
+	EchoBytes int    `json:"echoBytes"`
+	Intact    bool   `json:"intact"` // the echo is the message, byte for byte
+	Millis    int64  `json:"millis"` // from Send to the echo's arrival
+}
+
+// reliableEcho sends n bytes of wire.Pattern as one message on the
+// reliable channel and checks the echo.
+func reliableEcho(ch *reliable.Channel, n int) (reliableResult, error) {
+	if n < 1 || n > wire.MaxReliableMessage {
+		return reliableResult{}, fmt.Errorf("netcodeReliable: %d bytes; it takes 1 to %d", n, wire.MaxReliableMessage)
+	}
+	msg := wire.Pattern(n)
+	sum := sha256.Sum256(msg)
+	res := reliableResult{Bytes: n, SHA256: hex.EncodeToString(sum[:])}
+	start := time.Now()
+	ch.SetWriteDeadline(start.Add(10 * time.Second))
+	ch.SetReadDeadline(start.Add(10 * time.Second))
+	defer ch.SetWriteDeadline(time.Time{})
+	defer ch.SetReadDeadline(time.Time{})
+	if err := ch.Send(msg); err != nil {
+		return res, err
+	}
+	buf := make([]byte, wire.MaxReliableMessage)
+	m, err := ch.Receive(buf)
+	if err != nil {
+		return res, err
+	}
+	res.Millis = time.Since(start).Milliseconds()
+	res.EchoBytes = m
+	res.Intact = bytes.Equal(buf[:m], msg)
+	return res, nil
+}
+
+// serve publishes netcodeEcho, netcodeReliable and netcodeClose.
+func serve(sess *reliable.Session) {
+	var umu, rmu sync.Mutex // one echo at a time on each channel
 	promise := func(f func() (string, error)) js.Value {
 		var exec js.Func
 		exec = js.FuncOf(func(this js.Value, args []js.Value) any {
@@ -174,24 +226,41 @@ func serve(conn *netcode.Conn) {
 			text = args[0].String()
 		}
 		return promise(func() (string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if _, err := conn.Write([]byte(text)); err != nil {
+			umu.Lock()
+			defer umu.Unlock()
+			ch := sess.Channel(wire.Unreliable)
+			if err := ch.Send([]byte(text)); err != nil {
 				return "", err
 			}
-			buf := make([]byte, netcode.MaxPayloadBytes)
-			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			defer conn.SetReadDeadline(time.Time{})
-			n, err := conn.Read(buf)
+			buf := make([]byte, wire.MaxUnreliableMessage)
+			ch.SetReadDeadline(time.Now().Add(5 * time.Second))
+			defer ch.SetReadDeadline(time.Time{})
+			n, err := ch.Receive(buf)
 			if err != nil {
 				return "", err
 			}
 			return string(buf[:n]), nil
 		})
 	}))
+	js.Global().Set("netcodeReliable", js.FuncOf(func(this js.Value, args []js.Value) any {
+		n := 0
+		if len(args) > 0 && args[0].Type() == js.TypeNumber {
+			n = args[0].Int()
+		}
+		return promise(func() (string, error) {
+			rmu.Lock()
+			defer rmu.Unlock()
+			res, err := reliableEcho(sess.Channel(wire.Reliable), n)
+			if err != nil {
+				return "", err
+			}
+			b, err := json.Marshal(res)
+			return string(b), err
+		})
+	}))
 	js.Global().Set("netcodeClose", js.FuncOf(func(this js.Value, args []js.Value) any {
 		return promise(func() (string, error) {
-			if err := conn.Close(); err != nil {
+			if err := sess.Close(); err != nil {
 				return "", err
 			}
 			status("closed", "disconnected")

@@ -2,8 +2,12 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -18,8 +22,75 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/examples/wasm/server"
+	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/reliable"
 )
+
+// reliableBytes is the size of the reliable message of the tests: far
+// over one netcode packet.
+const reliableBytes = 128 << 10
+
+// received is a message as the server's OnMessage saw it.
+type received struct {
+	from    net.Addr
+	channel int
+	n       int
+	sum     [sha256.Size]byte
+}
+
+// recorder returns an OnMessage that reports every reliable message on
+// the channel it returns (dropping them past 16 unread).
+func recorder() (func(net.Addr, int, []byte), <-chan received) {
+	c := make(chan received, 16)
+	return func(from net.Addr, channel int, msg []byte) {
+		if channel != wire.Reliable {
+			return
+		}
+		select {
+		case c <- received{from: from, channel: channel, n: len(msg), sum: sha256.Sum256(msg)}:
+		default:
+		}
+	}, c
+}
+
+// serverGot waits for the server's record of the next reliable message
+// and checks that it is n bytes of wire.Pattern.
+func serverGot(t *testing.T, c <-chan received, n int) received {
+	t.Helper()
+	select {
+	case r := <-c:
+		assert.Equal(t, wire.Reliable, r.channel)
+		assert.Equal(t, n, r.n, "bytes the server received")
+		assert.Equal(t, sha256.Sum256(wire.Pattern(n)), r.sum, "SHA-256 of what the server received")
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not report the reliable message")
+		return received{}
+	}
+}
+
+// dialSession gets a connect token from the example's endpoint at url,
+// connects over UDP and starts a session with the example's channels.
+func dialSession(t *testing.T, url string) *reliable.Session {
+	t.Helper()
+	resp, err := http.Post(url+"/token", "", nil)
+	require.NoError(t, err)
+	tok, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := netcode.DialContext(ctx, tok)
+	require.NoError(t, err)
+	sess, err := reliable.NewSession(conn, wire.Config())
+	if err != nil {
+		conn.Close()
+		require.NoError(t, err)
+	}
+	return sess
+}
 
 func eval[T any](t *testing.T, ctx context.Context, d time.Duration, script string) T {
 	t.Helper()
@@ -43,7 +114,10 @@ func step(t *testing.T, ctx context.Context, d time.Duration, what string, actio
 
 // TestWASMClientInBrowser loads the Go client compiled to WebAssembly in
 // headless Chromium; it connects end to end encrypted through the Mux's
-// WebSocket transport, while a UDP client uses the same server.
+// WebSocket transport and runs a reliable session, while a UDP client uses
+// the same server. Unreliable messages of every size up to 1200 bytes, and
+// a reliable message of 128 KiB, come back intact, and the server received
+// the reliable message intact.
 func TestWASMClientInBrowser(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
@@ -57,7 +131,8 @@ func TestWASMClientInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("client built in %v (%d bytes)", time.Since(start), len(wasm))
 
-	s, err := server.New(server.Config{WASM: wasm, WASMExec: wasmExec})
+	onMessage, reports := recorder()
+	s, err := server.New(server.Config{WASM: wasm, WASMExec: wasmExec, OnMessage: onMessage})
 	require.NoError(t, err)
 	hs := httptest.NewServer(s)
 	defer func() {
@@ -84,15 +159,7 @@ func TestWASMClientInBrowser(t *testing.T) {
 	assert.Equal(t, 1, s.Mux.Sessions())
 
 	// A UDP client at the same time.
-	resp, err := http.Post(hs.URL+"/token", "", nil)
-	require.NoError(t, err)
-	tok, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer dcancel()
-	udp, err := netcode.DialContext(dctx, tok)
-	require.NoError(t, err)
+	udp := dialSession(t, hs.URL)
 	defer udp.Close()
 	require.Equal(t, 2, s.Listener.Stats().Connected)
 	assert.False(t, bridge.IsTransportAddr(netip.MustParseAddrPort(udp.LocalAddr().String())))
@@ -109,11 +176,41 @@ func TestWASMClientInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "typed in the page", text)
 
-	_, err = udp.Write([]byte("over udp"))
+	// A reliable message of 128 KiB from the browser: the server gets it
+	// whole, and its echo comes back byte for byte.
+	raw = eval[string](t, ctx, 20*time.Second, fmt.Sprintf(`netcodeReliable(%d)`, reliableBytes))
+	var rel struct {
+		Bytes, EchoBytes int
+		SHA256           string
+		Intact           bool
+		Millis           int64
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &rel), raw)
+	t.Logf("reliable %d-byte message echoed in the browser in %d ms", rel.Bytes, rel.Millis)
+	want := sha256.Sum256(wire.Pattern(reliableBytes))
+	assert.Equal(t, reliableBytes, rel.Bytes)
+	assert.Equal(t, reliableBytes, rel.EchoBytes)
+	assert.Equal(t, hex.EncodeToString(want[:]), rel.SHA256, "the page sent another message")
+	assert.True(t, rel.Intact, "the echo differs from the message")
+	r := serverGot(t, reports, reliableBytes)
+	assert.True(t, bridge.IsTransportAddr(netip.MustParseAddrPort(r.from.String())), "it came over the WebSocket transport: %v", r.from)
+
+	// The same through the page's button.
+	step(t, ctx, 20*time.Second, "reliable button",
+		chromedp.Click(chromedp.ID("reliable")),
+		chromedp.WaitVisible(chromedp.CSS(`#log li.reliable, #log li.error`)),
+	)
+	text, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#log li:last-child`)))
 	require.NoError(t, err)
-	udp.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, netcode.MaxPayloadBytes)
-	n, err := udp.Read(buf)
+	assert.Contains(t, text, fmt.Sprintf("%d bytes sent reliably, echoed intact", reliableBytes))
+	serverGot(t, reports, reliableBytes)
+
+	// The UDP client's unreliable echo.
+	uch := udp.Channel(wire.Unreliable)
+	require.NoError(t, uch.Send([]byte("over udp")))
+	require.NoError(t, uch.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, wire.MaxUnreliableMessage)
+	n, err := uch.Receive(buf)
 	require.NoError(t, err)
 	assert.Equal(t, "over udp", string(buf[:n]))
 
@@ -123,4 +220,57 @@ func TestWASMClientInBrowser(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Mux.Sessions() == 0 }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, udp.Close())
 	cancel()
+}
+
+// TestReliableEchoOverUDP runs the example's session over UDP, IPv4 and
+// IPv6, without a browser: a reliable message of 128 KiB and unreliable
+// ones reach the server intact and come back byte for byte.
+func TestReliableEchoOverUDP(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct{ name, addr string }{
+		{"IPv4", "127.0.0.1:0"},
+		{"IPv6", "[::1]:0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "IPv6" {
+				pc, err := net.ListenPacket("udp6", "[::1]:0")
+				if err != nil {
+					t.Skipf("no IPv6 loopback: %v", err)
+				}
+				pc.Close()
+			}
+			onMessage, reports := recorder()
+			s, err := server.New(server.Config{UDPAddr: tc.addr, OnMessage: onMessage})
+			require.NoError(t, err)
+			hs := httptest.NewServer(s)
+			defer func() {
+				require.NoError(t, s.Close())
+				hs.Close()
+			}()
+			sess := dialSession(t, hs.URL)
+			defer sess.Close()
+
+			rch := sess.Channel(wire.Reliable)
+			require.NoError(t, rch.SetReadDeadline(time.Now().Add(10*time.Second)))
+			msg := wire.Pattern(reliableBytes)
+			require.NoError(t, rch.Send(msg))
+			buf := make([]byte, wire.MaxReliableMessage)
+			n, err := rch.Receive(buf)
+			require.NoError(t, err)
+			assert.Equal(t, msg, buf[:n], "the echo differs from the message")
+			r := serverGot(t, reports, reliableBytes)
+			assert.False(t, bridge.IsTransportAddr(netip.MustParseAddrPort(r.from.String())))
+
+			uch := sess.Channel(wire.Unreliable)
+			require.NoError(t, uch.SetReadDeadline(time.Now().Add(5*time.Second)))
+			for _, size := range []int{1, netcode.MaxPayloadBytes, wire.MaxUnreliableMessage} {
+				p := wire.Pattern(size)
+				require.NoError(t, uch.Send(p))
+				n, err := uch.Receive(buf)
+				require.NoError(t, err)
+				assert.Equal(t, p, buf[:n], "unreliable echo of %d bytes", size)
+			}
+			require.NoError(t, sess.Close())
+		})
+	}
 }

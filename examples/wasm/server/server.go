@@ -1,7 +1,10 @@
 // Package server is the server side of the WebAssembly example: a netcode
 // echo server whose Listener runs over a bridge.Mux, so that it serves UDP
 // clients and, end to end encrypted over WebSocket, the Go client compiled
-// to WebAssembly (package examples/wasm) running in a browser. One
+// to WebAssembly (package examples/wasm) running in a browser. Each
+// connection carries a reliable.Session with the channels of package wire;
+// the server echoes every message on the channel it came on, reliable
+// messages of up to wire.MaxReliableMessage bytes and unreliable ones. One
 // http.Handler serves:
 //
 //	GET  /             the page
@@ -36,6 +39,8 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/examples/wasm/wire"
+	"github.com/gonetcode/netcode/reliable"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -58,6 +63,10 @@ type Config struct {
 	WASM, WASMExec []byte
 	// Logger receives the server's logs; nil is silent.
 	Logger *slog.Logger
+	// OnMessage, if set, is called with each message received, before
+	// its echo, from the client's goroutine for that channel; msg is
+	// valid only during the call.
+	OnMessage func(from net.Addr, channel int, msg []byte)
 }
 
 // Server is the example's server side; it is an http.Handler.
@@ -67,12 +76,13 @@ type Server struct {
 	// Mux merges the UDP socket and the WebSocket transport.
 	Mux *bridge.Mux
 
-	key      [netcode.KeyBytes]byte
-	addr     netip.AddrPort
-	wasm     []byte
-	wasmExec []byte
-	http     *http.ServeMux
-	wg       sync.WaitGroup
+	key       [netcode.KeyBytes]byte
+	addr      netip.AddrPort
+	wasm      []byte
+	wasmExec  []byte
+	onMessage func(from net.Addr, channel int, msg []byte)
+	http      *http.ServeMux
+	wg        sync.WaitGroup
 }
 
 // New starts the echo server. Close stops it.
@@ -113,13 +123,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		Listener: l,
-		Mux:      mux,
-		key:      key,
-		addr:     addr,
-		wasm:     cfg.WASM,
-		wasmExec: cfg.WASMExec,
-		http:     http.NewServeMux(),
+		Listener:  l,
+		Mux:       mux,
+		key:       key,
+		addr:      addr,
+		wasm:      cfg.WASM,
+		wasmExec:  cfg.WASMExec,
+		onMessage: cfg.OnMessage,
+		http:      http.NewServeMux(),
 	}
 	s.http.HandleFunc("GET /{$}", s.file("text/html; charset=utf-8", page))
 	s.http.HandleFunc("GET /wasm_exec.js", s.file("text/javascript; charset=utf-8", s.wasmExec))
@@ -180,7 +191,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	w.Write(tok)
 }
 
-// serve accepts clients and echoes every payload back to its sender.
+// serve accepts clients, runs a session with the channels of package wire
+// over each, and echoes every message on the channel it came on.
 func (s *Server) serve() {
 	defer s.wg.Done()
 	for {
@@ -188,21 +200,36 @@ func (s *Server) serve() {
 		if err != nil {
 			return
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer c.Close()
-			buf := make([]byte, netcode.MaxPayloadBytes)
-			for {
-				n, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				if _, err := c.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}()
+		sess, err := reliable.NewSession(c, wire.Config())
+		if err != nil { // only for an invalid configuration
+			c.Close()
+			continue
+		}
+		s.wg.Add(2)
+		go s.echo(sess, wire.Reliable, wire.MaxReliableMessage)
+		go s.echo(sess, wire.Unreliable, wire.MaxUnreliableMessage)
+	}
+}
+
+// echo sends back every message of one channel until the session ends
+// (the client's disconnect or timeout, or Close), then closes the session.
+// A full unreliable send queue drops the echo, as a lost datagram would.
+func (s *Server) echo(sess *reliable.Session, channel, maxMessage int) {
+	defer s.wg.Done()
+	defer sess.Close()
+	ch := sess.Channel(channel)
+	buf := make([]byte, maxMessage)
+	for {
+		n, err := ch.Receive(buf)
+		if err != nil {
+			return
+		}
+		if s.onMessage != nil {
+			s.onMessage(sess.RemoteAddr(), channel, buf[:n])
+		}
+		if err := ch.Send(buf[:n]); err != nil && !errors.Is(err, reliable.ErrSendQueueFull) {
+			return
+		}
 	}
 }
 
