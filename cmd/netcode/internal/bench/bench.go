@@ -207,6 +207,12 @@ type Phase struct {
 
 	ProcessCPU           time.Duration // getrusage user+sys over the window
 	ProcessCPUPerMPacket time.Duration // per million server payload datagrams (in + out)
+	// EchoesPerCPUSecond is round trips per second of the whole process's
+	// CPU (server and clients); EchoesPerServerCPUSecond per second of the
+	// server's goroutines' CPU (an echo is two server datagrams). The C
+	// reference's figures are measured the first way.
+	EchoesPerCPUSecond       float64
+	EchoesPerServerCPUSecond float64
 
 	ProfileWindow       time.Duration // the profiled second half
 	ServerCPU           time.Duration // samples labelled server, second half
@@ -516,6 +522,9 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	p.RoundTripsPerSec = float64(p.RoundTrips) / p.Window.Seconds()
 	p.SentPerSec = float64(p.Sent) / p.Window.Seconds()
 	p.ProcessCPU = cpu2 - cpu0
+	if p.ProcessCPU > 0 {
+		p.EchoesPerCPUSecond = float64(p.RoundTrips) / p.ProcessCPU.Seconds()
+	}
 	if pk := pk2 - pk0; pk > 0 {
 		p.ProcessCPUPerMPacket = time.Duration(float64(p.ProcessCPU) * 1e6 / float64(pk))
 	}
@@ -537,6 +546,9 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 		p.OtherCPU = time.Duration(by[""])
 		if p.ServerPackets > 0 {
 			p.ServerCPUPerMPacket = time.Duration(float64(p.ServerCPU) * 1e6 / float64(p.ServerPackets))
+		}
+		if p.ServerCPU > 0 {
+			p.EchoesPerServerCPUSecond = float64(p.ServerPackets) / 2 / p.ServerCPU.Seconds()
 		}
 		if profile != nil {
 			if _, err := profile.Write(prof.Bytes()); err != nil {

@@ -64,6 +64,13 @@ func (p *Phase) print(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "  cpu:         process CPU not measured (no process CPU clock on this system)\n")
 	}
+	if p.EchoesPerCPUSecond > 0 {
+		fmt.Fprintf(w, "  per cpu-s:   %.0f echoes per CPU-second of the process", p.EchoesPerCPUSecond)
+		if p.EchoesPerServerCPUSecond > 0 {
+			fmt.Fprintf(w, ", %.0f per CPU-second of the server", p.EchoesPerServerCPUSecond)
+		}
+		fmt.Fprintln(w)
+	}
 	if p.ProfileWindow > 0 {
 		fmt.Fprintf(w, "  server cpu:  %v per million packets (%v for %d packets in %v; client %v, other %v)\n",
 			p.ServerCPUPerMPacket.Round(time.Millisecond), p.ServerCPU.Round(time.Millisecond), p.ServerPackets,
