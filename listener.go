@@ -362,6 +362,9 @@ func (l *Listener) Stats() ServerStats {
 		MappingsFull:       s.MappingsFull,
 		ConnectionsOpened:  s.ConnectionsOpened,
 		ConnectionsTimeout: s.ConnectionsTimeout,
+		PayloadsDropped:    s.PayloadsDropped,
+		KeepAlivesDropped:  l.send.dropped.Load(),
+		SendErrors:         l.send.refused.Load(),
 	}
 }
 
@@ -415,6 +418,14 @@ type ServerStats struct {
 	// ConnectionsTimeout counts connections ended because the client fell
 	// silent for its token's timeout.
 	ConnectionsTimeout uint64
+	// PayloadsDropped counts received payloads dropped because their
+	// connection's read queue was full (the sum of every Conn.Dropped).
+	PayloadsDropped uint64
+	// KeepAlivesDropped counts keep-alives not sent because the send queue
+	// was full (the next one follows within 100 ms).
+	KeepAlivesDropped uint64
+	// SendErrors counts datagrams the socket refused to send.
+	SendErrors uint64
 }
 
 // endErrors are what a connection's Read returns once its client left,

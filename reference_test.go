@@ -271,6 +271,8 @@ func TestLoopback(t *testing.T) {
 				require.ErrorIs(t, err, os.ErrDeadlineExceeded, "%s: only %d were queued", dir.name, queue)
 				require.NoError(t, dir.to.SetReadDeadline(time.Time{}))
 			}
+			// The server's total counts what its connections dropped.
+			assert.Equal(t, uint64(sent-queue), l.Stats().PayloadsDropped)
 		})
 	}
 }

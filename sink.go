@@ -13,20 +13,16 @@ import (
 // eofError is what a connection ends with when the peer disconnects cleanly.
 var eofError = io.EOF
 
-// sendErrors counts datagrams the socket refused to send (UDP is best
-// effort; the protocol's keep-alives and timeouts deal with the loss).
-var sendErrors atomic.Uint64
-
 // directSink writes each datagram to the socket at once. It is safe for
 // concurrent use. A client uses it: its core sends one datagram at a time.
+// A datagram the socket refuses is lost, as UDP may lose any (the
+// protocol's redundancy and timeouts deal with it).
 type directSink struct {
 	tc transport.Conn
 }
 
 func (d *directSink) Send(to netip.AddrPort, b []byte) {
-	if err := d.tc.WriteTo(b, to); err != nil {
-		sendErrors.Add(1)
-	}
+	_ = d.tc.WriteTo(b, to)
 }
 
 // sendBatch is the most datagrams one batched write carries.
@@ -67,6 +63,7 @@ type sendQueue struct {
 	wake    chan struct{} // capacity 1: the queue has datagrams
 	done    chan struct{} // closed when the writer exits
 	dropped atomic.Uint64 // keep-alives dropped on a full queue
+	refused atomic.Uint64 // datagrams the socket refused to send
 }
 
 func newSendQueue(tc transport.Conn) *sendQueue {
@@ -102,7 +99,7 @@ func (q *sendQueue) Send(to netip.AddrPort, b []byte) {
 		q.busy = true
 		q.mu.Unlock()
 		q.one[0] = transport.Message{Buf: b, Addr: to}
-		writeAll(q.tc, q.one[:])
+		q.refused.Add(uint64(writeAll(q.tc, q.one[:])))
 		q.one[0] = transport.Message{}
 		q.mu.Lock()
 		q.busy = false
@@ -153,7 +150,7 @@ func (q *sendQueue) writer() {
 			q.busy = true
 			q.room.Broadcast()
 			q.mu.Unlock()
-			writeAll(q.tc, msgs)
+			q.refused.Add(uint64(writeAll(q.tc, msgs)))
 			q.mu.Lock()
 			q.busy = false
 		}
@@ -178,16 +175,17 @@ func (q *sendQueue) close() {
 }
 
 // writeAll sends msgs with as few batched writes as the socket allows,
-// skipping (and counting) datagrams it refuses.
-func writeAll(tc transport.Conn, msgs []transport.Message) {
+// skipping datagrams it refuses, and returns how many it refused.
+func writeAll(tc transport.Conn, msgs []transport.Message) (refused int) {
 	for len(msgs) > 0 {
 		batch := msgs[:min(len(msgs), sendBatch)]
 		n, err := tc.WriteBatch(batch)
 		if err != nil {
 			// Skip the datagram that failed and carry on with the rest.
-			sendErrors.Add(1)
+			refused++
 			n++
 		}
 		msgs = msgs[min(n, len(msgs)):]
 	}
+	return refused
 }

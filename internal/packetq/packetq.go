@@ -61,6 +61,7 @@ type Queue struct {
 	notify  chan struct{} // capacity 1: a datagram was queued
 	done    chan struct{} // closed by End or Close
 	dropped atomic.Uint64
+	total   *atomic.Uint64 // also counts drops, if set (NewCounted)
 	rd      deadline.Deadline
 }
 
@@ -73,12 +74,28 @@ func New(limit int) *Queue {
 	}
 }
 
+// NewCounted is New with a second drop counter, shared by many queues (a
+// server's total of payloads dropped by full read queues).
+func NewCounted(limit int, total *atomic.Uint64) *Queue {
+	q := New(limit)
+	q.total = total
+	return q
+}
+
+// drop counts a datagram refused for want of room.
+func (q *Queue) drop() {
+	q.dropped.Add(1)
+	if q.total != nil {
+		q.total.Add(1)
+	}
+}
+
 // Push queues a copy of p from addr. It reports false, and counts the
 // datagram in Dropped, when the queue is full; it reports false without
 // counting after End or Close. It never blocks.
 func (q *Queue) Push(addr netip.AddrPort, p []byte) bool {
 	if len(p) > MaxBytes {
-		q.dropped.Add(1)
+		q.drop()
 		return false
 	}
 	q.mu.Lock()
@@ -88,7 +105,7 @@ func (q *Queue) Push(addr netip.AddrPort, p []byte) bool {
 	}
 	if q.count == q.limit {
 		q.mu.Unlock()
-		q.dropped.Add(1)
+		q.drop()
 		return false
 	}
 	if q.count == len(q.ring) {

@@ -341,13 +341,14 @@ type Stats struct {
 	MappingsFull       uint64 // requests refused because the mapping table was full
 	ConnectionsOpened  uint64
 	ConnectionsTimeout uint64
+	PayloadsDropped    uint64 // received payloads dropped by full client queues
 }
 
 // counters are Stats' counts, updated without the server's lock.
 type counters struct {
 	ignored, replayed, challengesSent, deniedSent, tokenReuseRefused,
 	addressNotInToken, historyFull, mappingsFull, connectionsOpened,
-	connectionsTimeout atomic.Uint64
+	connectionsTimeout, payloadsDropped atomic.Uint64
 }
 
 // Server is the netcode server state machine.
@@ -476,6 +477,7 @@ func (s *Server) Stats() Stats {
 	st.MappingsFull = c.mappingsFull.Load()
 	st.ConnectionsOpened = c.connectionsOpened.Load()
 	st.ConnectionsTimeout = c.connectionsTimeout.Load()
+	st.PayloadsDropped = c.payloadsDropped.Load()
 	return st
 }
 
@@ -711,7 +713,7 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, sink Sink) *C
 	c.index = idx
 	c.id = ch.ClientID
 	c.userData = ch.UserData
-	c.queue = packetq.New(s.cfg.ReadQueue)
+	c.queue = packetq.NewCounted(s.cfg.ReadQueue, &s.stats.payloadsDropped)
 	c.sendLocked.seq = s.connectionSequence(now)
 	c.sendLocked.lastSend.Store(now.UnixNano())
 	s.slots[idx] = c
@@ -908,7 +910,7 @@ func (s *Server) ConnectLoopback(clientID uint64, userData [token.UserDataBytes]
 		id:       clientID,
 		userData: userData,
 		loopback: true,
-		queue:    packetq.New(s.cfg.ReadQueue),
+		queue:    packetq.NewCounted(s.cfg.ReadQueue, &s.stats.payloadsDropped),
 		peer:     packetq.New(s.cfg.ReadQueue),
 	}
 	c.confirmed.Store(true)
