@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/pem"
@@ -24,24 +23,6 @@ import (
 	"github.com/gonetcode/netcode/backend"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // server runs "netcode serve" with args until the test ends and returns its
 // address and the key file its tokens need.
 func server(t *testing.T, args ...string) (addr net.Addr, keyFile string) {
@@ -60,7 +41,7 @@ func stoppableServer(t *testing.T, args ...string) (addr net.Addr, keyFile strin
 	serveReady = func(a net.Addr) { ready <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var serr syncBuffer
+	var serr lockedBuffer
 	go func() {
 		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-key", keyFile}, args...), io.Discard, &serr)
 	}()
@@ -93,7 +74,7 @@ func mint(t *testing.T, keyFile string, addr net.Addr, args ...string) string {
 // lineSession is a "netcode client" in line mode fed through a pipe.
 type lineSession struct {
 	in        *io.PipeWriter
-	out, errs syncBuffer
+	out, errs lockedBuffer
 	done      chan int
 }
 

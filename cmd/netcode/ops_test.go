@@ -18,7 +18,8 @@ import (
 	"github.com/gonetcode/netcode/internal/loopback"
 )
 
-// lockedBuffer collects a command's stderr while the test reads it.
+// lockedBuffer collects a command's output while the test reads it (safe
+// for a writing and a reading goroutine).
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
