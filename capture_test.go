@@ -1,7 +1,6 @@
 package netcode_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -147,14 +146,7 @@ func captureToken(t *testing.T, r *relay, server net.Addr, opts ...tokenOpt) []b
 // session dials tok, trades payloads both ways and returns both ends.
 func session(t *testing.T, l *netcode.Listener, tok []byte) (cli, srv *netcode.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cli, err := netcode.DialContext(ctx, tok)
-	require.NoError(t, err)
-	t.Cleanup(func() { cli.Close() })
-	srv, err = l.AcceptConn(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
+	cli, srv = dialWith(t, &netcode.Dialer{}, l, tok)
 	trade(t, cli, srv)
 	return cli, srv
 }

@@ -107,15 +107,7 @@ func mint(t testing.TB, addr net.Addr, opts ...tokenOpt) []byte {
 // pair returns a connected client conn and the server's conn for it.
 func pair(t testing.TB, l *netcode.Listener, opts ...tokenOpt) (cli, srv *netcode.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cli, err := netcode.DialContext(ctx, mint(t, l.Addr(), opts...))
-	require.NoError(t, err)
-	t.Cleanup(func() { cli.Close() })
-	srv, err = l.AcceptConn(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
-	return cli, srv
+	return dialWith(t, &netcode.Dialer{}, l, mint(t, l.Addr(), opts...))
 }
 
 // send writes msg on from and requires it to be the next payload read on
