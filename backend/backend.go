@@ -66,7 +66,11 @@ const (
 	DefaultBurst    = 5
 	DefaultMaxUsers = 100_000
 
-	DefaultExpireSeconds  = 30
+	// DefaultExpireSeconds is the token package's default lifetime.
+	DefaultExpireSeconds = token.DefaultExpireSeconds
+	// DefaultTimeoutSeconds is the backend's own default connection
+	// timeout, as the browser example's tokens had; the token package's
+	// is 5 s.
 	DefaultTimeoutSeconds = 10
 )
 
