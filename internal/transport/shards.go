@@ -13,7 +13,7 @@ import (
 // effort). n <= 1 opens one plain socket, as ListenUDP does.
 func ListenUDPShards(network, address string, n int) ([]*net.UDPConn, error) {
 	if n <= 1 {
-		uc, err := ListenUDP(network, address)
+		uc, err := ListenUDP(network, address, 0)
 		if err != nil {
 			return nil, err
 		}

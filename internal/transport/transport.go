@@ -18,8 +18,12 @@ import (
 // than its buffer is truncated to the buffer's capacity.
 const MaxDatagram = 1500
 
-// socketBuffer is the receive and send buffer size Listen asks for.
-const socketBuffer = 4 << 20
+// DefaultSocketBuffer is the receive and send buffer size in bytes Listen
+// and ListenUDP ask for when given none.
+const DefaultSocketBuffer = 4 << 20
+
+// socketBuffer is the default's short name inside the package.
+const socketBuffer = DefaultSocketBuffer
 
 // Message is one datagram.
 //
@@ -109,7 +113,7 @@ func (c *batcherConn) WriteBatch(ms []Message) (int, error) { return c.b.WriteBa
 
 // Listen opens a UDP socket (see ListenUDP) and wraps it with New.
 func Listen(network, address string) (Conn, error) {
-	uc, err := ListenUDP(network, address)
+	uc, err := ListenUDP(network, address, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +121,8 @@ func Listen(network, address string) (Conn, error) {
 }
 
 // ListenUDP opens a UDP socket; network is "udp", "udp4" or "udp6". It asks
-// for large socket buffers (best effort).
-func ListenUDP(network, address string) (*net.UDPConn, error) {
+// for buffer-byte socket buffers (best effort); 0 means DefaultSocketBuffer.
+func ListenUDP(network, address string, buffer int) (*net.UDPConn, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
 	default:
@@ -132,7 +136,10 @@ func ListenUDP(network, address string) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	setBuffers(uc, socketBuffer)
+	if buffer <= 0 {
+		buffer = DefaultSocketBuffer
+	}
+	setBuffers(uc, buffer)
 	return uc, nil
 }
 
