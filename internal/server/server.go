@@ -12,11 +12,13 @@
 // from many at once (each with its own Receiver). No system call (Sink.Send)
 // and no AEAD operation is made under the lock shared by all clients:
 //
-//	Server.tick   serialises Update (its scratch list).
+//	Server.tick   serialises Update (its scratch lists, the sweep times).
 //	Server.mu     (RWMutex) guards the tables: slots, addresses, ids, the
 //	              token history, the kicked-client list, the sequences
 //	              handed out before a connection exists. Lookups take it
 //	              for reading.
+//	deadlineWheel.mu  guards the deadline wheel (wheel.go); a leaf, taken
+//	              under mu when a client connects, alone by Update.
 //	Client.rmu    guards a client's receive side: its receive AEAD and
 //	              replay window. Packets of different clients decrypt in
 //	              parallel.
@@ -24,8 +26,9 @@
 //	              buffers. Sink.Send is called with it held: one client's
 //	              packets leave in sequence order.
 //
-// Lock order: tick → mu → (rmu | send.mu). rmu and send.mu are never held
-// together, and neither is held while taking mu.
+// Lock order: tick → mu → (rmu | send.mu | deadlineWheel.mu). rmu, send.mu
+// and the wheel's lock are never held together, and none is held while
+// taking mu.
 package server
 
 import (
@@ -148,6 +151,12 @@ type Config struct {
 	// connection at 0. It reproduces the reference's packets byte for byte,
 	// for tests only: a server restarted with it reuses nonces.
 	ReferenceSequences bool
+	// TickInterval is the width of the deadline wheel's buckets; 0 means
+	// DefaultTickInterval. Update acts on every deadline that passed, at
+	// whatever times it is called; the next time it returns is the end of
+	// the first bucket holding a deadline, so a caller that sleeps until
+	// then acts on each at most TickInterval late.
+	TickInterval time.Duration
 	// Logger receives debug logs of ignored packets and state changes; nil
 	// is silent.
 	Logger *slog.Logger
@@ -178,6 +187,8 @@ type Client struct {
 	confirmed atomic.Bool  // a keep-alive or payload arrived
 	lastRecv  atomic.Int64 // Unix ns of the last packet received
 	reason    atomic.Int32 // why it left, once it has
+
+	wnext *Client // the next client in its deadline wheel bucket (wheel.go)
 
 	rmu    sync.Mutex // the receive side
 	recv   *crypto.PacketAEAD
@@ -359,8 +370,14 @@ type Server struct {
 	challenge  crypto.Key
 	tokenKeys  [2]*crypto.Key // the private key and the previous one (nil: none)
 
-	tick sync.Mutex // serialises Update
-	due  []*Client  // Update's scratch, guarded by tick
+	tick       sync.Mutex // serialises Update
+	taken      []*Client  // Update's scratch, guarded by tick
+	due        []*Client  // Update's scratch, guarded by tick
+	expired    []*Client  // Update's scratch, guarded by tick
+	lastSweep  time.Time  // guarded by tick
+	lastExpire uint64     // the second of the last history expiry; guarded by tick
+
+	wheel *deadlineWheel // connected clients by next deadline
 
 	mu           sync.RWMutex
 	globalSeq    uint64
@@ -371,7 +388,6 @@ type Server struct {
 	byID         map[uint64]*Client
 	history      *tokenHistory
 	maxMaps      int
-	lastSweep    time.Time
 	closed       bool
 	gone         goneClients // recently kicked clients, reminded (gone.go)
 
@@ -427,6 +443,8 @@ func New(cfg Config) (*Server, error) {
 		history:    newTokenHistory(historySize(cfg.MaxClients), unixSeconds(cfg.Now)),
 		maxMaps:    cfg.MaxClients * MappingsPerSlot,
 		lastSweep:  cfg.Now,
+		lastExpire: unixSeconds(cfg.Now),
+		wheel:      newDeadlineWheel(cfg.TickInterval, cfg.Now),
 	}
 	s.tokenKeys[0] = &s.cfg.PrivateKey
 	if cfg.PreviousPrivateKey != (crypto.Key{}) {
@@ -720,6 +738,9 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, sink Sink) *C
 	s.byID[c.id] = c
 	e.consumed = true
 	c.live.Store(true)
+	s.wheel.mu.Lock()
+	s.wheel.file(c, c.deadline())
+	s.wheel.mu.Unlock()
 	s.mu.Unlock()
 
 	s.stats.connectionsOpened.Add(1)
@@ -847,44 +868,92 @@ func clockSequence(now time.Time) uint64 {
 	return uint64(ns) & (1<<62 - 1)
 }
 
+// sweepInterval is how often Update forgets expired handshakes.
+const sweepInterval = time.Second
+
 // Update sends due keep-alives and times out silent clients and stale
-// mappings. Call it often (every 10 ms or so). The tables are read and
-// changed under the server's lock; the keep-alives are sealed and sent
-// after it.
-func (s *Server) Update(now time.Time, sink Sink) {
+// mappings, at now. It acts on every deadline that passed by now, whenever
+// it is called; its work follows the clients whose deadlines came (see
+// deadlineWheel), not MaxClients. It returns the time of the next call
+// with work to do: the end of the wheel bucket holding the next deadline,
+// or the next sweep of expired handshakes, at most a second ahead. A
+// client that connects in the meantime may make it earlier: the adapter
+// calls Update again when Receive returns a new client.
+//
+// The tables are changed under the server's lock, taken only when a
+// client timed out or once a second for the sweeps; the keep-alives are
+// sealed and sent after it.
+func (s *Server) Update(now time.Time, sink Sink) (next time.Time) {
 	s.tick.Lock()
 	defer s.tick.Unlock()
-	due := s.due[:0]
 	ns := now.UnixNano()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	for _, c := range s.slots {
-		if c == nil || c.loopback {
-			continue
-		}
-		if c.timeout > 0 && ns-c.lastRecv.Load() >= int64(c.timeout) {
-			s.stats.connectionsTimeout.Add(1)
-			s.leave(c, ReasonTimedOut)
-			continue
-		}
-		if ns-c.sendLocked.lastSend.Load() >= int64(KeepAliveInterval) {
+	taken := s.wheel.take(ns, s.taken[:0])
+	due, expired, later := s.due[:0], s.expired[:0], taken[:0]
+	for _, c := range taken {
+		switch {
+		case !c.live.Load():
+			// Left since it was filed: forgotten.
+		case c.timeout > 0 && ns-c.lastRecv.Load() >= int64(c.timeout):
+			expired = append(expired, c)
+		case ns-c.sendLocked.lastSend.Load() >= int64(KeepAliveInterval):
 			due = append(due, c)
+		default:
+			later = append(later, c) // moved on by packets: filed again
 		}
 	}
-	s.history.expire(unixSeconds(now))
-	if now.Sub(s.lastSweep) >= time.Second {
-		s.lastSweep = now
-		s.sweepMappings(now)
+	sec := unixSeconds(now)
+	sweep := now.Sub(s.lastSweep) >= sweepInterval
+	if len(expired) > 0 || sweep || sec != s.lastExpire {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			s.release(taken, due, expired)
+			return now.Add(sweepInterval)
+		}
+		for _, c := range expired {
+			if s.leave(c, ReasonTimedOut) {
+				s.stats.connectionsTimeout.Add(1)
+			}
+		}
+		if sec != s.lastExpire {
+			s.lastExpire = sec
+			s.history.expire(sec)
+		}
+		if sweep {
+			s.lastSweep = now
+			s.sweepMappings(now)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	for _, c := range due {
 		c.keepAlive(now, sink, false)
 	}
+
+	w := s.wheel
+	w.mu.Lock()
+	for _, list := range [2][]*Client{later, due} {
+		for _, c := range list {
+			if c.live.Load() {
+				w.file(c, c.deadline())
+			}
+		}
+	}
+	next = s.lastSweep.Add(sweepInterval)
+	if at, ok := w.next(); ok && at < next.UnixNano() {
+		next = time.Unix(0, at)
+	}
+	w.mu.Unlock()
+	s.release(taken, due, expired)
+	return next
+}
+
+// release clears Update's scratch lists, so that they hold no client, and
+// keeps them for the next call. s.tick is held.
+func (s *Server) release(taken, due, expired []*Client) {
+	clear(taken) // later is a prefix of it
 	clear(due)
-	s.due = due[:0]
+	clear(expired)
+	s.taken, s.due, s.expired = taken[:0], due[:0], expired[:0]
 }
 
 // ConnectLoopback puts a loopback client in a free slot: a client in the
@@ -996,6 +1065,7 @@ func (s *Server) Close(sink Sink) {
 	s.closed = true
 	clear(s.byAddr)
 	s.history.clear()
+	s.wheel.reset()
 	s.mu.Unlock()
 	for _, c := range left {
 		c.shut(sink, true)
