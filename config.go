@@ -59,8 +59,15 @@ type ServerConfig struct {
 	// ReadQueue is how many received payloads each connection holds for
 	// Read; 0 means DefaultReadQueue.
 	ReadQueue int
-	// TickInterval is how often keep-alives and timeouts are processed;
-	// 0 means 10 ms.
+	// TickInterval is how late a keep-alive or a timeout may be acted on:
+	// the Listener files every client under its next deadline in buckets
+	// TickInterval wide, and wakes at the end of the first bucket that
+	// holds one. So a keep-alive goes 100 ms to 100 ms + TickInterval
+	// after the last packet sent to the client, a client times out within
+	// TickInterval after its timeout, and the Listener wakes at most once
+	// per TickInterval while clients are connected (once a second when
+	// none is), doing work for the clients that are due, not for every
+	// slot. 0 means 10 ms.
 	TickInterval time.Duration
 	// ReadShards is how many sockets Listen opens on the address, each read
 	// by its own goroutine, so that that many cores decrypt at once; 0 or

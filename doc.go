@@ -36,8 +36,10 @@
 //	  │                   → a connected client's payloads go to that client's
 //	  │                     packetq.Queue; a finished handshake makes a Conn
 //	  ▼                     and puts it in the Accept queue (chan, AcceptBacklog)
-//	ticker ×1             server.Update every TickInterval: timeouts, and the
-//	                      keep-alives that are due, sealed after the core's lock
+//	ticker ×1             server.Update when something is due (the core's
+//	                      deadline wheel says when; a new client wakes it):
+//	                      timeouts, and the keep-alives that are due, sealed
+//	                      after the core's lock
 //	Conn.Write (callers)  seals under the client's send lock, then the
 //	                      combining sink: the caller that finds the socket idle
 //	                      writes, others queue behind it (one sendmmsg for many)
@@ -45,10 +47,11 @@
 //
 // Locks, in the order they may be taken: server.Server.tick (Update only) →
 // server.Server.mu (RWMutex over the slot, address, id and token tables;
-// lookups read-lock it) → a client's receive lock (its receive AEAD and replay
-// window) or its send lock (send AEAD, sequence, buffers; held across the
-// sink's Send so one client's packets leave in order) → the combining sink's
-// lock → packetq.Queue's lock (a leaf). No AEAD operation and no system call
+// lookups read-lock it) → the core's deadline wheel lock (a leaf, never
+// held with a client's locks) or a client's receive lock (its receive AEAD
+// and replay window) or its send lock (send AEAD, sequence, buffers; held
+// across the sink's Send so one client's packets leave in order) → the
+// combining sink's lock → packetq.Queue's lock (a leaf). No AEAD operation and no system call
 // happens under server.Server.mu, and the core never calls back into this
 // package: it returns the clients that connect and ends their queues when
 // they leave.

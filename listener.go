@@ -25,7 +25,7 @@ const readBatch = 64
 //
 // A Listener owns one goroutine per socket that reads it (one socket, or
 // ServerConfig.ReadShards of them) and one that sends keep-alives and
-// applies timeouts; Close stops them all.
+// applies timeouts, which sleeps until one is due; Close stops them all.
 type Listener struct {
 	tc     transport.Conn   // the socket the server sends from
 	shards []transport.Conn // the sockets it reads; shards[0] is tc
@@ -36,6 +36,7 @@ type Listener struct {
 
 	accept  chan *Conn
 	closing chan struct{}
+	wake    chan struct{} // capacity 1: a client connected; the ticker looks again
 	wg      sync.WaitGroup
 	once    sync.Once
 
@@ -137,6 +138,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		addr:    tc.LocalAddr(),
 		accept:  make(chan *Conn, c.AcceptBacklog),
 		closing: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 	}
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
@@ -147,6 +149,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		EndErrors:          endErrors,
 		Addrs:              addrs,
 		Now:                time.Now(), // seeds the global sequence: no nonce reuse across restarts
+		TickInterval:       c.TickInterval,
 		Logger:             c.Logger,
 	})
 	if err != nil {
@@ -247,6 +250,7 @@ func (l *Listener) readLoop(sock transport.Conn) {
 			}
 			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.send); sc != nil {
 				l.connected(sc)
+				l.wakeTicker()
 			}
 		}
 	}, func(err error) {
@@ -257,17 +261,33 @@ func (l *Listener) readLoop(sock transport.Conn) {
 	}
 }
 
+// tickLoop sends keep-alives and applies timeouts and the core's sweeps.
+// It sleeps until the core next has work (Update's answer): at most
+// TickInterval past a deadline, a second when nothing is connected. A
+// client that connects meanwhile wakes it (wakeTicker), since its first
+// keep-alive may be due before then.
 func (l *Listener) tickLoop() {
 	defer l.wg.Done()
-	t := time.NewTicker(l.cfg.TickInterval)
+	t := time.NewTimer(l.cfg.TickInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.closing:
 			return
-		case now := <-t.C:
-			l.core.Update(now, l.send)
+		case <-t.C:
+		case <-l.wake:
 		}
+		now := time.Now()
+		next := l.core.Update(now, l.send)
+		t.Reset(max(next.Sub(now), 0))
+	}
+}
+
+// wakeTicker makes the ticker call Update now and sleep afresh.
+func (l *Listener) wakeTicker() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
