@@ -100,7 +100,7 @@ func (r *Receiver) answerGone(now time.Time, from netip.AddrPort, data []byte, s
 	var p protocol.Packet
 	c := e.c
 	c.rmu.Lock()
-	err := r.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p)
+	err := r.reader.Read(data, unixSeconds(now), c.recv, c.replay, &p)
 	c.rmu.Unlock()
 	if err != nil {
 		return false
@@ -125,7 +125,7 @@ func (c *Client) remindDisconnect(sink Sink, limit int) bool {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pkt := protocol.AppendDisconnect(s.buf[:0], s.send, s.seq)
+	pkt := protocol.AppendDisconnect(s.bufs.buf[:0], &s.send, s.seq)
 	if len(pkt) > limit {
 		return false
 	}

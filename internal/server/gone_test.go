@@ -68,9 +68,10 @@ func FuzzAnswerGone(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Now: epoch})
 		require.NoError(t, err)
-		c := &Client{srv: s, addr: other, timeout: 5 * time.Second, recv: crypto.NewPacketAEAD(&c2s, protocolID)}
+		c := &Client{srv: s, addr: other, timeout: 5 * time.Second, recv: crypto.NewPacketAEAD(&c2s, protocolID), replay: new(protocol.ReplayProtection)}
+		c.sendLocked.bufs = new(sendBufs)
 		c.lastRecv.Store(epoch.UnixNano())
-		c.sendLocked.send = crypto.NewPacketAEAD(&s2c, protocolID)
+		c.sendLocked.send = *crypto.NewPacketAEAD(&s2c, protocolID)
 		s.gone.add(c, s.maxClients)
 		var out recordSink
 		in := len(data)

@@ -166,45 +166,54 @@ type Config struct {
 // connection request (an encryption mapping), it holds a slot once the
 // handshake completes. Its methods are safe for concurrent use.
 type Client struct {
-	srv  *Server
-	addr netip.AddrPort
+	// What Update reads of every client it takes comes first, with the
+	// head of sendLocked right after: a few adjacent cache lines per
+	// keep-alive, however many clients there are.
+	live     atomic.Bool   // in its slot (written under srv.mu)
+	timeout  time.Duration // <= 0: never times out; set with c2s below
+	lastRecv atomic.Int64  // Unix ns of the last packet received
+	srv      *Server
+	index    int // set when the handshake completes, as id below
+	addr     netip.AddrPort
+
+	sendLocked sendState
 
 	// Set under srv.mu by the request that made or renewed the mapping.
 	c2s, s2c crypto.Key
-	expire   uint64        // token expire timestamp (Unix seconds)
-	timeout  time.Duration // <= 0: never times out
+	expire   uint64 // token expire timestamp (Unix seconds)
 	tokenMAC [crypto.MACBytes]byte
 
 	// Set under srv.mu when the handshake completes; read-only after.
-	index    int
 	id       uint64
 	userData [token.UserDataBytes]byte
 	loopback bool // a loopback client: no address, keys or packets
 	queue    *packetq.Queue
 	peer     *packetq.Queue // a loopback client's own end
 
-	live      atomic.Bool  // in its slot (written under srv.mu)
 	confirmed atomic.Bool  // a keep-alive or payload arrived
-	lastRecv  atomic.Int64 // Unix ns of the last packet received
 	reason    atomic.Int32 // why it left, once it has
-
-	wnext *Client // the next client in its deadline wheel bucket (wheel.go)
 
 	rmu    sync.Mutex // the receive side
 	recv   *crypto.PacketAEAD
-	replay protocol.ReplayProtection
-
-	sendLocked sendState
+	replay *protocol.ReplayProtection
 }
 
+// sendState is a client's send side, all of it read for every keep-alive
+// but the buffers, which live apart (as the replay window does) so that a
+// Client stays small: with many clients, the parts Update touches share
+// fewer pages and cache sets.
 type sendState struct {
 	mu       sync.Mutex
 	closed   bool
-	send     *crypto.PacketAEAD
 	seq      uint64
 	lastSend atomic.Int64 // Unix ns; read without mu by Update
-	buf      [protocol.MaxPacketBytes]byte
-	buf2     [protocol.MaxPacketBytes]byte
+	send     crypto.PacketAEAD
+	bufs     *sendBufs // nil for a loopback client
+}
+
+// sendBufs are the buffers a client's packets are sealed in.
+type sendBufs struct {
+	buf, buf2 [protocol.MaxPacketBytes]byte
 }
 
 // Index is the client's slot, 0..MaxClients-1.
@@ -261,11 +270,11 @@ func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
 		return ErrClientGone
 	}
 	if !c.confirmed.Load() {
-		pkt := protocol.AppendKeepAlive(s.buf2[:0], s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
+		pkt := protocol.AppendKeepAlive(s.bufs.buf2[:0], &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
 		s.seq++
 		sink.Send(c.addr, pkt)
 	}
-	pkt := protocol.AppendPayload(s.buf[:0], s.send, s.seq, payload)
+	pkt := protocol.AppendPayload(s.bufs.buf[:0], &s.send, s.seq, payload)
 	s.seq++
 	s.lastSend.Store(now.UnixNano())
 	sink.Send(c.addr, pkt)
@@ -285,15 +294,19 @@ func (c *Client) LoopbackSend(payload []byte) error {
 	return nil
 }
 
-// keepAlive sends a keep-alive if nothing was sent for KeepAliveInterval.
-func (c *Client) keepAlive(now time.Time, sink Sink, force bool) {
+// keepAlive sends a keep-alive if nothing was sent for KeepAliveInterval,
+// sealed in buf (nil: the client's own buffer).
+func (c *Client) keepAlive(now time.Time, sink Sink, force bool, buf *[protocol.MaxPacketBytes]byte) {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || (!force && now.UnixNano()-s.lastSend.Load() < int64(KeepAliveInterval)) {
 		return
 	}
-	pkt := protocol.AppendKeepAlive(s.buf[:0], s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
+	if buf == nil {
+		buf = &s.bufs.buf
+	}
+	pkt := protocol.AppendKeepAlive(buf[:0], &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
 	s.seq++
 	s.lastSend.Store(now.UnixNano())
 	sink.Send(c.addr, pkt)
@@ -309,7 +322,7 @@ func (c *Client) shut(sink Sink, packets bool) {
 	}
 	if packets && !c.loopback {
 		for range DisconnectPackets {
-			pkt := protocol.AppendDisconnect(s.buf[:0], s.send, s.seq)
+			pkt := protocol.AppendDisconnect(s.bufs.buf[:0], &s.send, s.seq)
 			s.seq++
 			sink.Send(c.addr, pkt)
 		}
@@ -323,7 +336,7 @@ func (c *Client) sealChallenge(seq, challengeSeq uint64, sealedToken []byte, sin
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pkt := protocol.AppendChallenge(s.buf[:0], s.send, seq, challengeSeq, sealedToken)
+	pkt := protocol.AppendChallenge(s.bufs.buf[:0], &s.send, seq, challengeSeq, sealedToken)
 	sink.Send(c.addr, pkt)
 }
 
@@ -332,7 +345,7 @@ func (c *Client) sealDenied(seq uint64, sink Sink) {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sink.Send(c.addr, protocol.AppendDenied(s.buf[:0], s.send, seq))
+	sink.Send(c.addr, protocol.AppendDenied(s.bufs.buf[:0], &s.send, seq))
 }
 
 // Stats are counters of what the server did, for monitoring and tests.
@@ -370,12 +383,13 @@ type Server struct {
 	challenge  crypto.Key
 	tokenKeys  [2]*crypto.Key // the private key and the previous one (nil: none)
 
-	tick       sync.Mutex // serialises Update
-	taken      []*Client  // Update's scratch, guarded by tick
-	due        []*Client  // Update's scratch, guarded by tick
-	expired    []*Client  // Update's scratch, guarded by tick
-	lastSweep  time.Time  // guarded by tick
-	lastExpire uint64     // the second of the last history expiry; guarded by tick
+	tick       sync.Mutex                    // serialises Update
+	taken      []*Client                     // Update's scratch, guarded by tick
+	due        []*Client                     // Update's scratch, guarded by tick
+	expired    []*Client                     // Update's scratch, guarded by tick
+	lastSweep  time.Time                     // guarded by tick
+	lastExpire uint64                        // the second of the last history expiry; guarded by tick
+	kaBuf      [protocol.MaxPacketBytes]byte // keep-alives are sealed here; guarded by tick
 
 	wheel *deadlineWheel // connected clients by next deadline
 
@@ -567,7 +581,7 @@ func (r *Receiver) Receive(now time.Time, from netip.AddrPort, data []byte, sink
 		s.stats.ignored.Add(1) // a handshake packet after the handshake
 		return nil
 	}
-	err := r.reader.Read(data, unixSeconds(now), c.recv, &c.replay, &p)
+	err := r.reader.Read(data, unixSeconds(now), c.recv, c.replay, &p)
 	c.rmu.Unlock()
 	if err != nil {
 		if err == protocol.ErrReplayed {
@@ -658,13 +672,15 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, sink
 			return
 		}
 		c = &Client{
-			srv:  s,
-			addr: from,
-			c2s:  priv.ClientToServerKey,
-			s2c:  priv.ServerToClientKey,
-			recv: crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
+			srv:    s,
+			addr:   from,
+			c2s:    priv.ClientToServerKey,
+			s2c:    priv.ServerToClientKey,
+			recv:   crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
+			replay: new(protocol.ReplayProtection),
 		}
-		c.sendLocked.send = crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		c.sendLocked.send = *crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		c.sendLocked.bufs = new(sendBufs)
 		s.byAddr[from] = c
 	}
 	c.expire = p.ExpireTimestamp
@@ -745,7 +761,7 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, sink Sink) *C
 
 	s.stats.connectionsOpened.Add(1)
 	s.log.Debug("netcode: client connected", "index", idx, "id", c.id, "addr", c.addr)
-	c.keepAlive(now, sink, true)
+	c.keepAlive(now, sink, true, nil)
 	return c
 }
 
@@ -926,7 +942,9 @@ func (s *Server) Update(now time.Time, sink Sink) (next time.Time) {
 		s.mu.Unlock()
 	}
 	for _, c := range due {
-		c.keepAlive(now, sink, false)
+		// Sealed in Update's own buffer: the client's stays out of the
+		// cache.
+		c.keepAlive(now, sink, false, &s.kaBuf)
 	}
 
 	w := s.wheel

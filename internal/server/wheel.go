@@ -29,15 +29,17 @@ const maxWheelBuckets = 1 << 12
 // left is dropped when its bucket comes due; since a Client is never
 // connected again once it left, a reused slot cannot confuse the wheel.
 //
-// Buckets are singly linked lists through Client.wnext. Guarded by its own
-// mutex, a leaf: taken after Server.mu when held together, never with a
-// client's locks.
+// Buckets are slices of client pointers, kept with their capacity: taking
+// a bucket reads no client, and the loads of the clients taken can
+// overlap (a list linked through the clients would chase one cache miss
+// after another). Guarded by its own mutex, a leaf: taken after Server.mu
+// when held together, never with a client's locks.
 type deadlineWheel struct {
 	mu      sync.Mutex
-	width   int64     // bucket width in ns
-	buckets []*Client // heads; len is a power of two
-	pos     int64     // the current bucket (absolute): taken last by take
-	n       int       // clients filed
+	width   int64       // bucket width in ns
+	buckets [][]*Client // len is a power of two
+	pos     int64       // the current bucket (absolute): taken last by take
+	n       int         // clients filed
 }
 
 func newDeadlineWheel(width time.Duration, start time.Time) *deadlineWheel {
@@ -52,7 +54,7 @@ func newDeadlineWheel(width time.Duration, start time.Time) *deadlineWheel {
 		n = 1 << bits.Len64(uint64(span-1))
 	}
 	n = min(n, maxWheelBuckets)
-	w := &deadlineWheel{width: int64(width), buckets: make([]*Client, n)}
+	w := &deadlineWheel{width: int64(width), buckets: make([][]*Client, n)}
 	w.pos = w.bucket(start.UnixNano())
 	return w
 }
@@ -67,12 +69,12 @@ func (w *deadlineWheel) bucket(ns int64) int64 {
 }
 
 // file puts c in the bucket of deadline due (the current bucket, if due
-// has passed). c must be in no bucket. w.mu is held.
+// has passed). c must be in no bucket. w.mu is held. It allocates only
+// while a bucket grows past the most it held before.
 func (w *deadlineWheel) file(c *Client, due int64) {
 	b := max(w.bucket(due), w.pos)
 	i := b & int64(len(w.buckets)-1)
-	c.wnext = w.buckets[i]
-	w.buckets[i] = c
+	w.buckets[i] = append(w.buckets[i], c)
 	w.n++
 }
 
@@ -90,15 +92,11 @@ func (w *deadlineWheel) take(now int64, out []*Client) []*Client {
 	}
 	mask := int64(len(w.buckets) - 1)
 	for b := first; b <= last; b++ {
-		i := b & mask
-		for c := w.buckets[i]; c != nil; {
-			next := c.wnext
-			c.wnext = nil
-			out = append(out, c)
-			w.n--
-			c = next
-		}
-		w.buckets[i] = nil
+		bucket := w.buckets[b&mask]
+		out = append(out, bucket...)
+		w.n -= len(bucket)
+		clear(bucket)
+		w.buckets[b&mask] = bucket[:0]
 	}
 	w.pos = last
 	return out
@@ -112,7 +110,7 @@ func (w *deadlineWheel) next() (ns int64, ok bool) {
 	}
 	mask := int64(len(w.buckets) - 1)
 	for b := w.pos; b < w.pos+int64(len(w.buckets)); b++ {
-		if w.buckets[b&mask] != nil {
+		if len(w.buckets[b&mask]) > 0 {
 			return (b + 1) * w.width, true
 		}
 	}
@@ -123,14 +121,7 @@ func (w *deadlineWheel) next() (ns int64, ok bool) {
 func (w *deadlineWheel) reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, c := range w.buckets {
-		for c != nil {
-			next := c.wnext
-			c.wnext = nil
-			c = next
-		}
-		w.buckets[i] = nil
-	}
+	clear(w.buckets)
 	w.n = 0
 }
 

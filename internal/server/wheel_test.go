@@ -72,8 +72,8 @@ func filedClients(s *Server) map[*Client]int {
 	s.wheel.mu.Lock()
 	defer s.wheel.mu.Unlock()
 	m := map[*Client]int{}
-	for _, c := range s.wheel.buckets {
-		for ; c != nil; c = c.wnext {
+	for _, b := range s.wheel.buckets {
+		for _, c := range b {
 			m[c]++
 		}
 	}
