@@ -329,8 +329,8 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
-		l.core.Close(l.send)
-		l.send.close() // sends the disconnects still queued
+		l.core.Close(queued{l.send}) // the disconnects, in batches
+		l.send.close()               // sends the disconnects still queued
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
 				err = cerr
@@ -470,7 +470,7 @@ func (l *Listener) connected(sc *server.Client) {
 	case l.accept <- c:
 	default:
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
-		l.core.Disconnect(sc, l.send)
+		l.core.Disconnect(sc, queued{l.send})
 	}
 }
 
@@ -488,4 +488,4 @@ func (e *serverEndpoint) send(now time.Time, p []byte) error {
 	return err
 }
 
-func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, e.l.send) }
+func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, queued{e.l.send}) }

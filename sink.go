@@ -89,13 +89,24 @@ func newMessages(n int) []transport.Message {
 
 // Send sends b to to, at once or through the writer. It has finished with b
 // when it returns.
-func (q *sendQueue) Send(to netip.AddrPort, b []byte) {
+func (q *sendQueue) Send(to netip.AddrPort, b []byte) { q.send(to, b, true) }
+
+// queued is q's sink for bursts (a Close's or a Disconnect's redundant
+// disconnect packets): every datagram goes through the writer, which sends
+// them in batches, never one write call each.
+type queued struct{ q *sendQueue }
+
+func (s queued) Send(to netip.AddrPort, b []byte) { s.q.send(to, b, false) }
+
+// send sends b to to; with direct, at once if the queue is empty and no
+// write is in progress.
+func (q *sendQueue) send(to netip.AddrPort, b []byte, direct bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return
 	}
-	if !q.busy && q.n == 0 {
+	if direct && !q.busy && q.n == 0 {
 		q.busy = true
 		q.mu.Unlock()
 		q.one[0] = transport.Message{Buf: b, Addr: to}
