@@ -67,7 +67,7 @@ type ServerConfig struct {
 	// TickInterval after its timeout, and the Listener wakes at most once
 	// per TickInterval while clients are connected (once a second when
 	// none is), doing work for the clients that are due, not for every
-	// slot. 0 means 10 ms.
+	// slot. 0 means 10 ms; a negative value means the same.
 	TickInterval time.Duration
 	// ReadShards is how many sockets Listen opens on the address, each read
 	// by its own goroutine, so that that many cores decrypt at once; 0 or

@@ -111,9 +111,6 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if c.AcceptBacklog <= 0 {
 		c.AcceptBacklog = c.MaxClients
 	}
-	if c.TickInterval <= 0 {
-		c.TickInterval = defaultTick
-	}
 	log := c.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -148,8 +145,8 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		ReadQueue:          c.ReadQueue,
 		EndErrors:          endErrors,
 		Addrs:              addrs,
-		Now:                time.Now(), // seeds the global sequence: no nonce reuse across restarts
-		TickInterval:       c.TickInterval,
+		Now:                time.Now(),     // seeds the global sequence: no nonce reuse across restarts
+		TickInterval:       c.TickInterval, // 0: the core's default
 		Logger:             c.Logger,
 	})
 	if err != nil {
@@ -268,7 +265,7 @@ func (l *Listener) readLoop(sock transport.Conn) {
 // keep-alive may be due before then.
 func (l *Listener) tickLoop() {
 	defer l.wg.Done()
-	t := time.NewTimer(l.cfg.TickInterval)
+	t := time.NewTimer(0) // the core says when next
 	defer t.Stop()
 	for {
 		select {

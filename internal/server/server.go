@@ -151,7 +151,7 @@ type Config struct {
 	// connection at 0. It reproduces the reference's packets byte for byte,
 	// for tests only: a server restarted with it reuses nonces.
 	ReferenceSequences bool
-	// TickInterval is the width of the deadline wheel's buckets; 0 means
+	// TickInterval is the width of the deadline wheel's buckets; <= 0 means
 	// DefaultTickInterval. Update acts on every deadline that passed, at
 	// whatever times it is called; the next time it returns is the end of
 	// the first bucket holding a deadline, so a caller that sleeps until
@@ -166,17 +166,25 @@ type Config struct {
 // connection request (an encryption mapping), it holds a slot once the
 // handshake completes. Its methods are safe for concurrent use.
 type Client struct {
-	// What Update reads of every client it takes comes first, with the
-	// head of sendLocked right after: a few adjacent cache lines per
-	// keep-alive, however many clients there are.
-	live     atomic.Bool   // in its slot (written under srv.mu)
-	timeout  time.Duration // <= 0: never times out; set with c2s below
-	lastRecv atomic.Int64  // Unix ns of the last packet received
-	srv      *Server
-	index    int // set when the handshake completes, as id below
-	addr     netip.AddrPort
+	// Read by every path and written only when the client connects or
+	// leaves: what Update reads of every client it takes comes first.
+	live    atomic.Bool   // in its slot (written under srv.mu)
+	timeout time.Duration // <= 0: never times out; set with c2s below
+	srv     *Server
+	index   int // set when the handshake completes, as id below
+	addr    netip.AddrPort
 
-	sendLocked sendState
+	sendLocked sendState // written by every send
+
+	// The receive side, written by every packet received: a cache line
+	// away from the send side's fields, so that the reader and the
+	// senders of one client do not take a line from each other.
+	_         [64]byte
+	lastRecv  atomic.Int64 // Unix ns of the last packet received
+	confirmed atomic.Bool  // a keep-alive or payload arrived
+	rmu       sync.Mutex   // guards recv and replay
+	recv      *crypto.PacketAEAD
+	replay    *protocol.ReplayProtection
 
 	// Set under srv.mu by the request that made or renewed the mapping.
 	c2s, s2c crypto.Key
@@ -190,12 +198,7 @@ type Client struct {
 	queue    *packetq.Queue
 	peer     *packetq.Queue // a loopback client's own end
 
-	confirmed atomic.Bool  // a keep-alive or payload arrived
-	reason    atomic.Int32 // why it left, once it has
-
-	rmu    sync.Mutex // the receive side
-	recv   *crypto.PacketAEAD
-	replay *protocol.ReplayProtection
+	reason atomic.Int32 // why it left, once it has
 }
 
 // sendState is a client's send side, all of it read for every keep-alive
@@ -279,6 +282,14 @@ func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
 	s.lastSend.Store(now.UnixNano())
 	sink.Send(c.addr, pkt)
 	return nil
+}
+
+// confirm records that the client confirmed the connection, writing only
+// the first time: every Send reads the flag.
+func (c *Client) confirm() {
+	if !c.confirmed.Load() {
+		c.confirmed.Store(true)
+	}
 }
 
 // LoopbackSend passes payload from a loopback client's end to the server
@@ -594,9 +605,9 @@ func (r *Receiver) Receive(now time.Time, from netip.AddrPort, data []byte, sink
 	c.lastRecv.Store(now.UnixNano())
 	switch p.Type {
 	case protocol.KeepAlive:
-		c.confirmed.Store(true)
+		c.confirm()
 	case protocol.Payload:
-		c.confirmed.Store(true)
+		c.confirm()
 		c.queue.Push(netip.AddrPort{}, p.Payload)
 	case protocol.Disconnect:
 		s.end(c, ReasonPeerDisconnected, nil)

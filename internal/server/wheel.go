@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultTickInterval is the deadline wheel's bucket width when
-// Config.TickInterval is 0.
+// Config.TickInterval is 0 or less.
 const DefaultTickInterval = 10 * time.Millisecond
 
 // maxWheelBuckets bounds the wheel's size for very small tick intervals. A
