@@ -276,9 +276,14 @@ func (l *Listener) tickLoop() {
 		}
 		now := time.Now()
 		next := l.core.Update(now, l.send)
-		t.Reset(max(next.Sub(now), 0))
+		t.Reset(min(max(next.Sub(now), 0), maxTickSleep))
 	}
 }
+
+// maxTickSleep bounds the ticker's sleep whatever the core answers: the
+// core's times are wall-clock times, and a wall clock set back must not
+// put the Listener to sleep for as long.
+const maxTickSleep = time.Second
 
 // wakeTicker makes the ticker call Update now and sleep afresh.
 func (l *Listener) wakeTicker() {
