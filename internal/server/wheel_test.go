@@ -416,3 +416,41 @@ func TestWheelDeadlinePassedWhenFiled(t *testing.T) {
 	s.Update(later.Add(time.Millisecond), &out)
 	assert.Equal(t, map[netip.AddrPort]int{p.addr: 1}, keepAlivesTo(&out))
 }
+
+// BenchmarkPayloadEcho: the server's hot path for one payload each way:
+// Receive of a payload from a connected client (decrypt, replay check,
+// its queue), the read from that queue, and Send of a payload back,
+// round-robin over n connected clients. The client's sealing is in the
+// figure too.
+func BenchmarkPayloadEcho(b *testing.B) {
+	for _, n := range []int{1, 1024, 16384} {
+		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: n, Addrs: []netip.AddrPort{self}, Now: epoch})
+			require.NoError(b, err)
+			peers := make([]*peer, n)
+			for i := range peers {
+				peers[i] = connectPeer(b, s, i, epoch, token.NoTimeout)
+			}
+			var sink countSink
+			msg := make([]byte, 100)
+			pkt := make([]byte, 0, protocol.MaxPacketBytes)
+			buf := make([]byte, protocol.MaxPayloadBytes)
+			now := epoch.Add(time.Millisecond)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				p := peers[i%n]
+				pkt = protocol.AppendPayload(pkt[:0], p.send, p.seq, msg)
+				p.seq++
+				s.Receive(now, p.addr, pkt, &sink)
+				k, _, err := p.c.Queue().Read(buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.c.Send(now, buf[:k], &sink); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
