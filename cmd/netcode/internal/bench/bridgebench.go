@@ -130,6 +130,12 @@ type BridgeResult struct {
 	Bridge, Server ProcessCost
 	Shared         bool
 	LoadCPU        time.Duration // this process (the browsers) over the window; 0 if not measured
+	// OtherCores is how many cores the rest of the machine kept busy over
+	// the window, IdleOtherCores over the idle phase (Linux: /proc/stat's
+	// busy time less the bridge, the server and this process; 0 where not
+	// measured). On a shared machine it tells how much the figures were
+	// disturbed.
+	OtherCores, IdleOtherCores float64
 }
 
 // ProcessCost is what one side (bridge or server) cost.
@@ -278,14 +284,30 @@ func (b *bridgeRun) costs() []*ProcessCost {
 	return []*ProcessCost{&b.res.Bridge, &b.res.Server}
 }
 
-// cpuMeter measures the CPU of the child processes over an interval; in
-// transport mode it also runs the child's profiler to split its CPU
-// between the bridge and the server.
+// cpuMeter measures the CPU of the child processes, this process and
+// the whole machine over an interval; in transport mode it also runs the
+// child's profiler to split its CPU between the bridge and the server.
 type cpuMeter struct {
-	b     *bridgeRun
-	start []time.Duration
-	ok    bool
-	t0    time.Time
+	b        *bridgeRun
+	start    []time.Duration
+	ok       bool
+	self     time.Duration
+	machine  time.Duration
+	machined bool
+	t0       time.Time
+}
+
+// cpuSpan is what a cpuMeter measured.
+type cpuSpan struct {
+	wall           time.Duration
+	bridge, server time.Duration // the children's CPU (Shared: split)
+	ok             bool          // bridge and server measured
+	self           time.Duration // this process; 0 if not measured
+	// other is the CPU the rest of the machine used (its busy time less
+	// the children and this process); otherOK is false where the machine's
+	// busy time is not measured.
+	other   time.Duration
+	otherOK bool
 }
 
 func (b *bridgeRun) startCPU() (*cpuMeter, error) {
@@ -295,6 +317,8 @@ func (b *bridgeRun) startCPU() (*cpuMeter, error) {
 			return nil, err
 		}
 	}
+	m.machine, m.machined = machineCPU()
+	m.self = cpuTime()
 	for _, p := range b.procs() {
 		d, ok, err := p.cpu()
 		if err != nil {
@@ -307,27 +331,43 @@ func (b *bridgeRun) startCPU() (*cpuMeter, error) {
 	return m, nil
 }
 
-// stop returns the interval's length and the CPU of the bridge and the
-// server in it, and whether CPU was measured at all.
-func (m *cpuMeter) stop() (wall, bridgeCPU, serverCPU time.Duration, ok bool, err error) {
-	var ds []time.Duration
+// stop ends the interval.
+func (m *cpuMeter) stop() (cpuSpan, error) {
+	var sp cpuSpan
+	var children time.Duration
 	for i, p := range m.b.procs() {
 		d, _, err := p.cpu()
 		if err != nil {
-			return 0, 0, 0, false, err
+			return sp, err
 		}
-		ds = append(ds, d-m.start[i])
+		d -= m.start[i]
+		children += d
+		if i == 0 {
+			sp.bridge = d
+		} else {
+			sp.server = d
+		}
 	}
-	wall = time.Since(m.t0)
+	if m.self > 0 {
+		sp.self = cpuTime() - m.self
+	}
+	machine, machined := machineCPU()
+	sp.wall = time.Since(m.t0)
+	if sp.otherOK = m.machined && machined && m.ok; sp.otherOK {
+		sp.other = max(0, machine-m.machine-children-sp.self)
+	}
+	sp.ok = m.ok
 	if !m.b.res.Shared {
-		return wall, ds[0], ds[1], m.ok, nil
+		return sp, nil
 	}
 	st, err := m.b.bridge.request(reqCPUStop)
 	if err != nil {
-		return 0, 0, 0, false, err
+		return sp, err
 	}
-	br, sv, split := splitCPU(ds[0], st.CPUBySide)
-	return wall, br, sv, m.ok && split, nil
+	var split bool
+	sp.bridge, sp.server, split = splitCPU(sp.bridge, st.CPUBySide)
+	sp.ok = sp.ok && split
+	return sp, nil
 }
 
 // splitCPU divides the CPU time total of the transport process between
@@ -433,12 +473,16 @@ func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		wall, br, sv, ok, err := m.stop()
+		sp, err := m.stop()
 		if err != nil {
 			return err
 		}
+		wall, br, sv := sp.wall, sp.bridge, sp.server
 		res.IdleWindow = wall
-		if ok {
+		if sp.otherOK {
+			res.IdleOtherCores = sp.other.Seconds() / wall.Seconds()
+		}
+		if sp.ok {
 			per := func(d time.Duration) float64 {
 				return float64(d.Nanoseconds()) / 1e3 / float64(res.Connected) / wall.Seconds()
 			}
@@ -468,22 +512,22 @@ func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 	if err != nil {
 		return err
 	}
-	load0 := cpuTime()
 	sent0, recv0 := r.totals()
 	r.measuring.Store(true)
 	r.wait(cfg.Duration, "measure", status)
 	r.measuring.Store(false)
 	sent1, recv1 := r.totals()
-	load1 := cpuTime()
-	wall, br, sv, ok, err := m.stop()
+	sp, err := m.stop()
 	if err != nil {
 		return err
 	}
+	wall, br, sv, ok := sp.wall, sp.bridge, sp.server, sp.ok
 	res.Window = wall
 	res.Sent, res.Echoed = sent1-sent0, recv1-recv0
 	res.EchoesPerSec = float64(res.Echoed) / wall.Seconds()
-	if load0 > 0 {
-		res.LoadCPU = load1 - load0
+	res.LoadCPU = sp.self
+	if sp.otherOK {
+		res.OtherCores = sp.other.Seconds() / wall.Seconds()
 	}
 	for _, side := range []struct {
 		c   *ProcessCost

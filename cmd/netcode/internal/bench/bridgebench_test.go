@@ -44,10 +44,40 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
+func TestParseMachineStat(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"two CPUs", "cpu  100 20 30 5000 7 1 2 3 0 0\ncpu0 50 10 15 2500 3 1 1 1 0 0\n", 1560 * time.Millisecond, true},
+		{"no guest columns", "cpu 1 0 0 9 9 0 0 0", 10 * time.Millisecond, true},
+		{"per-CPU line first", "cpu0 1 0 0 9 9 0 0 0\n", 0, false},
+		{"too few fields", "cpu 1 2 3 4 5 6 7", 0, false},
+		{"not a number", "cpu 1 2 3 4 5 6 7 x", 0, false},
+		{"out of range", "cpu 9223372036854775807 9223372036854775807 0 0 0 0 0 0", 0, false},
+		{"empty", "", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseMachineStat([]byte(tc.in))
+			if !tc.ok {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // TestProcSelf reads this process's own /proc entries, where there are.
 func TestProcSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		_, ok := procCPU(os.Getpid())
+		assert.False(t, ok)
+		_, ok = machineCPU()
 		assert.False(t, ok)
 		return
 	}
@@ -58,6 +88,8 @@ func TestProcSelf(t *testing.T) {
 	assert.Positive(t, n) // stdin, stdout, stderr at least
 	_, ok = procCPU(-1)
 	assert.False(t, ok)
+	_, ok = machineCPU()
+	assert.True(t, ok)
 }
 
 func TestSplitCPU(t *testing.T) {
@@ -154,6 +186,8 @@ func TestRunBridge(t *testing.T) {
 			assert.Zero(t, res.Timeouts)
 			assert.Zero(t, res.Disconnects, res.EndErrors)
 			assert.Positive(t, res.IdleWindow)
+			assert.GreaterOrEqual(t, res.OtherCores, 0.0)
+			assert.GreaterOrEqual(t, res.IdleOtherCores, 0.0)
 			assert.Equal(t, mode == ModeTransport, res.Shared)
 
 			b := res.Bridge
@@ -174,6 +208,7 @@ func TestRunBridge(t *testing.T) {
 			for _, p := range []ProcessCost{res.Bridge, res.Server} {
 				assert.GreaterOrEqual(t, p.CPU, time.Duration(0))
 				assert.GreaterOrEqual(t, p.IdleCPU, time.Duration(0))
+				assert.GreaterOrEqual(t, p.MicrosPerEcho, 0.0)
 				if p.CPUMeasured {
 					assert.InDelta(t, p.CPU.Seconds()/res.Window.Seconds(), p.Cores, 1e-9)
 				}

@@ -69,6 +69,10 @@ func (r *BridgeResult) Print(w io.Writer) {
 	if r.LoadCPU > 0 && r.Window > 0 {
 		fmt.Fprintf(w, "  browsers:    this process %.2f cores\n", r.LoadCPU.Seconds()/r.Window.Seconds())
 	}
+	if r.OtherCores > 0 || r.IdleOtherCores > 0 {
+		fmt.Fprintf(w, "  machine:     other processes kept %.2f cores busy in the window, %.2f in the idle phase\n",
+			r.OtherCores, r.IdleOtherCores)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, BridgeTableHeader)
 	fmt.Fprintln(w, r.TableRow())

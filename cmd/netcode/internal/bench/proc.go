@@ -12,6 +12,9 @@ import (
 // supports (sysconf(_SC_CLK_TCK) returns it).
 const userHZ = 100
 
+// maxTicks is the most ticks a time.Duration holds.
+const maxTicks = uint64(1<<63-1) / uint64(time.Second/userHZ)
+
 // parseProcStat returns the user plus system CPU time of a process from the
 // contents of its /proc/<pid>/stat (see proc(5)): the second field, the
 // command name, is in parentheses and may itself hold spaces and
@@ -36,9 +39,36 @@ func parseProcStat(b []byte) (time.Duration, error) {
 		}
 		ticks += v
 	}
-	const maxTicks = uint64(1<<63-1) / uint64(time.Second/userHZ)
 	if ticks > maxTicks {
 		return 0, errors.New("proc stat: CPU time out of range")
+	}
+	return time.Duration(ticks) * (time.Second / userHZ), nil
+}
+
+// parseMachineStat returns the busy CPU time of the whole machine, all
+// CPUs together, from the contents of /proc/stat (see proc(5)): the first
+// line, "cpu", counts user, nice, system, idle, iowait, irq, softirq and
+// steal ticks (and guest time, already in user); busy is all but idle and
+// iowait.
+func parseMachineStat(b []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	fields := bytes.Fields(line)
+	if len(fields) < 9 || string(fields[0]) != "cpu" {
+		return 0, errors.New("proc stat: no cpu line")
+	}
+	var ticks uint64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseUint(string(f), 10, 63)
+		if err != nil {
+			return 0, errors.New("proc stat: bad CPU time " + strconv.Quote(string(f)))
+		}
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if v > maxTicks || ticks+v > maxTicks {
+			return 0, errors.New("proc stat: CPU time out of range")
+		}
+		ticks += v
 	}
 	return time.Duration(ticks) * (time.Second / userHZ), nil
 }

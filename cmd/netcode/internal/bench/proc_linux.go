@@ -26,3 +26,14 @@ func procFDs(pid int) (n int, ok bool) {
 	}
 	return len(ents), true
 }
+
+// machineCPU returns the busy CPU time of the whole machine so far, from
+// /proc/stat; ok is false if it cannot be read.
+func machineCPU() (d time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	d, err = parseMachineStat(b)
+	return d, err == nil
+}
