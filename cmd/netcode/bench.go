@@ -65,7 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timeout := fs.Int("timeout", 10, "tokens' connection timeout in seconds")
 	proto := protocolFlag(bench.DefaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
-	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file; with -bridge, the window's profiles of the child processes to this name plus .relay and .server, or .transport")
 	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile cover the connect phase instead of the window")
 	memprofile := fs.String("memprofile", "", "write an allocation profile at the end to this file")
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
@@ -93,6 +93,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			DialConcurrency: cfg.DialConcurrency,
 			TimeoutSeconds:  int32(*timeout),
 			ProtocolID:      uint64(proto),
+			CPUProfile:      *cpuprofile,
 		}
 		if !set["size"] {
 			bc.Size = bench.DefaultBridgeSize
@@ -101,7 +102,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bc.Rate = bench.DefaultBridgeRate
 		}
 		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
-			"client-tick", "server-tick", "cpuprofile", "profile-connect", "memprofile", "memprofilerate"} {
+			"client-tick", "server-tick", "profile-connect", "memprofile", "memprofilerate"} {
 			if set[name] {
 				return fmt.Errorf("-%s does not apply with -bridge", name)
 			}

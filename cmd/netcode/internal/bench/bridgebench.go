@@ -57,6 +57,12 @@ type BridgeConfig struct {
 	DialConcurrency int    // browsers connecting at once; default 256
 	TimeoutSeconds  int32  // the tokens' connection timeout; default 10
 	ProtocolID      uint64 // default DefaultProtocolID
+	// CPUProfile, if set, is the prefix of the files that receive the
+	// child processes' CPU profiles of the measured window: the prefix
+	// followed by ".relay" and ".server", or ".transport" for the one
+	// process of transport mode (its samples are labelled bench=bridge or
+	// bench=server).
+	CPUProfile string
 	// Child is the command line that runs a child process, to which the
 	// role's flags are added; default this executable with "bench" and
 	// ChildArg (tests set their own).
@@ -129,7 +135,11 @@ type BridgeResult struct {
 	// the whole process's, in Bridge.
 	Bridge, Server ProcessCost
 	Shared         bool
-	LoadCPU        time.Duration // this process (the browsers) over the window; 0 if not measured
+	// Unlabelled is, Shared, the share of the window's profiled CPU that
+	// carried no side label (the runtime's own work: collection,
+	// scheduling), which the split shares in proportion.
+	Unlabelled float64
+	LoadCPU    time.Duration // this process (the browsers) over the window; 0 if not measured
 	// OtherCores is how many cores the rest of the machine kept busy over
 	// the window, IdleOtherCores over the idle phase (Linux: /proc/stat's
 	// busy time less the bridge, the server and this process; 0 where not
@@ -221,15 +231,15 @@ func (b *bridgeRun) startChildren(key [netcode.KeyBytes]byte) error {
 	var err error
 	if cfg.Mode == ModeTransport {
 		b.res.Shared = true
-		b.bridge, err = startChild(cfg.Child, "bridge+server", append([]string{"-role", roleTransport}, common...)...)
+		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, common...)
 		if err != nil {
 			return err
 		}
 	} else {
-		if b.server, err = startChild(cfg.Child, "server", append([]string{"-role", roleServer}, common...)...); err != nil {
+		if b.server, err = startChild(cfg.Child, "server", roleServer, common...); err != nil {
 			return err
 		}
-		b.bridge, err = startChild(cfg.Child, "bridge", "-role", roleRelay, "-max", strconv.Itoa(cfg.Clients),
+		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "-max", strconv.Itoa(cfg.Clients),
 			"-allow", b.server.ready.UDP)
 		if err != nil {
 			return err
@@ -289,6 +299,8 @@ func (b *bridgeRun) costs() []*ProcessCost {
 // child's profiler to split its CPU between the bridge and the server.
 type cpuMeter struct {
 	b        *bridgeRun
+	profiled []*childProc // children running their profiler
+	save     bool         // write their profiles to Config.CPUProfile
 	start    []time.Duration
 	ok       bool
 	self     time.Duration
@@ -308,12 +320,24 @@ type cpuSpan struct {
 	// busy time is not measured.
 	other   time.Duration
 	otherOK bool
+	// unlabelled is, in transport mode, the share of the profile's CPU
+	// that carried no side label (the runtime's own work), split between
+	// bridge and server in proportion.
+	unlabelled float64
 }
 
-func (b *bridgeRun) startCPU() (*cpuMeter, error) {
-	m := &cpuMeter{b: b, ok: true}
-	if b.res.Shared {
-		if _, err := b.bridge.request(reqCPUStart); err != nil {
+// startCPU starts measuring; save asks for the children's CPU profiles
+// (with Config.CPUProfile).
+func (b *bridgeRun) startCPU(save bool) (*cpuMeter, error) {
+	m := &cpuMeter{b: b, ok: true, save: save && b.cfg.CPUProfile != ""}
+	switch {
+	case m.save:
+		m.profiled = b.procs()
+	case b.res.Shared:
+		m.profiled = []*childProc{b.bridge} // for the split
+	}
+	for _, p := range m.profiled {
+		if _, err := p.request(reqCPUStart); err != nil {
 			return nil, err
 		}
 	}
@@ -357,16 +381,29 @@ func (m *cpuMeter) stop() (cpuSpan, error) {
 		sp.other = max(0, machine-m.machine-children-sp.self)
 	}
 	sp.ok = m.ok
-	if !m.b.res.Shared {
-		return sp, nil
+	for _, p := range m.profiled {
+		req := reqCPUStop
+		if m.save {
+			req += " " + m.b.cfg.CPUProfile + "." + p.role
+		}
+		st, err := p.request(req)
+		if err != nil {
+			return sp, err
+		}
+		if p != m.b.bridge || !m.b.res.Shared {
+			continue
+		}
+		var split bool
+		sp.bridge, sp.server, split = splitCPU(sp.bridge, st.CPUBySide)
+		sp.ok = sp.ok && split
+		var all time.Duration
+		for _, d := range st.CPUBySide {
+			all += d
+		}
+		if all > 0 {
+			sp.unlabelled = float64(st.CPUBySide[""]) / float64(all)
+		}
 	}
-	st, err := m.b.bridge.request(reqCPUStop)
-	if err != nil {
-		return sp, err
-	}
-	var split bool
-	sp.bridge, sp.server, split = splitCPU(sp.bridge, st.CPUBySide)
-	sp.ok = sp.ok && split
 	return sp, nil
 }
 
@@ -463,7 +500,7 @@ func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 	}
 
 	if cfg.Idle > 0 && res.Connected > 0 {
-		m, err := b.startCPU()
+		m, err := b.startCPU(false)
 		if err != nil {
 			return err
 		}
@@ -508,7 +545,7 @@ func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 	if cfg.Warmup > 0 {
 		r.wait(cfg.Warmup, "warmup", status)
 	}
-	m, err := b.startCPU()
+	m, err := b.startCPU(true)
 	if err != nil {
 		return err
 	}
@@ -526,6 +563,7 @@ func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 	res.Sent, res.Echoed = sent1-sent0, recv1-recv0
 	res.EchoesPerSec = float64(res.Echoed) / wall.Seconds()
 	res.LoadCPU = sp.self
+	res.Unlabelled = sp.unlabelled
 	if sp.otherOK {
 		res.OtherCores = sp.other.Seconds() / wall.Seconds()
 	}

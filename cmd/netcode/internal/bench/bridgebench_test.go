@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -154,7 +155,9 @@ func TestRunBridge(t *testing.T) {
 	for _, mode := range []string{ModeRelay, ModeTransport} {
 		t.Run(mode, func(t *testing.T) {
 			var progress, out bytes.Buffer
+			prof := filepath.Join(t.TempDir(), "cpu")
 			cfg := BridgeConfig{
+				CPUProfile:    prof,
 				Mode:          mode,
 				Clients:       8,
 				Duration:      time.Second,
@@ -220,6 +223,18 @@ func TestRunBridge(t *testing.T) {
 			assert.Equal(t, strings.Count(header, "|"), strings.Count(row, "|"), row)
 			assert.True(t, strings.HasPrefix(row, "| "+mode+" | 8 | "), row)
 			assert.Contains(t, out.String(), row)
+
+			// The children's profiles of the window.
+			roles := []string{roleRelay, roleServer}
+			if mode == ModeTransport {
+				roles = []string{roleTransport}
+			}
+			for _, role := range roles {
+				b, err := os.ReadFile(prof + "." + role)
+				require.NoError(t, err)
+				_, err = cpuBySide(b, LabelKey)
+				assert.NoError(t, err, "a CPU profile")
+			}
 
 			var back BridgeResult
 			js, err := json.Marshal(res)

@@ -39,7 +39,7 @@ func (r *BridgeResult) Print(w io.Writer) {
 		p := s.p
 		where := fmt.Sprintf("pid %d", p.PID)
 		if r.Shared {
-			where += ", its share of the one process"
+			where += fmt.Sprintf(", its share of the one process (by labelled profile samples; %.0f%% unlabelled, shared in proportion)", 100*r.Unlabelled)
 		}
 		fmt.Fprintf(w, "  %-12s %s\n", s.name+":", where)
 		if r.Window > 0 {

@@ -13,8 +13,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +49,7 @@ const (
 	reqStats    = "stats"     // childStats, after a collection
 	reqCPU      = "cpu"       // childStats with only CPU, without a collection
 	reqCPUStart = "cpu-start" // starts the CPU profiler; answers childStats
-	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide
+	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide; "cpu-stop PATH" also writes the profile to PATH
 )
 
 // childReady is the first line a child writes: where it serves.
@@ -299,6 +301,7 @@ func (c *child) close() {
 // answer serves one request.
 func (c *child) answer(req string) childStats {
 	var st childStats
+	req, path, _ := strings.Cut(req, " ")
 	switch req {
 	case reqCPU:
 		st.CPU = cpuTime()
@@ -311,6 +314,12 @@ func (c *child) answer(req string) childStats {
 		}
 	case reqCPUStop:
 		pprof.StopCPUProfile()
+		if path != "" {
+			if err := os.WriteFile(path, c.prof.Bytes(), 0o644); err != nil {
+				st.Err = err.Error()
+				break
+			}
+		}
 		by, err := cpuBySide(c.prof.Bytes(), LabelKey)
 		if err != nil {
 			st.Err = err.Error()

@@ -20,6 +20,7 @@ const childTimeout = 30 * time.Second
 // load generator.
 type childProc struct {
 	name  string
+	role  string
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan []byte // stdout, a line at a time; closed at EOF
@@ -27,11 +28,11 @@ type childProc struct {
 	ready childReady
 }
 
-// startChild starts argv followed by the role's arguments and waits for
+// startChild starts argv followed by -role role and args, and waits for
 // its ready line.
-func startChild(argv []string, name string, args ...string) (*childProc, error) {
-	cmd := exec.Command(argv[0], append(argv[1:len(argv):len(argv)], args...)...)
-	p := &childProc{name: name, cmd: cmd, lines: make(chan []byte, 1), log: &tailBuffer{max: 4096}}
+func startChild(argv []string, name, role string, args ...string) (*childProc, error) {
+	cmd := exec.Command(argv[0], append(append(argv[1:len(argv):len(argv)], "-role", role), args...)...)
+	p := &childProc{name: name, role: role, cmd: cmd, lines: make(chan []byte, 1), log: &tailBuffer{max: 4096}}
 	cmd.Stderr = p.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
