@@ -206,6 +206,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (*BridgeResult, error) {
 	if serr := b.stopChildren(); err == nil {
 		err = serr
 	}
+	if err == nil {
+		err = ctx.Err() // cut short: the figures are not those of the run asked for
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -253,3 +253,14 @@ func TestRunBridgeChildFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "server process")
 }
+
+// TestRunBridgeCancelled checks that a run whose context ends returns its
+// error, not figures, and stops its child processes (stopChildren waits
+// for them).
+func TestRunBridgeCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := RunBridge(ctx, BridgeConfig{Mode: ModeRelay, Clients: 4, Duration: time.Second, Child: testChild(t)})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, res)
+}
