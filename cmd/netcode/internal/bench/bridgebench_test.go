@@ -264,3 +264,19 @@ func TestRunBridgeCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, res)
 }
+
+func TestReportUnits(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0.00 ms"},
+		{1475 * time.Microsecond, "1.48 ms"},
+		{53477 * time.Microsecond, "53.5 ms"},
+		{1241514 * time.Microsecond, "1242 ms"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, millis(tc.d))
+	}
+	assert.Equal(t, "76.1 KB", kb(76100))
+}

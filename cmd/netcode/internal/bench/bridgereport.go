@@ -69,9 +69,11 @@ func (r *BridgeResult) Print(w io.Writer) {
 	if r.LoadCPU > 0 && r.Window > 0 {
 		fmt.Fprintf(w, "  browsers:    this process %.2f cores\n", r.LoadCPU.Seconds()/r.Window.Seconds())
 	}
-	if r.OtherCores > 0 || r.IdleOtherCores > 0 {
-		fmt.Fprintf(w, "  machine:     other processes kept %.2f cores busy in the window, %.2f in the idle phase\n",
-			r.OtherCores, r.IdleOtherCores)
+	if r.Window > 0 {
+		fmt.Fprintf(w, "  machine:     other processes kept %.2f cores busy in the window\n", r.OtherCores)
+	}
+	if r.IdleWindow > 0 {
+		fmt.Fprintf(w, "  machine:     other processes kept %.2f cores busy in the idle phase\n", r.IdleOtherCores)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, BridgeTableHeader)
@@ -90,7 +92,7 @@ func (r *BridgeResult) TableRow() string {
 	connect := fmt.Sprintf("%d in %v", r.Connected, r.ConnectTime.Round(10*time.Millisecond))
 	cells = append(cells, connect)
 	if r.Window > 0 {
-		cells = append(cells, fmt.Sprintf("%.0f", r.EchoesPerSec), fmt.Sprintf("%v / %v", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond)))
+		cells = append(cells, fmt.Sprintf("%.0f", r.EchoesPerSec), millis(r.P50)+" / "+millis(r.P99))
 	} else {
 		cells = append(cells, na, na)
 	}
@@ -125,6 +127,19 @@ func (r *BridgeResult) TableRow() string {
 			return fmt.Sprintf("%.1f", p.FDsPerSession)
 		}))
 	return "| " + strings.Join(cells, " | ") + " |"
+}
+
+// millis formats a latency in milliseconds with three significant digits
+// or so, as the table does.
+func millis(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms < 10:
+		return fmt.Sprintf("%.2f ms", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.1f ms", ms)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }
 
 // kb formats a byte count in KB (1,000 bytes), as the table does.
