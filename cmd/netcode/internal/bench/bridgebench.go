@@ -229,20 +229,20 @@ type bridgeRun struct {
 
 func (b *bridgeRun) startChildren(key [netcode.KeyBytes]byte) error {
 	cfg := b.cfg
-	common := []string{"-key", hex.EncodeToString(key[:]), "-protocol", strconv.FormatUint(cfg.ProtocolID, 10),
-		"-max", strconv.Itoa(cfg.Clients)}
+	keyLine := hex.EncodeToString(key[:])
+	common := []string{"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.Clients)}
 	var err error
 	if cfg.Mode == ModeTransport {
 		b.res.Shared = true
-		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, common...)
+		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, common...)
 		if err != nil {
 			return err
 		}
 	} else {
-		if b.server, err = startChild(cfg.Child, "server", roleServer, common...); err != nil {
+		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
 			return err
 		}
-		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "-max", strconv.Itoa(cfg.Clients),
+		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", "-max", strconv.Itoa(cfg.Clients),
 			"-allow", b.server.ready.UDP)
 		if err != nil {
 			return err

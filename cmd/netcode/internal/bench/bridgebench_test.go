@@ -280,3 +280,45 @@ func TestReportUnits(t *testing.T) {
 	}
 	assert.Equal(t, "76.1 KB", kb(76100))
 }
+
+// TestRunChild runs a child in this process: its ready line, its answers,
+// its refusals, and its end when stdin closes.
+func TestRunChild(t *testing.T) {
+	key := strings.Repeat("ab", 32) + "\n"
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		wantErr string   // RunChild's error
+		want    []string // in stdout, in order
+	}{
+		{"unknown role", []string{"-role", "proxy"}, key, `unknown role "proxy"`, []string{`"Err":"bench child: unknown role`}},
+		{"no key", []string{"-role", roleServer}, "", "private key", nil},
+		{"short key", []string{"-role", roleServer}, "abcd\n", "private key", nil},
+		{"bad relay address", []string{"-role", roleRelay, "-allow", "nowhere"}, "", "nowhere", []string{`"Err"`}},
+		{"server", []string{"-role", roleServer, "-max", "2"}, key + "stats\ncpu\nfrobnicate\n", "",
+			[]string{`{"UDP":"127.0.0.1:`, `"Goroutines":`, `"CPU":`, `"Err":"unknown request \"frobnicate\""`}},
+		{"relay", []string{"-role", roleRelay, "-allow", "127.0.0.1:1"}, "stats\n", "",
+			[]string{`{"URL":"ws://127.0.0.1:`, `"Sessions":0`}},
+		{"transport", []string{"-role", roleTransport}, key + "cpu-start\ncpu-stop\n", "",
+			[]string{`"UDP":"127.0.0.1:`, `"URL":"ws://127.0.0.1:`, `"Goroutines":`, `"Goroutines":`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			err := RunChild(context.Background(), tc.args, strings.NewReader(tc.stdin), &out, &errs)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+			} else {
+				require.NoError(t, err, errs.String())
+			}
+			rest := out.String()
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				require.GreaterOrEqual(t, i, 0, "%q not in %q", w, out.String())
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}

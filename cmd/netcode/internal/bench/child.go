@@ -43,8 +43,9 @@ const (
 // SideServer.
 const sideBridge = "bridge"
 
-// Requests a child answers, one a line on its stdin; the answer is one
-// JSON line on its stdout. Closing stdin ends the child.
+// Requests a child answers, one a line on its stdin (after the private
+// key, in hex, for the roles that serve netcode); the answer is one JSON
+// line on its stdout. Closing stdin ends the child.
 const (
 	reqStats    = "stats"     // childStats, after a collection
 	reqCPU      = "cpu"       // childStats with only CPU, without a collection
@@ -81,7 +82,6 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("bench "+ChildArg, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	role := fs.String("role", "", "server, relay or transport")
-	keyHex := fs.String("key", "", "private key, hex")
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
@@ -89,10 +89,14 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	c := &child{proto: *proto, max: *maxN}
+	in := bufio.NewReader(stdin)
 	if *role != roleRelay {
-		k, err := hex.DecodeString(*keyHex)
-		if err != nil || len(k) != netcode.KeyBytes {
-			return errors.New("bench child: -key must be 32 bytes in hex")
+		// The private key comes first on stdin, not on the command line,
+		// where every user of the machine could read it.
+		line, err := in.ReadString('\n')
+		k, herr := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil || herr != nil || len(k) != netcode.KeyBytes {
+			return errors.New("bench child: the first line of stdin must be the 32-byte private key in hex")
 		}
 		copy(c.key[:], k)
 	}
@@ -102,7 +106,9 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		err = c.startServer()
 	case roleRelay:
 		var a netip.AddrPort
-		if a, err = netip.ParseAddrPort(*allow); err == nil {
+		if a, err = netip.ParseAddrPort(*allow); err != nil {
+			err = fmt.Errorf("bench child: -allow %q: %w", *allow, err)
+		} else {
 			err = c.startRelay(a)
 		}
 	case roleTransport:
@@ -124,7 +130,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer close(done)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(stdin)
+		sc := bufio.NewScanner(in)
 		for sc.Scan() {
 			select {
 			case lines <- sc.Text():

@@ -28,9 +28,10 @@ type childProc struct {
 	ready childReady
 }
 
-// startChild starts argv followed by -role role and args, and waits for
-// its ready line.
-func startChild(argv []string, name, role string, args ...string) (*childProc, error) {
+// startChild starts argv followed by -role role and args, gives it
+// firstLine on its stdin unless empty (the private key), and waits for its
+// ready line.
+func startChild(argv []string, name, role, firstLine string, args ...string) (*childProc, error) {
 	cmd := exec.Command(argv[0], append(append(argv[1:len(argv):len(argv)], "-role", role), args...)...)
 	p := &childProc{name: name, role: role, cmd: cmd, lines: make(chan []byte, 1), log: &tailBuffer{max: 4096}}
 	cmd.Stderr = p.log
@@ -43,6 +44,15 @@ func startChild(argv []string, name, role string, args ...string) (*childProc, e
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: starting the %s process: %w", name, err)
+	}
+	if firstLine != "" {
+		// The pipe holds a line: this does not wait for the child.
+		if _, err := io.WriteString(p.in, firstLine+"\n"); err != nil {
+			p.in.Close()
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("bench: starting the %s process: %w", name, err)
+		}
 	}
 	go func() {
 		defer close(p.lines)
