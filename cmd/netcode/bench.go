@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 )
 
 const benchSynopsis = `[-clients N] [-size bytes] [-rate per-second | -window N] [-duration d] [-baseline] [flags]
+       netcode bench -bridge relay|transport [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
 
 Runs a netcode echo server (netcode.Listen on 127.0.0.1:0) and N clients
 (netcode.Dial with minted tokens) in this process, and measures: connects/s
@@ -26,7 +29,21 @@ echo server on the same batched socket (recvmmsg/sendmmsg; -raw-readers
 goroutines each reading a batch and writing it back) and one plain UDP
 socket per client, and the ratio netcode/raw of payloads/s is printed.
 
-A packet is one payload datagram: a round trip is two.`
+A packet is one payload datagram: a round trip is two.
+
+With -bridge relay or -bridge transport it measures the browser bridge
+instead, as an operator runs it: a netcode echo server and the bridge run
+as child processes of this executable (in transport mode one process: the
+bridge.Mux is the server's socket), and N simulated browsers in this
+process connect over WebSocket (relay: the relay protocol of
+bridge/js/netcode.js; transport: a netcode client per browser over
+bridge.DialTransport), send one -size message every 1/-rate seconds and
+check the echo. After the connect phase, -idle runs an idle phase (everyone
+connected, nothing sent). It reports connect time, echoes/s, p50/p99, lost,
+the CPU of the bridge and the server processes (/proc/<pid>/stat) per echo
+and per idle session and second, and their goroutines, heap and
+descriptors per session. Its defaults: -rate 10, -size 100. -baseline,
+-window and the server and client tuning flags do not apply.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchSynopsis, stdout, stderr)
@@ -48,14 +65,62 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timeout := fs.Int("timeout", 10, "tokens' connection timeout in seconds")
 	proto := protocolFlag(bench.DefaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
-	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file; with -bridge, the window's profiles of the child processes to this name plus .relay and .server, or .transport")
 	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile cover the connect phase instead of the window")
 	memprofile := fs.String("memprofile", "", "write an allocation profile at the end to this file")
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
 	quiet := fs.Bool("q", false, "no progress lines")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay or transport (see above)")
+	idle := fs.Duration("idle", 0, "-bridge: idle phase after connecting, e.g. 5s (shorter than the bridge's idle timeout)")
+	if len(args) > 0 && args[0] == bench.ChildArg {
+		return bench.RunChild(ctx, args[1:], os.Stdin, stdout, stderr)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *bridgeMode != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		bc := bench.BridgeConfig{
+			Mode:            *bridgeMode,
+			Clients:         cfg.Clients,
+			Size:            cfg.Size,
+			Rate:            cfg.Rate,
+			Duration:        cfg.Duration,
+			Warmup:          cfg.Warmup,
+			Idle:            *idle,
+			DialConcurrency: cfg.DialConcurrency,
+			TimeoutSeconds:  int32(*timeout),
+			ProtocolID:      uint64(proto),
+			CPUProfile:      *cpuprofile,
+		}
+		if !set["size"] {
+			bc.Size = bench.DefaultBridgeSize
+		}
+		if !set["rate"] {
+			bc.Rate = bench.DefaultBridgeRate
+		}
+		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
+			"client-tick", "server-tick", "profile-connect", "memprofile", "memprofilerate"} {
+			if set[name] {
+				return fmt.Errorf("-%s does not apply with -bridge", name)
+			}
+		}
+		if set["rate"] && cfg.Rate <= 0 {
+			return fmt.Errorf("-bridge sends at a rate: -rate must be positive")
+		}
+		if !*quiet {
+			bc.Progress = stderr
+		}
+		res, err := bench.RunBridge(ctx, bc)
+		if err != nil {
+			return err
+		}
+		return printResult(stdout, *asJSON, res)
+	}
+	if *idle != 0 {
+		return fmt.Errorf("-idle applies only with -bridge")
 	}
 	cfg.TimeoutSeconds = int32(*timeout)
 	cfg.ProtocolID = uint64(proto)
@@ -91,11 +156,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	return printResult(stdout, *asJSON, res)
+}
+
+// printResult writes a run's result to w: as indented JSON, or as its
+// report.
+func printResult(w io.Writer, asJSON bool, res interface{ Print(io.Writer) }) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	res.Print(stdout)
+	res.Print(w)
 	return nil
 }

@@ -127,12 +127,6 @@ func (c *Config) fill() error {
 	if c.Window <= 0 {
 		c.Window = 8
 	}
-	if c.Warmup == 0 {
-		c.Warmup = time.Second
-	}
-	if c.Warmup < 0 {
-		c.Warmup = 0
-	}
 	if c.MaxClients == 0 {
 		c.MaxClients = c.Clients
 	}
@@ -142,19 +136,32 @@ func (c *Config) fill() error {
 	if c.RawReaders <= 0 {
 		c.RawReaders = runtime.GOMAXPROCS(0)
 	}
-	if c.DialConcurrency <= 0 {
-		c.DialConcurrency = 256
-	}
-	if c.TimeoutSeconds == 0 {
-		c.TimeoutSeconds = 10
-	}
-	if c.ProtocolID == 0 {
-		c.ProtocolID = DefaultProtocolID
-	}
-	if c.ProgressEvery <= 0 {
-		c.ProgressEvery = time.Second
-	}
+	fillShared(&c.Warmup, &c.DialConcurrency, &c.TimeoutSeconds, &c.ProtocolID, &c.ProgressEvery)
 	return nil
+}
+
+// fillShared sets the defaults Config and BridgeConfig share: a warm-up of
+// 1s (negative: none), 256 dials at once, tokens with a 10 s timeout, the
+// protocol id DefaultProtocolID and a progress line a second.
+func fillShared(warmup *time.Duration, dialConcurrency *int, timeoutSeconds *int32, protocolID *uint64, progressEvery *time.Duration) {
+	if *warmup == 0 {
+		*warmup = time.Second
+	}
+	if *warmup < 0 {
+		*warmup = 0
+	}
+	if *dialConcurrency <= 0 {
+		*dialConcurrency = 256
+	}
+	if *timeoutSeconds == 0 {
+		*timeoutSeconds = 10
+	}
+	if *protocolID == 0 {
+		*protocolID = DefaultProtocolID
+	}
+	if *progressEvery <= 0 {
+		*progressEvery = time.Second
+	}
 }
 
 // Result is what a run measured.
@@ -267,6 +274,16 @@ type run struct {
 	readers   sync.WaitGroup
 	senders   sync.WaitGroup
 	stopSend  chan struct{}
+	// pace is wait's progress ticker (nil until the first wait) and the
+	// totals of its last line.
+	pace struct {
+		tick       *time.Ticker
+		t          time.Time
+		sent, recv uint64
+	}
+	// settle is the longest stop waits for the echoes still in flight
+	// (default 200ms; payloads not echoed by then count as lost).
+	settle time.Duration
 
 	// server side
 	srvMu     sync.Mutex
@@ -354,6 +371,18 @@ func (r *run) reader(c *client) {
 			r.send(c, c.wbuf[:])
 		}
 	}
+}
+
+// startExchange starts a reader for every connected client, and the
+// senders.
+func (r *run) startExchange() {
+	for _, c := range r.clients {
+		if c.ep != nil {
+			r.readers.Add(1)
+			go r.reader(c)
+		}
+	}
+	r.startTraffic()
 }
 
 // startTraffic starts the senders: flat out, every client sends its window
@@ -451,36 +480,46 @@ func (r *run) totals() (sent, recv uint64) {
 	return
 }
 
+// wait lets the exchange run for d (or until the run's context ends),
+// printing a progress line with the rates and status() every
+// ProgressEvery; the lines keep their pace from one wait to the next.
+func (r *run) wait(d time.Duration, stage string, status func() string) {
+	end := time.NewTimer(d)
+	defer end.Stop()
+	if r.cfg.Progress == nil {
+		select {
+		case <-end.C:
+		case <-r.ctx.Done():
+		}
+		return
+	}
+	p := &r.pace
+	if p.tick == nil {
+		p.tick = time.NewTicker(r.cfg.ProgressEvery)
+		p.t = time.Now()
+		p.sent, p.recv = r.totals()
+	}
+	for {
+		select {
+		case <-end.C:
+			return
+		case <-r.ctx.Done():
+			return
+		case now := <-p.tick.C:
+			s, rc := r.totals()
+			dt := now.Sub(p.t).Seconds()
+			r.progress("%-7s %6.1fs  payloads/s %9.0f  sent/s %9.0f  %s",
+				stage, now.Sub(r.epoch).Seconds(), float64(rc-p.recv)/dt, float64(s-p.sent)/dt, status())
+			p.t, p.sent, p.recv = now, s, rc
+		}
+	}
+}
+
 // measure runs the warm-up and the measured window and fills p.
 // serverPackets returns the server's payload datagrams so far (in + out).
 func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, status func() string) error {
 	cfg := r.cfg
-	tick := time.NewTicker(cfg.ProgressEvery)
-	defer tick.Stop()
-	lastT := time.Now()
-	_, lastRecv := r.totals()
-	lastSent, _ := r.totals()
-	report := func(stage string) {
-		now := time.Now()
-		s, rc := r.totals()
-		dt := now.Sub(lastT).Seconds()
-		r.progress("%-7s %6.1fs  payloads/s %9.0f  sent/s %9.0f  %s",
-			stage, now.Sub(r.epoch).Seconds(), float64(rc-lastRecv)/dt, float64(s-lastSent)/dt, status())
-		lastT, lastRecv, lastSent = now, rc, s
-	}
-	wait := func(d time.Duration, stage string) {
-		end := time.After(d)
-		for {
-			select {
-			case <-end:
-				return
-			case <-r.ctx.Done():
-				return
-			case <-tick.C:
-				report(stage)
-			}
-		}
-	}
+	wait := func(d time.Duration, stage string) { r.wait(d, stage, status) }
 	if cfg.Warmup > 0 {
 		wait(cfg.Warmup, "warmup")
 	}
@@ -559,13 +598,25 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	return nil
 }
 
-// stop ends the exchange: senders stop, in-flight echoes get a moment to
-// arrive, then the clients are closed and the readers collected.
+// stop ends the exchange: senders stop, in-flight echoes get up to
+// r.settle to arrive, then the clients are closed and the readers
+// collected.
 func (r *run) stop(p *Phase) {
 	r.stopping.Store(true)
 	close(r.stopSend)
+	if r.pace.tick != nil {
+		r.pace.tick.Stop()
+	}
 	r.senders.Wait()
-	time.Sleep(200 * time.Millisecond)
+	settle := r.settle
+	if settle <= 0 {
+		settle = 200 * time.Millisecond
+	}
+	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if sent, recv := r.totals(); recv >= sent {
+			break
+		}
+	}
 	var hist Histogram
 	ends := map[string]int{}
 	for _, c := range r.clients {
@@ -770,65 +821,17 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	for i := range r.clients {
 		r.clients[i] = new(client)
 	}
-	var connected atomic.Int64
-	var errMu sync.Mutex
-	dialErrs := map[string]int{}
-	sem := make(chan struct{}, cfg.DialConcurrency)
-	var dials sync.WaitGroup
 	// The connect phase is profiled too, for the CPU the handshakes cost.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
 	cpu0 := cpuTime()
-	start := time.Now()
-	var last atomic.Int64 // ns after start of the last connection
-	done := make(chan struct{})
+	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{TickInterval: cfg.ClientTick}
-		for i := range r.clients {
-			dials.Add(1)
-			go func() {
-				defer dials.Done()
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				defer func() { <-sem }()
-				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				c, err := d.DialContext(dctx, tokens[i])
-				if err != nil {
-					errMu.Lock()
-					dialErrs[errText(err)]++
-					errMu.Unlock()
-					return
-				}
-				for t := int64(time.Since(start)); ; {
-					if old := last.Load(); old >= t || last.CompareAndSwap(old, t) {
-						break
-					}
-				}
-				connected.Add(1)
-				r.clients[i].ep = c
-			}()
-		}
-		go func() { dials.Wait(); close(done) }()
+		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
+			return d.DialContext(ctx, tokens[i])
+		})
 	})
-	tick := time.NewTicker(cfg.ProgressEvery)
-	prev, prevT := int64(0), start
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case now := <-tick.C:
-			n := connected.Load()
-			r.progress("connect %6.1fs  connected %d/%d  (%.0f/s)", now.Sub(start).Seconds(), n, cfg.Clients,
-				float64(n-prev)/now.Sub(prevT).Seconds())
-			prev, prevT = n, now
-		}
-	}
-	tick.Stop()
 	p.ConnectCPU = cpuTime() - cpu0
 	if profiling {
 		pprof.StopCPUProfile()
@@ -843,15 +846,7 @@ wait:
 			}
 		}
 	}
-	p.Connected = int(connected.Load())
-	p.ConnectTime = time.Duration(last.Load())
-	if p.Connected > 0 && p.ConnectTime > 0 {
-		p.ConnectsPerSec = float64(p.Connected) / p.ConnectTime.Seconds()
-	}
-	if len(dialErrs) > 0 {
-		p.DialErrors = dialErrs
-	}
-	r.progress("connected %d/%d in %v (%.0f connects/s)", p.Connected, cfg.Clients, p.ConnectTime.Round(time.Millisecond), p.ConnectsPerSec)
+	p.Connected, p.ConnectTime, p.ConnectsPerSec, p.DialErrors = cs.connected, cs.took, cs.perSec, cs.errs
 	// Wait (briefly) for the server to have accepted them all.
 	for range p.Connected {
 		select {
@@ -868,15 +863,7 @@ wait:
 	}
 
 	// Exchange.
-	labelled(ctx, SideClient, func(context.Context) {
-		for _, c := range r.clients {
-			if c.ep != nil {
-				r.readers.Add(1)
-				go r.reader(c)
-			}
-		}
-		r.startTraffic()
-	})
+	labelled(ctx, SideClient, func(context.Context) { r.startExchange() })
 	status := func() string {
 		st := l.Stats()
 		r.srvMu.Lock()
@@ -896,6 +883,81 @@ wait:
 	st := l.Stats()
 	p.ServerStats = &st
 	return p, err
+}
+
+// connectStats is what connectAll measured.
+type connectStats struct {
+	connected int
+	took      time.Duration  // from the first dial to the last connection
+	perSec    float64        // connected / took
+	errs      map[string]int // dial errors by text; nil if none
+}
+
+// connectAll connects every client of r, concurrency at a time, with dial
+// (each in a goroutine of the caller's pprof labels, with a 30 s limit),
+// and prints a progress line every ProgressEvery.
+func (r *run) connectAll(ctx context.Context, concurrency int, dial func(ctx context.Context, i int) (endpoint, error)) connectStats {
+	var (
+		connected atomic.Int64
+		last      atomic.Int64 // ns after start of the last connection
+		errMu     sync.Mutex
+		errs      = map[string]int{}
+		dials     sync.WaitGroup
+	)
+	sem := make(chan struct{}, concurrency)
+	start := time.Now()
+	for i := range r.clients {
+		dials.Add(1)
+		go func() {
+			defer dials.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			ep, err := dial(dctx, i)
+			if err != nil {
+				errMu.Lock()
+				errs[errText(err)]++
+				errMu.Unlock()
+				return
+			}
+			for t := int64(time.Since(start)); ; {
+				if old := last.Load(); old >= t || last.CompareAndSwap(old, t) {
+					break
+				}
+			}
+			connected.Add(1)
+			r.clients[i].ep = ep
+		}()
+	}
+	done := make(chan struct{})
+	go func() { dials.Wait(); close(done) }()
+	tick := time.NewTicker(r.cfg.ProgressEvery)
+	defer tick.Stop()
+	prev, prevT := int64(0), start
+	for {
+		select {
+		case <-done:
+			cs := connectStats{connected: int(connected.Load()), took: time.Duration(last.Load())}
+			if cs.connected > 0 && cs.took > 0 {
+				cs.perSec = float64(cs.connected) / cs.took.Seconds()
+			}
+			if len(errs) > 0 {
+				cs.errs = errs
+			}
+			r.progress("connected %d/%d in %v (%.0f connects/s)", cs.connected, len(r.clients), cs.took.Round(time.Millisecond), cs.perSec)
+			return cs
+		case now := <-tick.C:
+			n := connected.Load()
+			r.progress("connect %6.1fs  connected %d/%d  (%.0f/s)", now.Sub(start).Seconds(), n, len(r.clients),
+				float64(n-prev)/now.Sub(prevT).Seconds())
+			prev, prevT = n, now
+		}
+	}
 }
 
 // echo is the server's echo loop for one connection.

@@ -23,3 +23,22 @@ func FuzzPBFields(f *testing.F) {
 		_, _ = cpuBySide(gz.Bytes(), LabelKey)
 	})
 }
+
+// FuzzParseProcStat checks that the /proc/<pid>/stat and /proc/stat
+// parsers never panic and never return a negative CPU time.
+func FuzzParseProcStat(f *testing.F) {
+	f.Add([]byte("4242 (netcode) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 130 0 0 20 0 9 0 100 0 0\n"))
+	f.Add([]byte("7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0"))
+	f.Add([]byte("1 (x"))
+	f.Add([]byte("cpu  100 20 30 5000 7 1 2 3 0 0\ncpu0 50 10 15 2500 3 1 1 1 0 0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := parseProcStat(b)
+		if err == nil && d < 0 {
+			t.Fatalf("negative CPU time %v", d)
+		}
+		d, err = parseMachineStat(b)
+		if err == nil && d < 0 {
+			t.Fatalf("negative machine CPU time %v", d)
+		}
+	})
+}

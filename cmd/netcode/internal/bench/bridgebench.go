@@ -1,0 +1,691 @@
+package bench
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+)
+
+// Bridge load modes.
+const (
+	// ModeRelay: browsers speak the relay protocol (bridge.Subprotocol) to
+	// a bridge.Handler, which dials a netcode echo server in another
+	// process for each of them.
+	ModeRelay = "relay"
+	// ModeTransport: each browser runs a netcode client over
+	// bridge.DialTransport to a bridge.Mux, which is the PacketConn of the
+	// netcode echo server in the same process.
+	ModeTransport = "transport"
+)
+
+// Defaults of BridgeConfig.
+const (
+	DefaultBridgeRate = 10  // messages per browser per second
+	DefaultBridgeSize = 100 // bytes
+)
+
+// BridgeConfig describes a run of the bridge load mode: N simulated
+// browsers against the real bridge and a netcode echo server, each run as
+// a child process of this executable (see ChildArg). Zero fields take the
+// defaults noted.
+type BridgeConfig struct {
+	Mode     string        // ModeRelay or ModeTransport
+	Clients  int           // browsers; default 1
+	Size     int           // message bytes, MinSize..netcode.MaxPayloadBytes; default DefaultBridgeSize
+	Rate     float64       // messages per browser per second; default DefaultBridgeRate
+	Duration time.Duration // measured window; 0 = connect (and idle) phase only
+	Warmup   time.Duration // unmeasured exchange before the window; default 1s, negative = none
+	// Idle is the idle phase after the connect phase: every browser
+	// connected, no message sent; 0 = none. It must be shorter than the
+	// bridge's idle timeout (bridge.DefaultIdleTimeout), which ends relay
+	// sessions that say nothing.
+	Idle            time.Duration
+	DialConcurrency int    // browsers connecting at once; default 256
+	TimeoutSeconds  int32  // the tokens' connection timeout; default 10
+	ProtocolID      uint64 // default DefaultProtocolID
+	// CPUProfile, if set, is the prefix of the files that receive the
+	// child processes' CPU profiles of the measured window: the prefix
+	// followed by ".relay" and ".server", or ".transport" for the one
+	// process of transport mode (its samples are labelled bench=bridge or
+	// bench=server).
+	CPUProfile string
+	// Child is the command line that runs a child process, to which the
+	// role's flags are added; default this executable with "bench" and
+	// ChildArg (tests set their own).
+	Child []string `json:"-"`
+
+	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
+	ProgressEvery time.Duration // default 1s
+}
+
+func (c *BridgeConfig) fill() error {
+	switch c.Mode {
+	case ModeRelay, ModeTransport:
+	default:
+		return fmt.Errorf("bench: bridge mode %q: want %s or %s", c.Mode, ModeRelay, ModeTransport)
+	}
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	if c.Size == 0 {
+		c.Size = DefaultBridgeSize
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultBridgeRate
+	}
+	switch {
+	case c.Clients < 0:
+		return fmt.Errorf("bench: %d clients", c.Clients)
+	case c.Size < MinSize || c.Size > netcode.MaxPayloadBytes:
+		return fmt.Errorf("bench: payload size %d out of range %d..%d", c.Size, MinSize, netcode.MaxPayloadBytes)
+	case c.Rate < 0:
+		return errors.New("bench: the bridge mode sends at a rate: -rate must be positive")
+	case c.Idle < 0 || c.Idle >= bridge.DefaultIdleTimeout:
+		return fmt.Errorf("bench: the idle phase must be shorter than the bridge's idle timeout (%v)", bridge.DefaultIdleTimeout)
+	}
+	fillShared(&c.Warmup, &c.DialConcurrency, &c.TimeoutSeconds, &c.ProtocolID, &c.ProgressEvery)
+	return nil
+}
+
+// BridgeResult is what a run of the bridge load mode measured.
+type BridgeResult struct {
+	Config BridgeConfig
+
+	Connected      int
+	ConnectTime    time.Duration // first dial to last connection
+	ConnectsPerSec float64
+	DialErrors     map[string]int // by error text
+
+	Window       time.Duration // measured window, as it lasted
+	Sent         uint64        // messages sent in the window
+	Echoed       uint64        // echoes received in the window
+	EchoesPerSec float64
+	P50, P99     time.Duration // round trip, browser to server and back, in the window
+	Max          time.Duration
+	// TotalSent and TotalEchoed count the whole exchange (warm-up, window
+	// and the end); Lost is the messages sent and never echoed, Dropped
+	// the datagrams or payloads the server, the bridge and the browsers'
+	// netcode clients dropped because a queue was full.
+	TotalSent, TotalEchoed uint64
+	Lost, Dropped          uint64
+	Timeouts               int            // connections that timed out
+	Disconnects            int            // other ends of connections before the run stopped
+	EndErrors              map[string]int // why connections ended early, by error text
+
+	IdleWindow time.Duration // the idle phase, as it lasted
+	// Bridge and Server are the two processes' costs. In transport mode
+	// the bridge (the Mux and its http.Server) and the server are one
+	// process (Shared): their CPU is split by the samples of the
+	// process's CPU profile labelled with each side (unlabelled runtime
+	// work shared in the same proportion), and the per-session counts are
+	// the whole process's, in Bridge.
+	Bridge, Server ProcessCost
+	Shared         bool
+	// Unlabelled is, Shared, the share of the window's profiled CPU that
+	// carried no side label (the runtime's own work: collection,
+	// scheduling), which the split shares in proportion.
+	Unlabelled float64
+	LoadCPU    time.Duration // this process (the browsers) over the window; 0 if not measured
+	// OtherCores is how many cores the rest of the machine kept busy over
+	// the window, IdleOtherCores over the idle phase (Linux: /proc/stat's
+	// busy time less the bridge, the server and this process; 0 where not
+	// measured). On a shared machine it tells how much the figures were
+	// disturbed.
+	OtherCores, IdleOtherCores float64
+}
+
+// ProcessCost is what one side (bridge or server) cost.
+type ProcessCost struct {
+	PID int
+	// CPU is the process's (or, Shared, the side's) user+system CPU time
+	// over the window; Cores divides it by the window, MicrosPerEcho by
+	// the echoes. CPUMeasured is false where no CPU time could be had.
+	CPU           time.Duration
+	CPUMeasured   bool
+	Cores         float64
+	MicrosPerEcho float64
+	// IdleCPU is the CPU time over the idle phase; IdleMicrosPerSession is
+	// µs of it per connected session per second. IdleMeasured is false
+	// where no CPU time could be had.
+	IdleCPU              time.Duration
+	IdleMeasured         bool
+	IdleMicrosPerSession float64
+	// Per connected session: the growth from before the connect phase to
+	// after it, divided by the sessions. Heap is HeapInuse and Stack
+	// StackInuse after a collection; FDs is false where the system does
+	// not count descriptors.
+	Goroutines, GoroutinesPerSession float64
+	HeapPerSession, StackPerSession  float64 // bytes
+	FDsPerSession                    float64
+	FDs                              bool
+}
+
+// bridgeSettle is how long the end of a run waits for the echoes still in
+// flight: an overloaded bridge is seconds behind, and what it echoes late
+// is late, not lost.
+const bridgeSettle = 5 * time.Second
+
+// RunBridge runs the bridge load mode: it starts the server and bridge
+// processes, connects the browsers, runs the idle phase, the warm-up and
+// the measured window, and stops everything.
+func RunBridge(ctx context.Context, cfg BridgeConfig) (*BridgeResult, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if cfg.Child == nil {
+		argv, err := defaultChild()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Child = argv
+	}
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	b := &bridgeRun{cfg: &cfg, res: &BridgeResult{Config: cfg}}
+	defer b.stopChildren()
+	if err := b.startChildren(key); err != nil {
+		return nil, err
+	}
+	err = b.run(ctx, key)
+	if serr := b.stopChildren(); err == nil {
+		err = serr
+	}
+	if err == nil {
+		err = ctx.Err() // cut short: the figures are not those of the run asked for
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.res, nil
+}
+
+// bridgeRun is a run of the bridge load mode in progress.
+type bridgeRun struct {
+	cfg *BridgeConfig
+	res *BridgeResult
+	r   *run
+
+	url            string
+	udp            netip.AddrPort
+	bridge, server *childProc // server is nil in transport mode (Shared)
+	stopped        bool
+}
+
+func (b *bridgeRun) startChildren(key [netcode.KeyBytes]byte) error {
+	cfg := b.cfg
+	keyLine := hex.EncodeToString(key[:])
+	common := []string{"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.Clients)}
+	var err error
+	if cfg.Mode == ModeTransport {
+		b.res.Shared = true
+		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, common...)
+		if err != nil {
+			return err
+		}
+	} else {
+		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
+			return err
+		}
+		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", "-max", strconv.Itoa(cfg.Clients),
+			"-allow", b.server.ready.UDP)
+		if err != nil {
+			return err
+		}
+	}
+	b.url = b.bridge.ready.URL
+	udpOf := b.bridge
+	if b.server != nil {
+		udpOf = b.server
+	}
+	if b.udp, err = netip.ParseAddrPort(udpOf.ready.UDP); err != nil {
+		return fmt.Errorf("bench: the %s process's address: %w", udpOf.name, err)
+	}
+	b.res.Bridge.PID = b.bridge.cmd.Process.Pid
+	if b.server != nil {
+		b.res.Server.PID = b.server.cmd.Process.Pid
+	} else {
+		b.res.Server.PID = b.res.Bridge.PID
+	}
+	return nil
+}
+
+// stopChildren ends the child processes, once.
+func (b *bridgeRun) stopChildren() error {
+	if b.stopped {
+		return nil
+	}
+	b.stopped = true
+	var errs []error
+	for _, p := range []*childProc{b.bridge, b.server} {
+		if p != nil {
+			errs = append(errs, p.stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// procs are the child processes measured: the bridge's, and the server's
+// unless they are one.
+func (b *bridgeRun) procs() []*childProc {
+	if b.server == nil {
+		return []*childProc{b.bridge}
+	}
+	return []*childProc{b.bridge, b.server}
+}
+
+// costs are the ProcessCosts of procs(), in the same order.
+func (b *bridgeRun) costs() []*ProcessCost {
+	if b.server == nil {
+		return []*ProcessCost{&b.res.Bridge}
+	}
+	return []*ProcessCost{&b.res.Bridge, &b.res.Server}
+}
+
+// cpuMeter measures the CPU of the child processes, this process and
+// the whole machine over an interval; in transport mode it also runs the
+// child's profiler to split its CPU between the bridge and the server.
+type cpuMeter struct {
+	b        *bridgeRun
+	profiled []*childProc // children running their profiler
+	save     bool         // write their profiles to Config.CPUProfile
+	start    []time.Duration
+	ok       bool
+	self     time.Duration
+	machine  time.Duration
+	machined bool
+	t0       time.Time
+}
+
+// cpuSpan is what a cpuMeter measured.
+type cpuSpan struct {
+	wall           time.Duration
+	bridge, server time.Duration // the children's CPU (Shared: split)
+	ok             bool          // bridge and server measured
+	self           time.Duration // this process; 0 if not measured
+	// other is the CPU the rest of the machine used (its busy time less
+	// the children and this process); otherOK is false where the machine's
+	// busy time is not measured.
+	other   time.Duration
+	otherOK bool
+	// unlabelled is, in transport mode, the share of the profile's CPU
+	// that carried no side label (the runtime's own work), split between
+	// bridge and server in proportion.
+	unlabelled float64
+}
+
+// startCPU starts measuring; save asks for the children's CPU profiles
+// (with Config.CPUProfile).
+func (b *bridgeRun) startCPU(save bool) (*cpuMeter, error) {
+	m := &cpuMeter{b: b, ok: true, save: save && b.cfg.CPUProfile != ""}
+	switch {
+	case m.save:
+		m.profiled = b.procs()
+	case b.res.Shared:
+		m.profiled = []*childProc{b.bridge} // for the split
+	}
+	for _, p := range m.profiled {
+		if _, err := p.request(reqCPUStart); err != nil {
+			return nil, err
+		}
+	}
+	m.machine, m.machined = machineCPU()
+	m.self = cpuTime()
+	for _, p := range b.procs() {
+		d, ok, err := p.cpu()
+		if err != nil {
+			return nil, err
+		}
+		m.ok = m.ok && ok
+		m.start = append(m.start, d)
+	}
+	m.t0 = time.Now()
+	return m, nil
+}
+
+// stop ends the interval.
+func (m *cpuMeter) stop() (cpuSpan, error) {
+	var sp cpuSpan
+	var children time.Duration
+	for i, p := range m.b.procs() {
+		d, _, err := p.cpu()
+		if err != nil {
+			return sp, err
+		}
+		d -= m.start[i]
+		children += d
+		if i == 0 {
+			sp.bridge = d
+		} else {
+			sp.server = d
+		}
+	}
+	if m.self > 0 {
+		sp.self = cpuTime() - m.self
+	}
+	machine, machined := machineCPU()
+	sp.wall = time.Since(m.t0)
+	if sp.otherOK = m.machined && machined && m.ok; sp.otherOK {
+		sp.other = max(0, machine-m.machine-children-sp.self)
+	}
+	sp.ok = m.ok
+	for _, p := range m.profiled {
+		req := reqCPUStop
+		if m.save {
+			req += " " + m.b.cfg.CPUProfile + "." + p.role
+		}
+		st, err := p.request(req)
+		if err != nil {
+			return sp, err
+		}
+		if p != m.b.bridge || !m.b.res.Shared {
+			continue
+		}
+		var split bool
+		sp.bridge, sp.server, split = splitCPU(sp.bridge, st.CPUBySide)
+		sp.ok = sp.ok && split
+		var all time.Duration
+		for _, d := range st.CPUBySide {
+			all += d
+		}
+		if all > 0 {
+			sp.unlabelled = float64(st.CPUBySide[""]) / float64(all)
+		}
+	}
+	return sp, nil
+}
+
+// splitCPU divides the CPU time total of the transport process between
+// its bridge and its server in the proportion of the profile's samples
+// labelled with each side; the unlabelled samples (the runtime's own
+// work) are shared in the same proportion. With no labelled sample (a run
+// too short or too idle for the profiler's 100 Hz), ok is false.
+func splitCPU(total time.Duration, by map[string]time.Duration) (bridgeCPU, serverCPU time.Duration, ok bool) {
+	br, sv := by[sideBridge], by[SideServer]
+	if br+sv <= 0 {
+		return 0, 0, false
+	}
+	bridgeCPU = time.Duration(float64(total) * float64(br) / float64(br+sv))
+	return bridgeCPU, total - bridgeCPU, true
+}
+
+// snapshot is a child's counts at one moment.
+type snapshot struct {
+	st  childStats
+	fds int
+	ok  bool // fds counted
+}
+
+func (b *bridgeRun) snapshots() ([]snapshot, error) {
+	var out []snapshot
+	for _, p := range b.procs() {
+		st, err := p.request(reqStats)
+		if err != nil {
+			return nil, err
+		}
+		n, ok := p.fds()
+		out = append(out, snapshot{st: st, fds: n, ok: ok})
+	}
+	return out, nil
+}
+
+func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
+	cfg, res := b.cfg, b.res
+	tokens := make([][]byte, cfg.Clients)
+	for i := range tokens {
+		var err error
+		tokens[i], err = token.Generate(token.Params{
+			ProtocolID:     cfg.ProtocolID,
+			ClientID:       uint64(i + 1),
+			PrivateKey:     key,
+			ServerAddrs:    []netip.AddrPort{b.udp},
+			ExpireSeconds:  3600,
+			TimeoutSeconds: cfg.TimeoutSeconds,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	before, err := b.snapshots()
+	if err != nil {
+		return err
+	}
+
+	// The run's clients are the browsers; its reader and pacers drive them.
+	b.r = newRun(ctx, &Config{Size: cfg.Size, Rate: cfg.Rate, Progress: cfg.Progress, ProgressEvery: cfg.ProgressEvery},
+		"bridge-"+cfg.Mode)
+	r := b.r
+	r.settle = bridgeSettle
+	r.clients = make([]*client, cfg.Clients)
+	for i := range r.clients {
+		r.clients[i] = new(client)
+	}
+	defer func() {
+		if !r.stopping.Load() {
+			var p Phase
+			r.stop(&p)
+		}
+	}()
+	b.connect(ctx, tokens)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	after, err := b.snapshots()
+	if err != nil {
+		return err
+	}
+	if n := float64(res.Connected); n > 0 {
+		for i, c := range b.costs() {
+			s0, s1 := before[i], after[i]
+			c.Goroutines = float64(s1.st.Goroutines)
+			c.GoroutinesPerSession = float64(s1.st.Goroutines-s0.st.Goroutines) / n
+			c.HeapPerSession = (float64(s1.st.HeapInuse) - float64(s0.st.HeapInuse)) / n
+			c.StackPerSession = (float64(s1.st.StackInuse) - float64(s0.st.StackInuse)) / n
+			if c.FDs = s0.ok && s1.ok; c.FDs {
+				c.FDsPerSession = float64(s1.fds-s0.fds) / n
+			}
+		}
+	}
+
+	if cfg.Idle > 0 && res.Connected > 0 {
+		m, err := b.startCPU(false)
+		if err != nil {
+			return err
+		}
+		r.progress("idle    %d browsers connected, sending nothing for %v", res.Connected, cfg.Idle)
+		select {
+		case <-time.After(cfg.Idle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		sp, err := m.stop()
+		if err != nil {
+			return err
+		}
+		wall, br, sv := sp.wall, sp.bridge, sp.server
+		res.IdleWindow = wall
+		if sp.otherOK {
+			res.IdleOtherCores = sp.other.Seconds() / wall.Seconds()
+		}
+		if sp.ok {
+			per := func(d time.Duration) float64 {
+				return float64(d.Nanoseconds()) / 1e3 / float64(res.Connected) / wall.Seconds()
+			}
+			res.Bridge.IdleCPU, res.Bridge.IdleMicrosPerSession, res.Bridge.IdleMeasured = br, per(br), true
+			res.Server.IdleCPU, res.Server.IdleMicrosPerSession, res.Server.IdleMeasured = sv, per(sv), true
+		}
+	}
+	if cfg.Duration <= 0 || res.Connected == 0 {
+		return b.finish()
+	}
+
+	// Exchange.
+	r.startExchange()
+	status := func() string {
+		var s []string
+		for _, p := range b.procs() {
+			if d, ok := procCPU(p.cmd.Process.Pid); ok {
+				s = append(s, fmt.Sprintf("%s CPU %v", p.name, d.Round(time.Millisecond)))
+			}
+		}
+		return strings.Join(s, "  ")
+	}
+	if cfg.Warmup > 0 {
+		r.wait(cfg.Warmup, "warmup", status)
+	}
+	m, err := b.startCPU(true)
+	if err != nil {
+		return err
+	}
+	sent0, recv0 := r.totals()
+	r.measuring.Store(true)
+	r.wait(cfg.Duration, "measure", status)
+	r.measuring.Store(false)
+	sent1, recv1 := r.totals()
+	sp, err := m.stop()
+	if err != nil {
+		return err
+	}
+	wall, br, sv, ok := sp.wall, sp.bridge, sp.server, sp.ok
+	res.Window = wall
+	res.Sent, res.Echoed = sent1-sent0, recv1-recv0
+	res.EchoesPerSec = float64(res.Echoed) / wall.Seconds()
+	res.LoadCPU = sp.self
+	res.Unlabelled = sp.unlabelled
+	if sp.otherOK {
+		res.OtherCores = sp.other.Seconds() / wall.Seconds()
+	}
+	for _, side := range []struct {
+		c   *ProcessCost
+		cpu time.Duration
+	}{{&res.Bridge, br}, {&res.Server, sv}} {
+		if !ok {
+			continue
+		}
+		side.c.CPU, side.c.CPUMeasured = side.cpu, true
+		side.c.Cores = side.cpu.Seconds() / wall.Seconds()
+		if res.Echoed > 0 {
+			side.c.MicrosPerEcho = float64(side.cpu.Nanoseconds()) / 1e3 / float64(res.Echoed)
+		}
+	}
+	return b.finish()
+}
+
+// finish stops the browsers, collects their figures and the children's
+// drop counts.
+func (b *bridgeRun) finish() error {
+	var p Phase
+	b.r.stop(&p)
+	res := b.res
+	res.TotalSent, res.TotalEchoed = b.r.totals()
+	res.P50, res.P99, res.Max = p.P50, p.P99, p.Max
+	res.Lost, res.Dropped = p.Lost, p.Dropped
+	res.Timeouts, res.Disconnects, res.EndErrors = p.Timeouts, p.Disconnects, p.EndErrors
+	for _, c := range b.procs() {
+		st, err := c.request(reqStats)
+		if err != nil {
+			return err
+		}
+		res.Dropped += st.Dropped
+	}
+	return nil
+}
+
+// connect connects every browser, DialConcurrency at a time.
+func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
+	dialer := &netcode.Dialer{ListenPacket: bridge.TransportListenPacket(b.url, nil)}
+	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
+		if b.cfg.Mode == ModeTransport {
+			return dialer.DialContext(ctx, tokens[i])
+		}
+		return dialRelay(ctx, b.url, tokens[i])
+	})
+	res := b.res
+	res.Connected, res.ConnectTime, res.ConnectsPerSec, res.DialErrors = cs.connected, cs.took, cs.perSec, cs.errs
+}
+
+// relayEndpoint is a browser of the relay: one WebSocket message per
+// payload each way.
+type relayEndpoint struct {
+	ws *websocket.Conn
+}
+
+// dialRelay connects a browser to the relay at url as the JS client does:
+// the token as the first binary message, then the "connected" text
+// message.
+func dialRelay(ctx context.Context, url string, tok []byte) (*relayEndpoint, error) {
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(netcode.MaxPayloadBytes)
+	if err := ws.Write(ctx, websocket.MessageBinary, tok); err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	typ, msg, err := ws.Read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	if typ != websocket.MessageText || !json.Valid(msg) || !strings.Contains(string(msg), `"connected"`) {
+		ws.CloseNow()
+		return nil, fmt.Errorf("bench: the relay's first message is %q, not connected", msg)
+	}
+	return &relayEndpoint{ws: ws}, nil
+}
+
+// Read reads one message into b. A text message (the relay sends none
+// after "connected") reads as 0 bytes.
+func (e *relayEndpoint) Read(b []byte) (int, error) {
+	typ, rd, err := e.ws.Reader(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.ReadFull(rd, b)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		// The message was shorter than b: all of it is read.
+	case err != nil:
+		return 0, err
+	default: // b is full: the message must end here
+		var one [1]byte
+		if m, err := rd.Read(one[:]); m > 0 || !errors.Is(err, io.EOF) {
+			return 0, errors.New("bench: message larger than the read buffer")
+		}
+	}
+	if typ != websocket.MessageBinary {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// Write sends b as one binary message.
+func (e *relayEndpoint) Write(b []byte) (int, error) {
+	if err := e.ws.Write(context.Background(), websocket.MessageBinary, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Close drops the connection without a close handshake, as a closed tab
+// does.
+func (e *relayEndpoint) Close() error { return e.ws.CloseNow() }

@@ -1,0 +1,364 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
+)
+
+// ChildArg, as the first argument of "netcode bench", runs one process of
+// the bridge load mode instead of a benchmark: the bench starts its server
+// and bridge this way, as children of the same binary, so that each has
+// its own CPU time, descriptors and heap to measure. It is not meant to be
+// typed.
+const ChildArg = "-bridge-child"
+
+// Roles of a child process.
+const (
+	roleServer    = "server"    // a netcode echo server on UDP (relay mode's server)
+	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
+	roleTransport = "transport" // a netcode echo server on a bridge.Mux, and the Mux's http.Server
+)
+
+// sideBridge is the value of LabelKey on the transport child's bridge
+// goroutines (the Mux and its http.Server); its netcode server's carry
+// SideServer.
+const sideBridge = "bridge"
+
+// Requests a child answers, one a line on its stdin (after the private
+// key, in hex, for the roles that serve netcode); the answer is one JSON
+// line on its stdout. Closing stdin ends the child.
+const (
+	reqStats    = "stats"     // childStats, after a collection
+	reqCPU      = "cpu"       // childStats with only CPU, without a collection
+	reqCPUStart = "cpu-start" // starts the CPU profiler; answers childStats
+	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide; "cpu-stop PATH" also writes the profile to PATH
+)
+
+// childReady is the first line a child writes: where it serves.
+type childReady struct {
+	UDP string `json:",omitempty"` // the netcode server's UDP address
+	URL string `json:",omitempty"` // the WebSocket URL (relay, transport)
+	Err string `json:",omitempty"`
+}
+
+// childStats is a child's answer to a request.
+type childStats struct {
+	Goroutines int
+	HeapInuse  uint64        // after a collection
+	StackInuse uint64        // goroutine stacks
+	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
+	Sessions   int           // connected clients (server) or open sessions (relay, transport)
+	Dropped    uint64        // payloads or datagrams dropped by full queues
+	// CPUBySide is, after reqCPUStop, the profiled CPU time by the value
+	// of LabelKey (transport child: sideBridge, SideServer, "" for the
+	// rest).
+	CPUBySide map[string]time.Duration `json:",omitempty"`
+	Err       string                   `json:",omitempty"`
+}
+
+// RunChild runs one child process of the bridge load mode (see ChildArg)
+// with the arguments after ChildArg: it serves until its stdin closes or
+// ctx ends, answering requests from stdin on stdout.
+func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench "+ChildArg, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", "", "server, relay or transport")
+	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
+	maxN := fs.Int("max", 1, "server slots and bridge sessions")
+	allow := fs.String("allow", "", "relay: the server's UDP address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c := &child{proto: *proto, max: *maxN}
+	in := bufio.NewReader(stdin)
+	if *role != roleRelay {
+		// The private key comes first on stdin, not on the command line,
+		// where every user of the machine could read it.
+		line, err := in.ReadString('\n')
+		k, herr := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil || herr != nil || len(k) != netcode.KeyBytes {
+			return errors.New("bench child: the first line of stdin must be the 32-byte private key in hex")
+		}
+		copy(c.key[:], k)
+	}
+	var err error
+	switch *role {
+	case roleServer:
+		err = c.startServer()
+	case roleRelay:
+		var a netip.AddrPort
+		if a, err = netip.ParseAddrPort(*allow); err != nil {
+			err = fmt.Errorf("bench child: -allow %q: %w", *allow, err)
+		} else {
+			err = c.startRelay(a)
+		}
+	case roleTransport:
+		err = c.startTransport()
+	default:
+		err = fmt.Errorf("bench child: unknown role %q", *role)
+	}
+	enc := json.NewEncoder(stdout)
+	if err != nil {
+		c.close()
+		enc.Encode(childReady{Err: err.Error()})
+		return err
+	}
+	defer c.close()
+	if err := enc.Encode(c.ready); err != nil {
+		return err
+	}
+	lines, done := make(chan string), make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case req, ok := <-lines:
+			if !ok {
+				return nil
+			}
+			if err := enc.Encode(c.answer(req)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// child is a running child process's state.
+type child struct {
+	key   [netcode.KeyBytes]byte
+	proto uint64
+	max   int
+	ready childReady
+
+	l     *netcode.Listener // server, transport
+	mux   *bridge.Mux       // transport
+	relay *bridge.Handler   // relay
+	web   *http.Server      // relay, transport
+	webWG sync.WaitGroup
+
+	echoes sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[*netcode.Conn]struct{} // for their Dropped counts
+	gone   uint64                     // Dropped of the conns that ended
+
+	prof bytes.Buffer // the CPU profile in progress
+}
+
+func (c *child) serverConfig() *netcode.ServerConfig {
+	return &netcode.ServerConfig{ProtocolID: c.proto, PrivateKey: c.key, MaxClients: c.max}
+}
+
+func (c *child) startServer() error {
+	var err error
+	labelled(context.Background(), SideServer, func(context.Context) {
+		c.l, err = netcode.Listen("udp4", "127.0.0.1:0", c.serverConfig())
+		if err == nil {
+			c.ready.UDP = c.l.Addr().String()
+			c.startEcho()
+		}
+	})
+	return err
+}
+
+func (c *child) startRelay(server netip.AddrPort) error {
+	c.relay = bridge.NewHandler(bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
+	mux := http.NewServeMux()
+	mux.Handle("/relay", c.relay)
+	return c.startWeb(mux, "/relay")
+}
+
+func (c *child) startTransport() error {
+	var err error
+	labelled(context.Background(), sideBridge, func(context.Context) {
+		var udp *net.UDPConn
+		if udp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err != nil {
+			return
+		}
+		c.mux = bridge.NewMux(udp, bridge.MuxConfig{MaxSessions: c.max})
+	})
+	if err != nil {
+		return err
+	}
+	labelled(context.Background(), SideServer, func(context.Context) {
+		if c.l, err = netcode.NewListener(c.mux, c.serverConfig()); err == nil {
+			c.ready.UDP = c.l.Addr().String()
+			c.startEcho()
+		}
+	})
+	if err != nil {
+		c.mux.Close()
+		c.mux = nil
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/netcode", c.mux.Handler())
+	return c.startWeb(mux, "/netcode")
+}
+
+// startWeb serves h on 127.0.0.1:0, its goroutines labelled bridge.
+func (c *child) startWeb(h http.Handler, path string) error {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	c.web = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	c.ready.URL = "ws://" + ln.Addr().String() + path
+	c.webWG.Add(1)
+	labelled(context.Background(), sideBridge, func(context.Context) {
+		go func() {
+			defer c.webWG.Done()
+			c.web.Serve(ln)
+		}()
+	})
+	return nil
+}
+
+// startEcho accepts clients and echoes every payload to its sender, as
+// "netcode serve" does. It runs in the caller's pprof labels.
+func (c *child) startEcho() {
+	c.conns = make(map[*netcode.Conn]struct{})
+	c.echoes.Add(1)
+	go func() {
+		defer c.echoes.Done()
+		for {
+			conn, err := c.l.AcceptConn(context.Background())
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns[conn] = struct{}{}
+			c.mu.Unlock()
+			c.echoes.Add(1)
+			go c.echo(conn)
+		}
+	}()
+}
+
+func (c *child) echo(conn *netcode.Conn) {
+	defer c.echoes.Done()
+	defer func() {
+		conn.Close()
+		c.mu.Lock()
+		delete(c.conns, conn)
+		c.gone += conn.Dropped()
+		c.mu.Unlock()
+	}()
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := conn.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// close ends whatever the child started and waits for its goroutines.
+func (c *child) close() {
+	if c.relay != nil {
+		c.relay.Close()
+	}
+	if c.l != nil {
+		c.l.Close() // closes the Mux too, which ends its sessions
+	}
+	if c.web != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.web.Shutdown(ctx)
+		cancel()
+		c.web.Close()
+		c.webWG.Wait()
+	}
+	c.echoes.Wait()
+}
+
+// answer serves one request.
+func (c *child) answer(req string) childStats {
+	var st childStats
+	req, path, _ := strings.Cut(req, " ")
+	switch req {
+	case reqCPU:
+		st.CPU = cpuTime()
+		return st
+	case reqStats:
+	case reqCPUStart:
+		c.prof.Reset()
+		if err := pprof.StartCPUProfile(&c.prof); err != nil {
+			st.Err = err.Error()
+		}
+	case reqCPUStop:
+		pprof.StopCPUProfile()
+		if path != "" {
+			if err := os.WriteFile(path, c.prof.Bytes(), 0o644); err != nil {
+				st.Err = err.Error()
+				break
+			}
+		}
+		by, err := cpuBySide(c.prof.Bytes(), LabelKey)
+		if err != nil {
+			st.Err = err.Error()
+			break
+		}
+		st.CPUBySide = make(map[string]time.Duration, len(by))
+		for k, v := range by {
+			st.CPUBySide[k] = time.Duration(v)
+		}
+	default:
+		st.Err = fmt.Sprintf("unknown request %q", req)
+		return st
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st.Goroutines = runtime.NumGoroutine()
+	st.HeapInuse, st.StackInuse = ms.HeapInuse, ms.StackInuse
+	st.CPU = cpuTime()
+	c.mu.Lock()
+	st.Dropped = c.gone
+	for conn := range c.conns {
+		st.Dropped += conn.Dropped()
+	}
+	c.mu.Unlock()
+	switch {
+	case c.relay != nil:
+		st.Sessions = c.relay.Sessions()
+	case c.mux != nil:
+		st.Sessions = c.mux.Sessions()
+		st.Dropped += c.mux.Dropped()
+	case c.l != nil:
+		st.Sessions = c.l.Stats().Connected
+	}
+	return st
+}
