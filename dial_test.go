@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,14 +13,42 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/stretchr/testify/require"
 )
 
-// countingConn counts the packets of each type a netsim connection sends.
+// countingConn counts the packets of each type a netsim connection sends,
+// and the sizes of its batched writes.
 type countingConn struct {
 	*netsim.Conn
 	sent [protocol.Disconnect + 1]atomic.Int64
+
+	mu      sync.Mutex
+	batches []int
+}
+
+// ReadBatch reads one datagram: the connection offers batched I/O so that
+// the Conn's batched writes show.
+func (c *countingConn) ReadBatch(ms []transport.Message) (int, error) {
+	n, from, err := c.Conn.ReadFromUDPAddrPort(ms[0].Buf[:cap(ms[0].Buf)])
+	if err != nil {
+		return 0, err
+	}
+	ms[0].Buf, ms[0].Addr = ms[0].Buf[:n], from
+	return 1, nil
+}
+
+func (c *countingConn) WriteBatch(ms []transport.Message) (int, error) {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(ms))
+	c.mu.Unlock()
+	for i, m := range ms {
+		if _, err := c.WriteToUDPAddrPort(m.Buf, m.Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
 }
 
 func (c *countingConn) count(b []byte) {
@@ -45,7 +74,8 @@ func dialConnGoroutines() int { return stacks.Count("netcode.(*dialConn)") }
 // bubble over a netsim network): an idle Conn sends exactly the protocol's
 // 10 keep-alives a second, keeps one goroutine (its reader) between them,
 // and a Conn written to faster than that sends no keep-alive at all. Close
-// stops everything (the bubble would not end otherwise).
+// sends the disconnects in one batched write and stops everything (the
+// bubble would not end otherwise).
 func TestDialedConnIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const conns = 4
@@ -108,6 +138,7 @@ func TestDialedConnIdle(t *testing.T) {
 		for i := range conns {
 			require.NoError(t, cli[i].Close())
 			require.Equal(t, int64(10), cc[i].sent[protocol.Disconnect].Load(), "the redundant disconnects")
+			require.Equal(t, []int{10}, cc[i].batches, "batched writes: the disconnects in one")
 		}
 		synctest.Wait()
 		require.Zero(t, dialConnGoroutines(), "goroutines after Close")
