@@ -353,7 +353,8 @@ func (c *Client) MaxClients() int {
 	return c.maxClients
 }
 
-// ClientToServerKey and the token fields are exposed for tools.
+// Token returns the parsed connect token (nil if it was unreadable), for
+// tools.
 func (c *Client) Token() *token.ConnectToken { return c.tok }
 
 // Receive processes one datagram; out tells what it did. Datagrams from

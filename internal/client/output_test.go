@@ -307,3 +307,45 @@ func BenchmarkSend(b *testing.B) {
 		}
 	}
 }
+
+// FuzzReceive feeds a client, in each state it can be in while live, one
+// datagram from its server: hostile input must never panic, never make the
+// client send from Receive, and leave the Output consistent (a payload only
+// when connected, a Next while the state is live, none once final).
+func FuzzReceive(f *testing.F) {
+	srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+	for _, p := range [][]byte{srv.challenge(), srv.keepAlive(), srv.denied(), srv.disconnect(), payloadPackets(srv, 1)[0], {}, {0x07}} {
+		f.Add(uint8(0), p)
+		f.Add(uint8(1), p)
+		f.Add(uint8(2), p)
+	}
+	tok := testToken(f, srvA)
+	f.Fuzz(func(t *testing.T, state uint8, data []byte) {
+		c := New(epoch, tok, nil)
+		srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+		var out Output
+		c.Update(epoch, &out)
+		if state%3 >= 1 {
+			c.Receive(epoch, srvA, srv.challenge(), &out)
+		}
+		if state%3 == 2 {
+			c.Update(epoch, &out)
+			c.Receive(epoch, srvA, srv.keepAlive(), &out)
+		}
+		from := c.State()
+		c.Receive(epoch, srvA, data, &out)
+		if len(out.Datagrams) != 0 {
+			t.Fatalf("Receive sent %d datagrams", len(out.Datagrams))
+		}
+		if out.From != from || out.To != c.State() {
+			t.Fatalf("Output says %v → %v, the client went %v → %v", out.From, out.To, from, c.State())
+		}
+		if out.Payload != nil && (from != Connected || len(out.Payload) > protocol.MaxPayloadBytes) {
+			t.Fatalf("a payload of %d bytes in %v", len(out.Payload), from)
+		}
+		if live := c.State() > Disconnected; live == out.Next.IsZero() {
+			t.Fatalf("Next %v in %v", out.Next, c.State())
+		}
+		c.Update(epoch.Add(time.Second), &out)
+	})
+}
