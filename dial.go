@@ -171,11 +171,14 @@ type dialConn struct {
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
 
-	// mu serialises the core calls made outside the read loop (the timer,
-	// Write, Close) and guards out, the Output they share.
+	// mu serialises the core calls that send (Update, Send, Disconnect:
+	// from the timer, the read loop, Write and Close) and guards out, the
+	// Output they share. The socket write is made under it, so that the
+	// Conn's packets leave in the order they were sealed.
 	mu  sync.Mutex
 	out client.Output
-	// rout is the read loop's Output; only the read loop uses it.
+	// rout is the read loop's Output for Receive, which never sends, so it
+	// has no datagram buffer; only the read loop uses it.
 	rout client.Output
 
 	tmu     sync.Mutex
@@ -202,17 +205,15 @@ func (dc *dialConn) readLoop() {
 				next = out.Next
 			}
 		}
-		if next.IsZero() {
-			return
-		}
-		if !now.Before(next) {
+		switch {
+		case next.IsZero():
+		case !now.Before(next):
 			// Due at once (the answer to a challenge, a denial to act
 			// on): no need to wait for the timer.
-			dc.core.Update(now, out)
-			dc.act(out)
-			next = out.Next
+			dc.update()
+		default:
+			dc.schedule(next)
 		}
-		dc.schedule(next)
 	}, nil)
 	if err == nil {
 		return

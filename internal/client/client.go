@@ -114,9 +114,9 @@ type Output struct {
 // Changed reports whether the call changed the state (from From to To).
 func (o *Output) Changed() bool { return o.From != o.To }
 
-// outputBuf is the capacity an Output's buffer starts with: room for the
-// largest packet a call sends, or for every disconnect packet.
-const outputBuf = 2 * protocol.MaxPacketBytes
+// outputBuf is the capacity of an Output's buffer: room for what one call
+// sends, the largest packet or every disconnect packet.
+const outputBuf = protocol.MaxPacketBytes
 
 // reset starts o for a call made in state s.
 func (o *Output) reset(s State) {
@@ -124,11 +124,17 @@ func (o *Output) reset(s State) {
 	o.Payload = nil
 	clear(o.Datagrams) // drop references into an old buffer
 	o.Datagrams = o.Datagrams[:0]
-	if cap(o.buf) < outputBuf {
-		o.buf = make([]byte, 0, outputBuf)
-	}
 	o.buf = o.buf[:0]
 	o.Next = time.Time{}
+}
+
+// mark returns where the next datagram starts in o.buf. The buffer is made
+// on the first datagram, so an Output that only ever receives has none.
+func (o *Output) mark() int {
+	if o.buf == nil {
+		o.buf = make([]byte, 0, outputBuf)
+	}
+	return len(o.buf)
 }
 
 // push records o.buf[start:], just appended, as a datagram to to.
@@ -459,7 +465,7 @@ func (c *Client) Update(now time.Time, out *Output) {
 	if now.Sub(c.lastSend) < SendInterval {
 		return
 	}
-	start := len(out.buf)
+	start := out.mark()
 	switch c.state {
 	case SendingConnectionRequest:
 		out.buf = protocol.AppendConnectionRequest(out.buf, c.tok.ProtocolID, c.tok.ExpireTimestamp, &c.tok.Nonce, c.tok.PrivateData[:])
@@ -485,8 +491,9 @@ func (c *Client) Send(now time.Time, payload []byte, out *Output) error {
 	if c.state != Connected {
 		return ErrNotConnected
 	}
+	start := out.mark()
 	out.buf = protocol.AppendPayload(out.buf, c.send, c.seq, payload)
-	out.push(c.servers[c.server], 0)
+	out.push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
 	return nil
@@ -503,7 +510,7 @@ func (c *Client) Disconnect(out *Output) {
 		return
 	}
 	for range DisconnectPackets {
-		start := len(out.buf)
+		start := out.mark()
 		out.buf = protocol.AppendDisconnect(out.buf, c.send, c.seq)
 		out.push(c.servers[c.server], start)
 		c.seq++
