@@ -31,8 +31,10 @@ type Dialer struct {
 	// ReadQueue is how many received payloads the Conn holds for Read;
 	// 0 means DefaultReadQueue.
 	ReadQueue int
-	// TickInterval is how often the client sends what is due and checks
-	// timeouts; 0 means 10 ms.
+	// TickInterval is ignored.
+	//
+	// Deprecated: a dialed Conn no longer ticks: it wakes only when the
+	// protocol has something due (a send, a timeout or the token's expiry).
 	TickInterval time.Duration
 	// SocketBuffer is the receive and send buffer size in bytes the Conn's
 	// UDP socket asks for (best effort; the system may cap it); 0 means
@@ -94,27 +96,22 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		}
 	}
 	tc := transport.New(pc)
-	tick := d.TickInterval
-	if tick <= 0 {
-		tick = defaultTick
-	}
 	dc := &dialConn{
 		tc:        tc,
 		sink:      directSink{tc: tc},
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		tick:      tick,
 	}
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
-	dc.core = client.New(time.Now(), connectToken, (*clientEvents)(dc), log)
+	dc.core = client.New(time.Now(), connectToken, log)
 	if dc.core.State() != client.SendingConnectionRequest {
 		tc.Close()
 		return nil, opError("dial", nil, first, ErrInvalidConnectToken)
 	}
-	dc.wg.Add(2)
+	dc.wg.Add(1)
 	go dc.readLoop()
-	go dc.tickLoop()
+	dc.update() // the first request, at once
 
 	select {
 	case <-dc.connected:
@@ -126,8 +123,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.shutdown()
 		return nil, opError("dial", dc.conn.local, dc.serverTried(), dc.failErr)
 	case <-ctx.Done():
-		dc.core.Disconnect(&dc.sink)
-		dc.shutdown()
+		dc.close()
 		return nil, opError("dial", dc.conn.local, dc.serverTried(), ctx.Err())
 	}
 }
@@ -156,33 +152,67 @@ func tokenNetwork(t *token.ConnectToken) string {
 	return "udp"
 }
 
-// dialConn is the client side of a Conn: the client core, its socket and
-// its two goroutines.
+// dialConn is the client side of a Conn: the client core, its socket, the
+// goroutine that reads the socket, and a timer that runs the core's Update
+// when it is due (its callback runs on a goroutine of its own only then).
+//
+// Every call into the core fills an Output that the caller acts on after
+// the call (sending datagrams, delivering the payload, ending the Conn), so
+// nothing here runs under the core's lock.
+//
+// Lock order: mu → the core's lock. tmu is taken with neither held.
 type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
 	conn *Conn
 	sink directSink
-	tick time.Duration
 
 	connected chan struct{} // closed on reaching Connected
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
-	wasUp     bool          // guarded by the core's lock (events run under it)
+
+	// mu serialises the core calls that send (Update, Send, Disconnect:
+	// from the timer, the read loop, Write and Close) and guards out, the
+	// Output they share. The socket write is made under it, so that the
+	// Conn's packets leave in the order they were sealed.
+	mu  sync.Mutex
+	out client.Output
+	// rout is the read loop's Output for Receive, which never sends, so it
+	// has no datagram buffer; only the read loop uses it.
+	rout client.Output
+
+	tmu     sync.Mutex
+	timer   *time.Timer    // runs fire; nil until first armed
+	at      time.Time      // when timer fires; zero if it is not armed
+	stopped bool           // set by shutdown: arm no more
+	fires   sync.WaitGroup // fire calls scheduled or running
 
 	stop     chan struct{}
 	stopOnce sync.Once
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the read loop
 }
 
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
+	out := &dc.rout
 	err := transport.ReadLoop(dc.tc, 16, dc.stop, func(ms []transport.Message) {
 		now := time.Now()
+		var next time.Time
 		for i := range ms {
 			if len(ms[i].Buf) <= protocol.MaxPacketBytes {
-				dc.core.Receive(now, ms[i].Addr, ms[i].Buf)
+				dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
+				dc.act(out)
+				next = out.Next
 			}
+		}
+		switch {
+		case next.IsZero():
+		case !now.Before(next):
+			// Due at once (the answer to a challenge, a denial to act
+			// on): no need to wait for the timer.
+			dc.update()
+		default:
+			dc.schedule(next)
 		}
 	}, nil)
 	if err == nil {
@@ -198,22 +228,103 @@ func (dc *dialConn) readLoop() {
 	}
 }
 
-func (dc *dialConn) tickLoop() {
-	defer dc.wg.Done()
-	t := time.NewTicker(dc.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-dc.stop:
-			return
-		case <-t.C:
-			dc.core.Update(time.Now(), &dc.sink)
-		}
+// update runs the core's Update, acts on it and sets the timer for the
+// next one.
+func (dc *dialConn) update() {
+	dc.mu.Lock()
+	dc.core.Update(time.Now(), &dc.out)
+	dc.act(&dc.out)
+	next := dc.out.Next
+	dc.mu.Unlock()
+	dc.schedule(next)
+}
+
+// fire is the timer's callback.
+func (dc *dialConn) fire() {
+	defer dc.fires.Done()
+	dc.tmu.Lock()
+	if !dc.at.After(time.Now()) {
+		dc.at = time.Time{} // this is that deadline's call
+	}
+	stopped := dc.stopped
+	dc.tmu.Unlock()
+	select {
+	case <-dc.stop:
+		return // the Conn is over: nothing is due any more
+	default:
+	}
+	if !stopped {
+		dc.update()
 	}
 }
 
-// halt stops the goroutines and closes the socket without waiting; it is
-// safe to call from within an event.
+// schedule makes sure Update runs at next (the zero Time: never). A timer
+// armed for no later than next is left alone: when it fires, Update
+// reports the real next deadline. So a Write, which only moves the next
+// keep-alive later, never touches the timer.
+func (dc *dialConn) schedule(next time.Time) {
+	if next.IsZero() {
+		return
+	}
+	dc.tmu.Lock()
+	defer dc.tmu.Unlock()
+	if dc.stopped || (!dc.at.IsZero() && !next.Before(dc.at)) {
+		return
+	}
+	dc.at = next
+	d := time.Until(next)
+	if dc.timer == nil {
+		dc.fires.Add(1)
+		dc.timer = time.AfterFunc(d, dc.fire)
+		return
+	}
+	if !dc.timer.Reset(d) {
+		dc.fires.Add(1) // a new call, not a moved one
+	}
+}
+
+// act carries out what a core call reported in out: it sends the
+// datagrams, delivers the payload and acts on a change of state.
+func (dc *dialConn) act(out *client.Output) {
+	switch ms := out.Datagrams; len(ms) {
+	case 0:
+	case 1:
+		dc.sink.Send(ms[0].Addr, ms[0].Buf)
+	default:
+		writeAll(dc.tc, ms)
+	}
+	if out.Payload != nil {
+		dc.conn.deliver(out.Payload)
+	}
+	if !out.Changed() {
+		return
+	}
+	switch to := out.To; {
+	case to == client.Connected:
+		// The core enters Connected at most once; the guard keeps a
+		// second entry from closing the channel twice all the same.
+		select {
+		case <-dc.connected:
+		default:
+			close(dc.connected)
+		}
+	case to <= client.Disconnected:
+		// Final, so reported once. Whether the Conn was up is told by the
+		// state left, not by whether another goroutine has closed
+		// dc.connected yet.
+		err := stateError(to)
+		if out.From == client.Connected {
+			dc.conn.end(err)
+		} else {
+			dc.failErr = err
+			close(dc.failed)
+		}
+		dc.halt()
+	}
+}
+
+// halt stops the read loop and closes the socket without waiting; it is
+// safe to call from the read loop and the timer.
 func (dc *dialConn) halt() {
 	dc.stopOnce.Do(func() {
 		close(dc.stop)
@@ -221,14 +332,25 @@ func (dc *dialConn) halt() {
 	})
 }
 
-// shutdown halts and waits for the goroutines to exit.
+// shutdown halts, stops the timer, and waits for the read loop and any
+// timer callback to finish.
 func (dc *dialConn) shutdown() {
 	dc.halt()
+	dc.tmu.Lock()
+	dc.stopped = true
+	if dc.timer != nil && dc.timer.Stop() {
+		dc.fires.Done() // the call it cancelled
+	}
+	dc.tmu.Unlock()
 	dc.wg.Wait()
+	dc.fires.Wait()
 }
 
 func (dc *dialConn) send(now time.Time, p []byte) error {
-	err := dc.core.Send(now, p, &dc.sink)
+	dc.mu.Lock()
+	err := dc.core.Send(now, p, &dc.out)
+	dc.act(&dc.out)
+	dc.mu.Unlock()
 	if errors.Is(err, client.ErrNotConnected) {
 		if e := dc.conn.Err(); e != nil {
 			return e
@@ -238,40 +360,14 @@ func (dc *dialConn) send(now time.Time, p []byte) error {
 	return err
 }
 
+// close sends the disconnect packets, in one batched write where the
+// socket can, and stops everything.
 func (dc *dialConn) close() {
-	dc.core.Disconnect(&dc.sink)
+	dc.mu.Lock()
+	dc.core.Disconnect(&dc.out)
+	dc.act(&dc.out)
+	dc.mu.Unlock()
 	dc.shutdown()
-}
-
-// clientEvents receives the client core's events (with its lock held).
-type clientEvents dialConn
-
-func (e *clientEvents) StateChanged(from, to client.State) {
-	dc := (*dialConn)(e)
-	if to == client.Connected {
-		// The core enters Connected once per connection; the guard keeps a
-		// second entry from closing the channel twice all the same.
-		if !dc.wasUp {
-			dc.wasUp = true
-			close(dc.connected)
-		}
-		return
-	}
-	if to > client.Disconnected {
-		return
-	}
-	err := stateError(to)
-	if dc.wasUp {
-		dc.conn.end(err)
-	} else {
-		dc.failErr = err
-		close(dc.failed)
-	}
-	dc.halt()
-}
-
-func (e *clientEvents) Payload(p []byte) {
-	(*dialConn)(e).conn.deliver(p)
 }
 
 // stateError maps a final client state to the error it ends with.

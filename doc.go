@@ -56,8 +56,14 @@
 // package: it returns the clients that connect and ends their queues when
 // they leave.
 //
-// A dialed Conn owns two goroutines, a reader (transport.ReadLoop) and a
-// ticker, around the client core (one lock, the core's), and its payloads
-// wait in its own packetq.Queue. Close on either stops every goroutine it
-// owns before it returns.
+// A dialed Conn owns one goroutine, its reader (transport.ReadLoop), and a
+// timer (time.AfterFunc) set to the client core's next deadline: a send, a
+// timeout or the token's expiry; its callback runs, on a goroutine of its
+// own, only then. Each call into the core reports what it did in an Output
+// (state change, payload, datagrams, next deadline) that the caller acts on
+// after the core's lock is released. Locks: the Conn's send lock (the
+// timer, Write and Close; held across the socket write so its packets leave
+// in order) → the core's lock; the timer's lock is a leaf. Its payloads
+// wait in its own packetq.Queue. Close on either side stops every goroutine
+// it owns before it returns.
 package netcode

@@ -1,11 +1,14 @@
 // Package client is the I/O-free netcode 1.02 client: the connection state
 // machine with its numbered states, fallback through the token's servers,
 // keep-alives and timeouts. It owns no goroutine, socket or clock: the adapter
-// feeds it datagrams and the current time, and it answers through a Sink and
-// reports through a Handler.
+// feeds it datagrams and the current time, and each call reports what
+// happened in an Output the caller passes in: the change of state, the
+// payload received, the datagrams to send and when Update is due next. The
+// adapter acts on the Output after the call returns, so none of its code
+// runs under the Client's lock.
 //
-// All methods are safe for concurrent use; they serialise on one mutex, and
-// Handler methods run with it held (they must not call back into the Client).
+// All methods are safe for concurrent use; they serialise on one mutex,
+// which is held only while the Client computes (no I/O, no callbacks).
 package client
 
 import (
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
@@ -82,23 +86,66 @@ var (
 	ErrPayloadSize  = errors.New("netcode/client: payload must be 1 to 1200 bytes")
 )
 
-// Sink sends datagrams. Send must have finished with b when it returns.
-type Sink interface {
-	Send(to netip.AddrPort, b []byte)
+// Output is what one call to a Client did. The caller owns it and passes
+// the same Output to call after call: each call resets it and then fills
+// it, reusing its buffers, so a Client in steady state allocates nothing.
+// An Output must not be shared by calls that run at the same time.
+type Output struct {
+	// From and To are the states before and after the call. They differ
+	// when the call changed the state, which a call does at most once.
+	From, To State
+	// Payload is the payload Receive accepted, or nil. It is a slice of the
+	// datagram passed to Receive (decrypted in place there), valid until
+	// the caller reuses that buffer.
+	Payload []byte
+	// Datagrams are the datagrams to send, in order. Their bytes live in
+	// the Output and are valid until its next use. The type is the one a
+	// batched socket write takes, so they can go out in one write.
+	Datagrams []transport.Message
+	// Next is when Update is due: the next request, response or
+	// keep-alive, a timeout, the token's expiry, or at once when a denial
+	// waits to be acted on. It is the zero Time once the state is final
+	// (nothing will ever be due).
+	Next time.Time
+
+	buf []byte // the Datagrams' bytes
 }
 
-// Handler receives the client's events, with the client's mutex held.
-type Handler interface {
-	// StateChanged reports every change of state.
-	StateChanged(from, to State)
-	// Payload delivers one payload; p is valid only during the call.
-	Payload(p []byte)
+// Changed reports whether the call changed the state (from From to To).
+func (o *Output) Changed() bool { return o.From != o.To }
+
+// outputBuf is the capacity of an Output's buffer: room for what one call
+// sends, the largest packet or every disconnect packet.
+const outputBuf = protocol.MaxPacketBytes
+
+// reset starts o for a call made in state s.
+func (o *Output) reset(s State) {
+	o.From, o.To = s, s
+	o.Payload = nil
+	clear(o.Datagrams) // drop references into an old buffer
+	o.Datagrams = o.Datagrams[:0]
+	o.buf = o.buf[:0]
+	o.Next = time.Time{}
+}
+
+// mark returns where the next datagram starts in o.buf. The buffer is made
+// on the first datagram, so an Output that only ever receives has none.
+func (o *Output) mark() int {
+	if o.buf == nil {
+		o.buf = make([]byte, 0, outputBuf)
+	}
+	return len(o.buf)
+}
+
+// push records o.buf[start:], just appended, as a datagram to to.
+func (o *Output) push(to netip.AddrPort, start int) {
+	end := len(o.buf)
+	o.Datagrams = append(o.Datagrams, transport.Message{Buf: o.buf[start:end:end], Addr: to})
 }
 
 // Client is the netcode client state machine for one connect token.
 type Client struct {
 	mu      sync.Mutex
-	h       Handler
 	log     *slog.Logger
 	tok     *token.ConnectToken
 	servers []netip.AddrPort
@@ -121,17 +168,17 @@ type Client struct {
 	challengeToken [token.ChallengeTokenBytes]byte
 	clientIndex    int
 	maxClients     int
-
-	buf [protocol.MaxPacketBytes + 64]byte
 }
 
-// New starts connecting with connectToken at time now. An unreadable token
-// leaves the client in InvalidConnectToken; State tells.
-func New(now time.Time, connectToken []byte, h Handler, log *slog.Logger) *Client {
+// New starts connecting with connectToken at time now: the client is in
+// SendingConnectionRequest, and the first request goes out at the first
+// Update. An unreadable token leaves the client in InvalidConnectToken;
+// State tells.
+func New(now time.Time, connectToken []byte, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{h: h, log: log, state: Disconnected}
+	c := &Client{log: log, state: Disconnected}
 	tok, err := token.Parse(connectToken)
 	if err != nil {
 		log.Debug("netcode: invalid connect token", "err", err)
@@ -228,9 +275,51 @@ func (c *Client) setState(s State) {
 	old := c.state
 	c.state = s
 	c.log.Debug("netcode: client state", "from", old.String(), "to", s.String())
-	if c.h != nil {
-		c.h.StateChanged(old, s)
+}
+
+// begin takes the lock and starts out for a call; finish ends the call.
+func (c *Client) begin(out *Output) {
+	c.mu.Lock()
+	out.reset(c.state)
+}
+
+// finish records the state the call leaves and when Update is due next,
+// and releases the lock.
+func (c *Client) finish(out *Output) {
+	out.To = c.state
+	out.Next = c.next()
+	c.mu.Unlock()
+}
+
+// next is when Update has something to do: the earliest of the next send,
+// the timeout and the token's expiry, each due when Update's test of it
+// first passes; the zero Time in a final state.
+func (c *Client) next() time.Time {
+	if c.state <= Disconnected {
+		return time.Time{}
 	}
+	if c.pending != Disconnected && c.state < Connected {
+		return c.lastRecv // a denial to act on: at once
+	}
+	next := c.lastSend.Add(SendInterval)
+	if c.state < Connected {
+		if t := c.connectStart.Add(c.expireAfter); t.Before(next) {
+			next = t
+		}
+	}
+	if c.timeout > 0 {
+		if t := c.lastRecv.Add(c.timeout); t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
+// Next returns when Update is due, as Output.Next does after a call.
+func (c *Client) Next() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next()
 }
 
 // State returns the current state.
@@ -270,14 +359,16 @@ func (c *Client) MaxClients() int {
 	return c.maxClients
 }
 
-// ClientToServerKey and the token fields are exposed for tools.
+// Token returns the parsed connect token (nil if it was unreadable), for
+// tools.
 func (c *Client) Token() *token.ConnectToken { return c.tok }
 
-// Receive processes one datagram. Datagrams from anywhere but the current
-// server are ignored. data is decrypted in place.
-func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// Receive processes one datagram; out tells what it did. Datagrams from
+// anywhere but the current server are ignored. data is decrypted in place,
+// and out.Payload is a slice of it.
+func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *Output) {
+	c.begin(out)
+	defer c.finish(out)
 	if c.state <= Disconnected || from != c.servers[c.server] {
 		return
 	}
@@ -316,9 +407,7 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte) {
 	case protocol.Payload:
 		if c.state == Connected {
 			c.lastRecv = now
-			if c.h != nil {
-				c.h.Payload(p.Payload)
-			}
+			out.Payload = p.Payload
 		}
 	case protocol.Disconnect:
 		// In Connected, as the reference. In SendingConnectionResponse
@@ -339,11 +428,11 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte) {
 	}
 }
 
-// Update sends what is due and applies the timeouts. Call it often (every
-// 10 ms or so).
-func (c *Client) Update(now time.Time, sink Sink) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// Update sends what is due and applies the timeouts; out tells what it did.
+// Call it at out.Next (calling it earlier or more often is harmless).
+func (c *Client) Update(now time.Time, out *Output) {
+	c.begin(out)
+	defer c.finish(out)
 	if c.state <= Disconnected {
 		return
 	}
@@ -376,54 +465,55 @@ func (c *Client) Update(now time.Time, sink Sink) {
 	if now.Sub(c.lastSend) < SendInterval {
 		return
 	}
-	var pkt []byte
+	start := out.mark()
 	switch c.state {
 	case SendingConnectionRequest:
-		pkt = protocol.AppendConnectionRequest(c.buf[:0], c.tok.ProtocolID, c.tok.ExpireTimestamp, &c.tok.Nonce, c.tok.PrivateData[:])
+		out.buf = protocol.AppendConnectionRequest(out.buf, c.tok.ProtocolID, c.tok.ExpireTimestamp, &c.tok.Nonce, c.tok.PrivateData[:])
 	case SendingConnectionResponse:
-		pkt = protocol.AppendResponse(c.buf[:0], c.send, c.seq, c.challengeSeq, c.challengeToken[:])
+		out.buf = protocol.AppendResponse(out.buf, c.send, c.seq, c.challengeSeq, c.challengeToken[:])
 	case Connected:
-		pkt = protocol.AppendKeepAlive(c.buf[:0], c.send, c.seq, 0, 0)
+		out.buf = protocol.AppendKeepAlive(out.buf, c.send, c.seq, 0, 0)
 	}
+	out.push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
-	sink.Send(c.servers[c.server], pkt)
 }
 
-// Send seals payload into one packet to the server. It fails with
-// ErrNotConnected unless the client is connected.
-func (c *Client) Send(now time.Time, payload []byte, sink Sink) error {
+// Send seals payload into one packet to the server, which it puts in
+// out.Datagrams. It fails with ErrNotConnected unless the client is
+// connected.
+func (c *Client) Send(now time.Time, payload []byte, out *Output) error {
+	c.begin(out)
+	defer c.finish(out)
 	if len(payload) < 1 || len(payload) > protocol.MaxPayloadBytes {
 		return ErrPayloadSize
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.state != Connected {
 		return ErrNotConnected
 	}
-	pkt := protocol.AppendPayload(c.buf[:0], c.send, c.seq, payload)
+	start := out.mark()
+	out.buf = protocol.AppendPayload(out.buf, c.send, c.seq, payload)
+	out.push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
-	sink.Send(c.servers[c.server], pkt)
 	return nil
 }
 
-// Disconnect ends the connection: it sends the redundant disconnect packets
-// (during the handshake too, as the reference does: the server may already
-// have accepted the connection); the state becomes Disconnected. A client in
-// an error state keeps it.
-func (c *Client) Disconnect(sink Sink) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// Disconnect ends the connection: it puts the redundant disconnect packets
+// in out.Datagrams (during the handshake too, as the reference does: the
+// server may already have accepted the connection); the state becomes
+// Disconnected. A client in an error state keeps it.
+func (c *Client) Disconnect(out *Output) {
+	c.begin(out)
+	defer c.finish(out)
 	if c.state <= Disconnected {
 		return
 	}
-	if sink != nil {
-		for range DisconnectPackets {
-			pkt := protocol.AppendDisconnect(c.buf[:0], c.send, c.seq)
-			c.seq++
-			sink.Send(c.servers[c.server], pkt)
-		}
+	for range DisconnectPackets {
+		start := out.mark()
+		out.buf = protocol.AppendDisconnect(out.buf, c.send, c.seq)
+		out.push(c.servers[c.server], start)
+		c.seq++
 	}
 	c.setState(Disconnected)
 }

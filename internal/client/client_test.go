@@ -23,22 +23,44 @@ var (
 	tokNonce = [token.NonceBytes]byte{3: 3}
 )
 
-// recorder keeps every state the client passes through.
-type recorder struct{ states []State }
-
-func (r *recorder) StateChanged(_, to State) { r.states = append(r.states, to) }
-func (r *recorder) Payload([]byte)           {}
-
-// capture keeps the datagrams the client sends.
-type capture struct {
-	to   []netip.AddrPort
-	pkts [][]byte
+// driver runs a Client as an adapter would, keeping what its Outputs said.
+type driver struct {
+	c        *Client
+	out      Output
+	states   []State // every state the client passed through
+	to       []netip.AddrPort
+	pkts     [][]byte
+	payloads [][]byte
 }
 
-func (c *capture) Send(to netip.AddrPort, b []byte) {
-	c.to = append(c.to, to)
-	c.pkts = append(c.pkts, append([]byte(nil), b...))
+// take records what the last call put in d.out.
+func (d *driver) take() {
+	if d.out.Changed() {
+		d.states = append(d.states, d.out.To)
+	}
+	if d.out.Payload != nil {
+		d.payloads = append(d.payloads, append([]byte(nil), d.out.Payload...))
+	}
+	for _, m := range d.out.Datagrams {
+		d.to = append(d.to, m.Addr)
+		d.pkts = append(d.pkts, append([]byte(nil), m.Buf...))
+	}
 }
+
+func (d *driver) Update(now time.Time) { d.c.Update(now, &d.out); d.take() }
+
+func (d *driver) Receive(now time.Time, from netip.AddrPort, b []byte) {
+	d.c.Receive(now, from, b, &d.out)
+	d.take()
+}
+
+func (d *driver) Send(now time.Time, p []byte) error {
+	err := d.c.Send(now, p, &d.out)
+	d.take()
+	return err
+}
+
+func (d *driver) Disconnect() { d.c.Disconnect(&d.out); d.take() }
 
 // serverPackets seals packets as the server of the token would.
 type serverPackets struct {
@@ -65,7 +87,7 @@ func (s *serverPackets) keepAlive() []byte {
 	})
 }
 
-func newTestClient(t *testing.T, servers ...netip.AddrPort) (*Client, *recorder) {
+func testToken(t testing.TB, servers ...netip.AddrPort) []byte {
 	t.Helper()
 	tok, err := token.GenerateWith(token.Params{
 		ProtocolID:     protocolID,
@@ -76,10 +98,14 @@ func newTestClient(t *testing.T, servers ...netip.AddrPort) (*Client, *recorder)
 		TimeoutSeconds: 5,
 	}, uint64(epoch.Unix()), tokNonce, c2sKey, s2cKey)
 	require.NoError(t, err)
-	r := &recorder{}
-	c := New(epoch, tok, r, nil)
+	return tok
+}
+
+func newTestClient(t *testing.T, servers ...netip.AddrPort) *driver {
+	t.Helper()
+	c := New(epoch, testToken(t, servers...), nil)
 	require.Equal(t, SendingConnectionRequest, c.State())
-	return c, r
+	return &driver{c: c, states: []State{c.State()}}
 }
 
 // TestStaleDenialAfterConnect covers a denial and a keep-alive from the same
@@ -110,15 +136,14 @@ func TestStaleDenialAfterConnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, r := newTestClient(t, srvA, srvB)
+			c := newTestClient(t, srvA, srvB)
 			srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
 			now := epoch
-			var out capture
-			c.Update(now, &out)
+			c.Update(now)
 			c.Receive(now, srvA, srv.challenge())
-			require.Equal(t, SendingConnectionResponse, c.State())
+			require.Equal(t, SendingConnectionResponse, c.c.State())
 			now = now.Add(10 * time.Millisecond)
-			c.Update(now, &out)
+			c.Update(now)
 
 			d, k := srv.denied(), srv.keepAlive()
 			if tt.deniedFst {
@@ -130,14 +155,14 @@ func TestStaleDenialAfterConnect(t *testing.T) {
 			}
 			for range 50 {
 				now = now.Add(10 * time.Millisecond)
-				c.Update(now, &out)
+				c.Update(now)
 			}
-			require.Equal(t, tt.want, c.State())
-			require.Equal(t, srvA, c.ServerAddr(), "moved on from the server that holds our slot")
-			require.Equal(t, tt.wantPath, r.states)
-			require.Equal(t, 2, c.ClientIndex())
-			require.Equal(t, 16, c.MaxClients())
-			for _, to := range out.to {
+			require.Equal(t, tt.want, c.c.State())
+			require.Equal(t, srvA, c.c.ServerAddr(), "moved on from the server that holds our slot")
+			require.Equal(t, tt.wantPath, c.states)
+			require.Equal(t, 2, c.c.ClientIndex())
+			require.Equal(t, 16, c.c.MaxClients())
+			for _, to := range c.to {
 				require.Equal(t, srvA, to, "sent to a server other than the one we are connected to")
 			}
 		})
@@ -147,22 +172,21 @@ func TestStaleDenialAfterConnect(t *testing.T) {
 // TestDeniedFallsBack: a denial with no keep-alive moves on to the next
 // server, and to ConnectionDenied after the last one.
 func TestDeniedFallsBack(t *testing.T) {
-	c, r := newTestClient(t, srvA, srvB)
+	c := newTestClient(t, srvA, srvB)
 	srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
 	now := epoch
-	var out capture
-	c.Update(now, &out)
+	c.Update(now)
 	c.Receive(now, srvA, srv.denied())
 	now = now.Add(10 * time.Millisecond)
-	c.Update(now, &out)
-	require.Equal(t, SendingConnectionRequest, c.State())
-	require.Equal(t, srvB, c.ServerAddr())
+	c.Update(now)
+	require.Equal(t, SendingConnectionRequest, c.c.State())
+	require.Equal(t, srvB, c.c.ServerAddr())
 
 	c.Receive(now, srvB, srv.denied())
 	now = now.Add(10 * time.Millisecond)
-	c.Update(now, &out)
-	require.Equal(t, ConnectionDenied, c.State())
-	require.Equal(t, []State{SendingConnectionRequest, ConnectionDenied}, r.states)
+	c.Update(now)
+	require.Equal(t, ConnectionDenied, c.c.State())
+	require.Equal(t, []State{SendingConnectionRequest, ConnectionDenied}, c.states)
 }
 
 func TestFirstSequence(t *testing.T) {
@@ -225,11 +249,10 @@ func TestDisconnectDuringHandshake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, r := newTestClient(t, srvA)
+			c := newTestClient(t, srvA)
 			srv := &serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
 			now := epoch
-			var out capture
-			c.Update(now, &out)
+			c.Update(now)
 			if !tt.noChal {
 				c.Receive(now, srvA, srv.challenge())
 			}
@@ -241,10 +264,10 @@ func TestDisconnectDuringHandshake(t *testing.T) {
 			c.Receive(now, tt.from, d)
 			for range 10 {
 				now = now.Add(10 * time.Millisecond)
-				c.Update(now, &out)
+				c.Update(now)
 			}
-			require.Equal(t, tt.want, c.State())
-			require.Equal(t, tt.wantPath, r.states)
+			require.Equal(t, tt.want, c.c.State())
+			require.Equal(t, tt.wantPath, c.states)
 		})
 	}
 }

@@ -50,7 +50,7 @@ func TestConnect(t *testing.T) {
 
 			// Payloads both ways.
 			for i := range 20 {
-				require.NoError(t, c.core.Send(w.now, []byte{byte(i), 1}, c.sink))
+				require.NoError(t, c.send(w.now, []byte{byte(i), 1}))
 				require.NoError(t, sc.Send(w.now, []byte{byte(i), 2}, s.sink))
 				w.step()
 			}
@@ -111,7 +111,7 @@ func TestMultipleClients(t *testing.T) {
 	assert.Len(t, seen, n, "every client has its own slot")
 	// Each client sends its id; the server must see each on the right client.
 	for i, c := range cs {
-		require.NoError(t, c.core.Send(w.now, []byte(fmt.Sprint(100+i)), c.sink))
+		require.NoError(t, c.send(w.now, []byte(fmt.Sprint(100+i))))
 	}
 	w.run(time.Second)
 	for _, sc := range s.live() {
@@ -215,7 +215,7 @@ func TestClientSideDisconnect(t *testing.T) {
 	c := w.addClient("10.1.0.1:5000", w.tokenFor(1, 30, 10, srvAddr))
 	w.runUntil(10*time.Second, c.is(client.Connected))
 	sc := s.connected[0]
-	c.core.Disconnect(c.sink)
+	c.disconnect()
 	assert.Equal(t, client.Disconnected, c.core.State())
 	// Ten redundant packets: at 50% loss one gets through, long before the
 	// 10 s timeout.
@@ -258,7 +258,7 @@ func TestReconnect(t *testing.T) {
 	s := w.addServer(srvAddr, 1)
 	c := w.addClient("10.1.0.1:5000", w.tokenFor(1, 30, 5, srvAddr))
 	w.runUntil(time.Second, c.is(client.Connected))
-	c.core.Disconnect(c.sink)
+	c.disconnect()
 	w.run(100 * time.Millisecond)
 	require.Empty(t, s.live())
 	// Same address, a fresh token: the single slot is free again.
@@ -326,7 +326,7 @@ func TestTokenReuse(t *testing.T) {
 		tok := w.tokenFor(1, 30, 1, srvAddr)
 		a := w.addClient("10.1.0.1:5000", tok)
 		w.runUntil(time.Second, a.is(client.Connected))
-		a.core.Disconnect(a.sink)
+		a.disconnect()
 		w.run(100 * time.Millisecond)
 		require.Empty(t, s.live())
 		again := w.addClient("10.1.0.1:5000", tok)
@@ -351,7 +351,7 @@ func TestReplayedPacketsAreDropped(t *testing.T) {
 		}
 	}
 	for i := range 5 {
-		require.NoError(t, c.core.Send(w.now, []byte{byte(i)}, c.sink))
+		require.NoError(t, c.send(w.now, []byte{byte(i)}))
 	}
 	w.run(50 * time.Millisecond)
 	require.Len(t, captured, 5)
@@ -384,8 +384,9 @@ func TestSpoofedAddressNeverConnects(t *testing.T) {
 	// never sees the challenge.
 	victim := &cliNode{addr: netip.MustParseAddrPort("10.1.0.1:5000")}
 	victim.sink = sink{w, victim.addr}
-	victim.core = client.New(w.now, tok, victim, nil)
-	victim.core.Update(w.now, sink{w, spoofed}) // request leaves from the spoofed address
+	victim.start(w, tok)
+	victim.core.Update(w.now, &victim.out)
+	victim.apply(sink{w, spoofed}) // the request leaves from the spoofed address
 	w.run(50 * time.Millisecond)
 	require.NotNil(t, request)
 	assert.Equal(t, uint64(1), s.core.Stats().ChallengesSent)
@@ -403,7 +404,7 @@ func TestTokenForAnotherServerIsIgnored(t *testing.T) {
 	// The token names srvAddr2 only; the packets reach srvAddr anyway.
 	tok := w.tokenFor(1, 30, 1, srvAddr2)
 	c := &cliNode{addr: netip.MustParseAddrPort("10.1.0.1:5000")}
-	c.core = client.New(w.now, tok, c, nil)
+	c.start(w, tok)
 	w.net.Send(w.now, c.addr, s.addr, firstRequest(t, c.core, w.now))
 	w.run(50 * time.Millisecond)
 	st := s.core.Stats()
@@ -411,19 +412,12 @@ func TestTokenForAnotherServerIsIgnored(t *testing.T) {
 	assert.Zero(t, st.ChallengesSent)
 }
 
-// captureSink keeps what it is given.
-type captureSink struct{ pkts [][]byte }
-
-func (c *captureSink) Send(_ netip.AddrPort, b []byte) {
-	c.pkts = append(c.pkts, append([]byte(nil), b...))
-}
-
 func firstRequest(t *testing.T, c *client.Client, now time.Time) []byte {
-	var cs captureSink
-	c.Update(now, &cs)
-	require.Len(t, cs.pkts, 1)
-	require.Len(t, cs.pkts[0], protocol.ConnectionRequestBytes)
-	return cs.pkts[0]
+	var out client.Output
+	c.Update(now, &out)
+	require.Len(t, out.Datagrams, 1)
+	require.Len(t, out.Datagrams[0].Buf, protocol.ConnectionRequestBytes)
+	return out.Datagrams[0].Buf
 }
 
 func TestHandshakeRepliesNeverAmplify(t *testing.T) {
@@ -492,7 +486,7 @@ func TestNoNonceReuseAcrossRestarts(t *testing.T) {
 			}
 			exchange := func(c *cliNode, s *srvNode) {
 				for i := range 20 {
-					require.NoError(t, c.core.Send(w.now, []byte{byte(i)}, c.sink))
+					require.NoError(t, c.send(w.now, []byte{byte(i)}))
 					require.NoError(t, s.live()[0].Send(w.now, []byte{byte(i)}, s.sink))
 					w.run(30 * time.Millisecond)
 				}

@@ -284,7 +284,8 @@ func (s *soakServer) Disconnected(c *server.Client, why server.Reason) {
 // random.
 type soakActor struct {
 	addr netip.AddrPort
-	sink client.Sink // sends from addr, made once
+	sink sender        // sends from addr, made once
+	out  client.Output // the core's calls report here
 	// reference: the actor ignores disconnects in sending connection
 	// response, as the reference client does (one actor in four).
 	reference bool
@@ -299,13 +300,21 @@ type soakActor struct {
 	bad       int
 }
 
-func (a *soakActor) StateChanged(from, to client.State) { a.states = append(a.states, to) }
-func (a *soakActor) Payload(p []byte) {
-	if len(p) < 8 || binary.LittleEndian.Uint64(p) != a.id {
-		a.bad++
-		return
+// apply acts on what the core's last call reported.
+func (a *soakActor) apply() {
+	if a.out.Changed() {
+		a.states = append(a.states, a.out.To)
 	}
-	a.echoed++
+	if p := a.out.Payload; p != nil {
+		if len(p) < 8 || binary.LittleEndian.Uint64(p) != a.id {
+			a.bad++
+		} else {
+			a.echoed++
+		}
+	}
+	for _, m := range a.out.Datagrams {
+		a.sink.Send(m.Addr, m.Buf)
+	}
 }
 
 // TestSoak runs 64 clients against one server over a hostile simulated
@@ -403,8 +412,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		nextID++
 		a.gen++
 		a.wantOff = false
-		a.states = a.states[:0]
-		a.core = client.New(w.now, w.tokenFor(a.id, soakTokenExpiry, 5, srvAddr), a, nil)
+		a.core = client.New(w.now, w.tokenFor(a.id, soakTokenExpiry, 5, srvAddr), nil)
+		a.states = append(a.states[:0], a.core.State())
 	}
 	// settle judges a session that ended.
 	settle := func(a *soakActor) {
@@ -445,7 +454,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 			if to == srvAP {
 				ev.connected(core.Receive(w.now, from, scratch, ssink))
 			} else if a := byAddr[to]; a != nil && a.core != nil && !(a.reference && ignoredByReference(scratch, a.core.State())) {
-				a.core.Receive(w.now, from, scratch)
+				a.core.Receive(w.now, from, scratch, &a.out)
+				a.apply()
 			}
 		})
 		ev.collect()
@@ -459,7 +469,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		ev.collect()
 		for _, a := range as {
 			if a.core != nil {
-				a.core.Update(w.now, a.sink)
+				a.core.Update(w.now, &a.out)
+				a.apply()
 			}
 		}
 	}
@@ -492,13 +503,15 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 				if rng.IntN(4) == 0 {
 					binary.LittleEndian.PutUint64(payload, a.id)
 					binary.LittleEndian.PutUint64(payload[8:], uint64(a.sent))
-					require.NoError(t, a.core.Send(w.now, payload[:16+rng.IntN(48)], a.sink))
+					require.NoError(t, a.core.Send(w.now, payload[:16+rng.IntN(48)], &a.out))
+					a.apply()
 					a.sent++
 				}
 				if !w.now.Before(a.next) && rng.IntN(500) == 0 {
 					a.wantOff = true
 					asked[a.id] = true
-					a.core.Disconnect(a.sink)
+					a.core.Disconnect(&a.out)
+					a.apply()
 					leaves++
 				}
 			case st <= client.Disconnected:
@@ -536,7 +549,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		if a.core != nil {
 			a.wantOff = true
 			asked[a.id] = true
-			a.core.Disconnect(a.sink)
+			a.core.Disconnect(&a.out)
+			a.apply()
 			settle(a)
 		}
 	}

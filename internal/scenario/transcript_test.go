@@ -151,15 +151,21 @@ func TestTranscriptServerSide(t *testing.T) {
 func TestTranscriptClientSide(t *testing.T) {
 	tr := loadTranscript(t)
 	srvAddr := netip.MustParseAddrPort(tr.ServerAddress)
+	var out recSink
 	h := &cliNode{}
-	c := client.New(tr.at(0), tr.token, h, nil)
+	h.start(&world{now: tr.at(0)}, tr.token)
+	c := h.core
 	c.SetSequence(0) // the reference client counts from 0
 	require.Equal(t, client.SendingConnectionRequest, c.State())
-	var out recSink
 	recv := func(i int) {
 		p := tr.Packets[i]
 		require.Equal(t, "server", p.From)
-		c.Receive(tr.at(p.Time), srvAddr, tr.packet(t, i))
+		c.Receive(tr.at(p.Time), srvAddr, tr.packet(t, i), &h.out)
+		h.apply(&out)
+	}
+	update := func(sec float64) {
+		c.Update(tr.at(sec), &h.out)
+		h.apply(&out)
 	}
 	expect := func(got [][]byte, idx ...int) {
 		t.Helper()
@@ -168,11 +174,11 @@ func TestTranscriptClientSide(t *testing.T) {
 			assert.Equal(t, tr.Packets[i].Packet, hex.EncodeToString(got[k]), "packet %d", i)
 		}
 	}
-	c.Update(tr.at(0), &out)
+	update(0)
 	expect(out.take(), 0)
 	recv(1)
 	assert.Equal(t, client.SendingConnectionResponse, c.State())
-	c.Update(tr.at(0.2), &out)
+	update(0.2)
 	expect(out.take(), 2)
 	recv(3)
 	assert.Equal(t, client.Connected, c.State())
@@ -186,15 +192,17 @@ func TestTranscriptClientSide(t *testing.T) {
 	for i := range payload {
 		payload[i] = byte(i*31 + 7)
 	}
-	require.NoError(t, c.Send(tr.at(0.25), payload, &out))
+	require.NoError(t, c.Send(tr.at(0.25), payload, &h.out))
+	h.apply(&out)
 	expect(out.take(), 6)
 	recv(7)
 	require.Len(t, h.payloads, 2)
 	assert.Equal(t, payload, h.payloads[1])
-	c.Update(tr.at(0.5), &out)
+	update(0.5)
 	expect(out.take(), 8)
 	recv(9)
-	c.Disconnect(&out)
+	c.Disconnect(&h.out)
+	h.apply(&out)
 	expect(out.take(), 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 	assert.Equal(t, client.Disconnected, c.State())
 }

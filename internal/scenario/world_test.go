@@ -58,6 +58,11 @@ func newSeededWorld(t *testing.T, seed uint64, cfg netsim.Config) *world {
 	}
 }
 
+// sender is what a core's datagrams go out through.
+type sender interface {
+	Send(to netip.AddrPort, b []byte)
+}
+
 // sink sends from one address into the simulated network.
 type sink struct {
 	w    *world
@@ -119,10 +124,49 @@ type cliNode struct {
 	// ignore, if set, discards the datagrams it returns true for before
 	// the core sees them: a client that ignores them.
 	ignore func(b []byte) bool
+	out    client.Output // the core's calls report here
 }
 
-func (n *cliNode) StateChanged(from, to client.State) { n.states = append(n.states, to) }
-func (n *cliNode) Payload(p []byte)                   { n.payloads = append(n.payloads, append([]byte(nil), p...)) }
+// start gives n a client core for tok.
+func (n *cliNode) start(w *world, tok []byte) {
+	n.core = client.New(w.now, tok, nil)
+	n.states = append(n.states, n.core.State())
+}
+
+// apply acts on what the core's last call reported: it records the state
+// change and the payload, and sends the datagrams through s.
+func (n *cliNode) apply(s sender) {
+	if n.out.Changed() {
+		n.states = append(n.states, n.out.To)
+	}
+	if n.out.Payload != nil {
+		n.payloads = append(n.payloads, append([]byte(nil), n.out.Payload...))
+	}
+	for _, m := range n.out.Datagrams {
+		s.Send(m.Addr, m.Buf)
+	}
+}
+
+func (n *cliNode) receive(now time.Time, from netip.AddrPort, b []byte) {
+	n.core.Receive(now, from, b, &n.out)
+	n.apply(n.sink)
+}
+
+func (n *cliNode) update(now time.Time) {
+	n.core.Update(now, &n.out)
+	n.apply(n.sink)
+}
+
+func (n *cliNode) send(now time.Time, p []byte) error {
+	err := n.core.Send(now, p, &n.out)
+	n.apply(n.sink)
+	return err
+}
+
+func (n *cliNode) disconnect() {
+	n.core.Disconnect(&n.out)
+	n.apply(n.sink)
+}
 
 // tokenFor mints a token for the given servers.
 func (w *world) tokenFor(clientID uint64, expire int64, timeout int32, servers ...string) []byte {
@@ -153,7 +197,7 @@ func (w *world) tokenFor(clientID uint64, expire int64, timeout int32, servers .
 func (w *world) addClient(addr string, tok []byte) *cliNode {
 	ap := netip.MustParseAddrPort(addr)
 	n := &cliNode{addr: ap, sink: sink{w, ap}}
-	n.core = client.New(w.now, tok, n, nil)
+	n.start(w, tok)
 	w.clients[ap] = n
 	w.order = append(w.order, n)
 	return n
@@ -171,7 +215,7 @@ func (w *world) step() {
 		if s := w.servers[to]; s != nil {
 			s.ev.connected(s.core.Receive(w.now, from, buf, s.sink))
 		} else if c := w.clients[to]; c != nil && (c.ignore == nil || !c.ignore(buf)) {
-			c.core.Receive(w.now, from, buf)
+			c.receive(w.now, from, buf)
 		}
 	})
 	for _, s := range w.servers {
@@ -180,7 +224,7 @@ func (w *world) step() {
 		s.ev.collect()
 	}
 	for _, c := range w.order {
-		c.core.Update(w.now, c.sink)
+		c.update(w.now)
 	}
 }
 

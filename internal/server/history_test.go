@@ -128,10 +128,12 @@ func (s *recSink) take() ([]netip.AddrPort, [][]byte) {
 	return to, p
 }
 
-type nopClientHandler struct{}
-
-func (nopClientHandler) StateChanged(from, to client.State) {}
-func (nopClientHandler) Payload([]byte)                     {}
+// record keeps the datagrams a client core's call put in out.
+func (s *recSink) record(out *client.Output) {
+	for _, m := range out.Datagrams {
+		s.Send(m.Addr, m.Buf)
+	}
+}
 
 // harness runs client cores against one server core on a perfect network.
 type harness struct {
@@ -164,8 +166,12 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // exchange runs one round: the client's due packets to the server, the
 // server's answers to the client, then time moves on by 100 ms.
 func (h *harness) exchange(c *client.Client, from netip.AddrPort) {
-	var cs recSink
-	c.Update(h.now, &cs)
+	var (
+		cs  recSink
+		out client.Output
+	)
+	c.Update(h.now, &out)
+	cs.record(&out)
 	for _, p := range cs.pkts {
 		h.srv.Receive(h.now, from, p, &h.out)
 	}
@@ -174,7 +180,7 @@ func (h *harness) exchange(c *client.Client, from netip.AddrPort) {
 	for i, p := range pkts {
 		if to[i] == from {
 			h.seen = append(h.seen, append([]byte(nil), p...))
-			c.Receive(h.now, self, p)
+			c.Receive(h.now, self, p, &out)
 		}
 	}
 	h.now = h.now.Add(100 * time.Millisecond)
@@ -183,7 +189,7 @@ func (h *harness) exchange(c *client.Client, from netip.AddrPort) {
 // dial runs a client with tok from addr for at most rounds rounds, or
 // until it connects.
 func (h *harness) dial(tok []byte, from netip.AddrPort, rounds int) *client.Client {
-	c := client.New(h.now, tok, nopClientHandler{}, nil)
+	c := client.New(h.now, tok, nil)
 	for range rounds {
 		if c.State() == client.Connected || c.State() < 0 {
 			break
@@ -230,8 +236,12 @@ func TestHistoryFloodNeverForgets(t *testing.T) {
 	player := netip.MustParseAddrPort("10.60.0.1:5000")
 	c := h.dial(tok, player, 20)
 	require.Equal(t, client.Connected, c.State())
-	var cs recSink
-	c.Disconnect(&cs)
+	var (
+		cs  recSink
+		out client.Output
+	)
+	c.Disconnect(&out)
+	cs.record(&out)
 	for _, p := range cs.pkts {
 		h.srv.Receive(h.now, player, p, &h.out)
 	}
@@ -310,7 +320,7 @@ func TestConnectionSequenceFromServerClock(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, Config{MaxClients: 2, ReferenceSequences: tt.reference})
-			c := client.New(h.now, tokenWith(t, privKey, i, h.now), nopClientHandler{}, nil)
+			c := client.New(h.now, tokenWith(t, privKey, i, h.now), nil)
 			c.SetSequence(tt.clientSeq)
 			var connectedAt time.Time
 			for range 10 {
@@ -432,8 +442,12 @@ func TestSameAddressReuseRefusedAndLoggedOnce(t *testing.T) {
 	tok := tokenWith(t, privKey, 1, h.now)
 	c := h.dial(tok, addrN(1), 20)
 	require.Equal(t, client.Connected, c.State())
-	var cs recSink
-	c.Disconnect(&cs)
+	var (
+		cs  recSink
+		out client.Output
+	)
+	c.Disconnect(&out)
+	cs.record(&out)
 	for _, p := range cs.pkts {
 		h.srv.Receive(h.now, addrN(1), p, &h.out)
 	}

@@ -16,16 +16,7 @@ import (
 // "select" (matched as a prefix, since the runtime may add how long it has
 // waited).
 func Blocked(state string, fns ...string) bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range all() {
 		header, _, _ := strings.Cut(g, "\n")
 		// "goroutine 7 [IO wait, 2 minutes]:"
 		_, status, ok := strings.Cut(header, " [")
@@ -43,4 +34,30 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// Count returns how many goroutines have a stack that names every one of
+// fns, in any state.
+func Count(fns ...string) int {
+	n := 0
+	for _, g := range all() {
+		if containsAll(g, fns) {
+			n++
+		}
+	}
+	return n
+}
+
+// all returns the stack of every goroutine, as runtime.Stack prints it.
+func all() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Split(string(buf), "\n\n")
 }

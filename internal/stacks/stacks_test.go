@@ -24,3 +24,23 @@ func TestBlocked(t *testing.T) {
 	close(c)
 	<-done
 }
+
+func TestCount(t *testing.T) {
+	c := make(chan struct{})
+	done := make(chan struct{})
+	const parked = 3
+	for range parked {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			parkOnChannel(c)
+		}()
+	}
+	require.Eventually(t, func() bool { return Count("stacks.parkOnChannel") == parked },
+		10*time.Second, time.Millisecond, "the goroutines never all showed")
+	assert.Zero(t, Count("stacks.parkOnChannel", "stacks.noSuchFunction"))
+	close(c)
+	for range parked {
+		<-done
+	}
+	assert.Zero(t, Count("stacks.parkOnChannel"))
+}

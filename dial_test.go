@@ -1,0 +1,146 @@
+package netcode_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/stretchr/testify/require"
+)
+
+// countingConn counts the packets of each type a netsim connection sends,
+// and the sizes of its batched writes.
+type countingConn struct {
+	*netsim.Conn
+	sent [protocol.Disconnect + 1]atomic.Int64
+
+	mu      sync.Mutex
+	batches []int
+}
+
+// ReadBatch reads one datagram: the connection offers batched I/O so that
+// the Conn's batched writes show.
+func (c *countingConn) ReadBatch(ms []transport.Message) (int, error) {
+	n, from, err := c.Conn.ReadFromUDPAddrPort(ms[0].Buf[:cap(ms[0].Buf)])
+	if err != nil {
+		return 0, err
+	}
+	ms[0].Buf, ms[0].Addr = ms[0].Buf[:n], from
+	return 1, nil
+}
+
+func (c *countingConn) WriteBatch(ms []transport.Message) (int, error) {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(ms))
+	c.mu.Unlock()
+	for i, m := range ms {
+		if _, err := c.WriteToUDPAddrPort(m.Buf, m.Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ms), nil
+}
+
+func (c *countingConn) count(b []byte) {
+	if t, ok := protocol.PeekType(b); ok && int(t) < len(c.sent) {
+		c.sent[t].Add(1)
+	}
+}
+
+func (c *countingConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	c.count(b)
+	return c.Conn.WriteToUDPAddrPort(b, addr)
+}
+
+func (c *countingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	c.count(b)
+	return c.Conn.WriteTo(b, addr)
+}
+
+// dialConnGoroutines counts the goroutines running the dialed Conns' code.
+func dialConnGoroutines() int { return stacks.Count("netcode.(*dialConn)") }
+
+// TestDialedConnIdle runs dialed Conns on simulated time (a synctest
+// bubble over a netsim network): an idle Conn sends exactly the protocol's
+// 10 keep-alives a second, keeps one goroutine (its reader) between them,
+// and a Conn written to faster than that sends no keep-alive at all. Close
+// sends the disconnects in one batched write and stops everything (the
+// bubble would not end otherwise).
+func TestDialedConnIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const conns = 4
+		nw := netsim.New(1, netsim.Config{Latency: time.Millisecond})
+		defer nw.Close()
+		srvAP := netip.MustParseAddrPort("10.7.0.1:40000")
+		spc, err := nw.Listen(srvAP)
+		require.NoError(t, err)
+		l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: conns})
+		require.NoError(t, err)
+		defer l.Close()
+
+		var (
+			cli [conns]*netcode.Conn
+			cc  [conns]*countingConn
+		)
+		for i := range conns {
+			d := netcode.Dialer{ListenPacket: func(context.Context, string, string) (net.PacketConn, error) {
+				pc, err := nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 7, 1, byte(i)}), 5000))
+				if err != nil {
+					return nil, err
+				}
+				cc[i] = &countingConn{Conn: pc.(*netsim.Conn)}
+				return cc[i], nil
+			}}
+			cli[i], err = d.DialContext(t.Context(), mint(t, net.UDPAddrFromAddrPort(srvAP), withClientID(uint64(i+1)), withTimeout(5)))
+			require.NoError(t, err)
+			srv, err := l.AcceptConn(t.Context())
+			require.NoError(t, err)
+			defer srv.Close()
+		}
+
+		// Between deadlines every dialed Conn is down to its reader.
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, conns, dialConnGoroutines(), "goroutines of %d idle dialed Conns", conns)
+
+		// Idle for 10 s: 100 keep-alives each, not one more.
+		var before [conns]int64
+		for i := range conns {
+			before[i] = cc[i].sent[protocol.KeepAlive].Load()
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		for i := range conns {
+			require.Equal(t, int64(100), cc[i].sent[protocol.KeepAlive].Load()-before[i], "keep-alives of Conn %d in 10 s", i)
+			require.NoError(t, cli[i].Err())
+		}
+
+		// Written to every 30 ms for 3 s: every packet is a payload.
+		ka := cc[0].sent[protocol.KeepAlive].Load()
+		for range 100 {
+			_, err := cli[0].Write([]byte("state"))
+			require.NoError(t, err)
+			time.Sleep(30 * time.Millisecond)
+		}
+		require.Equal(t, ka, cc[0].sent[protocol.KeepAlive].Load(), "keep-alives while payloads flow")
+		require.Equal(t, int64(100), cc[0].sent[protocol.Payload].Load())
+
+		for i := range conns {
+			require.NoError(t, cli[i].Close())
+			require.Equal(t, int64(10), cc[i].sent[protocol.Disconnect].Load(), "the redundant disconnects")
+			require.Equal(t, []int{10}, cc[i].batches, "batched writes: the disconnects in one")
+		}
+		synctest.Wait()
+		require.Zero(t, dialConnGoroutines(), "goroutines after Close")
+	})
+}
