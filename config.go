@@ -86,5 +86,3 @@ type ServerConfig struct {
 	// still works and says so at Warn level in the log.
 	PacketTagging bool
 }
-
-const defaultTick = 10 * time.Millisecond

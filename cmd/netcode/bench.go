@@ -60,7 +60,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
 	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.ReadShards; default 1)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
-	fs.DurationVar(&cfg.ClientTick, "client-tick", 0, "clients' tick interval (Dialer.TickInterval; default: the library's)")
 	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")
 	timeout := fs.Int("timeout", 10, "tokens' connection timeout in seconds")
 	proto := protocolFlag(bench.DefaultProtocolID)
@@ -102,7 +101,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bc.Rate = bench.DefaultBridgeRate
 		}
 		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
-			"client-tick", "server-tick", "profile-connect", "memprofile", "memprofilerate"} {
+			"server-tick", "profile-connect", "memprofile", "memprofilerate"} {
 			if set[name] {
 				return fmt.Errorf("-%s does not apply with -bridge", name)
 			}

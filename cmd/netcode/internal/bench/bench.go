@@ -94,7 +94,6 @@ type Config struct {
 	MaxClients      int           // server slots; default Clients
 	ReadShards      int           // server sockets read in parallel (ServerConfig.ReadShards)
 	DialConcurrency int           // handshakes in flight at once; default 256
-	ClientTick      time.Duration // clients' Dialer.TickInterval; 0 = the library default
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
 	TimeoutSeconds  int32         // the tokens' connection timeout; default 10
 	ProtocolID      uint64        // default DefaultProtocolID
@@ -827,7 +826,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	cpu0 := cpuTime()
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
-		d := &netcode.Dialer{TickInterval: cfg.ClientTick}
+		d := &netcode.Dialer{}
 		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 			return d.DialContext(ctx, tokens[i])
 		})
