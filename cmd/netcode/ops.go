@@ -100,11 +100,15 @@ func (o *opsServer) close() error {
 // for at most d or until a second signal arrives on stop.
 func drain(l *netcode.Listener, d time.Duration, stop <-chan os.Signal, log *slog.Logger) {
 	l.Drain()
-	n := l.Stats().Connected
-	if n == 0 || d <= 0 {
+	if d <= 0 {
 		return
 	}
+	n := l.Stats().Connected
 	log.Info("draining: new clients are denied", "clients", n, "for", d)
+	if n == 0 {
+		log.Info("drained: every client has left")
+		return
+	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	poll := time.NewTicker(50 * time.Millisecond)

@@ -78,6 +78,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		echoServe(l, log, *chat)
 	}()
 	<-ctx.Done()
+	// Deny first, then report not ready: whoever sees /readyz turn 503
+	// can rely on new clients being denied.
+	l.Drain()
 	ops.setDraining()
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
