@@ -24,6 +24,34 @@
 // The browser side is the ES module in js/netcode.js, served by
 // [JSHandler].
 //
+// # Close codes
+//
+// The code and reason of the close frame say why a session ended. Codes
+// 4000 to 4012 are the bridge's own (the Code constants); the others are
+// WebSocket's. R: the relay (Handler); T: the transport (Mux).
+//
+//	code  name                           mode why
+//	1000  normal closure                 R T  the browser (client) closed the session
+//	1001  going away                     R T  the bridge is shutting down (Close), the server's side of the relay ended, writing to the browser failed or stalled (WriteTimeout)
+//	1003  unsupported data               R T  a text message
+//	1008  policy violation               R    an empty message
+//	1009  message too big                R T  a message over 1200 bytes (R), 1300 (T)
+//	1011  internal error                 R    an unexpected error of the server's side
+//	1013  try again later                R T  MaxSessions reached (CodeBridgeFull, ErrBridgeFull)
+//	4000  disconnected                   R    the server disconnected the client
+//	4001  connection denied              R    every server in the token was full or refused it
+//	4002  connect token expired          R    the token expired before a server accepted it
+//	4003  invalid connect token          R    the first message was not a readable 2048-byte token
+//	4004  connection request timed out   R    no server answered the connection request
+//	4005  connection response timed out  R    the server stopped answering during the handshake
+//	4006  connection timed out           R    nothing arrived from the server within the token's timeout
+//	4010  server not allowed             R    the token names a server the bridge may not dial
+//	4011  handshake timeout              R    no token within HandshakeTimeout, or the dial took longer than DialTimeout
+//	4012  idle timeout                   R T  nothing went either way within IdleTimeout
+//
+// In transport mode the netcode errors travel inside the encrypted
+// session, so the Mux's codes are only about the WebSocket itself.
+//
 // # Transport mode
 //
 // The relay sees payloads in the clear. In transport mode the netcode
@@ -59,12 +87,10 @@ import (
 // not offer it is refused with HTTP 400 before the upgrade.
 const Subprotocol = "netcode.relay.v1"
 
-// Close codes the bridge ends a session with, beside the standard ones
-// (1000 normal closure after the browser closed, 1001 bridge shutting down,
-// 1003 a text message from the browser, 1008 an empty message, 1009 a message
-// larger than allowed, 1011 an unexpected upstream error, 1013 too many
-// sessions). The reason of the close frame names the error, for example
-// "netcode: connection denied".
+// Close codes the bridge ends a session with: its own, 4000 to 4012, and
+// the standard ones it uses, listed with them in the package documentation
+// (# Close codes). The reason of the close frame names the error, for
+// example "netcode: connection denied".
 const (
 	// CodeDisconnected: the server disconnected the client cleanly.
 	CodeDisconnected websocket.StatusCode = 4000
@@ -94,8 +120,13 @@ const (
 	// Config.DialTimeout.
 	CodeHandshakeTimeout websocket.StatusCode = 4011
 	// CodeIdleTimeout: nothing was relayed in either direction (no message
-	// from the browser, no payload to it) within Config.IdleTimeout.
+	// from the browser, no payload to it) within Config.IdleTimeout, or
+	// (Mux) no message went either way within MuxConfig.IdleTimeout.
 	CodeIdleTimeout websocket.StatusCode = 4012
+	// CodeBridgeFull is WebSocket's 1013 (try again later): the bridge has
+	// its MaxSessions open (ErrBridgeFull, the reason). The session is
+	// refused right after the upgrade; see also RefusedHeader.
+	CodeBridgeFull = websocket.StatusTryAgainLater
 )
 
 // Defaults for the zero fields of Config.
@@ -313,18 +344,34 @@ func clearDeadlines(w http.ResponseWriter) {
 
 // refuse turns a request away because of the session cap.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: too many sessions")
+	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: session refused, too many")
 }
+
+// ErrBridgeFull is why a session was refused: the bridge (a Handler or a
+// Mux) has its MaxSessions open. A relay's browser sees it as close code
+// 1013 (try again later) with this error as the reason; a transport client
+// gets it, for errors.Is, from DialTransport and so from a netcode.Dialer
+// using TransportListenPacket, at once rather than as a handshake timeout.
+var ErrBridgeFull = errors.New("netcode bridge: too many sessions")
+
+// RefusedHeader is the HTTP response header by which a session refused
+// for the cap says so before any WebSocket message, on the 101 response
+// (then closed with 1013) as on the 503 one: its value is "full". Clients
+// that can read response headers (Go's, not a browser's) tell the refusal
+// apart at once; DialTransport does.
+const RefusedHeader = "Netcode-Bridge-Refused"
 
 // refuseOverCap turns a request away because of a session cap: with a
 // WebSocket closed at once with 1013 (try again later), which browsers can
 // tell apart from a network failure, or, when refusing counts more than
 // maxRefusing of those in progress, with a plain HTTP 503 that costs less.
+// Both responses carry RefusedHeader.
 func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, accept *websocket.AcceptOptions, log *slog.Logger, msg string) {
+	w.Header().Set(RefusedHeader, "full")
 	if refusing.Add(1) > maxRefusing {
 		refusing.Add(-1)
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
+		http.Error(w, ErrBridgeFull.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer refusing.Add(-1)
@@ -334,7 +381,7 @@ func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int6
 		return
 	}
 	log.Debug(msg, "remote", r.RemoteAddr)
-	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
+	ws.Close(CodeBridgeFull, ErrBridgeFull.Error())
 }
 
 // Session phases, for the watchdog.

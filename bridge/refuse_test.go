@@ -1,0 +1,97 @@
+package bridge_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
+)
+
+// TestRefusedWhenFull checks how a session past MaxSessions is refused, in
+// both modes, over real sockets: the 101 response carries RefusedHeader,
+// the WebSocket is closed at once with 1013 and ErrBridgeFull as the
+// reason, and a Go transport client's dial fails with ErrBridgeFull rather
+// than a handshake timeout.
+func TestRefusedWhenFull(t *testing.T) {
+	tests := []struct {
+		name        string
+		subprotocol string
+		// full returns the URL of a bridge with MaxSessions 1 and one
+		// session open, and a netcode dial through it (nil for none).
+		full func(t *testing.T) (url string, dial func() error)
+	}{
+		{"relay", bridge.Subprotocol, func(t *testing.T) (string, func() error) {
+			srv := newServer(t, 4, true)
+			cfg := allowOnly(srv)
+			cfg.MaxSessions = 1
+			_, url := newBridge(t, cfg)
+			open(t, url, srv.token(t, 5))
+			return url, nil
+		}},
+		{"transport", bridge.TransportSubprotocol, func(t *testing.T) (string, func() error) {
+			s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+			s.dialWS(t)
+			return s.url, func() error {
+				d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+				c, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
+				if err == nil {
+					c.Close()
+				}
+				return err
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, dialNetcode := tt.full(t)
+
+			ws, resp, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
+				Subprotocols: []string{tt.subprotocol},
+			})
+			require.NoError(t, err, "refused after the upgrade, so that browsers see the code")
+			defer ws.CloseNow()
+			assert.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+			assert.Equal(t, "full", resp.Header.Get(bridge.RefusedHeader))
+			ce := closed(t, ws, 5*time.Second)
+			assert.Equal(t, bridge.CodeBridgeFull, ce.Code)
+			assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
+			assert.Equal(t, bridge.ErrBridgeFull.Error(), ce.Reason)
+
+			if dialNetcode != nil {
+				_, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+				require.ErrorIs(t, err, bridge.ErrBridgeFull)
+				assert.ErrorIs(t, dialNetcode(), bridge.ErrBridgeFull, "named at once, not a handshake timeout")
+			}
+		})
+	}
+}
+
+// TestTransportConnRefusedLater checks the refusal a browser's client sees:
+// no header (a browser hides them), only the close with 1013. Reads then
+// fail with an error wrapping both net.ErrClosed and ErrBridgeFull.
+func TestTransportConnRefusedLater(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+		if err != nil {
+			return
+		}
+		ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
+	}))
+	defer hs.Close()
+	c, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err = c.ReadFrom(make([]byte, 64))
+	assert.ErrorIs(t, err, net.ErrClosed)
+	assert.ErrorIs(t, err, bridge.ErrBridgeFull)
+}
