@@ -136,6 +136,10 @@ const (
 	DefaultDialTimeout      = 30 * time.Second
 	DefaultIdleTimeout      = 30 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
+	// DefaultSocketBuffer is the default of Config.SocketBuffer: a
+	// relayed session carries one browser's traffic, far from what the
+	// 4 MiB of a dialed netcode client's socket are for.
+	DefaultSocketBuffer = 256 << 10
 )
 
 // maxRefusing bounds the sessions being refused with 1013 at once; past it,
@@ -178,9 +182,15 @@ type Config struct {
 	// within this long (a stalled TCP connection); 0 means
 	// DefaultWriteTimeout, negative disables it.
 	WriteTimeout time.Duration
-	// Dialer dials the servers; nil means a zero netcode.Dialer (a UDP
-	// socket per session).
+	// Dialer dials the servers; nil means a netcode.Dialer whose
+	// SocketBuffer is Config.SocketBuffer (a UDP socket per session).
 	Dialer *netcode.Dialer
+	// SocketBuffer is the receive and send buffer size in bytes that each
+	// session's UDP socket asks for, when Dialer is nil (a Dialer given
+	// has its own SocketBuffer); 0 means DefaultSocketBuffer. With
+	// thousands of sessions, the netcode default of 4 MiB each would let
+	// the kernel hold gigabytes.
+	SocketBuffer int
 	// OriginPatterns lists the origins, besides the request's own host,
 	// whose pages may open sessions, as in websocket.AcceptOptions (host
 	// patterns matched with path.Match, for example "game.example.com" or
@@ -242,7 +252,11 @@ func NewHandler(cfg Config) *Handler {
 		h.allowed[canon(a)] = struct{}{}
 	}
 	if h.dialer == nil {
-		h.dialer = &netcode.Dialer{}
+		sb := cfg.SocketBuffer
+		if sb <= 0 {
+			sb = DefaultSocketBuffer
+		}
+		h.dialer = &netcode.Dialer{SocketBuffer: sb}
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -413,10 +427,16 @@ type session struct {
 	phase    atomic.Int32
 	deadline atomic.Int64 // phaseToken, phaseDial: wd.now() when it ends
 
-	token [netcode.ConnectTokenBytes + 1]byte
-	in    [netcode.MaxPayloadBytes + 1]byte // browser → server
-	out   [netcode.MaxPayloadBytes]byte     // server → browser
+	in  [netcode.MaxPayloadBytes + 1]byte // browser → server
+	out [netcode.MaxPayloadBytes]byte     // server → browser
 }
+
+// tokenBuf holds a connect token as read, with one byte more to tell a
+// longer message. Sessions borrow one from tokenBufs only until the dial
+// has parsed it, so that connected sessions do not carry one each.
+type tokenBuf [netcode.ConnectTokenBytes + 1]byte
+
+var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
 
 func newSession(h *Handler) *session {
 	s := &session{
@@ -501,7 +521,13 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 
 	// The connect token: one binary message of exactly 2048 bytes.
 	ws.SetReadLimit(netcode.ConnectTokenBytes)
-	typ, n, err := readMessage(ws, s.token[:])
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer func() {
+		if tb != nil {
+			tokenBufs.Put(tb)
+		}
+	}()
+	typ, n, err := readMessage(ws, tb[:])
 	if err != nil {
 		s.end(readEnd(err))
 		return
@@ -510,7 +536,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}
-	tokenBytes := s.token[:n]
+	tokenBytes := tb[:n]
 	tok, err := token.Parse(tokenBytes)
 	if err != nil || len(tok.ServerAddrs) == 0 {
 		s.end(CodeInvalidConnectToken, netcode.ErrInvalidConnectToken.Error())
@@ -532,6 +558,8 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	s.deadline.Store(s.wd.now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
 	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
+	tokenBufs.Put(tb) // parsed: the dial keeps no reference to it
+	tb = nil
 	if err != nil {
 		code, reason := closeFor(err)
 		s.end(code, reason)

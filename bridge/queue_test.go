@@ -130,3 +130,39 @@ func TestMuxUDPErrors(t *testing.T) {
 	_, _, err = mux.ReadFrom(buf)
 	require.ErrorIs(t, err, net.ErrClosed)
 }
+
+// TestMuxReadQueueFromCap: by default the read queue has room for
+// DefaultMuxReadQueuePerSession datagrams per session of the cap, and at
+// least DefaultMuxReadQueue; past the room, datagrams are dropped.
+func TestMuxReadQueueFromCap(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  bridge.MuxConfig
+		room int
+	}{
+		{"floor", bridge.MuxConfig{MaxSessions: 2}, bridge.DefaultMuxReadQueue},
+		{"per session", bridge.MuxConfig{MaxSessions: 600}, 600 * bridge.DefaultMuxReadQueuePerSession},
+		{"default cap", bridge.MuxConfig{}, bridge.DefaultMaxSessions * bridge.DefaultMuxReadQueuePerSession},
+		{"explicit", bridge.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux, url := newBareMux(t, tt.cfg)
+			ws := rawWS(t, url)
+			const over = 5
+			ctx := ctxT(t, 30*time.Second)
+			for i := range tt.room + over {
+				require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte{byte(i), byte(i >> 8)}))
+			}
+			eventually(t, func() bool { return mux.Dropped() == over }, "drops past the room")
+			require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+			buf := make([]byte, 10)
+			for i := range tt.room {
+				n, _, err := mux.ReadFrom(buf)
+				require.NoError(t, err)
+				require.Equal(t, []byte{byte(i), byte(i >> 8)}, buf[:n])
+			}
+			assert.Equal(t, uint64(over), mux.Dropped())
+		})
+	}
+}

@@ -18,8 +18,18 @@ import (
 
 // Defaults for the zero fields of MuxConfig.
 const (
+	// DefaultMuxReadQueue is the least read queue: 0 means the larger of
+	// it and DefaultMuxReadQueuePerSession × MaxSessions.
 	DefaultMuxReadQueue = 1024
-	DefaultMuxSendQueue = 256
+	// DefaultMuxReadQueuePerSession is the read queue's room per session
+	// of the cap when MuxConfig.ReadQueue is 0: a connected client sends
+	// about 20 datagrams a second (10 keep-alives or payloads, and its
+	// payloads at a game's rate), so this is a couple of hundred
+	// milliseconds of every session at once, for the server's reader to
+	// be late by. The room costs nothing until used (the queue's buffers
+	// are pooled and its ring grows as needed).
+	DefaultMuxReadQueuePerSession = 4
+	DefaultMuxSendQueue           = 256
 )
 
 // muxEndGrace is how long an ended session of a Mux has to write what is
@@ -50,7 +60,8 @@ type MuxConfig struct {
 	OriginPatterns []string
 	// ReadQueue is how many received datagrams (UDP and WebSocket together)
 	// wait for ReadFrom; past it, new ones are dropped as a full socket
-	// buffer would. 0 means DefaultMuxReadQueue.
+	// buffer would. 0 means DefaultMuxReadQueuePerSession per session of
+	// MaxSessions, and at least DefaultMuxReadQueue.
 	ReadQueue int
 	// SendQueue is how many datagrams wait, per session, to be written to
 	// the WebSocket; past it, new ones are dropped. 0 means
@@ -131,7 +142,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.ReadQueue <= 0 {
-		cfg.ReadQueue = DefaultMuxReadQueue
+		cfg.ReadQueue = max(DefaultMuxReadQueue, DefaultMuxReadQueuePerSession*cfg.MaxSessions)
 	}
 	if cfg.SendQueue <= 0 {
 		cfg.SendQueue = DefaultMuxSendQueue
