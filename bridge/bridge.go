@@ -337,7 +337,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &h.accept)
+	ws, _, err := accept(w, r, &h.accept)
 	if err != nil {
 		// Accept has answered the request.
 		s.end(websocket.StatusInternalError, "")

@@ -428,7 +428,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &m.accept)
+	ws, bc, err := accept(w, r, &m.accept)
 	if err != nil {
 		return // Accept has answered the request.
 	}
@@ -444,6 +444,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &muxSession{
 		m:          m,
 		ws:         ws,
+		bc:         bc,
 		addr:       transportAddr(m.next),
 		out:        packetq.New(m.cfg.SendQueue),
 		wd:         newWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
@@ -482,6 +483,7 @@ var errSessionEnded = errors.New("netcode bridge: session ended")
 type muxSession struct {
 	m    *Mux
 	ws   *websocket.Conn
+	bc   *batchConn // under ws
 	addr netip.AddrPort
 	out  *packetq.Queue // datagrams for the peer; ended when the session ends
 	wd   *watchdog
@@ -509,17 +511,43 @@ func (s *muxSession) end(code websocket.StatusCode, reason string) {
 func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 
 // writer writes the queued datagrams to the WebSocket until the session
-// ends, then the rest of the queue, then closes the WebSocket.
+// ends, then the rest of the queue, then closes the WebSocket. When several
+// are queued, their messages go out together, in one write to the
+// connection (up to batchBytes).
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
+	defer s.bc.release()
 	buf := make([]byte, MaxTransportMessage)
-	for {
-		n, _, err := s.out.Read(buf)
-		if err != nil || !s.write(buf[:n]) {
-			break // ended, and drained or failed: code and reason are set
-		}
+	for s.writeBatch(buf) {
 	}
 	s.ws.Close(s.code, s.reason)
+}
+
+// writeBatch waits for a datagram and writes it with the others queued
+// behind it. It reports false once the session has ended and the queue is
+// drained, or a write failed: code and reason are set.
+func (s *muxSession) writeBatch(buf []byte) bool {
+	n, _, err := s.out.Read(buf)
+	if err != nil {
+		return false
+	}
+	if s.out.Len() == 0 {
+		return s.write(buf[:n])
+	}
+	s.bc.hold()
+	ok := s.write(buf[:n])
+	for ok && s.out.Len() > 0 {
+		// Only this goroutine reads: what Len counts is there.
+		if n, _, err = s.out.Read(buf); err != nil {
+			break
+		}
+		ok = s.write(buf[:n])
+	}
+	if err := s.wd.flush(s.bc); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
+		return false
+	}
+	return ok
 }
 
 // write writes one datagram; it reports false (having ended the session)
