@@ -10,14 +10,7 @@ import (
 )
 
 // The connection under a session's WebSocket, on the bridge's side (the
-// relay's and the Mux's): smaller buffers than net/http's, and writes that
-// can be held back and sent together.
-
-// wsBufferSize is the size of a session's read and write buffers. A
-// WebSocket frame of the bridge (a transport message of up to 1300 bytes
-// and its header, a relayed payload, a close frame) fits in one, so a
-// message is one write to the connection.
-const wsBufferSize = 2048
+// relay's and the Mux's): writes that can be held back and sent together.
 
 // batchBytes bounds what a session holds back to send in one write.
 const batchBytes = 16 << 10
@@ -108,27 +101,30 @@ func (c *batchConn) release() {
 }
 
 // upgrader is the http.ResponseWriter handed to websocket.Accept: its
-// Hijack gives the WebSocket a batchConn and buffers of wsBufferSize
-// instead of net/http's 4 KiB ones.
+// Hijack gives the WebSocket a batchConn to write to.
 type upgrader struct {
 	http.ResponseWriter
 	conn *batchConn // set by Hijack
 }
 
-// Hijack implements http.Hijacker over the ResponseWriter's own.
+// Hijack implements http.Hijacker over the ResponseWriter's own. It hands
+// on net/http's buffers (its connection holds them for as long as the
+// handler runs, that is the session's life, so new ones would only add to
+// them), the writer redirected to the batchConn: a frame of the bridge (a
+// message of up to 1300 bytes, a close frame) fits in it, so a message is
+// one write to the batchConn.
 func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(u.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
-	u.conn = &batchConn{Conn: c}
-	br := brw.Reader
-	if br.Buffered() == 0 {
-		// Nothing read past the request (a client waits for the 101):
-		// net/http's reader can go.
-		br = bufio.NewReaderSize(u.conn, wsBufferSize)
+	if err := brw.Writer.Flush(); err != nil {
+		c.Close()
+		return nil, nil, err
 	}
-	return u.conn, bufio.NewReadWriter(br, bufio.NewWriterSize(u.conn, wsBufferSize)), nil
+	u.conn = &batchConn{Conn: c}
+	brw.Writer.Reset(u.conn)
+	return u.conn, brw, nil
 }
 
 // accept upgrades the request to a WebSocket over a batchConn.
