@@ -3,11 +3,14 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/bridge"
@@ -92,4 +95,57 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 		b.ReportMetric(float64((cpu-start).Microseconds())/float64(b.N*round), "cpu-µs/datagram")
 	}
 	b.ReportMetric(float64(b.N*round)/b.Elapsed().Seconds(), "datagrams/s")
+}
+
+// countingMux counts the calls a Listener makes: batched, and one
+// datagram per call.
+type countingMux struct {
+	*bridge.Mux
+	readBatches, writeBatches, singles atomic.Int64
+}
+
+func (c *countingMux) ReadBatch(ms []transport.Message) (int, error) {
+	c.readBatches.Add(1)
+	return c.Mux.ReadBatch(ms)
+}
+
+func (c *countingMux) WriteBatch(ms []transport.Message) (int, error) {
+	c.writeBatches.Add(1)
+	return c.Mux.WriteBatch(ms)
+}
+
+func (c *countingMux) ReadFrom(b []byte) (int, net.Addr, error) {
+	c.singles.Add(1)
+	return c.Mux.ReadFrom(b)
+}
+
+func (c *countingMux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	c.singles.Add(1)
+	return c.Mux.ReadFromUDPAddrPort(b)
+}
+
+func (c *countingMux) WriteTo(b []byte, addr net.Addr) (int, error) {
+	c.singles.Add(1)
+	return c.Mux.WriteTo(b, addr)
+}
+
+func (c *countingMux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	c.singles.Add(1)
+	return c.Mux.WriteToUDPAddrPort(b, addr)
+}
+
+// TestListenerUsesMuxBatches: a netcode Listener over a Mux reads and
+// writes it through the batched path (ReadBatch, WriteBatch), for its
+// WebSocket clients as for UDP ones, and never one datagram per call.
+func TestListenerUsesMuxBatches(t *testing.T) {
+	var cm *countingMux
+	s := newMuxServerVia(t, 4, bridge.MuxConfig{}, func(m *bridge.Mux) net.PacketConn {
+		cm = &countingMux{Mux: m}
+		return cm
+	})
+	require.NoError(t, echo(t, s.dialWS(t), 0, 10, false))
+	require.NoError(t, echo(t, s.dialUDP(t), 1, 10, true))
+	assert.Positive(t, cm.readBatches.Load())
+	assert.Positive(t, cm.writeBatches.Load())
+	assert.Zero(t, cm.singles.Load())
 }
