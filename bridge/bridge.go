@@ -321,29 +321,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.wg.Add(1)
-	defer h.wg.Done()
 	if len(h.sessions) >= h.cfg.MaxSessions {
 		h.mu.Unlock()
+		defer h.wg.Done()
 		h.refuse(w, r)
 		return
 	}
 	s := newSession(h)
 	h.sessions[s] = struct{}{}
 	h.mu.Unlock()
-	defer func() {
+	forget := func() {
 		h.mu.Lock()
 		delete(h.sessions, s)
 		h.mu.Unlock()
-	}()
+		h.wg.Done()
+	}
 
 	clearDeadlines(w)
 	ws, _, err := accept(w, r, &h.accept)
 	if err != nil {
 		// Accept has answered the request.
 		s.end(websocket.StatusInternalError, "")
+		forget()
 		return
 	}
-	s.serve(ws, r.RemoteAddr)
+	// The session goes on in a goroutine of its own (Close waits for it),
+	// and net/http's for the connection ends, with what it holds.
+	remote := r.RemoteAddr
+	go func() {
+		defer forget()
+		s.serve(ws, remote)
+	}()
 }
 
 // clearDeadlines lifts the read and write deadlines an http.Server with

@@ -124,7 +124,7 @@ type Mux struct {
 	next     uint64
 
 	wg          sync.WaitGroup // the UDP reader
-	swg         sync.WaitGroup // ServeHTTP calls in progress
+	swg         sync.WaitGroup // ServeHTTP calls in progress, and the sessions they started
 	refusing    atomic.Int64
 	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
 }
@@ -413,23 +413,25 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.swg.Add(1)
-	defer m.swg.Done()
 	if m.active >= m.cfg.MaxSessions {
 		m.mu.Unlock()
+		defer m.swg.Done()
 		m.refuse(w, r)
 		return
 	}
 	m.active++
 	m.mu.Unlock()
-	defer func() {
+	release := func() {
 		m.mu.Lock()
 		m.active--
 		m.mu.Unlock()
-	}()
+		m.swg.Done()
+	}
 
 	clearDeadlines(w)
 	ws, bc, err := accept(w, r, &m.accept)
 	if err != nil {
+		release()
 		return // Accept has answered the request.
 	}
 	ws.SetReadLimit(MaxTransportMessage)
@@ -438,6 +440,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.closed {
 		m.mu.Unlock()
 		ws.Close(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		release()
 		return
 	}
 	m.next++
@@ -453,8 +456,21 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 
+	// The session goes on in goroutines of its own (Close waits for
+	// them), and net/http's for the connection ends, with what it holds.
+	remote := r.RemoteAddr
+	go func() {
+		defer release()
+		s.serve(remote)
+	}()
+}
+
+// serve runs the session until it ends: it reads the peer, and its writer
+// writes to it.
+func (s *muxSession) serve(remote string) {
+	m := s.m
 	start := time.Now()
-	m.log.Debug("netcode bridge: transport session start", "remote", r.RemoteAddr, "addr", s.addr)
+	m.log.Debug("netcode bridge: transport session start", "remote", remote, "addr", s.addr)
 	s.wd.run(s.watch)
 	go s.writer()
 	s.readLoop()
@@ -466,7 +482,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delete(m.sessions, s.addr)
 	m.sessDropped.Add(s.out.Dropped())
 	m.mu.Unlock()
-	m.log.Debug("netcode bridge: transport session end", "remote", r.RemoteAddr, "addr", s.addr,
+	m.log.Debug("netcode bridge: transport session end", "remote", remote, "addr", s.addr,
 		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
 }
 

@@ -100,19 +100,25 @@ func (c *batchConn) release() {
 	}
 }
 
+// Buffer sizes of a session's WebSocket. A frame of the bridge (a message
+// of up to 1300 bytes and its header, a close frame) fits in the write
+// buffer, so that a message is one write to the batchConn. Reads of a
+// message larger than the read buffer go around it.
+const (
+	wsReadBuffer  = 1024
+	wsWriteBuffer = 2048
+)
+
 // upgrader is the http.ResponseWriter handed to websocket.Accept: its
-// Hijack gives the WebSocket a batchConn to write to.
+// Hijack gives the WebSocket a batchConn to write to, and buffers of
+// its own, smaller than net/http's 4 KiB ones, which go with net/http's
+// connection once the handler returns (the session runs on without it).
 type upgrader struct {
 	http.ResponseWriter
 	conn *batchConn // set by Hijack
 }
 
-// Hijack implements http.Hijacker over the ResponseWriter's own. It hands
-// on net/http's buffers (its connection holds them for as long as the
-// handler runs, that is the session's life, so new ones would only add to
-// them), the writer redirected to the batchConn: a frame of the bridge (a
-// message of up to 1300 bytes, a close frame) fits in it, so a message is
-// one write to the batchConn.
+// Hijack implements http.Hijacker over the ResponseWriter's own.
 func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(u.ResponseWriter).Hijack()
 	if err != nil {
@@ -123,8 +129,12 @@ func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	u.conn = &batchConn{Conn: c}
-	brw.Writer.Reset(u.conn)
-	return u.conn, brw, nil
+	br := brw.Reader
+	if br.Buffered() == 0 {
+		// Nothing read past the request (a client waits for the 101).
+		br = bufio.NewReaderSize(u.conn, wsReadBuffer)
+	}
+	return u.conn, bufio.NewReadWriter(br, bufio.NewWriterSize(u.conn, wsWriteBuffer)), nil
 }
 
 // accept upgrades the request to a WebSocket over a batchConn.
