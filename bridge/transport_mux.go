@@ -97,7 +97,9 @@ type MuxConfig struct {
 // and writes UDP batches with sendmmsg.
 //
 // Writes to a session are queued (SendQueue) and written by the session's
-// own goroutine, so that a slow browser never blocks the server; like UDP,
+// own goroutine, so that a slow browser never blocks the server; what is
+// queued when it writes goes out together, in one write to the connection
+// (a message per datagram still, up to 16 KiB at once). Like UDP,
 // a datagram for a full queue or a session that has ended is dropped
 // without an error. Close ends every session (after writing what is
 // queued, such as the server's disconnect packets), closes the UDP socket
