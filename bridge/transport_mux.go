@@ -32,6 +32,12 @@ const (
 	DefaultMuxSendQueue           = 256
 )
 
+// muxSessionShare is how many of one WebSocket session's datagrams may
+// wait in the read queue at once; past it, the session's new ones are
+// dropped (counted in Dropped). A peer that floods cannot take the room of
+// the others and of the UDP clients.
+const muxSessionShare = 64
+
 // muxEndGrace is how long an ended session of a Mux has to write what is
 // queued for it and finish the close handshake before its connection is
 // cut (a peer that does not read would otherwise hold it, and Close, for
@@ -61,7 +67,10 @@ type MuxConfig struct {
 	// ReadQueue is how many received datagrams (UDP and WebSocket together)
 	// wait for ReadFrom; past it, new ones are dropped as a full socket
 	// buffer would. 0 means DefaultMuxReadQueuePerSession per session of
-	// MaxSessions, and at least DefaultMuxReadQueue.
+	// MaxSessions, and at least DefaultMuxReadQueue. One WebSocket session
+	// has at most 64 datagrams waiting at once, its fair share: past it,
+	// its new ones are dropped, so that a peer that floods cannot crowd
+	// out the others.
 	ReadQueue int
 	// SendQueue is how many datagrams wait, per session, to be written to
 	// the WebSocket; past it, new ones are dropped. 0 means
@@ -129,6 +138,7 @@ type Mux struct {
 	swg         sync.WaitGroup // ServeHTTP calls in progress, and the sessions they started
 	refusing    atomic.Int64
 	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
+	overShare   atomic.Uint64 // datagrams dropped because their session had its share queued
 }
 
 // NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
@@ -204,7 +214,7 @@ func (m *Mux) pushUDP(ms []transport.Message) {
 func (m *Mux) Dropped() uint64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	n := m.q.Dropped() + m.sessDropped.Load()
+	n := m.q.Dropped() + m.sessDropped.Load() + m.overShare.Load()
 	for _, s := range m.sessions {
 		n += s.out.Dropped()
 	}
@@ -232,6 +242,11 @@ func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, addr, err := m.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, m.opError("read", nil, err)
+	}
+	if IsTransportAddr(addr) {
+		m.mu.RLock()
+		m.dequeued(addr)
+		m.mu.RUnlock()
 	}
 	return n, addr, nil
 }
@@ -295,7 +310,28 @@ func (m *Mux) ReadBatch(ms []transport.Message) (int, error) {
 	if err != nil {
 		return 0, m.opError("read", nil, err)
 	}
+	locked := false
+	for i := range ms[:n] {
+		if IsTransportAddr(ms[i].Addr) {
+			if !locked {
+				m.mu.RLock()
+				locked = true
+			}
+			m.dequeued(ms[i].Addr)
+		}
+	}
+	if locked {
+		m.mu.RUnlock()
+	}
 	return n, nil
+}
+
+// dequeued counts a datagram of the session at addr out of the read
+// queue. m.mu is read-locked.
+func (m *Mux) dequeued(addr netip.AddrPort) {
+	if s := m.sessions[addr]; s != nil {
+		s.queued.Add(-1)
+	}
 }
 
 // WriteBatch sends ms in order, as transport.Batcher: each run of
@@ -512,6 +548,7 @@ type muxSession struct {
 	writerDone chan struct{}
 
 	endedAt atomic.Int64 // wd.now() + 1 of the end; 0 while running
+	queued  atomic.Int32 // datagrams of the session in the Mux's read queue
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -605,7 +642,13 @@ func (s *muxSession) readLoop() {
 			return
 		default:
 		}
-		s.m.q.Push(s.addr, buf[:n])
+		if s.queued.Load() >= muxSessionShare {
+			s.m.overShare.Add(1)
+			continue
+		}
+		if s.m.q.Push(s.addr, buf[:n]) {
+			s.queued.Add(1)
+		}
 	}
 }
 
