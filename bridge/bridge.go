@@ -62,6 +62,18 @@
 // to netcode.NewListener so that one server serves both kinds of client, and
 // [DialTransport] / [TransportListenPacket] give the client its side, for
 // netcode.Dialer.ListenPacket. See examples/wasm.
+//
+// # What a session costs
+//
+// Once upgraded, a session runs in goroutines of the bridge's own, not in
+// net/http's: a relay session has two (one reads the browser and writes to
+// the server, one reads the server and writes to the browser) besides its
+// dialed netcode client's, whose UDP socket asks for Config.SocketBuffer;
+// a Mux session has two (its reader and its writer). A session's timeouts
+// run from a timer, without a goroutine. A Mux session writes what is
+// queued for it in one write to the connection, and has its fair share of
+// the read queue. Refusals for MaxSessions are named: [ErrBridgeFull],
+// [CodeBridgeFull], [RefusedHeader].
 package bridge
 
 import (
