@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -94,4 +95,32 @@ func TestTransportConnRefusedLater(t *testing.T) {
 	_, _, err = c.ReadFrom(make([]byte, 64))
 	assert.ErrorIs(t, err, net.ErrClosed)
 	assert.ErrorIs(t, err, bridge.ErrBridgeFull)
+}
+
+// TestDialTransportRefused503: past the refusals a bridge makes with a
+// WebSocket, it answers HTTP 503 with RefusedHeader; DialTransport names
+// that ErrBridgeFull too, and any other failed upgrade not.
+func TestDialTransportRefused503(t *testing.T) {
+	tests := []struct {
+		name    string
+		header  bool
+		refused bool
+	}{
+		{"refused", true, true},
+		{"other 503", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.header {
+					w.Header().Set(bridge.RefusedHeader, "full")
+				}
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			}))
+			defer hs.Close()
+			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+			require.Error(t, err)
+			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)
+		})
+	}
 }
