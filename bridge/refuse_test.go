@@ -26,11 +26,15 @@ func TestRefusedWhenFull(t *testing.T) {
 	tests := []struct {
 		name        string
 		subprotocol string
+		agreed      string // the refusal's subprotocol
 		// full returns the URL of a bridge with MaxSessions 1 and one
 		// session open, and a netcode dial through it (nil for none).
 		full func(t *testing.T) (url string, dial func() error)
 	}{
-		{"relay", bridge.Subprotocol, func(t *testing.T) (string, func() error) {
+		// The relay's refusal agrees to its subprotocol, as netcode.js
+		// expects; the Mux's to none, which tells a browser's Go client
+		// (that cannot read the header) to read the close at once.
+		{"relay", bridge.Subprotocol, bridge.Subprotocol, func(t *testing.T) (string, func() error) {
 			srv := newServer(t, 4, true)
 			cfg := allowOnly(srv)
 			cfg.MaxSessions = 1
@@ -38,7 +42,7 @@ func TestRefusedWhenFull(t *testing.T) {
 			open(t, url, srv.token(t, 5))
 			return url, nil
 		}},
-		{"transport", bridge.TransportSubprotocol, func(t *testing.T) (string, func() error) {
+		{"transport", bridge.TransportSubprotocol, "", func(t *testing.T) (string, func() error) {
 			s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
 			s.dialWS(t)
 			return s.url, func() error {
@@ -62,6 +66,7 @@ func TestRefusedWhenFull(t *testing.T) {
 			defer ws.CloseNow()
 			assert.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
 			assert.Equal(t, "full", resp.Header.Get(bridge.RefusedHeader))
+			assert.Equal(t, tt.agreed, ws.Subprotocol())
 			ce := closed(t, ws, 5*time.Second)
 			assert.Equal(t, bridge.CodeBridgeFull, ce.Code)
 			assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
@@ -121,6 +126,48 @@ func TestDialTransportRefused503(t *testing.T) {
 			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 			require.Error(t, err)
 			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)
+		})
+	}
+}
+
+// TestDialTransportNoSubprotocol: what a browser's Go client has to go by
+// (no headers): a WebSocket that agreed to no subprotocol and closes with
+// 1013 at once is a refusal for the cap, ErrBridgeFull; one that closes
+// otherwise, or says nothing, is a server that does not speak the
+// transport.
+func TestDialTransportNoSubprotocol(t *testing.T) {
+	tests := []struct {
+		name    string
+		close   websocket.StatusCode // 0: none
+		refused bool
+	}{
+		{"refused", bridge.CodeBridgeFull, true},
+		{"closed otherwise", websocket.StatusNormalClosure, false},
+		{"silent", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan struct{})
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := websocket.Accept(w, r, nil) // no subprotocol, no header
+				if err != nil {
+					return
+				}
+				if tt.close != 0 {
+					ws.Close(tt.close, "")
+					return
+				}
+				<-done
+				ws.CloseNow()
+			}))
+			defer hs.Close()
+			defer close(done)
+			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+			require.Error(t, err)
+			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)
+			if !tt.refused {
+				assert.ErrorContains(t, err, "did not agree to subprotocol")
+			}
 		})
 	}
 }

@@ -51,8 +51,10 @@ type TransportConn struct {
 // relative to the page in a browser) with the subprotocol
 // TransportSubprotocol and returns the connection. opts may be nil. A Mux
 // that has its MaxSessions open refuses the session: the error wraps
-// ErrBridgeFull. (In a browser, which hides the response headers, the
-// refusal shows later: reads fail with an error wrapping ErrBridgeFull.)
+// ErrBridgeFull, at once (by RefusedHeader, or in a browser, which hides
+// the headers, by the refusal's lack of a subprotocol and its close
+// frame). Should a session be refused after it opened, reads fail with an
+// error wrapping ErrBridgeFull.
 func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*TransportConn, error) {
 	var o TransportOptions
 	if opts != nil {
@@ -86,9 +88,12 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
 	}
 	if ws.Subprotocol() != TransportSubprotocol {
+		err := fmt.Errorf("netcode bridge: server did not agree to subprotocol %s", TransportSubprotocol)
+		if refusedFull(ctx, ws) {
+			err = ErrBridgeFull
+		}
 		ws.Close(websocket.StatusProtocolError, "netcode bridge: subprotocol "+TransportSubprotocol+" required")
-		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url),
-			Err: fmt.Errorf("netcode bridge: server did not agree to subprotocol %s", TransportSubprotocol)}
+		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
 	}
 	ws.SetReadLimit(MaxTransportMessage)
 	c := &TransportConn{
@@ -99,6 +104,21 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	}
 	go c.reader()
 	return c, nil
+}
+
+// refusalWait bounds how long DialTransport waits for the close frame of
+// a WebSocket that agreed to no subprotocol: a Mux refusing a session
+// sends it at once.
+const refusalWait = time.Second
+
+// refusedFull reports whether ws, which agreed to no subprotocol, is a
+// Mux's refusal for its cap: one that closes at once with CodeBridgeFull.
+// This is how a browser's client, which cannot read RefusedHeader, knows.
+func refusedFull(ctx context.Context, ws *websocket.Conn) bool {
+	ctx, cancel := context.WithTimeout(ctx, refusalWait)
+	defer cancel()
+	_, _, err := ws.Read(ctx)
+	return websocket.CloseStatus(err) == CodeBridgeFull
 }
 
 // TransportListenPacket returns a function for netcode.Dialer.ListenPacket

@@ -47,9 +47,11 @@ const muxEndGrace = 2 * time.Second
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
-	// DefaultMaxSessions. Past it, the handler accepts the WebSocket and
-	// closes it at once with 1013 (try again later), or, when many refusals
-	// are already in progress, answers HTTP 503.
+	// DefaultMaxSessions. Past it, the handler accepts the WebSocket,
+	// agreeing to no subprotocol, and closes it at once with 1013 (try
+	// again later), or, when many refusals are already in progress,
+	// answers HTTP 503; either response carries RefusedHeader, and
+	// DialTransport fails at once with ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from
 	// the peer or to it) for this long (a connected netcode client and its
@@ -121,7 +123,8 @@ type Mux struct {
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
-	period time.Duration // how often a session's watchdog checks
+	refuse websocket.AcceptOptions // accept's, agreeing to no subprotocol
+	period time.Duration           // how often a session's watchdog checks
 
 	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
 	once sync.Once
@@ -175,6 +178,8 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.refuse = m.accept
+	m.refuse.Subprotocols = nil
 	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
 	m.wg.Add(1)
 	go m.readUDP()
@@ -454,7 +459,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.active >= m.cfg.MaxSessions {
 		m.mu.Unlock()
 		defer m.swg.Done()
-		m.refuse(w, r)
+		m.refuseSession(w, r)
 		return
 	}
 	m.active++
@@ -525,8 +530,12 @@ func (s *muxSession) serve(remote string) {
 }
 
 // refuse turns a request away because of the session cap.
-func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &m.refusing, &m.accept, m.log, "netcode bridge: too many transport sessions")
+// The WebSocket of a refusal agrees to no subprotocol: a client that
+// cannot read the response's headers (in a browser) tells the refusal
+// from a session at once by that, and then reads the close frame that
+// names it (see DialTransport).
+func (m *Mux) refuseSession(w http.ResponseWriter, r *http.Request) {
+	refuseOverCap(w, r, &m.refusing, &m.refuse, m.log, "netcode bridge: too many transport sessions")
 }
 
 // errSessionEnded ends a session's send queue: its writer writes what is
