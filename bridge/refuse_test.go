@@ -23,44 +23,47 @@ import (
 // reason, and a Go transport client's dial fails with ErrBridgeFull rather
 // than a handshake timeout.
 func TestRefusedWhenFull(t *testing.T) {
+	relay := func(t *testing.T) (string, func() error) {
+		srv := newServer(t, 4, true)
+		cfg := allowOnly(srv)
+		cfg.MaxSessions = 1
+		_, url := newBridge(t, cfg)
+		open(t, url, srv.token(t, 5))
+		return url, nil
+	}
+	transport := func(t *testing.T) (string, func() error) {
+		s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+		s.dialWS(t)
+		return s.url, func() error {
+			d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+			c, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+	}
+	full := bridge.TransportSubprotocol + ".full"
 	tests := []struct {
-		name        string
-		subprotocol string
-		agreed      string // the refusal's subprotocol
+		name   string
+		offer  []string
+		agreed string // the refusal's subprotocol
 		// full returns the URL of a bridge with MaxSessions 1 and one
 		// session open, and a netcode dial through it (nil for none).
 		full func(t *testing.T) (url string, dial func() error)
 	}{
-		// The relay's refusal agrees to its subprotocol, as netcode.js
-		// expects; the Mux's to none, which tells a browser's Go client
-		// (that cannot read the header) to read the close at once.
-		{"relay", bridge.Subprotocol, bridge.Subprotocol, func(t *testing.T) (string, func() error) {
-			srv := newServer(t, 4, true)
-			cfg := allowOnly(srv)
-			cfg.MaxSessions = 1
-			_, url := newBridge(t, cfg)
-			open(t, url, srv.token(t, 5))
-			return url, nil
-		}},
-		{"transport", bridge.TransportSubprotocol, "", func(t *testing.T) (string, func() error) {
-			s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
-			s.dialWS(t)
-			return s.url, func() error {
-				d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
-				c, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
-				if err == nil {
-					c.Close()
-				}
-				return err
-			}
-		}},
+		{"relay", []string{bridge.Subprotocol}, bridge.Subprotocol, relay},
+		{"transport", []string{bridge.TransportSubprotocol}, bridge.TransportSubprotocol, transport},
+		// What DialTransport offers: the refusal agrees to ".full", which
+		// tells a client that cannot read the header (a browser's).
+		{"transport, offering full", []string{bridge.TransportSubprotocol, full}, full, transport},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url, dialNetcode := tt.full(t)
 
 			ws, resp, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
-				Subprotocols: []string{tt.subprotocol},
+				Subprotocols: tt.offer,
 			})
 			require.NoError(t, err, "refused after the upgrade, so that browsers see the code")
 			defer ws.CloseNow()
@@ -130,38 +133,29 @@ func TestDialTransportRefused503(t *testing.T) {
 	}
 }
 
-// TestDialTransportNoSubprotocol: what a browser's Go client has to go by
-// (no headers): a WebSocket that agreed to no subprotocol and closes with
-// 1013 at once is a refusal for the cap, ErrBridgeFull; one that closes
-// otherwise, or says nothing, is a server that does not speak the
-// transport.
-func TestDialTransportNoSubprotocol(t *testing.T) {
+// TestDialTransportSubprotocols: what a browser's Go client has to go by
+// (no headers) is the subprotocol the server agreed to: ".full" is a
+// refusal for the cap, ErrBridgeFull; none is a server that does not speak
+// the transport.
+func TestDialTransportSubprotocols(t *testing.T) {
 	tests := []struct {
 		name    string
-		close   websocket.StatusCode // 0: none
+		agree   []string
 		refused bool
 	}{
-		{"refused", bridge.CodeBridgeFull, true},
-		{"closed otherwise", websocket.StatusNormalClosure, false},
-		{"silent", 0, false},
+		{"full", []string{bridge.TransportSubprotocol + ".full"}, true},
+		{"none", nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			done := make(chan struct{})
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				ws, err := websocket.Accept(w, r, nil) // no subprotocol, no header
+				ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: tt.agree}) // no header
 				if err != nil {
 					return
 				}
-				if tt.close != 0 {
-					ws.Close(tt.close, "")
-					return
-				}
-				<-done
-				ws.CloseNow()
+				ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
 			}))
 			defer hs.Close()
-			defer close(done)
 			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 			require.Error(t, err)
 			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)

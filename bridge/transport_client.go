@@ -52,9 +52,9 @@ type TransportConn struct {
 // TransportSubprotocol and returns the connection. opts may be nil. A Mux
 // that has its MaxSessions open refuses the session: the error wraps
 // ErrBridgeFull, at once (by RefusedHeader, or in a browser, which hides
-// the headers, by the refusal's lack of a subprotocol and its close
-// frame). Should a session be refused after it opened, reads fail with an
-// error wrapping ErrBridgeFull.
+// the headers, by the subprotocol the refusal agrees to, see
+// TransportSubprotocol). Should a session be refused after it opened,
+// reads fail with an error wrapping ErrBridgeFull.
 func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*TransportConn, error) {
 	var o TransportOptions
 	if opts != nil {
@@ -64,7 +64,7 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	if o.DialOptions != nil {
 		do = *o.DialOptions
 	}
-	do.Subprotocols = []string{TransportSubprotocol}
+	do.Subprotocols = []string{TransportSubprotocol, transportFullSubprotocol}
 	if o.ReadQueue <= 0 {
 		o.ReadQueue = DefaultTransportReadQueue
 	}
@@ -76,9 +76,10 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 			resp.Body.Close()
 		}
 	}
-	if refused {
+	if refused || (ws != nil && ws.Subprotocol() == transportFullSubprotocol) {
 		// Over the Mux's cap: it closes the WebSocket with 1013 at once,
-		// or answered 503. Say so now, not after a handshake timeout.
+		// or answered 503. Say so now, not after a handshake timeout. In
+		// a browser, which hides the header, the subprotocol says it.
 		if ws != nil {
 			ws.CloseNow()
 		}
@@ -88,12 +89,9 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
 	}
 	if ws.Subprotocol() != TransportSubprotocol {
-		err := fmt.Errorf("netcode bridge: server did not agree to subprotocol %s", TransportSubprotocol)
-		if refusedFull(ctx, ws) {
-			err = ErrBridgeFull
-		}
 		ws.Close(websocket.StatusProtocolError, "netcode bridge: subprotocol "+TransportSubprotocol+" required")
-		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
+		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url),
+			Err: fmt.Errorf("netcode bridge: server did not agree to subprotocol %s", TransportSubprotocol)}
 	}
 	ws.SetReadLimit(MaxTransportMessage)
 	c := &TransportConn{
@@ -104,21 +102,6 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	}
 	go c.reader()
 	return c, nil
-}
-
-// refusalWait bounds how long DialTransport waits for the close frame of
-// a WebSocket that agreed to no subprotocol: a Mux refusing a session
-// sends it at once.
-const refusalWait = time.Second
-
-// refusedFull reports whether ws, which agreed to no subprotocol, is a
-// Mux's refusal for its cap: one that closes at once with CodeBridgeFull.
-// This is how a browser's client, which cannot read RefusedHeader, knows.
-func refusedFull(ctx context.Context, ws *websocket.Conn) bool {
-	ctx, cancel := context.WithTimeout(ctx, refusalWait)
-	defer cancel()
-	_, _, err := ws.Read(ctx)
-	return websocket.CloseStatus(err) == CodeBridgeFull
 }
 
 // TransportListenPacket returns a function for netcode.Dialer.ListenPacket

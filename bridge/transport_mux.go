@@ -47,11 +47,11 @@ const muxEndGrace = 2 * time.Second
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
-	// DefaultMaxSessions. Past it, the handler accepts the WebSocket,
-	// agreeing to no subprotocol, and closes it at once with 1013 (try
-	// again later), or, when many refusals are already in progress,
-	// answers HTTP 503; either response carries RefusedHeader, and
-	// DialTransport fails at once with ErrBridgeFull.
+	// DefaultMaxSessions. Past it, the handler accepts the WebSocket and
+	// closes it at once with 1013 (try again later), or, when many
+	// refusals are already in progress, answers HTTP 503; either response
+	// carries RefusedHeader, and DialTransport fails at once with
+	// ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from
 	// the peer or to it) for this long (a connected netcode client and its
@@ -123,7 +123,7 @@ type Mux struct {
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
-	refuse websocket.AcceptOptions // accept's, agreeing to no subprotocol
+	refuse websocket.AcceptOptions // accept's, agreeing to transportFullSubprotocol if offered
 	period time.Duration           // how often a session's watchdog checks
 
 	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
@@ -179,7 +179,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.refuse = m.accept
-	m.refuse.Subprotocols = nil
+	m.refuse.Subprotocols = []string{transportFullSubprotocol, TransportSubprotocol}
 	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
 	m.wg.Add(1)
 	go m.readUDP()
@@ -530,10 +530,11 @@ func (s *muxSession) serve(remote string) {
 }
 
 // refuse turns a request away because of the session cap.
-// The WebSocket of a refusal agrees to no subprotocol: a client that
-// cannot read the response's headers (in a browser) tells the refusal
-// from a session at once by that, and then reads the close frame that
-// names it (see DialTransport).
+// The WebSocket of a refusal agrees to transportFullSubprotocol if the
+// client offers it, as DialTransport does: a client that cannot read the
+// response's headers (in a browser) tells the refusal from a session at
+// once by that. A client that offers only TransportSubprotocol gets it,
+// and the close.
 func (m *Mux) refuseSession(w http.ResponseWriter, r *http.Request) {
 	refuseOverCap(w, r, &m.refusing, &m.refuse, m.log, "netcode bridge: too many transport sessions")
 }

@@ -274,20 +274,14 @@ func TestTransportSessionCap(t *testing.T) {
 	c := s.dialWS(t)
 	require.NoError(t, echo(t, c, 0, 5, false))
 
-	// The second session is accepted, with no subprotocol, and closed at
-	// once with 1013.
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
-		Subprotocols: []string{bridge.TransportSubprotocol},
-	})
-	require.NoError(t, err)
-	defer ws.CloseNow()
-	assert.Empty(t, ws.Subprotocol())
+	// The second session is accepted and closed at once with 1013.
+	ws := rawWS(t, s.url)
 	ce := closed(t, ws, 5*time.Second)
 	assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
 
 	// A netcode client over a refused session fails to connect, saying why.
 	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
-	_, err = d.DialContext(ctxT(t, 30*time.Second), s.token(t))
+	_, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
 	require.ErrorIs(t, err, bridge.ErrBridgeFull)
 
 	// Once the first leaves, there is room again.
