@@ -37,7 +37,7 @@
 //	1008  policy violation               R    an empty message
 //	1009  message too big                R T  a message over 1200 bytes (R), 1300 (T)
 //	1011  internal error                 R    an unexpected error of the server's side
-//	1013  try again later                R T  MaxSessions reached (CodeBridgeFull, ErrBridgeFull)
+//	1013  try again later                R T  MaxSessions reached (CodeBridgeFull, ErrBridgeFull, RefusedHeader; T: see TransportSubprotocol)
 //	4000  disconnected                   R    the server disconnected the client
 //	4001  connection denied              R    every server in the token was full or refused it
 //	4002  connect token expired          R    the token expired before a server accepted it
