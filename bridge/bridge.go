@@ -24,6 +24,34 @@
 // The browser side is the ES module in js/netcode.js, served by
 // [JSHandler].
 //
+// # Close codes
+//
+// The code and reason of the close frame say why a session ended. Codes
+// 4000 to 4012 are the bridge's own (the Code constants); the others are
+// WebSocket's. R: the relay (Handler); T: the transport (Mux).
+//
+//	code  name                           mode why
+//	1000  normal closure                 R T  the browser (client) closed the session
+//	1001  going away                     R T  the bridge is shutting down (Close), the server's side of the relay ended, writing to the browser failed or stalled (WriteTimeout)
+//	1003  unsupported data               R T  a text message
+//	1008  policy violation               R    an empty message
+//	1009  message too big                R T  a message over 1200 bytes (R), 1300 (T)
+//	1011  internal error                 R    an unexpected error of the server's side
+//	1013  try again later                R T  MaxSessions reached (CodeBridgeFull, ErrBridgeFull, RefusedHeader; T: see TransportSubprotocol)
+//	4000  disconnected                   R    the server disconnected the client
+//	4001  connection denied              R    every server in the token was full or refused it
+//	4002  connect token expired          R    the token expired before a server accepted it
+//	4003  invalid connect token          R    the first message was not a readable 2048-byte token
+//	4004  connection request timed out   R    no server answered the connection request
+//	4005  connection response timed out  R    the server stopped answering during the handshake
+//	4006  connection timed out           R    nothing arrived from the server within the token's timeout
+//	4010  server not allowed             R    the token names a server the bridge may not dial
+//	4011  handshake timeout              R    no token within HandshakeTimeout, or the dial took longer than DialTimeout
+//	4012  idle timeout                   R T  nothing went either way within IdleTimeout
+//
+// In transport mode the netcode errors travel inside the encrypted
+// session, so the Mux's codes are only about the WebSocket itself.
+//
 // # Transport mode
 //
 // The relay sees payloads in the clear. In transport mode the netcode
@@ -34,6 +62,18 @@
 // to netcode.NewListener so that one server serves both kinds of client, and
 // [DialTransport] / [TransportListenPacket] give the client its side, for
 // netcode.Dialer.ListenPacket. See examples/wasm.
+//
+// # What a session costs
+//
+// Once upgraded, a session runs in goroutines of the bridge's own, not in
+// net/http's: a relay session has two (one reads the browser and writes to
+// the server, one reads the server and writes to the browser) besides its
+// dialed netcode client's, whose UDP socket asks for Config.SocketBuffer;
+// a Mux session has two (its reader and its writer). A session's timeouts
+// run from a timer, without a goroutine. A Mux session writes what is
+// queued for it in one write to the connection, and has its fair share of
+// the read queue. Refusals for MaxSessions are named: [ErrBridgeFull],
+// [CodeBridgeFull], [RefusedHeader].
 package bridge
 
 import (
@@ -59,12 +99,10 @@ import (
 // not offer it is refused with HTTP 400 before the upgrade.
 const Subprotocol = "netcode.relay.v1"
 
-// Close codes the bridge ends a session with, beside the standard ones
-// (1000 normal closure after the browser closed, 1001 bridge shutting down,
-// 1003 a text message from the browser, 1008 an empty message, 1009 a message
-// larger than allowed, 1011 an unexpected upstream error, 1013 too many
-// sessions). The reason of the close frame names the error, for example
-// "netcode: connection denied".
+// Close codes the bridge ends a session with: its own, 4000 to 4012, and
+// the standard ones it uses, listed with them in the package documentation
+// (# Close codes). The reason of the close frame names the error, for
+// example "netcode: connection denied".
 const (
 	// CodeDisconnected: the server disconnected the client cleanly.
 	CodeDisconnected websocket.StatusCode = 4000
@@ -94,8 +132,13 @@ const (
 	// Config.DialTimeout.
 	CodeHandshakeTimeout websocket.StatusCode = 4011
 	// CodeIdleTimeout: nothing was relayed in either direction (no message
-	// from the browser, no payload to it) within Config.IdleTimeout.
+	// from the browser, no payload to it) within Config.IdleTimeout, or
+	// (Mux) no message went either way within MuxConfig.IdleTimeout.
 	CodeIdleTimeout websocket.StatusCode = 4012
+	// CodeBridgeFull is WebSocket's 1013 (try again later): the bridge has
+	// its MaxSessions open (ErrBridgeFull, the reason). The session is
+	// refused right after the upgrade; see also RefusedHeader.
+	CodeBridgeFull = websocket.StatusTryAgainLater
 )
 
 // Defaults for the zero fields of Config.
@@ -105,6 +148,10 @@ const (
 	DefaultDialTimeout      = 30 * time.Second
 	DefaultIdleTimeout      = 30 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
+	// DefaultSocketBuffer is the default of Config.SocketBuffer: a
+	// relayed session carries one browser's traffic, far from what the
+	// 4 MiB of a dialed netcode client's socket are for.
+	DefaultSocketBuffer = 256 << 10
 )
 
 // maxRefusing bounds the sessions being refused with 1013 at once; past it,
@@ -147,9 +194,15 @@ type Config struct {
 	// within this long (a stalled TCP connection); 0 means
 	// DefaultWriteTimeout, negative disables it.
 	WriteTimeout time.Duration
-	// Dialer dials the servers; nil means a zero netcode.Dialer (a UDP
-	// socket per session).
+	// Dialer dials the servers; nil means a netcode.Dialer whose
+	// SocketBuffer is Config.SocketBuffer (a UDP socket per session).
 	Dialer *netcode.Dialer
+	// SocketBuffer is the receive and send buffer size in bytes that each
+	// session's UDP socket asks for, when Dialer is nil (a Dialer given
+	// has its own SocketBuffer); 0 means DefaultSocketBuffer. With
+	// thousands of sessions, the netcode default of 4 MiB each would let
+	// the kernel hold gigabytes.
+	SocketBuffer int
 	// OriginPatterns lists the origins, besides the request's own host,
 	// whose pages may open sessions, as in websocket.AcceptOptions (host
 	// patterns matched with path.Match, for example "game.example.com" or
@@ -211,7 +264,11 @@ func NewHandler(cfg Config) *Handler {
 		h.allowed[canon(a)] = struct{}{}
 	}
 	if h.dialer == nil {
-		h.dialer = &netcode.Dialer{}
+		sb := cfg.SocketBuffer
+		if sb <= 0 {
+			sb = DefaultSocketBuffer
+		}
+		h.dialer = &netcode.Dialer{SocketBuffer: sb}
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -276,29 +333,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.wg.Add(1)
-	defer h.wg.Done()
 	if len(h.sessions) >= h.cfg.MaxSessions {
 		h.mu.Unlock()
+		defer h.wg.Done()
 		h.refuse(w, r)
 		return
 	}
 	s := newSession(h)
 	h.sessions[s] = struct{}{}
 	h.mu.Unlock()
-	defer func() {
+	forget := func() {
 		h.mu.Lock()
 		delete(h.sessions, s)
 		h.mu.Unlock()
-	}()
+		h.wg.Done()
+	}
 
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &h.accept)
+	ws, _, err := accept(w, r, &h.accept)
 	if err != nil {
 		// Accept has answered the request.
 		s.end(websocket.StatusInternalError, "")
+		forget()
 		return
 	}
-	s.serve(ws, r.RemoteAddr)
+	// The session goes on in a goroutine of its own (Close waits for it),
+	// and net/http's for the connection ends, with what it holds.
+	remote := r.RemoteAddr
+	go func() {
+		defer forget()
+		s.serve(ws, remote)
+	}()
 }
 
 // clearDeadlines lifts the read and write deadlines an http.Server with
@@ -313,18 +378,34 @@ func clearDeadlines(w http.ResponseWriter) {
 
 // refuse turns a request away because of the session cap.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: too many sessions")
+	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: session refused, too many")
 }
+
+// ErrBridgeFull is why a session was refused: the bridge (a Handler or a
+// Mux) has its MaxSessions open. A relay's browser sees it as close code
+// 1013 (try again later) with this error as the reason; a transport client
+// gets it, for errors.Is, from DialTransport and so from a netcode.Dialer
+// using TransportListenPacket, at once rather than as a handshake timeout.
+var ErrBridgeFull = errors.New("netcode bridge: too many sessions")
+
+// RefusedHeader is the HTTP response header by which a session refused
+// for the cap says so before any WebSocket message, on the 101 response
+// (then closed with 1013) as on the 503 one: its value is "full". Clients
+// that can read response headers (Go's, not a browser's) tell the refusal
+// apart at once; DialTransport does.
+const RefusedHeader = "Netcode-Bridge-Refused"
 
 // refuseOverCap turns a request away because of a session cap: with a
 // WebSocket closed at once with 1013 (try again later), which browsers can
 // tell apart from a network failure, or, when refusing counts more than
 // maxRefusing of those in progress, with a plain HTTP 503 that costs less.
+// Both responses carry RefusedHeader.
 func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, accept *websocket.AcceptOptions, log *slog.Logger, msg string) {
+	w.Header().Set(RefusedHeader, "full")
 	if refusing.Add(1) > maxRefusing {
 		refusing.Add(-1)
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "netcode bridge: too many sessions", http.StatusServiceUnavailable)
+		http.Error(w, ErrBridgeFull.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer refusing.Add(-1)
@@ -334,7 +415,7 @@ func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int6
 		return
 	}
 	log.Debug(msg, "remote", r.RemoteAddr)
-	ws.Close(websocket.StatusTryAgainLater, "netcode bridge: too many sessions")
+	ws.Close(CodeBridgeFull, ErrBridgeFull.Error())
 }
 
 // Session phases, for the watchdog.
@@ -366,10 +447,16 @@ type session struct {
 	phase    atomic.Int32
 	deadline atomic.Int64 // phaseToken, phaseDial: wd.now() when it ends
 
-	token [netcode.ConnectTokenBytes + 1]byte
-	in    [netcode.MaxPayloadBytes + 1]byte // browser → server
-	out   [netcode.MaxPayloadBytes]byte     // server → browser
+	in  [netcode.MaxPayloadBytes + 1]byte // browser → server
+	out [netcode.MaxPayloadBytes]byte     // server → browser
 }
+
+// tokenBuf holds a connect token as read, with one byte more to tell a
+// longer message. Sessions borrow one from tokenBufs only until the dial
+// has parsed it, so that connected sessions do not carry one each.
+type tokenBuf [netcode.ConnectTokenBytes + 1]byte
+
+var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
 
 func newSession(h *Handler) *session {
 	s := &session{
@@ -454,7 +541,13 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 
 	// The connect token: one binary message of exactly 2048 bytes.
 	ws.SetReadLimit(netcode.ConnectTokenBytes)
-	typ, n, err := readMessage(ws, s.token[:])
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer func() {
+		if tb != nil {
+			tokenBufs.Put(tb)
+		}
+	}()
+	typ, n, err := readMessage(ws, tb[:])
 	if err != nil {
 		s.end(readEnd(err))
 		return
@@ -463,7 +556,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}
-	tokenBytes := s.token[:n]
+	tokenBytes := tb[:n]
 	tok, err := token.Parse(tokenBytes)
 	if err != nil || len(tok.ServerAddrs) == 0 {
 		s.end(CodeInvalidConnectToken, netcode.ErrInvalidConnectToken.Error())
@@ -485,6 +578,8 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	s.deadline.Store(s.wd.now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
 	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
+	tokenBufs.Put(tb) // parsed: the dial keeps no reference to it
+	tb = nil
 	if err != nil {
 		code, reason := closeFor(err)
 		s.end(code, reason)

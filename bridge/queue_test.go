@@ -130,3 +130,90 @@ func TestMuxUDPErrors(t *testing.T) {
 	_, _, err = mux.ReadFrom(buf)
 	require.ErrorIs(t, err, net.ErrClosed)
 }
+
+// TestMuxReadQueueFromCap: by default the read queue has room for
+// DefaultMuxReadQueuePerSession datagrams per session of the cap, and at
+// least DefaultMuxReadQueue; past the room, datagrams are dropped.
+func TestMuxReadQueueFromCap(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  bridge.MuxConfig
+		room int
+	}{
+		{"floor", bridge.MuxConfig{MaxSessions: 100}, bridge.DefaultMuxReadQueue},
+		{"per session", bridge.MuxConfig{MaxSessions: 600}, 600 * bridge.DefaultMuxReadQueuePerSession},
+		{"default cap", bridge.MuxConfig{}, bridge.DefaultMaxSessions * bridge.DefaultMuxReadQueuePerSession},
+		{"explicit", bridge.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux, url := newBareMux(t, tt.cfg)
+			const over = 5
+			ctx := ctxT(t, 30*time.Second)
+			// Sessions that stay within their share of 64 each.
+			var ws *websocket.Conn
+			for i := range tt.room + over {
+				if i%64 == 0 {
+					ws = rawWS(t, url)
+				}
+				require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte{byte(i), byte(i >> 8)}))
+			}
+			eventually(t, func() bool { return mux.Dropped() == over }, "drops past the room")
+			require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+			buf := make([]byte, 10)
+			for range tt.room {
+				n, _, err := mux.ReadFrom(buf)
+				require.NoError(t, err)
+				require.Equal(t, 2, n)
+			}
+			assert.Equal(t, uint64(over), mux.Dropped())
+			require.NoError(t, mux.SetReadDeadline(time.Now()))
+			_, _, err := mux.ReadFrom(buf)
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "no more than the room was queued")
+		})
+	}
+}
+
+// TestMuxSessionShare: one WebSocket session has at most its share (64)
+// of datagrams waiting in the read queue; past it, its new ones are
+// dropped, while another session and a UDP client still get theirs in.
+// Once the server reads, the session has room again.
+func TestMuxSessionShare(t *testing.T) {
+	const share = 64
+	mux, url := newBareMux(t, bridge.MuxConfig{ReadQueue: 1024})
+	flood := rawWS(t, url)
+	ctx := ctxT(t, 30*time.Second)
+	const sent = 200
+	for i := range sent {
+		require.NoError(t, flood.Write(ctx, websocket.MessageBinary, []byte{1, byte(i)}))
+	}
+	eventually(t, func() bool { return mux.Dropped() == sent-share }, "the flood's excess dropped")
+
+	other := rawWS(t, url)
+	for i := range 10 {
+		require.NoError(t, other.Write(ctx, websocket.MessageBinary, []byte{2, byte(i)}))
+	}
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	_, err = peer.WriteTo([]byte{3, 0}, mux.LocalAddr())
+	require.NoError(t, err)
+
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 4)
+	got := map[byte]int{}
+	for range share + 10 + 1 {
+		n, _, err := mux.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		got[buf[0]]++
+	}
+	assert.Equal(t, map[byte]int{1: share, 2: 10, 3: 1}, got)
+	assert.Equal(t, uint64(sent-share), mux.Dropped())
+
+	// Read, the flood's share is free again.
+	require.NoError(t, flood.Write(ctx, websocket.MessageBinary, []byte{1, 0xff}))
+	n, _, err := mux.ReadFrom(buf)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{1, 0xff}, buf[:n])
+}

@@ -14,7 +14,16 @@ import (
 // Unlike the relay ([Handler]), nothing between the netcode client (for
 // example the Go client compiled to WebAssembly, running in a browser) and
 // the netcode server can read or forge the payloads.
+//
+// A client may offer "netcode.transport.v1.full" besides, after it (as
+// DialTransport does): a Mux that refuses the session for its cap then
+// agrees to that one, before closing with 1013, so that a client that
+// cannot read the response's headers (a browser's) knows at once.
 const TransportSubprotocol = "netcode.transport.v1"
+
+// transportFullSubprotocol is the subprotocol of a refusal for the cap
+// (see TransportSubprotocol).
+const transportFullSubprotocol = TransportSubprotocol + ".full"
 
 // MaxTransportMessage is the largest binary message of the transport: the
 // largest netcode packet.

@@ -49,7 +49,12 @@ type TransportConn struct {
 
 // DialTransport opens a WebSocket to url (ws:// or wss://, or a path
 // relative to the page in a browser) with the subprotocol
-// TransportSubprotocol and returns the connection. opts may be nil.
+// TransportSubprotocol and returns the connection. opts may be nil. A Mux
+// that has its MaxSessions open refuses the session: the error wraps
+// ErrBridgeFull, at once (by RefusedHeader, or in a browser, which hides
+// the headers, by the subprotocol the refusal agrees to, see
+// TransportSubprotocol). Should a session be refused after it opened,
+// reads fail with an error wrapping ErrBridgeFull.
 func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*TransportConn, error) {
 	var o TransportOptions
 	if opts != nil {
@@ -59,13 +64,26 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	if o.DialOptions != nil {
 		do = *o.DialOptions
 	}
-	do.Subprotocols = []string{TransportSubprotocol}
+	do.Subprotocols = []string{TransportSubprotocol, transportFullSubprotocol}
 	if o.ReadQueue <= 0 {
 		o.ReadQueue = DefaultTransportReadQueue
 	}
 	ws, resp, err := websocket.Dial(ctx, url, &do)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
+	refused := false
+	if resp != nil {
+		refused = resp.Header.Get(RefusedHeader) != ""
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+	}
+	if refused || (ws != nil && ws.Subprotocol() == transportFullSubprotocol) {
+		// Over the Mux's cap: it closes the WebSocket with 1013 at once,
+		// or answered 503. Say so now, not after a handshake timeout. In
+		// a browser, which hides the header, the subprotocol says it.
+		if ws != nil {
+			ws.CloseNow()
+		}
+		err = ErrBridgeFull
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
@@ -127,7 +145,12 @@ func (c *TransportConn) reader() {
 			}
 		}
 	}()
-	c.q.End(fmt.Errorf("%w: %v", net.ErrClosed, err))
+	if websocket.CloseStatus(err) == CodeBridgeFull {
+		// Refused for the cap, where DialTransport could not see the
+		// header (a browser's WebSocket hides it).
+		err = ErrBridgeFull
+	}
+	c.q.End(fmt.Errorf("%w: %w", net.ErrClosed, err))
 }
 
 // serverAddr is the address the server's datagrams are attributed to.

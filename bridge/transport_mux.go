@@ -18,9 +18,25 @@ import (
 
 // Defaults for the zero fields of MuxConfig.
 const (
+	// DefaultMuxReadQueue is the least read queue: 0 means the larger of
+	// it and DefaultMuxReadQueuePerSession × MaxSessions.
 	DefaultMuxReadQueue = 1024
-	DefaultMuxSendQueue = 256
+	// DefaultMuxReadQueuePerSession is the read queue's room per session
+	// of the cap when MuxConfig.ReadQueue is 0: a connected client sends
+	// about 20 datagrams a second (10 keep-alives or payloads, and its
+	// payloads at a game's rate), so this is a couple of hundred
+	// milliseconds of every session at once, for the server's reader to
+	// be late by. The room costs nothing until used (the queue's buffers
+	// are pooled and its ring grows as needed).
+	DefaultMuxReadQueuePerSession = 4
+	DefaultMuxSendQueue           = 256
 )
+
+// muxSessionShare is how many of one WebSocket session's datagrams may
+// wait in the read queue at once; past it, the session's new ones are
+// dropped (counted in Dropped). A peer that floods cannot take the room of
+// the others and of the UDP clients.
+const muxSessionShare = 64
 
 // muxEndGrace is how long an ended session of a Mux has to write what is
 // queued for it and finish the close handshake before its connection is
@@ -32,8 +48,10 @@ const muxEndGrace = 2 * time.Second
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
 	// DefaultMaxSessions. Past it, the handler accepts the WebSocket and
-	// closes it at once with 1013 (try again later), or, when many refusals
-	// are already in progress, answers HTTP 503.
+	// closes it at once with 1013 (try again later), or, when many
+	// refusals are already in progress, answers HTTP 503; either response
+	// carries RefusedHeader, and DialTransport fails at once with
+	// ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from
 	// the peer or to it) for this long (a connected netcode client and its
@@ -50,7 +68,11 @@ type MuxConfig struct {
 	OriginPatterns []string
 	// ReadQueue is how many received datagrams (UDP and WebSocket together)
 	// wait for ReadFrom; past it, new ones are dropped as a full socket
-	// buffer would. 0 means DefaultMuxReadQueue.
+	// buffer would. 0 means DefaultMuxReadQueuePerSession per session of
+	// MaxSessions, and at least DefaultMuxReadQueue. One WebSocket session
+	// has at most 64 datagrams waiting at once, its fair share: past it,
+	// its new ones are dropped, so that a peer that floods cannot crowd
+	// out the others.
 	ReadQueue int
 	// SendQueue is how many datagrams wait, per session, to be written to
 	// the WebSocket; past it, new ones are dropped. 0 means
@@ -86,7 +108,9 @@ type MuxConfig struct {
 // and writes UDP batches with sendmmsg.
 //
 // Writes to a session are queued (SendQueue) and written by the session's
-// own goroutine, so that a slow browser never blocks the server; like UDP,
+// own goroutine, so that a slow browser never blocks the server; what is
+// queued when it writes goes out together, in one write to the connection
+// (a message per datagram still, up to 16 KiB at once). Like UDP,
 // a datagram for a full queue or a session that has ended is dropped
 // without an error. Close ends every session (after writing what is
 // queued, such as the server's disconnect packets), closes the UDP socket
@@ -99,7 +123,8 @@ type Mux struct {
 	cfg    MuxConfig
 	log    *slog.Logger
 	accept websocket.AcceptOptions
-	period time.Duration // how often a session's watchdog checks
+	refuse websocket.AcceptOptions // accept's, agreeing to transportFullSubprotocol if offered
+	period time.Duration           // how often a session's watchdog checks
 
 	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
 	once sync.Once
@@ -113,9 +138,10 @@ type Mux struct {
 	next     uint64
 
 	wg          sync.WaitGroup // the UDP reader
-	swg         sync.WaitGroup // ServeHTTP calls in progress
+	swg         sync.WaitGroup // ServeHTTP calls in progress, and the sessions they started
 	refusing    atomic.Int64
 	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
+	overShare   atomic.Uint64 // datagrams dropped because their session had its share queued
 }
 
 // NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
@@ -131,7 +157,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.ReadQueue <= 0 {
-		cfg.ReadQueue = DefaultMuxReadQueue
+		cfg.ReadQueue = max(DefaultMuxReadQueue, DefaultMuxReadQueuePerSession*cfg.MaxSessions)
 	}
 	if cfg.SendQueue <= 0 {
 		cfg.SendQueue = DefaultMuxSendQueue
@@ -152,6 +178,8 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.refuse = m.accept
+	m.refuse.Subprotocols = []string{transportFullSubprotocol, TransportSubprotocol}
 	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
 	m.wg.Add(1)
 	go m.readUDP()
@@ -191,7 +219,7 @@ func (m *Mux) pushUDP(ms []transport.Message) {
 func (m *Mux) Dropped() uint64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	n := m.q.Dropped() + m.sessDropped.Load()
+	n := m.q.Dropped() + m.sessDropped.Load() + m.overShare.Load()
 	for _, s := range m.sessions {
 		n += s.out.Dropped()
 	}
@@ -219,6 +247,11 @@ func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, addr, err := m.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, m.opError("read", nil, err)
+	}
+	if IsTransportAddr(addr) {
+		m.mu.RLock()
+		m.dequeued(addr)
+		m.mu.RUnlock()
 	}
 	return n, addr, nil
 }
@@ -282,7 +315,28 @@ func (m *Mux) ReadBatch(ms []transport.Message) (int, error) {
 	if err != nil {
 		return 0, m.opError("read", nil, err)
 	}
+	locked := false
+	for i := range ms[:n] {
+		if IsTransportAddr(ms[i].Addr) {
+			if !locked {
+				m.mu.RLock()
+				locked = true
+			}
+			m.dequeued(ms[i].Addr)
+		}
+	}
+	if locked {
+		m.mu.RUnlock()
+	}
 	return n, nil
+}
+
+// dequeued counts a datagram of the session at addr out of the read
+// queue. m.mu is read-locked.
+func (m *Mux) dequeued(addr netip.AddrPort) {
+	if s := m.sessions[addr]; s != nil {
+		s.queued.Add(-1)
+	}
 }
 
 // WriteBatch sends ms in order, as transport.Batcher: each run of
@@ -402,23 +456,25 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.swg.Add(1)
-	defer m.swg.Done()
 	if m.active >= m.cfg.MaxSessions {
 		m.mu.Unlock()
-		m.refuse(w, r)
+		defer m.swg.Done()
+		m.refuseSession(w, r)
 		return
 	}
 	m.active++
 	m.mu.Unlock()
-	defer func() {
+	release := func() {
 		m.mu.Lock()
 		m.active--
 		m.mu.Unlock()
-	}()
+		m.swg.Done()
+	}
 
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, &m.accept)
+	ws, bc, err := accept(w, r, &m.accept)
 	if err != nil {
+		release()
 		return // Accept has answered the request.
 	}
 	ws.SetReadLimit(MaxTransportMessage)
@@ -427,12 +483,14 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.closed {
 		m.mu.Unlock()
 		ws.Close(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		release()
 		return
 	}
 	m.next++
 	s := &muxSession{
 		m:          m,
 		ws:         ws,
+		bc:         bc,
 		addr:       transportAddr(m.next),
 		out:        packetq.New(m.cfg.SendQueue),
 		wd:         newWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
@@ -441,8 +499,21 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 
+	// The session goes on in goroutines of its own (Close waits for
+	// them), and net/http's for the connection ends, with what it holds.
+	remote := r.RemoteAddr
+	go func() {
+		defer release()
+		s.serve(remote)
+	}()
+}
+
+// serve runs the session until it ends: it reads the peer, and its writer
+// writes to it.
+func (s *muxSession) serve(remote string) {
+	m := s.m
 	start := time.Now()
-	m.log.Debug("netcode bridge: transport session start", "remote", r.RemoteAddr, "addr", s.addr)
+	m.log.Debug("netcode bridge: transport session start", "remote", remote, "addr", s.addr)
 	s.wd.run(s.watch)
 	go s.writer()
 	s.readLoop()
@@ -454,13 +525,18 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delete(m.sessions, s.addr)
 	m.sessDropped.Add(s.out.Dropped())
 	m.mu.Unlock()
-	m.log.Debug("netcode bridge: transport session end", "remote", r.RemoteAddr, "addr", s.addr,
+	m.log.Debug("netcode bridge: transport session end", "remote", remote, "addr", s.addr,
 		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
 }
 
 // refuse turns a request away because of the session cap.
-func (m *Mux) refuse(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &m.refusing, &m.accept, m.log, "netcode bridge: too many transport sessions")
+// The WebSocket of a refusal agrees to transportFullSubprotocol if the
+// client offers it, as DialTransport does: a client that cannot read the
+// response's headers (in a browser) tells the refusal from a session at
+// once by that. A client that offers only TransportSubprotocol gets it,
+// and the close.
+func (m *Mux) refuseSession(w http.ResponseWriter, r *http.Request) {
+	refuseOverCap(w, r, &m.refusing, &m.refuse, m.log, "netcode bridge: too many transport sessions")
 }
 
 // errSessionEnded ends a session's send queue: its writer writes what is
@@ -471,6 +547,7 @@ var errSessionEnded = errors.New("netcode bridge: session ended")
 type muxSession struct {
 	m    *Mux
 	ws   *websocket.Conn
+	bc   *batchConn // under ws
 	addr netip.AddrPort
 	out  *packetq.Queue // datagrams for the peer; ended when the session ends
 	wd   *watchdog
@@ -481,6 +558,7 @@ type muxSession struct {
 	writerDone chan struct{}
 
 	endedAt atomic.Int64 // wd.now() + 1 of the end; 0 while running
+	queued  atomic.Int32 // datagrams of the session in the Mux's read queue
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -498,17 +576,43 @@ func (s *muxSession) end(code websocket.StatusCode, reason string) {
 func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 
 // writer writes the queued datagrams to the WebSocket until the session
-// ends, then the rest of the queue, then closes the WebSocket.
+// ends, then the rest of the queue, then closes the WebSocket. When several
+// are queued, their messages go out together, in one write to the
+// connection (up to batchBytes).
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
+	defer s.bc.release()
 	buf := make([]byte, MaxTransportMessage)
-	for {
-		n, _, err := s.out.Read(buf)
-		if err != nil || !s.write(buf[:n]) {
-			break // ended, and drained or failed: code and reason are set
-		}
+	for s.writeBatch(buf) {
 	}
 	s.ws.Close(s.code, s.reason)
+}
+
+// writeBatch waits for a datagram and writes it with the others queued
+// behind it. It reports false once the session has ended and the queue is
+// drained, or a write failed: code and reason are set.
+func (s *muxSession) writeBatch(buf []byte) bool {
+	n, _, err := s.out.Read(buf)
+	if err != nil {
+		return false
+	}
+	if s.out.Len() == 0 {
+		return s.write(buf[:n])
+	}
+	s.bc.hold()
+	ok := s.write(buf[:n])
+	for ok && s.out.Len() > 0 {
+		// Only this goroutine reads: what Len counts is there.
+		if n, _, err = s.out.Read(buf); err != nil {
+			break
+		}
+		ok = s.write(buf[:n])
+	}
+	if err := s.wd.flush(s.bc); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
+		return false
+	}
+	return ok
 }
 
 // write writes one datagram; it reports false (having ended the session)
@@ -548,7 +652,13 @@ func (s *muxSession) readLoop() {
 			return
 		default:
 		}
-		s.m.q.Push(s.addr, buf[:n])
+		if s.queued.Load() >= muxSessionShare {
+			s.m.overShare.Add(1)
+			continue
+		}
+		if s.m.q.Push(s.addr, buf[:n]) {
+			s.queued.Add(1)
+		}
 	}
 }
 

@@ -82,6 +82,15 @@ func (w *watchdog) writeMessage(ws *websocket.Conn, typ websocket.MessageType, p
 	return err
 }
 
+// flush sends what c holds (see batchConn), as writeMessage writes: the
+// check enforces the write timeout.
+func (w *watchdog) flush(c *batchConn) error {
+	w.writeStart.Store(w.now() + 1)
+	err := c.flush()
+	w.writeStart.Store(0)
+	return err
+}
+
 // run calls check every period until it returns false or stop is called.
 func (w *watchdog) run(check func(now int64) bool) {
 	w.mu.Lock()

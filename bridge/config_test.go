@@ -1,0 +1,36 @@
+package bridge
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gonetcode/netcode"
+)
+
+// TestRelaySocketBuffer: the relay's own Dialer asks for a modest socket
+// buffer per session, Config.SocketBuffer if set; a Dialer given keeps its
+// own.
+func TestRelaySocketBuffer(t *testing.T) {
+	given := &netcode.Dialer{SocketBuffer: 1 << 20}
+	tests := []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"default", Config{}, DefaultSocketBuffer},
+		{"set", Config{SocketBuffer: 64 << 10}, 64 << 10},
+		{"negative is the default", Config{SocketBuffer: -1}, DefaultSocketBuffer},
+		{"dialer given", Config{Dialer: given, SocketBuffer: 64 << 10}, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHandler(tt.cfg)
+			defer h.Close()
+			assert.Equal(t, tt.want, h.dialer.SocketBuffer)
+			if tt.cfg.Dialer != nil {
+				assert.Same(t, tt.cfg.Dialer, h.dialer)
+			}
+		})
+	}
+}

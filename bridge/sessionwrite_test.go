@@ -1,0 +1,151 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/internal/transport"
+)
+
+// sessionPeer opens a raw WebSocket session to mux and returns it with its
+// transport address, learnt from a first message.
+func sessionPeer(t testing.TB, mux *bridge.Mux, url string) (*websocket.Conn, netip.AddrPort) {
+	t.Helper()
+	ws := rawWS(t, url)
+	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hello")))
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 16)
+	_, addr, err := mux.ReadFromUDPAddrPort(buf)
+	require.NoError(t, err)
+	require.True(t, bridge.IsTransportAddr(addr))
+	return ws, addr
+}
+
+// TestMuxSessionBurst: a burst of datagrams for one session (written to
+// the WebSocket in batches) arrives whole and in order, message by message,
+// over several rounds.
+func TestMuxSessionBurst(t *testing.T) {
+	for _, size := range []int{1, 100, bridge.MaxTransportMessage} {
+		mux, url := newBareMux(t, bridge.MuxConfig{SendQueue: 256})
+		ws, addr := sessionPeer(t, mux, url)
+		ctx := ctxT(t, 10*time.Second)
+		ms := make([]transport.Message, 200)
+		for round := range 3 {
+			for i := range ms {
+				p := bytes.Repeat([]byte{byte(i), byte(round)}, size)[:size]
+				p[0] = byte(i)
+				ms[i] = transport.Message{Buf: p, Addr: addr}
+			}
+			n, err := mux.WriteBatch(ms)
+			require.NoError(t, err)
+			require.Equal(t, len(ms), n)
+			for i := range ms {
+				typ, got, err := ws.Read(ctx)
+				require.NoError(t, err, "size %d round %d message %d", size, round, i)
+				require.Equal(t, websocket.MessageBinary, typ)
+				require.Equal(t, ms[i].Buf, got, "size %d round %d message %d", size, round, i)
+			}
+		}
+		require.Zero(t, mux.Dropped())
+	}
+}
+
+// BenchmarkMuxSessionWrite: rounds of 32 datagrams of 100 bytes for one
+// WebSocket session, as a server answering many at once queues them, read
+// by the peer.
+func BenchmarkMuxSessionWrite(b *testing.B) {
+	mux, url := newBareMux(b, bridge.MuxConfig{})
+	ws, addr := sessionPeer(b, mux, url)
+	const round = 32
+	ms := make([]transport.Message, round)
+	for i := range ms {
+		ms[i] = transport.Message{Buf: make([]byte, 100), Addr: addr}
+	}
+	ctx := context.Background() // no deadline: no timer per read
+	buf := make([]byte, bridge.MaxTransportMessage)
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		if _, err := mux.WriteBatch(ms); err != nil {
+			b.Fatal(err)
+		}
+		for range round {
+			_, r, err := ws.Reader(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := r.Read(buf); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if cpu := cpuTime(); cpu >= 0 {
+		b.ReportMetric(float64((cpu-start).Microseconds())/float64(b.N*round), "cpu-µs/datagram")
+	}
+	b.ReportMetric(float64(b.N*round)/b.Elapsed().Seconds(), "datagrams/s")
+}
+
+// countingMux counts the calls a Listener makes: batched, and one
+// datagram per call.
+type countingMux struct {
+	*bridge.Mux
+	readBatches, writeBatches, singles atomic.Int64
+}
+
+func (c *countingMux) ReadBatch(ms []transport.Message) (int, error) {
+	c.readBatches.Add(1)
+	return c.Mux.ReadBatch(ms)
+}
+
+func (c *countingMux) WriteBatch(ms []transport.Message) (int, error) {
+	c.writeBatches.Add(1)
+	return c.Mux.WriteBatch(ms)
+}
+
+func (c *countingMux) ReadFrom(b []byte) (int, net.Addr, error) {
+	c.singles.Add(1)
+	return c.Mux.ReadFrom(b)
+}
+
+func (c *countingMux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	c.singles.Add(1)
+	return c.Mux.ReadFromUDPAddrPort(b)
+}
+
+func (c *countingMux) WriteTo(b []byte, addr net.Addr) (int, error) {
+	c.singles.Add(1)
+	return c.Mux.WriteTo(b, addr)
+}
+
+func (c *countingMux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	c.singles.Add(1)
+	return c.Mux.WriteToUDPAddrPort(b, addr)
+}
+
+// TestListenerUsesMuxBatches: a netcode Listener over a Mux reads and
+// writes it through the batched path (ReadBatch, WriteBatch), for its
+// WebSocket clients as for UDP ones, and never one datagram per call.
+func TestListenerUsesMuxBatches(t *testing.T) {
+	var cm *countingMux
+	s := newMuxServerVia(t, 4, bridge.MuxConfig{}, func(m *bridge.Mux) net.PacketConn {
+		cm = &countingMux{Mux: m}
+		return cm
+	})
+	require.NoError(t, echo(t, s.dialWS(t), 0, 10, false))
+	require.NoError(t, echo(t, s.dialUDP(t), 1, 10, true))
+	assert.Positive(t, cm.readBatches.Load())
+	assert.Positive(t, cm.writeBatches.Load())
+	assert.Zero(t, cm.singles.Load())
+}

@@ -1,0 +1,148 @@
+package bridge
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// The connection under a session's WebSocket, on the bridge's side (the
+// relay's and the Mux's): writes that can be held back and sent together.
+
+// batchBytes bounds what a session holds back to send in one write.
+const batchBytes = 16 << 10
+
+var batchBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, batchBytes)
+	return &b
+}}
+
+// batchConn is a session's connection. While batching (between hold and
+// flush), what the WebSocket writes is appended to a pooled buffer instead
+// of going out, and flush sends it in one write: several messages, one
+// system call.
+//
+// Lock order: mu is a leaf; the WebSocket's own write lock is taken
+// outside it (its writes come here).
+type batchConn struct {
+	net.Conn
+
+	mu      sync.Mutex // serializes the connection's writes
+	holding bool
+	pending *[]byte // from batchBufs while holding something
+}
+
+// Write sends p, or holds it while batching.
+func (c *batchConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding {
+		if c.pending == nil {
+			c.pending = batchBufs.Get().(*[]byte)
+		}
+		if len(*c.pending)+len(p) > cap(*c.pending) {
+			if err := c.flushLocked(); err != nil {
+				return 0, err
+			}
+			c.pending = batchBufs.Get().(*[]byte)
+		}
+		if len(p) <= cap(*c.pending) {
+			*c.pending = append(*c.pending, p...)
+			return len(p), nil
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// hold starts a batch: writes are held until flush.
+func (c *batchConn) hold() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// flush ends a batch, sending what it held in one write.
+func (c *batchConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	return c.flushLocked()
+}
+
+// flushLocked sends what is held and returns the buffer to the pool.
+func (c *batchConn) flushLocked() error {
+	p := c.pending
+	if p == nil {
+		return nil
+	}
+	c.pending = nil
+	var err error
+	if len(*p) > 0 {
+		_, err = c.Conn.Write(*p)
+	}
+	*p = (*p)[:0]
+	batchBufs.Put(p)
+	return err
+}
+
+// release returns a buffer still held (the session ended mid-batch).
+func (c *batchConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	if c.pending != nil {
+		*c.pending = (*c.pending)[:0]
+		batchBufs.Put(c.pending)
+		c.pending = nil
+	}
+}
+
+// Buffer sizes of a session's WebSocket. A frame of the bridge (a message
+// of up to 1300 bytes and its header, a close frame) fits in the write
+// buffer, so that a message is one write to the batchConn. Reads of a
+// message larger than the read buffer go around it.
+const (
+	wsReadBuffer  = 1024
+	wsWriteBuffer = 2048
+)
+
+// upgrader is the http.ResponseWriter handed to websocket.Accept: its
+// Hijack gives the WebSocket a batchConn to write to, and buffers of
+// its own, smaller than net/http's 4 KiB ones, which go with net/http's
+// connection once the handler returns (the session runs on without it).
+type upgrader struct {
+	http.ResponseWriter
+	conn *batchConn // set by Hijack
+}
+
+// Hijack implements http.Hijacker over the ResponseWriter's own.
+func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(u.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	u.conn = &batchConn{Conn: c}
+	br := brw.Reader
+	if br.Buffered() == 0 {
+		// Nothing read past the request (a client waits for the 101).
+		br = bufio.NewReaderSize(u.conn, wsReadBuffer)
+	}
+	return u.conn, bufio.NewReadWriter(br, bufio.NewWriterSize(u.conn, wsWriteBuffer)), nil
+}
+
+// accept upgrades the request to a WebSocket over a batchConn.
+func accept(w http.ResponseWriter, r *http.Request, opts *websocket.AcceptOptions) (*websocket.Conn, *batchConn, error) {
+	u := &upgrader{ResponseWriter: w}
+	ws, err := websocket.Accept(u, r, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ws, u.conn, nil
+}
