@@ -29,7 +29,9 @@ echo server on the same batched socket (recvmmsg/sendmmsg; -raw-readers
 goroutines each reading a batch and writing it back) and one plain UDP
 socket per client, and the ratio netcode/raw of payloads/s is printed.
 
-A packet is one payload datagram: a round trip is two.
+A packet is one payload datagram: a round trip is two. With -rate, each
+client sends at its own phase of the period (client i of N at i/N of it),
+as independent clients would: never all at the same instant.
 
 With -bridge relay or -bridge transport it measures the browser bridge
 instead, as an operator runs it: a netcode echo server and the bridge run

@@ -386,8 +386,10 @@ func (r *run) startExchange() {
 
 // startTraffic starts the senders: flat out, every client sends its window
 // and a watchdog refills the windows of clients whose payloads were lost;
-// at a rate, one goroutine per 64 clients sends to each of them every
-// 1/Rate seconds, the groups spread over the period.
+// at a rate, every client sends one payload each 1/Rate seconds at its own
+// phase (sendPhase), spread evenly over the period as a fleet of
+// independent clients would be, from one pacer goroutine per pacerGroup
+// clients.
 func (r *run) startTraffic() {
 	if r.cfg.Rate == 0 {
 		var buf [netcode.MaxPayloadBytes]byte
@@ -404,36 +406,60 @@ func (r *run) startTraffic() {
 		return
 	}
 	period := time.Duration(float64(time.Second) / r.cfg.Rate)
-	const group = 64
-	groups := (len(r.clients) + group - 1) / group
+	n := len(r.clients)
+	groups := (n + pacerGroup - 1) / pacerGroup
 	for g := range groups {
-		lo, hi := g*group, min((g+1)*group, len(r.clients))
-		offset := period * time.Duration(g) / time.Duration(groups)
+		// Group g paces clients g, g+groups, g+2*groups...: their phases
+		// are period/len(cs) apart, so each pacer wakes for one client
+		// at a time.
+		var cs []*client
+		var phases []time.Duration
+		for i := g; i < n; i += groups {
+			cs = append(cs, r.clients[i])
+			phases = append(phases, sendPhase(i, n, period))
+		}
 		r.senders.Add(1)
-		go r.pacer(r.clients[lo:hi], period, offset)
+		go r.pacer(cs, phases, period)
 	}
 }
 
-func (r *run) pacer(cs []*client, period, offset time.Duration) {
+// pacerGroup is the most clients one pacer goroutine sends for.
+const pacerGroup = 64
+
+// sendPhase is when, after the exchange starts and then every period,
+// client i of n sends: i/n of the period. Clients are not in step: a
+// payload from each of n clients at one instant would measure the queue
+// behind a burst of n, which no fleet of independent clients makes.
+func sendPhase(i, n int, period time.Duration) time.Duration {
+	return period * time.Duration(i) / time.Duration(n)
+}
+
+// pacer sends for cs, client j at phases[j] (ascending, within the
+// period) after the exchange starts and every period after. A pacer woken
+// late sends what fell due meanwhile, at once, and keeps to its schedule.
+func (r *run) pacer(cs []*client, phases []time.Duration, period time.Duration) {
 	defer r.senders.Done()
 	var buf [netcode.MaxPayloadBytes]byte
-	select {
-	case <-time.After(offset):
-	case <-r.stopSend:
-		return
-	}
-	t := time.NewTicker(period)
+	start := time.Now()
+	t := time.NewTimer(phases[0])
 	defer t.Stop()
-	for {
-		for _, c := range cs {
-			if c.ep != nil {
-				r.send(c, buf[:])
-			}
-		}
+	for k := 0; ; {
 		select {
 		case <-t.C:
 		case <-r.stopSend:
 			return
+		}
+		now := time.Since(start)
+		for ; ; k++ {
+			j := k % len(cs)
+			due := phases[j] + time.Duration(k/len(cs))*period
+			if due > now {
+				t.Reset(due - now)
+				break
+			}
+			if c := cs[j]; c.ep != nil {
+				r.send(c, buf[:])
+			}
 		}
 	}
 }
@@ -682,6 +708,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	if err := checkFDs(cfg.Clients); err != nil {
+		return nil, err
+	}
 	res := &Result{Config: cfg}
 	rounds := make([]Round, 0, cfg.Rounds)
 	for i := range cfg.Rounds {
@@ -728,6 +757,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Rounds = rounds
 	}
 	return res, nil
+}
+
+// fdSpare is the descriptors a run needs besides one socket per client:
+// the server's sockets, the runtime's epoll and pipes, profiles, stdio.
+const fdSpare = 64
+
+// checkFDs refuses a run of clients whose sockets the descriptor limit
+// cannot hold, before it starts, rather than part way into the connect
+// phase with "too many open files".
+func checkFDs(clients int) error {
+	soft, hard, ok := fdLimit()
+	if need := uint64(clients) + fdSpare; ok && need > soft {
+		return fmt.Errorf("bench: %d clients need about %d file descriptors, and the limit is %d (hard limit %d); raise it (ulimit -n) or run fewer clients",
+			clients, need, soft, hard)
+	}
+	return nil
 }
 
 // medianRound returns the round with the median ratio, or with no

@@ -196,7 +196,7 @@ func (e *fakeEndpoint) Close() error             { return nil }
 
 // TestPacer checks the rate mode against synctest's fake clock, so the
 // result does not depend on the machine's speed: every client sends one
-// payload each 1/Rate seconds, starting at its group's offset, with
+// payload each 1/Rate seconds, starting at its own phase, with
 // consecutive sequence numbers, and failed writes are not counted as sent.
 func TestPacer(t *testing.T) {
 	tests := []struct {
@@ -207,6 +207,7 @@ func TestPacer(t *testing.T) {
 	}{
 		{"one client", 1, 50, false},
 		{"three groups", 130, 50, false},
+		{"uneven groups", 200, 10, false},
 		{"fast", 10, 1000, false},
 		{"slow", 3, 2.5, false},
 		{"write errors", 2, 50, true},
@@ -232,10 +233,10 @@ func TestPacer(t *testing.T) {
 				close(r.stopSend)
 				r.senders.Wait()
 
-				const group = 64
-				groups := (tc.clients + group - 1) / group
 				for i, ep := range eps {
-					offset := period * time.Duration(i/group) / time.Duration(groups)
+					// Client i of n sends at i/n of the period: no two
+					// at once.
+					offset := period * time.Duration(i) / time.Duration(tc.clients)
 					want := int((run-offset)/period) + 1
 					require.Len(t, ep.stamp, want, "client %d", i)
 					for k := range want {
@@ -291,4 +292,34 @@ func TestRunCancel(t *testing.T) {
 	// Not a speed bound: a run that ignored the cancellation would last the
 	// whole minute; anything well short of that honoured it.
 	assert.Less(t, time.Since(start), 30*time.Second)
+}
+
+// TestCheckFDs checks that a run is refused before it starts when the
+// descriptor limit cannot hold one socket per client, and allowed when it
+// can.
+func TestCheckFDs(t *testing.T) {
+	soft, _, ok := fdLimit()
+	if !ok || soft > 1<<30 {
+		t.Skip("this system has no finite descriptor limit")
+	}
+	tests := []struct {
+		name    string
+		clients int
+		ok      bool
+	}{
+		{"one", 1, true},
+		{"within", int(soft) - fdSpare, true},
+		{"one past", int(soft) - fdSpare + 1, false},
+		{"far past", int(soft) * 2, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkFDs(tc.clients)
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "file descriptors")
+			}
+		})
+	}
 }
