@@ -49,6 +49,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +92,18 @@ type Config struct {
 	// RawReaders is how many goroutines serve the raw UDP echo socket;
 	// default GOMAXPROCS.
 	RawReaders int
+
+	// ServerProcess runs the echo server in a child process (this
+	// executable, as the bridge mode runs its server) instead of beside
+	// the clients: a server then shares its Go scheduler and its CPU with
+	// no client goroutine, as in production. The server's CPU is the
+	// child's (/proc or getrusage), process CPU is both processes', and
+	// the server's payload datagrams are counted as two per echo the
+	// clients receive. ReadShards, ServerTick and Logger do not apply.
+	ServerProcess bool
+	// Child is the command line that runs a child process (default: this
+	// executable, "bench", ChildArg); tests set it.
+	Child []string `json:"-"`
 
 	MaxClients      int           // server slots; default Clients
 	ReadShards      int           // server sockets read in parallel (ServerConfig.ReadShards)
@@ -542,7 +556,9 @@ func (r *run) wait(d time.Duration, stage string, status func() string) {
 
 // measure runs the warm-up and the measured window and fills p.
 // serverPackets returns the server's payload datagrams so far (in + out).
-func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, status func() string) error {
+// serverCPU, if not nil, is the CPU time so far of a server in another
+// process: it then gives the server's CPU, and is added to the process's.
+func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() time.Duration, profile io.Writer, status func() string) error {
 	cfg := r.cfg
 	wait := func(d time.Duration, stage string) { r.wait(d, stage, status) }
 	if cfg.Warmup > 0 {
@@ -555,7 +571,11 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	// First half: allocations, no profiler.
 	runtime.ReadMemStats(&ms0)
 	sent0, recv0 := r.totals()
-	cpu0 := cpuTime()
+	other := func() time.Duration { return 0 }
+	if serverCPU != nil {
+		other = serverCPU
+	}
+	cpu0, srv0 := cpuTime(), other()
 	t0 := time.Now()
 	r.measuring.Store(true)
 	pk0 := serverPackets()
@@ -566,26 +586,25 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	// Second half: CPU profile with labels.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
-	cpu1 := cpuTime()
+	srv1 := other()
 	t1 := time.Now()
 	wait(cfg.Duration-half, "measure")
 	pk2 := serverPackets()
 	t2 := time.Now()
-	cpu2 := cpuTime()
+	cpu2, srv2 := cpuTime(), other()
 	if profiling {
 		pprof.StopCPUProfile()
 	}
 	r.measuring.Store(false)
 	sent2, recv2 := r.totals()
 	runtime.ReadMemStats(&ms2)
-	_ = cpu1
 
 	p.Window = t2.Sub(t0)
 	p.Sent = sent2 - sent0
 	p.RoundTrips = recv2 - recv0
 	p.RoundTripsPerSec = float64(p.RoundTrips) / p.Window.Seconds()
 	p.SentPerSec = float64(p.Sent) / p.Window.Seconds()
-	p.ProcessCPU = cpu2 - cpu0
+	p.ProcessCPU = cpu2 - cpu0 + srv2 - srv0
 	if p.ProcessCPU > 0 {
 		p.EchoesPerCPUSecond = float64(p.RoundTrips) / p.ProcessCPU.Seconds()
 	}
@@ -606,6 +625,9 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 			return fmt.Errorf("bench: reading the CPU profile: %w", err)
 		}
 		p.ServerCPU = time.Duration(by[SideServer])
+		if serverCPU != nil {
+			p.ServerCPU = srv2 - srv1
+		}
 		p.ClientCPU = time.Duration(by[SideClient])
 		p.OtherCPU = time.Duration(by[""])
 		if p.ServerPackets > 0 {
@@ -802,47 +824,11 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	r := newRun(ctx, cfg, "netcode")
 	p := &Phase{Name: "netcode", Clients: cfg.Clients}
 
-	// Server, with its goroutines labelled server.
-	var l *netcode.Listener
-	var lerr error
-	accepted := make(chan struct{}, cfg.Clients)
-	labelled(ctx, SideServer, func(ctx context.Context) {
-		l, lerr = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
-			ProtocolID:   cfg.ProtocolID,
-			PrivateKey:   key,
-			MaxClients:   cfg.MaxClients,
-			ReadShards:   cfg.ReadShards,
-			Logger:       cfg.Logger,
-			TickInterval: cfg.ServerTick,
-		})
-		if lerr != nil {
-			return
-		}
-		r.echoes.Add(1)
-		go func() {
-			defer r.echoes.Done()
-			for {
-				c, err := l.AcceptConn(context.Background())
-				if err != nil {
-					return
-				}
-				select {
-				case accepted <- struct{}{}:
-				default:
-				}
-				r.echoes.Add(1)
-				go r.echo(c)
-			}
-		}()
-	})
-	if lerr != nil {
-		return nil, lerr
+	srv, err := startEchoServer(ctx, r, key)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		l.Close()
-		r.echoes.Wait()
-	}()
-	srvAddr := netip.MustParseAddrPort(l.Addr().String())
+	defer srv.close()
 
 	// Tokens are minted before the clock starts.
 	tokens := make([][]byte, cfg.Clients)
@@ -851,7 +837,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 			ProtocolID:     cfg.ProtocolID,
 			ClientID:       uint64(i + 1),
 			PrivateKey:     key,
-			ServerAddrs:    []netip.AddrPort{srvAddr},
+			ServerAddrs:    []netip.AddrPort{srv.addr},
 			ExpireSeconds:  3600,
 			TimeoutSeconds: cfg.TimeoutSeconds,
 		})
@@ -868,7 +854,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	// The connect phase is profiled too, for the CPU the handshakes cost.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
-	cpu0 := cpuTime()
+	cpu0, srv0 := cpuTime(), srv.cpu()
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
@@ -876,14 +862,15 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 			return d.DialContext(ctx, tokens[i])
 		})
 	})
-	p.ConnectCPU = cpuTime() - cpu0
+	srvConnect := srv.cpu() - srv0
+	p.ConnectCPU = cpuTime() - cpu0 + srvConnect
 	if profiling {
 		pprof.StopCPUProfile()
 		by, err := cpuBySide(prof.Bytes(), LabelKey)
 		if err != nil {
 			return nil, fmt.Errorf("bench: reading the CPU profile: %w", err)
 		}
-		p.ConnectServerCPU = time.Duration(by[SideServer])
+		p.ConnectServerCPU = time.Duration(by[SideServer]) + srvConnect
 		if cfg.ProfileConnect && cfg.CPUProfile != nil {
 			if _, err := cfg.CPUProfile.Write(prof.Bytes()); err != nil {
 				return nil, err
@@ -891,42 +878,170 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 		}
 	}
 	p.Connected, p.ConnectTime, p.ConnectsPerSec, p.DialErrors = cs.connected, cs.took, cs.perSec, cs.errs
-	// Wait (briefly) for the server to have accepted them all.
-	for range p.Connected {
-		select {
-		case <-accepted:
-		case <-time.After(5 * time.Second):
-		}
-	}
+	srv.waitAccepted(p.Connected)
 
 	if cfg.Duration <= 0 {
 		r.stop(p)
-		st := l.Stats()
-		p.ServerStats = &st
+		p.ServerStats = srv.stats()
 		return p, nil
 	}
 
 	// Exchange.
 	labelled(ctx, SideClient, func(context.Context) { r.startExchange() })
-	status := func() string {
-		st := l.Stats()
-		r.srvMu.Lock()
-		ends := 0
-		for _, v := range r.srvEnds {
-			ends += v
-		}
-		r.srvMu.Unlock()
-		return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
-	}
 	winProfile := cfg.CPUProfile
 	if cfg.ProfileConnect {
 		winProfile = nil
 	}
-	err = r.measure(p, func() uint64 { return 2 * r.serverRecv() }, winProfile, status)
+	var serverCPU func() time.Duration
+	if srv.child != nil {
+		serverCPU = srv.cpu
+	}
+	err = r.measure(p, srv.packets, serverCPU, winProfile, srv.status)
 	r.stop(p)
-	st := l.Stats()
-	p.ServerStats = &st
+	p.ServerStats = srv.stats()
 	return p, err
+}
+
+// echoServer is the netcode phase's echo server: a Listener in this
+// process, with one echo goroutine per connection, or with
+// Config.ServerProcess one in a child process.
+type echoServer struct {
+	r        *run
+	addr     netip.AddrPort
+	l        *netcode.Listener // in this process
+	accepted chan struct{}     // a connection was accepted (in this process)
+	child    *childProc        // in a child process
+}
+
+// startEchoServer starts r's server; its goroutines in this process carry
+// the label bench=server.
+func startEchoServer(ctx context.Context, r *run, key [netcode.KeyBytes]byte) (*echoServer, error) {
+	cfg := r.cfg
+	s := &echoServer{r: r}
+	if cfg.ServerProcess {
+		argv := cfg.Child
+		if argv == nil {
+			var err error
+			if argv, err = defaultChild(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := startChild(argv, "server", roleServer, hex.EncodeToString(key[:]),
+			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients))
+		if err != nil {
+			return nil, err
+		}
+		if s.addr, err = netip.ParseAddrPort(c.ready.UDP); err != nil {
+			c.stop()
+			return nil, fmt.Errorf("bench: the server process's address: %w", err)
+		}
+		s.child = c
+		return s, nil
+	}
+	var err error
+	s.accepted = make(chan struct{}, cfg.Clients)
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		s.l, err = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
+			ProtocolID:   cfg.ProtocolID,
+			PrivateKey:   key,
+			MaxClients:   cfg.MaxClients,
+			ReadShards:   cfg.ReadShards,
+			Logger:       cfg.Logger,
+			TickInterval: cfg.ServerTick,
+		})
+		if err != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := s.l.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case s.accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.addr = netip.MustParseAddrPort(s.l.Addr().String())
+	return s, nil
+}
+
+// close stops the server and waits for its goroutines or its process.
+func (s *echoServer) close() {
+	if s.child != nil {
+		s.child.stop()
+		return
+	}
+	s.l.Close()
+	s.r.echoes.Wait()
+}
+
+// cpu is the CPU time so far of a server process; 0 in this process.
+func (s *echoServer) cpu() time.Duration {
+	if s.child == nil {
+		return 0
+	}
+	d, _, _ := s.child.cpu()
+	return d
+}
+
+// waitAccepted waits (briefly) for the server to have accepted n clients.
+func (s *echoServer) waitAccepted(n int) {
+	if s.child != nil {
+		return // the clients' handshakes completed: the server holds them
+	}
+	for range n {
+		select {
+		case <-s.accepted:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// packets returns the server's payload datagrams so far (in + out): those
+// its echo goroutines read, twice, or for a server process two per echo
+// the clients received.
+func (s *echoServer) packets() uint64 {
+	if s.child != nil {
+		_, recv := s.r.totals()
+		return 2 * recv
+	}
+	return 2 * s.r.serverRecv()
+}
+
+// stats returns the server's counters; nil for a server process.
+func (s *echoServer) stats() *netcode.ServerStats {
+	if s.child != nil {
+		return nil
+	}
+	st := s.l.Stats()
+	return &st
+}
+
+// status is the server's part of a progress line.
+func (s *echoServer) status() string {
+	if s.child != nil {
+		return "server: in its own process"
+	}
+	st := s.l.Stats()
+	r := s.r
+	r.srvMu.Lock()
+	ends := 0
+	for _, v := range r.srvEnds {
+		ends += v
+	}
+	r.srvMu.Unlock()
+	return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
 }
 
 // connectStats is what connectAll measured.

@@ -123,9 +123,13 @@ func TestRunSmall(t *testing.T) {
 		{"rate", Config{Clients: 4, Size: 32, Rate: 50, Duration: time.Second, Warmup: -1}},
 		{"connect only", Config{Clients: 4}},
 		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
+		{"server process", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, ServerProcess: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.ServerProcess {
+				tc.cfg.Child = testChild(t)
+			}
 			var progress, out, prof bytes.Buffer
 			tc.cfg.Progress = &progress
 			tc.cfg.ProgressEvery = 300 * time.Millisecond
@@ -158,6 +162,15 @@ func TestRunSmall(t *testing.T) {
 			if tc.cfg.Rate > 0 {
 				// A few payloads a second cannot fill a read queue.
 				assert.Zero(t, n.Dropped)
+			}
+			if tc.cfg.ServerProcess {
+				// The server is the child's: its CPU is measured, its
+				// counters are not in this process.
+				assert.Nil(t, n.ServerStats)
+				assert.Greater(t, n.ServerCPU, time.Duration(0))
+				assert.Greater(t, n.ServerPackets, uint64(0))
+			} else {
+				assert.NotNil(t, n.ServerStats)
 			}
 			if tc.cfg.Rounds > 1 {
 				require.Len(t, res.Rounds, tc.cfg.Rounds)
