@@ -37,7 +37,9 @@ two per echo received. The server's counters are not printed then.
 
 A packet is one payload datagram: a round trip is two. With -rate, each
 client sends at its own phase of the period (client i of N at i/N of it),
-as independent clients would: never all at the same instant.
+as independent clients would, never all at the same instant; a pacer
+goroutine sends for up to 1024 clients and wakes at most once a
+millisecond, so a payload leaves up to 1 ms after its phase.
 
 With -bridge relay or -bridge transport it measures the browser bridge
 instead, as an operator runs it: a netcode echo server and the bridge run

@@ -209,8 +209,9 @@ func (e *fakeEndpoint) Close() error             { return nil }
 
 // TestPacer checks the rate mode against synctest's fake clock, so the
 // result does not depend on the machine's speed: every client sends one
-// payload each 1/Rate seconds, starting at its own phase, with
-// consecutive sequence numbers, and failed writes are not counted as sent.
+// payload each 1/Rate seconds at its own phase (client i of n at i/n of
+// the period), at most pacerQuantum late, with consecutive sequence
+// numbers, and failed writes are not counted as sent.
 func TestPacer(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -219,10 +220,11 @@ func TestPacer(t *testing.T) {
 		fail    bool
 	}{
 		{"one client", 1, 50, false},
-		{"three groups", 130, 50, false},
-		{"uneven groups", 200, 10, false},
-		{"fast", 10, 1000, false},
-		{"slow", 3, 2.5, false},
+		{"three clients", 3, 2.5, false},
+		{"one per quantum", 10, 100, false},
+		{"several per quantum", 130, 50, false},
+		{"several groups", 2*pacerGroup + 100, 10, false},
+		{"fast", 10, 200, false},
 		{"write errors", 2, 50, true},
 	}
 	for _, tc := range tests {
@@ -238,22 +240,27 @@ func TestPacer(t *testing.T) {
 					r.clients[i] = &client{ep: eps[i]}
 				}
 				period := time.Duration(float64(time.Second) / tc.rate)
-				// Half a period past a whole second, so that no send
-				// falls on the instant the senders are stopped.
 				run := time.Second + period/2
 				r.startTraffic()
 				time.Sleep(run)
 				close(r.stopSend)
 				r.senders.Wait()
 
+				late := time.Duration(0)
 				for i, ep := range eps {
-					// Client i of n sends at i/n of the period: no two
-					// at once.
-					offset := period * time.Duration(i) / time.Duration(tc.clients)
-					want := int((run-offset)/period) + 1
+					phase := sendPhase(i, tc.clients, period)
+					// Every payload due a quantum before the senders
+					// stop is sent; one due in that last quantum may be.
+					want := int((run-phase)/period) + 1
+					if sure := int((run-pacerQuantum-phase)/period) + 1; len(ep.stamp) == sure {
+						want = sure
+					}
 					require.Len(t, ep.stamp, want, "client %d", i)
 					for k := range want {
-						assert.Equal(t, offset+time.Duration(k)*period, ep.stamp[k], "client %d send %d", i, k)
+						due := phase + time.Duration(k)*period
+						require.GreaterOrEqual(t, ep.stamp[k], due, "client %d send %d", i, k)
+						require.Less(t, ep.stamp[k], due+pacerQuantum, "client %d send %d", i, k)
+						late = max(late, ep.stamp[k]-due)
 						if tc.fail {
 							// The failed send's number is taken back.
 							assert.Equal(t, uint64(1), ep.seqs[k], "client %d send %d", i, k)
@@ -266,6 +273,10 @@ func TestPacer(t *testing.T) {
 					} else {
 						assert.Equal(t, uint64(want), r.clients[i].sent.Load(), "client %d", i)
 					}
+				}
+				if period/time.Duration(tc.clients) >= pacerQuantum {
+					// A pacer that wakes for each payload sends it on time.
+					assert.Zero(t, late)
 				}
 			})
 		})
