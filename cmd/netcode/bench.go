@@ -29,7 +29,17 @@ echo server on the same batched socket (recvmmsg/sendmmsg; -raw-readers
 goroutines each reading a batch and writing it back) and one plain UDP
 socket per client, and the ratio netcode/raw of payloads/s is printed.
 
-A packet is one payload datagram: a round trip is two.
+With -server-process the echo server runs in a child process of this
+executable, so that it shares its Go scheduler with no client goroutine,
+as a server in production does: the server's CPU is then the child's, the
+process CPU is both processes', and the server's packets are counted as
+two per echo received. The server's counters are not printed then.
+
+A packet is one payload datagram: a round trip is two. With -rate, each
+client sends at its own phase of the period (client i of N at i/N of it),
+as independent clients would, never all at the same instant; a pacer
+goroutine sends for up to 1024 clients and wakes at most once a
+millisecond, so a payload leaves up to 1 ms after its phase.
 
 With -bridge relay or -bridge transport it measures the browser bridge
 instead, as an operator runs it: a netcode echo server and the bridge run
@@ -55,6 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window; 0: connect phase only")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured exchange before the window")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the same load over raw UDP and print the ratio")
+	fs.BoolVar(&cfg.ServerProcess, "server-process", false, "run the netcode echo server in a child process of its own, as in production, instead of beside the clients (-read-shards and -server-tick do not apply)")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
@@ -101,7 +112,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bc.Rate = bench.DefaultBridgeRate
 		}
 		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
-			"server-tick", "profile-connect", "memprofile", "memprofilerate"} {
+			"server-tick", "profile-connect", "memprofile", "memprofilerate", "server-process"} {
 			if set[name] {
 				return fmt.Errorf("-%s does not apply with -bridge", name)
 			}
@@ -120,6 +131,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idle != 0 {
 		return fmt.Errorf("-idle applies only with -bridge")
+	}
+	if cfg.ServerProcess && (cfg.ReadShards != 0 || cfg.ServerTick != 0) {
+		return fmt.Errorf("-read-shards and -server-tick do not apply with -server-process")
 	}
 	cfg.TimeoutSeconds = int32(*timeout)
 	cfg.ProtocolID = uint64(proto)

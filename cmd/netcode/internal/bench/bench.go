@@ -49,6 +49,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +92,18 @@ type Config struct {
 	// RawReaders is how many goroutines serve the raw UDP echo socket;
 	// default GOMAXPROCS.
 	RawReaders int
+
+	// ServerProcess runs the echo server in a child process (this
+	// executable, as the bridge mode runs its server) instead of beside
+	// the clients: a server then shares its Go scheduler and its CPU with
+	// no client goroutine, as in production. The server's CPU is the
+	// child's (/proc or getrusage), process CPU is both processes', and
+	// the server's payload datagrams are counted as two per echo the
+	// clients receive. ReadShards, ServerTick and Logger do not apply.
+	ServerProcess bool
+	// Child is the command line that runs a child process (default: this
+	// executable, "bench", ChildArg); tests set it.
+	Child []string `json:"-"`
 
 	MaxClients      int           // server slots; default Clients
 	ReadShards      int           // server sockets read in parallel (ServerConfig.ReadShards)
@@ -386,8 +400,10 @@ func (r *run) startExchange() {
 
 // startTraffic starts the senders: flat out, every client sends its window
 // and a watchdog refills the windows of clients whose payloads were lost;
-// at a rate, one goroutine per 64 clients sends to each of them every
-// 1/Rate seconds, the groups spread over the period.
+// at a rate, every client sends one payload each 1/Rate seconds at its own
+// phase (sendPhase), spread evenly over the period as a fleet of
+// independent clients would be, from one pacer goroutine per pacerGroup
+// clients.
 func (r *run) startTraffic() {
 	if r.cfg.Rate == 0 {
 		var buf [netcode.MaxPayloadBytes]byte
@@ -404,36 +420,67 @@ func (r *run) startTraffic() {
 		return
 	}
 	period := time.Duration(float64(time.Second) / r.cfg.Rate)
-	const group = 64
-	groups := (len(r.clients) + group - 1) / group
+	n := len(r.clients)
+	groups := (n + pacerGroup - 1) / pacerGroup
 	for g := range groups {
-		lo, hi := g*group, min((g+1)*group, len(r.clients))
-		offset := period * time.Duration(g) / time.Duration(groups)
+		// Group g paces clients g, g+groups, g+2*groups...: their phases
+		// are spread over the whole period, and so are the groups'.
+		var cs []*client
+		var phases []time.Duration
+		for i := g; i < n; i += groups {
+			cs = append(cs, r.clients[i])
+			phases = append(phases, sendPhase(i, n, period))
+		}
 		r.senders.Add(1)
-		go r.pacer(r.clients[lo:hi], period, offset)
+		go r.pacer(cs, phases, period)
 	}
 }
 
-func (r *run) pacer(cs []*client, period, offset time.Duration) {
+// pacerGroup is the most clients one pacer goroutine sends for.
+const pacerGroup = 1024
+
+// pacerQuantum is the shortest a pacer sleeps: it sends what fell due
+// since it last woke, so a payload leaves up to this late. A timer per
+// payload (41k wake-ups a second for 4096 clients at 10 Hz) would cost
+// the process more than the clients' own work, on the same CPUs as the
+// server.
+const pacerQuantum = time.Millisecond
+
+// sendPhase is when, after the exchange starts and then every period,
+// client i of n sends: i/n of the period. Clients are not in step: a
+// payload from each of n clients at one instant would measure the queue
+// behind a burst of n, which no fleet of independent clients makes.
+func sendPhase(i, n int, period time.Duration) time.Duration {
+	return period * time.Duration(i) / time.Duration(n)
+}
+
+// pacer sends for cs, client j at phases[j] (ascending, within the
+// period) after the exchange starts and every period after, up to
+// pacerQuantum late. A pacer woken later sends what fell due meanwhile,
+// at once, and keeps to its schedule.
+func (r *run) pacer(cs []*client, phases []time.Duration, period time.Duration) {
 	defer r.senders.Done()
 	var buf [netcode.MaxPayloadBytes]byte
-	select {
-	case <-time.After(offset):
-	case <-r.stopSend:
-		return
-	}
-	t := time.NewTicker(period)
+	start := time.Now()
+	t := time.NewTimer(phases[0])
 	defer t.Stop()
-	for {
-		for _, c := range cs {
-			if c.ep != nil {
-				r.send(c, buf[:])
-			}
-		}
+	for k := 0; ; {
 		select {
 		case <-t.C:
 		case <-r.stopSend:
 			return
+		}
+		now := time.Since(start)
+		for ; ; k++ {
+			j := k % len(cs)
+			due := phases[j] + time.Duration(k/len(cs))*period
+			if due > now {
+				t.Reset(max(due-now, pacerQuantum))
+				break
+			}
+			if c := cs[j]; c.ep != nil {
+				r.send(c, buf[:])
+			}
 		}
 	}
 }
@@ -516,7 +563,9 @@ func (r *run) wait(d time.Duration, stage string, status func() string) {
 
 // measure runs the warm-up and the measured window and fills p.
 // serverPackets returns the server's payload datagrams so far (in + out).
-func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, status func() string) error {
+// serverCPU, if not nil, is the CPU time so far of a server in another
+// process: it then gives the server's CPU, and is added to the process's.
+func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() time.Duration, profile io.Writer, status func() string) error {
 	cfg := r.cfg
 	wait := func(d time.Duration, stage string) { r.wait(d, stage, status) }
 	if cfg.Warmup > 0 {
@@ -529,7 +578,11 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	// First half: allocations, no profiler.
 	runtime.ReadMemStats(&ms0)
 	sent0, recv0 := r.totals()
-	cpu0 := cpuTime()
+	other := func() time.Duration { return 0 }
+	if serverCPU != nil {
+		other = serverCPU
+	}
+	cpu0, srv0 := cpuTime(), other()
 	t0 := time.Now()
 	r.measuring.Store(true)
 	pk0 := serverPackets()
@@ -540,26 +593,25 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 	// Second half: CPU profile with labels.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
-	cpu1 := cpuTime()
+	srv1 := other()
 	t1 := time.Now()
 	wait(cfg.Duration-half, "measure")
 	pk2 := serverPackets()
 	t2 := time.Now()
-	cpu2 := cpuTime()
+	cpu2, srv2 := cpuTime(), other()
 	if profiling {
 		pprof.StopCPUProfile()
 	}
 	r.measuring.Store(false)
 	sent2, recv2 := r.totals()
 	runtime.ReadMemStats(&ms2)
-	_ = cpu1
 
 	p.Window = t2.Sub(t0)
 	p.Sent = sent2 - sent0
 	p.RoundTrips = recv2 - recv0
 	p.RoundTripsPerSec = float64(p.RoundTrips) / p.Window.Seconds()
 	p.SentPerSec = float64(p.Sent) / p.Window.Seconds()
-	p.ProcessCPU = cpu2 - cpu0
+	p.ProcessCPU = cpu2 - cpu0 + srv2 - srv0
 	if p.ProcessCPU > 0 {
 		p.EchoesPerCPUSecond = float64(p.RoundTrips) / p.ProcessCPU.Seconds()
 	}
@@ -580,6 +632,9 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, profile io.Writer, 
 			return fmt.Errorf("bench: reading the CPU profile: %w", err)
 		}
 		p.ServerCPU = time.Duration(by[SideServer])
+		if serverCPU != nil {
+			p.ServerCPU = srv2 - srv1
+		}
 		p.ClientCPU = time.Duration(by[SideClient])
 		p.OtherCPU = time.Duration(by[""])
 		if p.ServerPackets > 0 {
@@ -682,6 +737,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	if err := checkFDs(cfg.Clients); err != nil {
+		return nil, err
+	}
 	res := &Result{Config: cfg}
 	rounds := make([]Round, 0, cfg.Rounds)
 	for i := range cfg.Rounds {
@@ -730,6 +788,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// fdSpare is the descriptors a run needs besides one socket per client:
+// the server's sockets, the runtime's epoll and pipes, profiles, stdio.
+const fdSpare = 64
+
+// checkFDs refuses a run of clients whose sockets the descriptor limit
+// cannot hold, before it starts, rather than part way into the connect
+// phase with "too many open files".
+func checkFDs(clients int) error {
+	soft, hard, ok := fdLimit()
+	if need := uint64(clients) + fdSpare; ok && need > soft {
+		return fmt.Errorf("bench: %d clients need about %d file descriptors, and the limit is %d (hard limit %d); raise it (ulimit -n) or run fewer clients",
+			clients, need, soft, hard)
+	}
+	return nil
+}
+
 // medianRound returns the round with the median ratio, or with no
 // baseline the median netcode payloads/s (the lower middle one of an even
 // number).
@@ -757,47 +831,11 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	r := newRun(ctx, cfg, "netcode")
 	p := &Phase{Name: "netcode", Clients: cfg.Clients}
 
-	// Server, with its goroutines labelled server.
-	var l *netcode.Listener
-	var lerr error
-	accepted := make(chan struct{}, cfg.Clients)
-	labelled(ctx, SideServer, func(ctx context.Context) {
-		l, lerr = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
-			ProtocolID:   cfg.ProtocolID,
-			PrivateKey:   key,
-			MaxClients:   cfg.MaxClients,
-			ReadShards:   cfg.ReadShards,
-			Logger:       cfg.Logger,
-			TickInterval: cfg.ServerTick,
-		})
-		if lerr != nil {
-			return
-		}
-		r.echoes.Add(1)
-		go func() {
-			defer r.echoes.Done()
-			for {
-				c, err := l.AcceptConn(context.Background())
-				if err != nil {
-					return
-				}
-				select {
-				case accepted <- struct{}{}:
-				default:
-				}
-				r.echoes.Add(1)
-				go r.echo(c)
-			}
-		}()
-	})
-	if lerr != nil {
-		return nil, lerr
+	srv, err := startEchoServer(ctx, r, key)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		l.Close()
-		r.echoes.Wait()
-	}()
-	srvAddr := netip.MustParseAddrPort(l.Addr().String())
+	defer srv.close()
 
 	// Tokens are minted before the clock starts.
 	tokens := make([][]byte, cfg.Clients)
@@ -806,7 +844,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 			ProtocolID:     cfg.ProtocolID,
 			ClientID:       uint64(i + 1),
 			PrivateKey:     key,
-			ServerAddrs:    []netip.AddrPort{srvAddr},
+			ServerAddrs:    []netip.AddrPort{srv.addr},
 			ExpireSeconds:  3600,
 			TimeoutSeconds: cfg.TimeoutSeconds,
 		})
@@ -823,7 +861,7 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	// The connect phase is profiled too, for the CPU the handshakes cost.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
-	cpu0 := cpuTime()
+	cpu0, srv0 := cpuTime(), srv.cpu()
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
@@ -831,14 +869,15 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 			return d.DialContext(ctx, tokens[i])
 		})
 	})
-	p.ConnectCPU = cpuTime() - cpu0
+	srvConnect := srv.cpu() - srv0
+	p.ConnectCPU = cpuTime() - cpu0 + srvConnect
 	if profiling {
 		pprof.StopCPUProfile()
 		by, err := cpuBySide(prof.Bytes(), LabelKey)
 		if err != nil {
 			return nil, fmt.Errorf("bench: reading the CPU profile: %w", err)
 		}
-		p.ConnectServerCPU = time.Duration(by[SideServer])
+		p.ConnectServerCPU = time.Duration(by[SideServer]) + srvConnect
 		if cfg.ProfileConnect && cfg.CPUProfile != nil {
 			if _, err := cfg.CPUProfile.Write(prof.Bytes()); err != nil {
 				return nil, err
@@ -846,42 +885,170 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 		}
 	}
 	p.Connected, p.ConnectTime, p.ConnectsPerSec, p.DialErrors = cs.connected, cs.took, cs.perSec, cs.errs
-	// Wait (briefly) for the server to have accepted them all.
-	for range p.Connected {
-		select {
-		case <-accepted:
-		case <-time.After(5 * time.Second):
-		}
-	}
+	srv.waitAccepted(p.Connected)
 
 	if cfg.Duration <= 0 {
 		r.stop(p)
-		st := l.Stats()
-		p.ServerStats = &st
+		p.ServerStats = srv.stats()
 		return p, nil
 	}
 
 	// Exchange.
 	labelled(ctx, SideClient, func(context.Context) { r.startExchange() })
-	status := func() string {
-		st := l.Stats()
-		r.srvMu.Lock()
-		ends := 0
-		for _, v := range r.srvEnds {
-			ends += v
-		}
-		r.srvMu.Unlock()
-		return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
-	}
 	winProfile := cfg.CPUProfile
 	if cfg.ProfileConnect {
 		winProfile = nil
 	}
-	err = r.measure(p, func() uint64 { return 2 * r.serverRecv() }, winProfile, status)
+	var serverCPU func() time.Duration
+	if srv.child != nil {
+		serverCPU = srv.cpu
+	}
+	err = r.measure(p, srv.packets, serverCPU, winProfile, srv.status)
 	r.stop(p)
-	st := l.Stats()
-	p.ServerStats = &st
+	p.ServerStats = srv.stats()
 	return p, err
+}
+
+// echoServer is the netcode phase's echo server: a Listener in this
+// process, with one echo goroutine per connection, or with
+// Config.ServerProcess one in a child process.
+type echoServer struct {
+	r        *run
+	addr     netip.AddrPort
+	l        *netcode.Listener // in this process
+	accepted chan struct{}     // a connection was accepted (in this process)
+	child    *childProc        // in a child process
+}
+
+// startEchoServer starts r's server; its goroutines in this process carry
+// the label bench=server.
+func startEchoServer(ctx context.Context, r *run, key [netcode.KeyBytes]byte) (*echoServer, error) {
+	cfg := r.cfg
+	s := &echoServer{r: r}
+	if cfg.ServerProcess {
+		argv := cfg.Child
+		if argv == nil {
+			var err error
+			if argv, err = defaultChild(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := startChild(argv, "server", roleServer, hex.EncodeToString(key[:]),
+			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients))
+		if err != nil {
+			return nil, err
+		}
+		if s.addr, err = netip.ParseAddrPort(c.ready.UDP); err != nil {
+			c.stop()
+			return nil, fmt.Errorf("bench: the server process's address: %w", err)
+		}
+		s.child = c
+		return s, nil
+	}
+	var err error
+	s.accepted = make(chan struct{}, cfg.Clients)
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		s.l, err = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
+			ProtocolID:   cfg.ProtocolID,
+			PrivateKey:   key,
+			MaxClients:   cfg.MaxClients,
+			ReadShards:   cfg.ReadShards,
+			Logger:       cfg.Logger,
+			TickInterval: cfg.ServerTick,
+		})
+		if err != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := s.l.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case s.accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.addr = netip.MustParseAddrPort(s.l.Addr().String())
+	return s, nil
+}
+
+// close stops the server and waits for its goroutines or its process.
+func (s *echoServer) close() {
+	if s.child != nil {
+		s.child.stop()
+		return
+	}
+	s.l.Close()
+	s.r.echoes.Wait()
+}
+
+// cpu is the CPU time so far of a server process; 0 in this process.
+func (s *echoServer) cpu() time.Duration {
+	if s.child == nil {
+		return 0
+	}
+	d, _, _ := s.child.cpu()
+	return d
+}
+
+// waitAccepted waits (briefly) for the server to have accepted n clients.
+func (s *echoServer) waitAccepted(n int) {
+	if s.child != nil {
+		return // the clients' handshakes completed: the server holds them
+	}
+	for range n {
+		select {
+		case <-s.accepted:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// packets returns the server's payload datagrams so far (in + out): those
+// its echo goroutines read, twice, or for a server process two per echo
+// the clients received.
+func (s *echoServer) packets() uint64 {
+	if s.child != nil {
+		_, recv := s.r.totals()
+		return 2 * recv
+	}
+	return 2 * s.r.serverRecv()
+}
+
+// stats returns the server's counters; nil for a server process.
+func (s *echoServer) stats() *netcode.ServerStats {
+	if s.child != nil {
+		return nil
+	}
+	st := s.l.Stats()
+	return &st
+}
+
+// status is the server's part of a progress line.
+func (s *echoServer) status() string {
+	if s.child != nil {
+		return "server: in its own process"
+	}
+	st := s.l.Stats()
+	r := s.r
+	r.srvMu.Lock()
+	ends := 0
+	for _, v := range r.srvEnds {
+		ends += v
+	}
+	r.srvMu.Unlock()
+	return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
 }
 
 // connectStats is what connectAll measured.

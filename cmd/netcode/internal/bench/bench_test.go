@@ -123,9 +123,13 @@ func TestRunSmall(t *testing.T) {
 		{"rate", Config{Clients: 4, Size: 32, Rate: 50, Duration: time.Second, Warmup: -1}},
 		{"connect only", Config{Clients: 4}},
 		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
+		{"server process", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, ServerProcess: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.ServerProcess {
+				tc.cfg.Child = testChild(t)
+			}
 			var progress, out, prof bytes.Buffer
 			tc.cfg.Progress = &progress
 			tc.cfg.ProgressEvery = 300 * time.Millisecond
@@ -158,6 +162,15 @@ func TestRunSmall(t *testing.T) {
 			if tc.cfg.Rate > 0 {
 				// A few payloads a second cannot fill a read queue.
 				assert.Zero(t, n.Dropped)
+			}
+			if tc.cfg.ServerProcess {
+				// The server is the child's: its CPU is measured, its
+				// counters are not in this process.
+				assert.Nil(t, n.ServerStats)
+				assert.Greater(t, n.ServerCPU, time.Duration(0))
+				assert.Greater(t, n.ServerPackets, uint64(0))
+			} else {
+				assert.NotNil(t, n.ServerStats)
 			}
 			if tc.cfg.Rounds > 1 {
 				require.Len(t, res.Rounds, tc.cfg.Rounds)
@@ -196,8 +209,9 @@ func (e *fakeEndpoint) Close() error             { return nil }
 
 // TestPacer checks the rate mode against synctest's fake clock, so the
 // result does not depend on the machine's speed: every client sends one
-// payload each 1/Rate seconds, starting at its group's offset, with
-// consecutive sequence numbers, and failed writes are not counted as sent.
+// payload each 1/Rate seconds at its own phase (client i of n at i/n of
+// the period), at most pacerQuantum late, with consecutive sequence
+// numbers, and failed writes are not counted as sent.
 func TestPacer(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -206,9 +220,11 @@ func TestPacer(t *testing.T) {
 		fail    bool
 	}{
 		{"one client", 1, 50, false},
-		{"three groups", 130, 50, false},
-		{"fast", 10, 1000, false},
-		{"slow", 3, 2.5, false},
+		{"three clients", 3, 2.5, false},
+		{"one per quantum", 10, 100, false},
+		{"several per quantum", 130, 50, false},
+		{"several groups", 2*pacerGroup + 100, 10, false},
+		{"fast", 10, 200, false},
 		{"write errors", 2, 50, true},
 	}
 	for _, tc := range tests {
@@ -224,22 +240,27 @@ func TestPacer(t *testing.T) {
 					r.clients[i] = &client{ep: eps[i]}
 				}
 				period := time.Duration(float64(time.Second) / tc.rate)
-				// Half a period past a whole second, so that no send
-				// falls on the instant the senders are stopped.
 				run := time.Second + period/2
 				r.startTraffic()
 				time.Sleep(run)
 				close(r.stopSend)
 				r.senders.Wait()
 
-				const group = 64
-				groups := (tc.clients + group - 1) / group
+				late := time.Duration(0)
 				for i, ep := range eps {
-					offset := period * time.Duration(i/group) / time.Duration(groups)
-					want := int((run-offset)/period) + 1
+					phase := sendPhase(i, tc.clients, period)
+					// Every payload due a quantum before the senders
+					// stop is sent; one due in that last quantum may be.
+					want := int((run-phase)/period) + 1
+					if sure := int((run-pacerQuantum-phase)/period) + 1; len(ep.stamp) == sure {
+						want = sure
+					}
 					require.Len(t, ep.stamp, want, "client %d", i)
 					for k := range want {
-						assert.Equal(t, offset+time.Duration(k)*period, ep.stamp[k], "client %d send %d", i, k)
+						due := phase + time.Duration(k)*period
+						require.GreaterOrEqual(t, ep.stamp[k], due, "client %d send %d", i, k)
+						require.Less(t, ep.stamp[k], due+pacerQuantum, "client %d send %d", i, k)
+						late = max(late, ep.stamp[k]-due)
 						if tc.fail {
 							// The failed send's number is taken back.
 							assert.Equal(t, uint64(1), ep.seqs[k], "client %d send %d", i, k)
@@ -252,6 +273,10 @@ func TestPacer(t *testing.T) {
 					} else {
 						assert.Equal(t, uint64(want), r.clients[i].sent.Load(), "client %d", i)
 					}
+				}
+				if period/time.Duration(tc.clients) >= pacerQuantum {
+					// A pacer that wakes for each payload sends it on time.
+					assert.Zero(t, late)
 				}
 			})
 		})
@@ -291,4 +316,34 @@ func TestRunCancel(t *testing.T) {
 	// Not a speed bound: a run that ignored the cancellation would last the
 	// whole minute; anything well short of that honoured it.
 	assert.Less(t, time.Since(start), 30*time.Second)
+}
+
+// TestCheckFDs checks that a run is refused before it starts when the
+// descriptor limit cannot hold one socket per client, and allowed when it
+// can.
+func TestCheckFDs(t *testing.T) {
+	soft, _, ok := fdLimit()
+	if !ok || soft > 1<<30 {
+		t.Skip("this system has no finite descriptor limit")
+	}
+	tests := []struct {
+		name    string
+		clients int
+		ok      bool
+	}{
+		{"one", 1, true},
+		{"within", int(soft) - fdSpare, true},
+		{"one past", int(soft) - fdSpare + 1, false},
+		{"far past", int(soft) * 2, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkFDs(tc.clients)
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "file descriptors")
+			}
+		})
+	}
 }
