@@ -838,19 +838,9 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	defer srv.close()
 
 	// Tokens are minted before the clock starts.
-	tokens := make([][]byte, cfg.Clients)
-	for i := range tokens {
-		tokens[i], err = token.Generate(token.Params{
-			ProtocolID:     cfg.ProtocolID,
-			ClientID:       uint64(i + 1),
-			PrivateKey:     key,
-			ServerAddrs:    []netip.AddrPort{srv.addr},
-			ExpireSeconds:  3600,
-			TimeoutSeconds: cfg.TimeoutSeconds,
-		})
-		if err != nil {
-			return nil, err
-		}
+	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, srv.addr)
+	if err != nil {
+		return nil, err
 	}
 
 	// Connect phase.
@@ -1158,3 +1148,24 @@ func SortedKeys(m map[string]int) []string {
 
 var _ endpoint = (*net.UDPConn)(nil)
 var _ endpoint = (*netcode.Conn)(nil)
+
+// mintTokens makes one connect token per client (client ids 1 to n) for
+// the server at addr, valid for an hour.
+func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key [netcode.KeyBytes]byte, addr netip.AddrPort) ([][]byte, error) {
+	tokens := make([][]byte, n)
+	for i := range tokens {
+		var err error
+		tokens[i], err = token.Generate(token.Params{
+			ProtocolID:     protocolID,
+			ClientID:       uint64(i + 1),
+			PrivateKey:     key,
+			ServerAddrs:    []netip.AddrPort{addr},
+			ExpireSeconds:  3600,
+			TimeoutSeconds: timeoutSeconds,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}

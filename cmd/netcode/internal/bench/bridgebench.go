@@ -17,7 +17,6 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/token"
 )
 
 // Bridge load modes.
@@ -446,20 +445,9 @@ func (b *bridgeRun) snapshots() ([]snapshot, error) {
 
 func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
 	cfg, res := b.cfg, b.res
-	tokens := make([][]byte, cfg.Clients)
-	for i := range tokens {
-		var err error
-		tokens[i], err = token.Generate(token.Params{
-			ProtocolID:     cfg.ProtocolID,
-			ClientID:       uint64(i + 1),
-			PrivateKey:     key,
-			ServerAddrs:    []netip.AddrPort{b.udp},
-			ExpireSeconds:  3600,
-			TimeoutSeconds: cfg.TimeoutSeconds,
-		})
-		if err != nil {
-			return err
-		}
+	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp)
+	if err != nil {
+		return err
 	}
 	before, err := b.snapshots()
 	if err != nil {
