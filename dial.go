@@ -192,10 +192,16 @@ type dialConn struct {
 	wg       sync.WaitGroup // the read loop
 }
 
+// dialReadBatch is how many datagrams a dialed Conn's reader takes from its
+// socket at once. A server sends one client little at a time (its echoes,
+// 10 keep-alives a second), and each slot is a 1500-byte buffer the Conn
+// keeps: a bridge's relay holds thousands of Conns.
+const dialReadBatch = 8
+
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
 	out := &dc.rout
-	err := transport.ReadLoop(dc.tc, 16, dc.stop, func(ms []transport.Message) {
+	err := transport.ReadLoop(dc.tc, dialReadBatch, dc.stop, func(ms []transport.Message) {
 		now := time.Now()
 		var next time.Time
 		for i := range ms {

@@ -60,9 +60,12 @@ func newUDP(uc *net.UDPConn) Conn {
 		return nil
 	}
 	c := &mmsgConn{c: uc, rc: rc, family: family}
-	c.r = newBatch(minBatch)
+	// The scratch grows to the batches the owner asks for, and write
+	// scratch is made on the first batched write: a client's socket, which
+	// reads a few datagrams at a time and rarely writes a batch, then
+	// carries a few hundred bytes of it instead of 14 KiB.
+	c.r = newBatch(0)
 	c.r.fn = c.r.recv
-	c.wfree = []*batch{newWriteBatch()}
 	return c
 }
 

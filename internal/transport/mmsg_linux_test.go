@@ -87,3 +87,51 @@ func TestMmsghdrLayout(t *testing.T) {
 	assert.Equal(t, uintptr(unix.SizeofMsghdr), unsafe.Offsetof(h.Len))
 	assert.Equal(t, uintptr(unix.SizeofMsghdr)+unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(h))
 }
+
+// TestScratchFollowsUse checks that a socket carries only the batch scratch
+// its owner uses: read headers for the batches it reads, and write scratch
+// only once it writes a batch. A process with thousands of client sockets
+// (a bridge's relay) would otherwise hold 14 KiB of headers per socket.
+func TestScratchFollowsUse(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		readBatch, writeSize int
+	}{
+		{"client", 8, 10},
+		{"server", 64, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rx := listenUDP(t, "udp4", "127.0.0.1:0")
+			defer rx.Close()
+			tx := listenUDP(t, "udp4", "127.0.0.1:0")
+			defer tx.Close()
+			r := New(rx).(*mmsgConn)
+			w := New(tx).(*mmsgConn)
+			assert.Empty(t, r.r.hdrs, "read scratch before the first read")
+			assert.Empty(t, w.wfree, "write scratch before the first batched write")
+
+			to := rx.LocalAddr().(*net.UDPAddr).AddrPort()
+			out := make([]Message, tc.writeSize)
+			for i := range out {
+				out[i] = Message{Buf: []byte{byte(i)}, Addr: to}
+			}
+			n, err := w.WriteBatch(out)
+			require.NoError(t, err)
+			require.Equal(t, tc.writeSize, n)
+			require.Len(t, w.wfree, 1, "the batch's scratch is kept for the next")
+			assert.GreaterOrEqual(t, len(w.wfree[0].hdrs), tc.writeSize)
+
+			in := make([]Message, tc.readBatch)
+			for i := range in {
+				in[i].Buf = make([]byte, MaxDatagram)
+			}
+			got := 0
+			for got < tc.writeSize {
+				n, err := r.ReadBatch(in)
+				require.NoError(t, err)
+				got += n
+			}
+			assert.Len(t, r.r.hdrs, tc.readBatch, "read scratch sized to the batches read")
+		})
+	}
+}
