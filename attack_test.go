@@ -143,18 +143,7 @@ func TestAttack(t *testing.T) {
 			defer echoes.Wait()
 			for _, s := range append(srvs, tappedSrv) {
 				defer s.Close()
-				echoes.Go(func() {
-					buf := make([]byte, netcode.MaxPayloadBytes)
-					for {
-						n, err := s.Read(buf)
-						if err != nil {
-							return
-						}
-						if _, err := s.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-				})
+				echoes.Go(func() { echoUntilError(s) })
 			}
 
 			// The tapped client's echoes of the captured traffic.

@@ -390,17 +390,6 @@ func runEchoServer(spec string) {
 		if err != nil {
 			os.Exit(0)
 		}
-		go func() {
-			buf := make([]byte, netcode.MaxPayloadBytes)
-			for {
-				n, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				if _, err := c.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}()
+		go echoUntilError(c)
 	}
 }

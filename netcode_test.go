@@ -121,6 +121,21 @@ func send(t testing.TB, from, to net.Conn, msg []byte) {
 	require.Equal(t, msg, got)
 }
 
+// echoUntilError writes back every payload c reads, until a read or a
+// write fails (the connection ended).
+func echoUntilError(c net.Conn) {
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
 func readWithin(t testing.TB, c net.Conn, d time.Duration) ([]byte, error) {
 	t.Helper()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(d)))
@@ -428,14 +443,7 @@ func TestManyClients(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						buf := make([]byte, netcode.MaxPayloadBytes)
-						for {
-							n, err := c.Read(buf)
-							if err != nil {
-								return
-							}
-							c.Write(buf[:n])
-						}
+						echoUntilError(c)
 					}()
 				}
 			}()

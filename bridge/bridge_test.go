@@ -78,16 +78,7 @@ func newServer(t testing.TB, maxClients int, echo bool) *testServer {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				buf := make([]byte, netcode.MaxPayloadBytes)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
+				echoUntilError(c)
 			}()
 		}
 	}()
@@ -798,5 +789,20 @@ func (s *testServer) accepted(t *testing.T) *netcode.Conn {
 	case <-time.After(5 * time.Second):
 		t.Fatal("server did not accept")
 		return nil
+	}
+}
+
+// echoUntilError writes back every payload c reads, until a read or a
+// write fails (the connection ended).
+func echoUntilError(c net.Conn) {
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return
+		}
 	}
 }

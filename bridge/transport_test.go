@@ -87,16 +87,7 @@ func newMuxServerVia(t testing.TB, maxClients int, cfg bridge.MuxConfig, via fun
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				buf := make([]byte, netcode.MaxPayloadBytes)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
+				echoUntilError(c)
 			}()
 		}
 	}()
