@@ -98,7 +98,6 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	tc := transport.New(pc)
 	dc := &dialConn{
 		tc:        tc,
-		sink:      directSink{tc: tc},
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
@@ -165,7 +164,6 @@ type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
 	conn *Conn
-	sink directSink
 
 	connected chan struct{} // closed on reaching Connected
 	failed    chan struct{} // closed on failing before Connected
@@ -295,7 +293,9 @@ func (dc *dialConn) act(out *client.Output) {
 	switch ms := out.Datagrams; len(ms) {
 	case 0:
 	case 1:
-		dc.sink.Send(ms[0].Addr, ms[0].Buf)
+		// A datagram the socket refuses is lost, as UDP may lose any:
+		// the protocol's redundancy and timeouts deal with it.
+		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
 	default:
 		writeAll(dc.tc, ms)
 	}

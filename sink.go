@@ -13,18 +13,6 @@ import (
 // eofError is what a connection ends with when the peer disconnects cleanly.
 var eofError = io.EOF
 
-// directSink writes each datagram to the socket at once. It is safe for
-// concurrent use. A client uses it: its core sends one datagram at a time.
-// A datagram the socket refuses is lost, as UDP may lose any (the
-// protocol's redundancy and timeouts deal with it).
-type directSink struct {
-	tc transport.Conn
-}
-
-func (d *directSink) Send(to netip.AddrPort, b []byte) {
-	_ = d.tc.WriteTo(b, to)
-}
-
 // sendBatch is the most datagrams one batched write carries.
 const sendBatch = 64
 
