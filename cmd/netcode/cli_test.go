@@ -56,7 +56,7 @@ func TestResolveAddr(t *testing.T) {
 	tests := []struct {
 		in    string
 		want  string // "": refused
-		errAs any    // with want "": nil for errNotConcrete, else the error type
+		errAs any    // with want "": nil for token.ErrUnspecifiedAddr, else the error type
 	}{
 		{"127.0.0.1:40000", "127.0.0.1:40000", nil},
 		{"[::1]:40000", "[::1]:40000", nil},
@@ -77,7 +77,7 @@ func TestResolveAddr(t *testing.T) {
 				if tc.errAs != nil {
 					assert.ErrorAs(t, err, tc.errAs)
 				} else {
-					assert.ErrorIs(t, err, errNotConcrete)
+					assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
 				}
 				return
 			}
@@ -101,7 +101,7 @@ func TestBridgeAllowHostNames(t *testing.T) {
 	}
 	assert.Equal(t, netip.MustParseAddrPort("192.0.2.1:5"), l[len(l)-1])
 	for _, bad := range []string{"0.0.0.0:1", "localhost:0", "[::]:40000", ":40000"} {
-		assert.ErrorIs(t, l.Set(bad), errNotConcrete, bad)
+		assert.ErrorIs(t, l.Set(bad), token.ErrUnspecifiedAddr, bad)
 	}
 	var badAddr *net.AddrError
 	assert.ErrorAs(t, l.Set("no-port"), &badAddr)

@@ -74,7 +74,7 @@ func resolveAddrs(ctx context.Context, s string) ([]netip.AddrPort, error) {
 		return nil, err
 	}
 	if host == "" {
-		return nil, fmt.Errorf("%s: %w", s, errNotConcrete)
+		return nil, fmt.Errorf("%s: %w", s, token.ErrUnspecifiedAddr)
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -91,16 +91,12 @@ func resolveAddrs(ctx context.Context, s string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-// errNotConcrete reports an unspecified address or port 0 where a server's
-// address is needed.
-var errNotConcrete = errors.New("a concrete address and port are needed, not an unspecified address or port 0")
-
 // concreteAddr refuses an unspecified address or port 0, and unmaps an
 // IPv4-mapped IPv6 address.
 func concreteAddr(s string, ap netip.AddrPort) (netip.AddrPort, error) {
 	a := ap.Addr().Unmap()
 	if !a.IsValid() || a.IsUnspecified() || ap.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("%s: %w", s, errNotConcrete)
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s, token.ErrUnspecifiedAddr)
 	}
 	return netip.AddrPortFrom(a, ap.Port()), nil
 }
