@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -137,13 +138,7 @@ func (b codeBlock) source() string {
 	}
 	var src strings.Builder
 	src.WriteString("package readme\n\nimport (\n")
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range names {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		fmt.Fprintf(&src, "\t%s %q\n", name, readmeImports[name])
 	}
 	src.WriteString(")\n\n")

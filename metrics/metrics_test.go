@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -205,5 +206,19 @@ func TestNamesDocumented(t *testing.T) {
 		}
 		field = strings.TrimSuffix(field, ").")
 		assert.Contains(t, strings.Join(strings.Fields(docs[field]), " "), mf.GetName(), "the documentation of ServerStats.%s", field)
+	}
+}
+
+// TestReadmeListsEverySeries: the README's Observability section names
+// every series the collector serves.
+func TestReadmeListsEverySeries(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		assert.Contains(t, string(readme), "`"+mf.GetName(), "README.md does not list %s", mf.GetName())
 	}
 }
