@@ -71,13 +71,13 @@ type primitives struct {
 		RC                         int    `json:"decrypt_rc"`
 	} `json:"secretbox_decrypt_only_normal_build"`
 	Sign struct {
-		KeyPairs []struct{ Seed, PK, SK hx } `json:"keypairs"`
+		KeyPairs   []struct{ Seed, PK, SK hx } `json:"keypairs"`
 		Signatures []struct {
 			Message, PK, SK, Signature hx
 			Ctx                        string
 			RandomR                    hx `json:"random_r"`
 			Prehash                    hx
-			EphScalar                  hx `json:"eph_scalar"`
+			EphScalar                  hx  `json:"eph_scalar"`
 			VerifyRC                   int `json:"verify_rc"`
 		}
 		VerifyRejections []struct {
