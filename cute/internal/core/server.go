@@ -1,0 +1,641 @@
+package core
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/hydro"
+	"github.com/gonetcode/netcode/cute/internal/wire"
+)
+
+// Server defaults and limits.
+const (
+	// DefaultMaxClients is CN_PROTOCOL_SERVER_MAX_CLIENTS, also the value
+	// CONNECTION_ACCEPTED carries.
+	DefaultMaxClients = 32
+	// MaxMaxClients bounds ServerConfig.MaxClients.
+	MaxMaxClients = 4096
+	// DefaultMaxPending is CN_PROTOCOL_ENCRYPTION_STATES_MAX: handshakes in
+	// progress at once.
+	DefaultMaxPending = 64
+	// DefaultConnectionTimeout is Cute Framework's default.
+	DefaultConnectionTimeout = 10 * time.Second
+)
+
+// TokenID names a connect token for the history: see wire.ServerToken.ID.
+type TokenID = [hydro.HeaderBytes]byte
+
+// TokenHistory remembers every connect token a connection was made with
+// until the token expires, so that none is accepted twice. It must never
+// forget a token before its expiry (an LRU that evicts, as the C code's
+// 256-entry cache does, lets a token be replayed); when full it refuses.
+// The Server calls it under its lock; it must not call back.
+type TokenHistory interface {
+	// Consumed reports whether id was consumed and has not expired at now
+	// (Unix seconds).
+	Consumed(id *TokenID, now uint64) bool
+	// Consume records id as consumed until expires (Unix seconds). It
+	// returns false, recording nothing, when the history is full.
+	Consume(id *TokenID, expires, now uint64) bool
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// ApplicationID must match the tokens'.
+	ApplicationID uint64
+	// PublicKey verifies token signatures; SecretKey (its pair) opens
+	// their secret sections.
+	PublicKey [hydro.PublicKeyBytes]byte
+	SecretKey [hydro.SecretKeyBytes]byte
+	// Addr is the server's address as tokens list it: a token that does
+	// not list it is refused.
+	Addr netip.AddrPort
+	// MaxClients is the slot count: 0 means DefaultMaxClients, at most
+	// MaxMaxClients. CONNECTION_ACCEPTED tells clients this number.
+	MaxClients int
+	// MaxPending bounds the handshakes in progress: 0 means
+	// DefaultMaxPending. A token from a new address when the table is
+	// full is refused (and counted), never an older handshake evicted.
+	MaxPending int
+	// ConnectionTimeout ends a connection that sent nothing for this long;
+	// whole seconds (it travels as seconds in CONNECTION_ACCEPTED), 0
+	// means DefaultConnectionTimeout.
+	ConnectionTimeout time.Duration
+	// History remembers consumed tokens. Required.
+	History TokenHistory
+}
+
+// ErrServerConfig reports an unusable ServerConfig.
+var ErrServerConfig = errors.New("cute/core: invalid server configuration")
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The server events.
+const (
+	// EventConnected: a client completed the handshake (NEW_CONNECTION).
+	EventConnected EventKind = iota + 1
+	// EventPayload: a payload from a connected client (PAYLOAD_PACKET).
+	EventPayload
+	// EventDisconnected: a client left or was removed (DISCONNECTED).
+	EventDisconnected
+)
+
+// Why a client was disconnected.
+const (
+	ReasonClient  = "client disconnected"
+	ReasonTimeout = "connection timed out"
+	ReasonServer  = "disconnected by the server"
+)
+
+// Event is something that happened to a client slot.
+type Event struct {
+	Kind     EventKind
+	Index    int // the client slot
+	ClientID uint64
+	Addr     netip.AddrPort
+	// UserData is the token's user data (EventConnected), read from its
+	// place in the secret section.
+	UserData [wire.UserDataBytes]byte
+	// Payload is a slice of the datagram passed to Receive, decrypted in
+	// place (EventPayload); Sequence is its packet sequence.
+	Payload  []byte
+	Sequence uint64
+	// Reason says why (EventDisconnected).
+	Reason string
+}
+
+// ServerOutput is what one call to a Server did; reused like ClientOutput.
+type ServerOutput struct {
+	datagrams
+	// Events are what happened, in order.
+	Events []Event
+	// Next is when Update is due.
+	Next time.Time
+}
+
+func (o *ServerOutput) reset() {
+	o.datagrams.reset()
+	clear(o.Events)
+	o.Events = o.Events[:0]
+	o.Next = time.Time{}
+}
+
+// ServerStats counts what the server refused.
+type ServerStats struct {
+	PendingFull    uint64 // tokens refused because the handshake table was full
+	HistoryFull    uint64 // connections refused because the token history was full
+	TokenReplayed  uint64 // tokens refused because they were consumed
+	Denied         uint64 // CONNECTION_DENIED sent (server full)
+	PendingExpired uint64 // handshakes dropped by handshake timeout or token expiry
+}
+
+// pending is a handshake in progress (cn_protocol_encryption_state_t).
+type pending struct {
+	addr      netip.AddrPort
+	seq       uint64
+	expires   uint64 // token expiry, Unix seconds
+	handshake time.Duration
+	lastRecv  time.Time
+	lastSend  time.Time
+	sent      bool // a challenge request went out
+	clientID  uint64
+	c2s, s2c  wire.Key
+	id        TokenID
+	userData  [wire.UserDataBytes]byte
+}
+
+// slot is a connected client.
+type slot struct {
+	connected bool
+	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
+	clientID  uint64
+	addr      netip.AddrPort
+	seq       uint64
+	c2s, s2c  wire.Key
+	replay    wire.Replay
+	lastRecv  time.Time
+	lastSend  time.Time
+	userData  [wire.UserDataBytes]byte
+}
+
+// Server is the Cute server state machine (cn_protocol_server). Its
+// methods are safe for concurrent use; they serialise on one mutex, held
+// only while the server computes (no I/O, no callbacks but the history).
+type Server struct {
+	mu      sync.Mutex
+	cfg     ServerConfig
+	rand    entropy
+	timeout uint32 // seconds, as sent
+
+	slots    []slot
+	count    int
+	byAddr   map[netip.AddrPort]int // connected address → slot
+	byID     map[uint64]int         // connected client id → slot
+	pend     []pending              // in insertion order, as the C table's item array
+	pendAddr map[netip.AddrPort]int // address → index in pend
+
+	challengeNonce uint64
+	// tick is the time of the last Update. The C server counts the update
+	// interval in which a packet arrived as time since it (its timers
+	// advance after the receive loop), so timers restarted by a packet
+	// start at the previous update, which keeps the keepalive schedule
+	// packet for packet.
+	tick  time.Time
+	stats ServerStats
+
+	iv        wire.IV
+	challenge [wire.ChallengeDataBytes]byte
+	token     wire.ServerToken
+}
+
+// NewServer makes a server at time now (cn_protocol_server_start).
+func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
+	if cfg.MaxClients == 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.ConnectionTimeout == 0 {
+		cfg.ConnectionTimeout = DefaultConnectionTimeout
+	}
+	var zero [32]byte
+	switch {
+	case cfg.MaxClients < 1 || cfg.MaxClients > MaxMaxClients,
+		cfg.MaxPending < 1,
+		cfg.ConnectionTimeout < time.Second || cfg.ConnectionTimeout%time.Second != 0 || cfg.ConnectionTimeout/time.Second > 1<<32-1,
+		cfg.History == nil,
+		!cfg.Addr.IsValid(),
+		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1:
+		return nil, ErrServerConfig
+	}
+	return &Server{
+		cfg:      cfg,
+		rand:     systemEntropy,
+		timeout:  uint32(cfg.ConnectionTimeout / time.Second),
+		slots:    make([]slot, cfg.MaxClients),
+		byAddr:   make(map[netip.AddrPort]int),
+		byID:     make(map[uint64]int),
+		pendAddr: make(map[netip.AddrPort]int),
+		tick:     now,
+	}, nil
+}
+
+// begin takes the lock and starts out; finish ends the call.
+func (s *Server) begin(out *ServerOutput) {
+	s.mu.Lock()
+	out.reset()
+}
+
+func (s *Server) finish(out *ServerOutput) {
+	out.Next = s.next()
+	s.mu.Unlock()
+}
+
+// restart is the time a timer restarted by a packet at now counts from.
+func (s *Server) restart(now time.Time) time.Time {
+	if s.tick.After(now) {
+		return now
+	}
+	return s.tick
+}
+
+// next is when Update has something to do.
+func (s *Server) next() time.Time {
+	var next time.Time
+	earlier := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for i := range s.pend {
+		p := &s.pend[i]
+		if !p.sent {
+			earlier(p.lastRecv)
+			continue
+		}
+		earlier(p.lastSend.Add(SendRate))
+		earlier(p.lastRecv.Add(p.handshake))
+		earlier(time.Unix(int64(min(p.expires, 1<<62)), 0))
+	}
+	for i := range s.slots {
+		c := &s.slots[i]
+		if c.connected {
+			earlier(c.lastSend.Add(SendRate))
+			earlier(c.lastRecv.Add(s.cfg.ConnectionTimeout))
+		}
+	}
+	return next
+}
+
+// Stats returns the refusal counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// ClientCount returns the number of connected clients.
+func (s *Server) ClientCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// PendingCount returns the number of handshakes in progress.
+func (s *Server) PendingCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pend)
+}
+
+// Receive processes one datagram (one pass of
+// s_protocol_server_receive_packets' loop). data is decrypted in place;
+// an EventPayload's Payload is a slice of it.
+func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	s.begin(out)
+	defer s.finish(out)
+	if len(data) < wire.HeaderBytes {
+		return
+	}
+	switch t := wire.Type(data[0]); t {
+	case wire.ConnectionAccepted, wire.ConnectionDenied, wire.ChallengeRequest:
+		return
+	case wire.ConnectToken:
+		if len(data) == wire.TokenPacketBytes {
+			s.receiveToken(now, from, data, out)
+		}
+		return
+	default:
+		if t > wire.Payload {
+			return
+		}
+	}
+	if i, ok := s.byAddr[from]; ok {
+		s.receiveConnected(now, i, data, out)
+		return
+	}
+	pi, ok := s.pendAddr[from]
+	if !ok {
+		return
+	}
+	p := &s.pend[pi]
+	if p.expires <= unixSeconds(now) {
+		s.removePending(pi)
+		s.stats.PendingExpired++
+		return
+	}
+	var pkt wire.Packet
+	if wire.Open(data, &p.c2s, nil, &pkt) != nil {
+		return
+	}
+	p.lastRecv = s.restart(now)
+	if pkt.Type != wire.ChallengeResponse {
+		return
+	}
+	if _, taken := s.byID[p.clientID]; taken {
+		return
+	}
+	if s.count == len(s.slots) {
+		s.deny(now, pi, out)
+		return
+	}
+	s.connect(now, pi, out)
+}
+
+// receiveToken handles a 1024-byte connect token packet.
+func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	unix := unixSeconds(now)
+	t := &s.token
+	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, t) != nil {
+		return
+	}
+	listed := false
+	for _, e := range t.Endpoints[:t.EndpointCount] {
+		listed = listed || e == s.cfg.Addr
+	}
+	if !listed {
+		return
+	}
+	if _, ok := s.byAddr[from]; ok {
+		return
+	}
+	if _, ok := s.byID[t.ClientID]; ok {
+		return
+	}
+	if s.cfg.History.Consumed(&t.ID, unix) {
+		s.stats.TokenReplayed++
+		return
+	}
+	pi, ok := s.pendAddr[from]
+	if s.count == len(s.slots) {
+		if ok {
+			s.deny(now, pi, out)
+			return
+		}
+		// Full: deny with the token's key and sequence 0, as the C server
+		// does with the handshake state it creates first, but create
+		// none: nothing more goes to this address (the C server goes on
+		// sending it challenge requests).
+		buf, start := out.mark()
+		s.rand(s.iv[:])
+		buf = wire.AppendEmpty(buf, wire.ConnectionDenied, 0, &t.ServerToClient, &s.iv)
+		out.push(buf, start, from)
+		s.stats.Denied++
+		return
+	}
+	if ok {
+		s.pend[pi].lastRecv = s.restart(now)
+		return
+	}
+	if len(s.pend) >= s.cfg.MaxPending {
+		s.stats.PendingFull++
+		return
+	}
+	s.pendAddr[from] = len(s.pend)
+	s.pend = append(s.pend, pending{
+		addr:      from,
+		expires:   t.Expires,
+		handshake: time.Duration(t.HandshakeTimeout) * time.Second,
+		lastRecv:  s.restart(now),
+		clientID:  t.ClientID,
+		c2s:       t.ClientToServer,
+		s2c:       t.ServerToClient,
+		id:        t.ID,
+		userData:  t.UserData,
+	})
+}
+
+// deny answers a handshake with CONNECTION_DENIED (the server is full) and
+// forgets it, so that nothing more is sent to the address.
+func (s *Server) deny(now time.Time, pi int, out *ServerOutput) {
+	p := &s.pend[pi]
+	buf, start := out.mark()
+	s.rand(s.iv[:])
+	buf = wire.AppendEmpty(buf, wire.ConnectionDenied, p.seq, &p.s2c, &s.iv)
+	p.seq++
+	out.push(buf, start, p.addr)
+	s.stats.Denied++
+	s.removePending(pi)
+}
+
+// removePending deletes pend[pi] as the C hash table does: the last item
+// moves into its place.
+func (s *Server) removePending(pi int) {
+	last := len(s.pend) - 1
+	delete(s.pendAddr, s.pend[pi].addr)
+	if pi != last {
+		s.pend[pi] = s.pend[last]
+		s.pendAddr[s.pend[pi].addr] = pi
+	}
+	s.pend[last] = pending{}
+	s.pend = s.pend[:last]
+}
+
+// connect gives the handshake pend[pi] a slot
+// (s_protocol_server_connect_client).
+func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
+	p := &s.pend[pi]
+	i := 0
+	for i < len(s.slots) && s.slots[i].connected {
+		i++
+	}
+	if i == len(s.slots) {
+		return
+	}
+	if !s.cfg.History.Consume(&p.id, p.expires, unixSeconds(now)) {
+		s.stats.HistoryFull++
+		return
+	}
+	c := &s.slots[i]
+	start := s.restart(now)
+	*c = slot{
+		connected: true,
+		clientID:  p.clientID,
+		addr:      p.addr,
+		seq:       p.seq,
+		c2s:       p.c2s,
+		s2c:       p.s2c,
+		lastRecv:  start,
+		lastSend:  start,
+		userData:  p.userData,
+	}
+	s.count++
+	s.byAddr[c.addr] = i
+	s.byID[c.clientID] = i
+	s.removePending(pi)
+	out.Events = append(out.Events, Event{Kind: EventConnected, Index: i, ClientID: c.clientID, Addr: c.addr, UserData: c.userData})
+	s.sendAccepted(c, out)
+}
+
+// sendAccepted sends the slot a CONNECTION_ACCEPTED.
+func (s *Server) sendAccepted(c *slot, out *ServerOutput) {
+	buf, start := out.mark()
+	s.rand(s.iv[:])
+	buf = wire.AppendAccepted(buf, c.seq, &c.s2c, &s.iv, c.clientID, uint32(len(s.slots)), s.timeout)
+	c.seq++
+	out.push(buf, start, c.addr)
+}
+
+// receiveConnected handles a packet from a connected client.
+func (s *Server) receiveConnected(now time.Time, i int, data []byte, out *ServerOutput) {
+	c := &s.slots[i]
+	if wire.Type(data[0]) == wire.ChallengeResponse {
+		return
+	}
+	var p wire.Packet
+	if wire.Open(data, &c.c2s, &c.replay, &p) != nil {
+		return
+	}
+	switch p.Type {
+	case wire.KeepAlive:
+		c.lastRecv = s.restart(now)
+		c.confirmed = true
+	case wire.Disconnect:
+		s.drop(now, i, false, ReasonClient, out)
+	case wire.Payload:
+		c.lastRecv = s.restart(now)
+		c.confirmed = true
+		out.Events = append(out.Events, Event{Kind: EventPayload, Index: i, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
+	}
+}
+
+// drop ends slot i's connection, first sending the redundant DISCONNECT
+// packets if notify is set (s_protocol_server_disconnect_client).
+func (s *Server) drop(now time.Time, i int, notify bool, reason string, out *ServerOutput) {
+	c := &s.slots[i]
+	if !c.connected {
+		return
+	}
+	if notify {
+		for range DisconnectPackets {
+			buf, start := out.mark()
+			s.rand(s.iv[:])
+			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.s2c, &s.iv)
+			c.seq++
+			out.push(buf, start, c.addr)
+		}
+	}
+	s.count--
+	delete(s.byAddr, c.addr)
+	delete(s.byID, c.clientID)
+	out.Events = append(out.Events, Event{Kind: EventDisconnected, Index: i, ClientID: c.clientID, Addr: c.addr, Reason: reason})
+	*c = slot{}
+}
+
+// Update expires handshakes, sends the challenge requests and keepalives
+// that are due and ends the connections that timed out
+// (cn_protocol_server_update after its receive loop).
+func (s *Server) Update(now time.Time, out *ServerOutput) {
+	s.begin(out)
+	defer s.finish(out)
+	unix := unixSeconds(now)
+
+	// Handshakes expire by their token's handshake timeout and expiry;
+	// the C server never expires them (its sweep is not called).
+	for pi := 0; pi < len(s.pend); {
+		p := &s.pend[pi]
+		if p.expires <= unix || now.Sub(p.lastRecv) >= p.handshake {
+			s.removePending(pi)
+			s.stats.PendingExpired++
+			continue
+		}
+		pi++
+	}
+	for pi := range s.pend {
+		p := &s.pend[pi]
+		if p.sent && now.Sub(p.lastSend) < SendRate {
+			continue
+		}
+		p.sent = true
+		p.lastSend = now
+		s.rand(s.challenge[:])
+		s.rand(s.iv[:])
+		buf, start := out.mark()
+		buf = wire.AppendChallenge(buf, wire.ChallengeRequest, p.seq, &p.s2c, &s.iv, s.challengeNonce, &s.challenge)
+		p.seq++
+		s.challengeNonce++
+		out.push(buf, start, p.addr)
+	}
+	for i := range s.slots {
+		c := &s.slots[i]
+		if !c.connected || now.Sub(c.lastSend) < SendRate {
+			continue
+		}
+		c.lastSend = now
+		if !c.confirmed {
+			s.sendAccepted(c, out)
+		}
+		buf, start := out.mark()
+		s.rand(s.iv[:])
+		buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.s2c, &s.iv)
+		c.seq++
+		out.push(buf, start, c.addr)
+	}
+	for i := range s.slots {
+		if c := &s.slots[i]; c.connected && now.Sub(c.lastRecv) >= s.cfg.ConnectionTimeout {
+			s.drop(now, i, true, ReasonTimeout, out)
+		}
+	}
+	s.tick = now
+}
+
+// Errors of Server.Send.
+var (
+	ErrNoClient = errors.New("cute/core: no client in that slot")
+)
+
+// Send seals payload (0..MaxPayloadBytes bytes) to the client in slot i
+// (cn_protocol_server_send_to_client): a client that has not confirmed its
+// connection gets a CONNECTION_ACCEPTED first.
+func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) error {
+	s.begin(out)
+	defer s.finish(out)
+	if len(payload) > wire.MaxPayloadBytes {
+		return ErrPayloadSize
+	}
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+		return ErrNoClient
+	}
+	c := &s.slots[i]
+	if !c.confirmed {
+		s.sendAccepted(c, out)
+	}
+	buf, start := out.mark()
+	s.rand(s.iv[:])
+	buf = wire.AppendPayload(buf, c.seq, &c.s2c, &s.iv, payload)
+	c.seq++
+	out.push(buf, start, c.addr)
+	c.lastSend = now
+	return nil
+}
+
+// Disconnect ends the connection in slot i, with the redundant
+// DISCONNECT packets if notify is set (cn_protocol_server_disconnect_client).
+func (s *Server) Disconnect(now time.Time, i int, notify bool, out *ServerOutput) error {
+	s.begin(out)
+	defer s.finish(out)
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+		return ErrNoClient
+	}
+	s.drop(now, i, notify, ReasonServer, out)
+	return nil
+}
+
+// DisconnectAll ends every connection, with DISCONNECT packets if notify
+// is set, and forgets every handshake (cn_protocol_server_stop, which
+// sends none).
+func (s *Server) DisconnectAll(now time.Time, notify bool, out *ServerOutput) {
+	s.begin(out)
+	defer s.finish(out)
+	for i := range s.slots {
+		s.drop(now, i, notify, ReasonServer, out)
+	}
+	for len(s.pend) > 0 {
+		s.removePending(len(s.pend) - 1)
+	}
+}
