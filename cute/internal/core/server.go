@@ -447,7 +447,15 @@ func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 	if i == len(s.slots) {
 		return
 	}
-	if !s.cfg.History.Consume(&p.id, p.expires, unixSeconds(now)) {
+	unix := unixSeconds(now)
+	if s.cfg.History.Consumed(&p.id, unix) {
+		// The same token, handshaking from two addresses: the other one
+		// connected first.
+		s.stats.TokenReplayed++
+		s.removePending(pi)
+		return
+	}
+	if !s.cfg.History.Consume(&p.id, p.expires, unix) {
 		s.stats.HistoryFull++
 		return
 	}
