@@ -84,3 +84,10 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkGimli(b *testing.B) {
+	var st [GimliBytes]byte
+	for b.Loop() {
+		Gimli(&st, 0)
+	}
+}

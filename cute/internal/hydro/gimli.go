@@ -53,27 +53,50 @@ func Gimli(state *[GimliBytes]byte, tag byte) {
 	}
 }
 
-// gimliCore is the Gimli permutation on 12 words.
+// gimliCore is the Gimli permutation on 12 words: 24 rounds, four at a
+// time (each round's SP-box on the four columns, then the small swap with
+// the round constant every fourth round and the big swap two rounds
+// later), with the state in locals so that it stays in registers.
 func gimliCore(s *[12]uint32) {
-	for round := uint32(24); round > 0; round-- {
-		for c := 0; c < 4; c++ {
-			x := bits.RotateLeft32(s[c], 24)
-			y := bits.RotateLeft32(s[4+c], 9)
-			z := s[8+c]
-			s[8+c] = x ^ (z << 1) ^ ((y & z) << 2)
-			s[4+c] = y ^ x ^ ((x | z) << 1)
-			s[c] = z ^ y ^ ((x & y) << 3)
-		}
-		switch round & 3 {
-		case 0:
-			s[0], s[1] = s[1], s[0]
-			s[2], s[3] = s[3], s[2]
-			s[0] ^= 0x9e377900 | round
-		case 2:
-			s[0], s[2] = s[2], s[0]
-			s[1], s[3] = s[3], s[1]
-		}
+	x0, x1, x2, x3 := s[0], s[1], s[2], s[3]
+	y0, y1, y2, y3 := s[4], s[5], s[6], s[7]
+	z0, z1, z2, z3 := s[8], s[9], s[10], s[11]
+	for round := uint32(24); round > 0; round -= 4 {
+		x0, y0, z0 = spbox(x0, y0, z0)
+		x1, y1, z1 = spbox(x1, y1, z1)
+		x2, y2, z2 = spbox(x2, y2, z2)
+		x3, y3, z3 = spbox(x3, y3, z3)
+		// round % 4 == 0: small swap and the round constant.
+		x0, x1, x2, x3 = x1^(0x9e377900|round), x0, x3, x2
+
+		x0, y0, z0 = spbox(x0, y0, z0)
+		x1, y1, z1 = spbox(x1, y1, z1)
+		x2, y2, z2 = spbox(x2, y2, z2)
+		x3, y3, z3 = spbox(x3, y3, z3)
+
+		x0, y0, z0 = spbox(x0, y0, z0)
+		x1, y1, z1 = spbox(x1, y1, z1)
+		x2, y2, z2 = spbox(x2, y2, z2)
+		x3, y3, z3 = spbox(x3, y3, z3)
+		// round % 4 == 2: big swap.
+		x0, x1, x2, x3 = x2, x3, x0, x1
+
+		x0, y0, z0 = spbox(x0, y0, z0)
+		x1, y1, z1 = spbox(x1, y1, z1)
+		x2, y2, z2 = spbox(x2, y2, z2)
+		x3, y3, z3 = spbox(x3, y3, z3)
 	}
+	s[0], s[1], s[2], s[3] = x0, x1, x2, x3
+	s[4], s[5], s[6], s[7] = y0, y1, y2, y3
+	s[8], s[9], s[10], s[11] = z0, z1, z2, z3
+}
+
+// spbox is Gimli's SP-box on one column.
+func spbox(a, b, c uint32) (uint32, uint32, uint32) {
+	x := bits.RotateLeft32(a, 24)
+	y := bits.RotateLeft32(b, 9)
+	z := c
+	return z ^ y ^ ((x & y) << 3), y ^ x ^ ((x | z) << 1), x ^ (z << 1) ^ ((y & z) << 2)
 }
 
 // pad is libhydrogen's gimli_pad_u8.
