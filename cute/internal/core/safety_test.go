@@ -28,22 +28,51 @@ func feed(s *Server, now time.Time, from netip.AddrPort, b []byte) []byte {
 }
 
 // TestPendingExpiresByHandshakeTimeout: a token whose sender never answers
-// the challenge is forgotten after its handshake timeout, and the server
-// stops sending challenge requests (the C server sends them forever).
+// the challenge is forgotten after its handshake timeout (the C server
+// keeps the handshake, and challenges it every 0.1 s, forever).
 func TestPendingExpiresByHandshakeTimeout(t *testing.T) {
 	s, _ := newServer(t, nil)
 	tok := makeToken(t, tokenOpts{clientID: 1, handshake: 2})
 	n := newNet(t, s)
-	feed(s, n.now, attacker, tok[wire.RESTBytes:])
+	// The token three times, 0.5 s apart: three challenges.
+	for range 3 {
+		feed(s, n.now, attacker, tok[wire.RESTBytes:])
+		n.run(500*time.Millisecond, dt)
+	}
 	require.Equal(t, 1, s.PendingCount())
+	assert.Len(t, n.sent[attacker], 3)
 	n.run(2*time.Second-dt, dt)
-	assert.Equal(t, 1, s.PendingCount())
-	before := len(n.sent[attacker])
-	assert.Greater(t, before, 10)
-	n.run(10*time.Second, dt)
 	assert.Equal(t, 0, s.PendingCount())
-	assert.Equal(t, before, len(n.sent[attacker]), "challenge requests after the handshake timed out")
+	n.run(10*time.Second, dt)
+	assert.Len(t, n.sent[attacker], 3)
 	assert.Equal(t, uint64(1), s.Stats().PendingExpired)
+}
+
+// TestNoAmplification: a flood of valid tokens with a victim's spoofed
+// address, at any rate, gets the victim fewer bytes than the flood
+// carried: each challenge request answers one token and is a third of its
+// size, and nothing is sent unprompted (the C server challenges every
+// 0.1 s on its own).
+func TestNoAmplification(t *testing.T) {
+	for _, every := range []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second} {
+		s, _ := newServer(t, nil)
+		n := newNet(t, s)
+		tok := makeToken(t, tokenOpts{clientID: 1, expire: 30, handshake: 5})
+		in := 0
+		for end := n.now.Add(20 * time.Second); n.now.Before(end); {
+			if n.now.Sub(t0)%every < dt {
+				feed(s, n.now, attacker, tok[wire.RESTBytes:])
+				in += wire.TokenPacketBytes
+			}
+			n.step(dt)
+		}
+		out := 0
+		for _, b := range n.sent[attacker] {
+			out += len(b)
+		}
+		assert.Positive(t, out)
+		assert.Less(t, out, in/2, "every %v: %d bytes in, %d out", every, in, out)
+	}
 }
 
 // TestPendingExpiresWithToken: a handshake ends when its token expires,
@@ -365,4 +394,19 @@ func TestTypeByteNotAuthenticated(t *testing.T) {
 	fresh[0] = byte(wire.Disconnect)
 	s.Receive(n.now, addr, fresh, &out)
 	assert.Equal(t, 0, s.ClientCount(), "the relabelled keepalive disconnected the client")
+}
+
+// TestClientSendNeedsConnection: the client sends payloads only when
+// connected (the C client sends them in any state, even before the
+// handshake, where the server cannot read them).
+func TestClientSendNeedsConnection(t *testing.T) {
+	c, err := NewClient(t0, makeToken(t, tokenOpts{clientID: 1}), testApp)
+	require.NoError(t, err)
+	var out ClientOutput
+	assert.ErrorIs(t, c.Send(t0, []byte("early"), &out), ErrNotConnected)
+	assert.Empty(t, out.Datagrams)
+	_, c2, n, _ := connectedPair(t, tokenOpts{clientID: 2})
+	assert.ErrorIs(t, c2.Send(n.now, make([]byte, wire.MaxPayloadBytes+1), &out), ErrPayloadSize)
+	require.NoError(t, c2.Send(n.now, nil, &out), "an empty payload, as the C client sends")
+	assert.Len(t, out.Datagrams[0].Buf, wire.HeaderBytes+2)
 }

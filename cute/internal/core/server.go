@@ -142,10 +142,15 @@ type pending struct {
 	lastRecv  time.Time
 	lastSend  time.Time
 	sent      bool // a challenge request went out
-	clientID  uint64
-	c2s, s2c  wire.Key
-	id        TokenID
-	userData  [wire.UserDataBytes]byte
+	// owed is set by each connect token from the address and spent by the
+	// challenge request that answers it: the server answers, it never
+	// volunteers (the C server challenges every 0.1 s whether or not the
+	// address sends anything, an amplifier for spoofed sources).
+	owed     bool
+	clientID uint64
+	c2s, s2c wire.Key
+	id       TokenID
+	userData [wire.UserDataBytes]byte
 }
 
 // slot is a connected client.
@@ -254,11 +259,12 @@ func (s *Server) next() time.Time {
 	}
 	for i := range s.pend {
 		p := &s.pend[i]
-		if !p.sent {
+		switch {
+		case p.owed && !p.sent:
 			earlier(p.lastRecv)
-			continue
+		case p.owed:
+			earlier(p.lastSend.Add(SendRate))
 		}
-		earlier(p.lastSend.Add(SendRate))
 		earlier(p.lastRecv.Add(p.handshake))
 		earlier(time.Unix(int64(min(p.expires, 1<<62)), 0))
 	}
@@ -390,6 +396,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 	}
 	if ok {
 		s.pend[pi].lastRecv = s.restart(now)
+		s.pend[pi].owed = true
 		return
 	}
 	if len(s.pend) >= s.cfg.MaxPending {
@@ -402,6 +409,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		expires:   t.Expires,
 		handshake: time.Duration(t.HandshakeTimeout) * time.Second,
 		lastRecv:  s.restart(now),
+		owed:      true,
 		clientID:  t.ClientID,
 		c2s:       t.ClientToServer,
 		s2c:       t.ServerToClient,
@@ -556,10 +564,10 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 	}
 	for pi := range s.pend {
 		p := &s.pend[pi]
-		if p.sent && now.Sub(p.lastSend) < SendRate {
+		if !p.owed || p.sent && now.Sub(p.lastSend) < SendRate {
 			continue
 		}
-		p.sent = true
+		p.sent, p.owed = true, false
 		p.lastSend = now
 		s.rand(s.challenge[:])
 		s.rand(s.iv[:])

@@ -247,3 +247,20 @@ func TestSignVectors(t *testing.T) {
 		assert.NoError(t, Verify((*[SignatureBytes]byte)(c.Signature), c.Message, ctxOf(t, c.Ctx), (*[PublicKeyBytes]byte)(c.PK)))
 	}
 }
+
+// TestSealDrawsIV: sealing the same message twice under the same key and
+// message id gives different boxes (a fresh IV from crypto/rand each
+// time), and both open.
+func TestSealDrawsIV(t *testing.T) {
+	var key [KeyBytes]byte
+	msg := []byte("same message, same id")
+	a := make([]byte, len(msg)+HeaderBytes)
+	b := make([]byte, len(msg)+HeaderBytes)
+	Seal(a, msg, 0, &testCtx, &key)
+	Seal(b, msg, 0, &testCtx, &key)
+	assert.NotEqual(t, a, b)
+	out := make([]byte, len(msg))
+	require.NoError(t, Open(out, a, 0, &testCtx, &key))
+	require.NoError(t, Open(out, b, 0, &testCtx, &key))
+	assert.Equal(t, msg, out)
+}
