@@ -410,3 +410,45 @@ func TestClientSendNeedsConnection(t *testing.T) {
 	require.NoError(t, c2.Send(n.now, nil, &out), "an empty payload, as the C client sends")
 	assert.Len(t, out.Datagrams[0].Buf, wire.HeaderBytes+2)
 }
+
+// TestChallengeEchoChecked: a token holder who cannot receive at an
+// address (it spoofs a victim's) cannot complete the handshake for it: the
+// challenge response must echo a challenge the server sent there (the C
+// server accepts any response sealed with the key). A genuine echo of an
+// older challenge still connects.
+func TestChallengeEchoChecked(t *testing.T) {
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	victim := netip.MustParseAddrPort("10.9.9.9:7777")
+	o := tokenOpts{clientID: 11}
+	tok := makeToken(t, o)
+	var ct wire.ClientToken
+	require.NoError(t, wire.ReadClientToken(tok, testApp, 0, &ct))
+	feed(s, n.now, victim, tok[wire.RESTBytes:])
+	n.step(dt)
+	require.Len(t, n.sent[victim], 1) // the challenge the attacker never sees
+
+	forge := func(seq, nonce uint64, data [wire.ChallengeDataBytes]byte) []byte {
+		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &ct.ClientToServer, &wire.IV{3}, nonce, &data)
+	}
+	for seq, nonce := range []uint64{0, 1, 2, 1 << 40} {
+		assert.Empty(t, feed(s, n.now, victim, forge(uint64(seq), nonce, [256]byte{})))
+	}
+	assert.Equal(t, 0, s.ClientCount())
+	n.run(3*time.Second, dt)
+	assert.Len(t, n.sent[victim], 1, "nothing more reached the victim")
+
+	// A real client echoing its (first of two) challenges connects.
+	s2, _ := newServer(t, nil)
+	n2 := newNet(t, s2)
+	feed(s2, n2.now, victim, tok[wire.RESTBytes:])
+	n2.step(SendRate)
+	feed(s2, n2.now, victim, tok[wire.RESTBytes:])
+	n2.step(SendRate)
+	require.Len(t, n2.sent[victim], 2)
+	var p wire.Packet
+	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &ct.ServerToClient, nil, &p))
+	out := feed(s2, n2.now, victim, forge(5, p.ChallengeNonce, [256]byte(p.ChallengeData)))
+	assert.Equal(t, 1, s2.ClientCount())
+	assert.Len(t, out, wire.AcceptedBytes)
+}

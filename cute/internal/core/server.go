@@ -151,6 +151,33 @@ type pending struct {
 	c2s, s2c wire.Key
 	id       TokenID
 	userData [wire.UserDataBytes]byte
+	// The last challenges sent: a response must echo one of them.
+	challenges [challengeMemory]challenge
+	nextChal   int
+}
+
+// challengeMemory is how many recent challenges a handshake remembers: a
+// response may echo one of the last few if later ones were lost or
+// reordered.
+const challengeMemory = 4
+
+// challenge is a challenge request's nonce and bytes.
+type challenge struct {
+	set   bool
+	nonce uint64
+	data  [wire.ChallengeDataBytes]byte
+}
+
+// echoes reports whether a challenge response carries one of the
+// handshake's recent challenges.
+func (p *pending) echoes(nonce uint64, data []byte) bool {
+	for i := range p.challenges {
+		c := &p.challenges[i]
+		if c.set && c.nonce == nonce && subtle.ConstantTimeCompare(c.data[:], data) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // slot is a connected client.
@@ -225,6 +252,7 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		slots:    make([]slot, cfg.MaxClients),
 		byAddr:   make(map[netip.AddrPort]int),
 		byID:     make(map[uint64]int),
+		pend:     make([]pending, 0, cfg.MaxPending),
 		pendAddr: make(map[netip.AddrPort]int),
 		tick:     now,
 	}, nil
@@ -339,10 +367,17 @@ func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *S
 	if wire.Open(data, &p.c2s, nil, &pkt) != nil {
 		return
 	}
-	p.lastRecv = s.restart(now)
 	if pkt.Type != wire.ChallengeResponse {
+		p.lastRecv = s.restart(now)
 		return
 	}
+	// The C server does not check the echo, so a token holder could
+	// complete a handshake for an address it does not receive at (a
+	// spoofed victim, which then gets the connection's keepalives).
+	if !p.echoes(pkt.ChallengeNonce, pkt.ChallengeData) {
+		return
+	}
+	p.lastRecv = s.restart(now)
 	if _, taken := s.byID[p.clientID]; taken {
 		return
 	}
@@ -571,6 +606,9 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 		p.lastSend = now
 		s.rand(s.challenge[:])
 		s.rand(s.iv[:])
+		c := &p.challenges[p.nextChal]
+		p.nextChal = (p.nextChal + 1) % challengeMemory
+		*c = challenge{set: true, nonce: s.challengeNonce, data: s.challenge}
 		buf, start := out.mark()
 		buf = wire.AppendChallenge(buf, wire.ChallengeRequest, p.seq, &p.s2c, &s.iv, s.challengeNonce, &s.challenge)
 		p.seq++
