@@ -50,7 +50,7 @@ func TestReceiverBehaviour(t *testing.T) {
 
 	// A server with that client in slot 0.
 	s, _ := newServer(t, func(cfg *ServerConfig) { cfg.Addr = serverAddr })
-	s.slots[0] = slot{connected: true, confirmed: true, clientID: 1, addr: clientAddr,
+	s.slots[0].conn = conn{connected: true, confirmed: true, clientID: 1, addr: clientAddr,
 		c2s: p.ClientToServer, s2c: p.ServerToClient, lastRecv: t0, lastSend: t0}
 	s.count, s.byAddr[clientAddr], s.byID[1] = 1, 0, 0
 

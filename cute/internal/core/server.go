@@ -113,7 +113,10 @@ type ServerOutput struct {
 	datagrams
 	// Events are what happened, in order.
 	Events []Event
-	// Next is when Update is due.
+	// Next is when Update is due. After Update it is the next due time
+	// (zero: nothing pending). After another call it is set only if the
+	// call made an Update due sooner (a challenge owed, a new
+	// connection's keepalives); zero means no change.
 	Next time.Time
 }
 
@@ -180,28 +183,53 @@ func (p *pending) echoes(nonce uint64, data []byte) bool {
 	return false
 }
 
-// slot is a connected client.
+// slot is a client slot: its lock and the connection it holds.
 type slot struct {
+	mu sync.Mutex
+	conn
+}
+
+// conn is a connection's state. Its identity (connected, gen, clientID,
+// addr) changes only with both Server.mu and the slot's mu held, so either
+// lock is enough to read it; the rest is guarded by the slot's mu.
+type conn struct {
 	connected bool
-	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
+	gen       uint64 // counts the slot's connections: a stale index fails the check
 	clientID  uint64
 	addr      netip.AddrPort
+
+	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
 	seq       uint64
 	c2s, s2c  wire.Key
 	replay    wire.Replay
 	lastRecv  time.Time
 	lastSend  time.Time
 	userData  [wire.UserDataBytes]byte
+	iv        wire.IV
 }
 
 // Server is the Cute server state machine (cn_protocol_server). Its
-// methods are safe for concurrent use; they serialise on one mutex, held
-// only while the server computes (no I/O, no callbacks but the history).
+// methods are safe for concurrent use, and no AEAD operation on a
+// connection's packets runs under a lock shared by all connections:
+//
+//	Server.tick   serialises Update.
+//	Server.mu     (RWMutex) guards the tables: slot identities, the address
+//	              and id maps, the handshakes, the history, the counters,
+//	              the challenge nonce and the tick time. Lookups take it for
+//	              reading and release it before any packet of a connection
+//	              is sealed or opened; handshake packets (tokens, challenges,
+//	              denials) are handled under it.
+//	slot.mu       guards one connection's keys, sequence, replay window and
+//	              timers: its packets are sealed and opened under it alone.
+//
+// Lock order: tick → mu → slot.mu. A goroutine holding slot.mu alone
+// releases it before taking mu.
 type Server struct {
-	mu      sync.Mutex
+	tick    sync.Mutex
+	mu      sync.RWMutex
 	cfg     ServerConfig
-	rand    entropy
-	timeout uint32 // seconds, as sent
+	rand    entropy // safe for concurrent use (crypto/rand)
+	timeout uint32  // seconds, as sent
 
 	slots    []slot
 	count    int
@@ -211,17 +239,23 @@ type Server struct {
 	pendAddr map[netip.AddrPort]int // address → index in pend
 
 	challengeNonce uint64
-	// tick is the time of the last Update. The C server counts the update
+	// last is the time of the last Update. The C server counts the update
 	// interval in which a packet arrived as time since it (its timers
 	// advance after the receive loop), so timers restarted by a packet
 	// start at the previous update, which keeps the keepalive schedule
 	// packet for packet.
-	tick  time.Time
+	last  time.Time
 	stats ServerStats
 
-	iv        wire.IV
+	iv        wire.IV // handshake packets, under mu
 	challenge [wire.ChallengeDataBytes]byte
-	token     wire.ServerToken
+	due       []slotRef // Update's scratch, under tick
+}
+
+// slotRef names one connection of a slot.
+type slotRef struct {
+	i   int
+	gen uint64
 }
 
 // NewServer makes a server at time now (cn_protocol_server_start).
@@ -254,85 +288,69 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		byID:     make(map[uint64]int),
 		pend:     make([]pending, 0, cfg.MaxPending),
 		pendAddr: make(map[netip.AddrPort]int),
-		tick:     now,
+		last:     now,
 	}, nil
 }
 
-// begin takes the lock and starts out; finish ends the call.
-func (s *Server) begin(out *ServerOutput) {
-	s.mu.Lock()
-	out.reset()
-}
-
-func (s *Server) finish(out *ServerOutput) {
-	out.Next = s.next()
-	s.mu.Unlock()
-}
-
 // restart is the time a timer restarted by a packet at now counts from.
+// Call with mu held (either way).
 func (s *Server) restart(now time.Time) time.Time {
-	if s.tick.After(now) {
+	if s.last.After(now) {
 		return now
 	}
-	return s.tick
+	return s.last
 }
 
-// next is when Update has something to do.
-func (s *Server) next() time.Time {
-	var next time.Time
-	earlier := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
+// earlier lowers *next to t.
+func earlier(next *time.Time, t time.Time) {
+	if next.IsZero() || t.Before(*next) {
+		*next = t
 	}
+}
+
+// pendingNext is when the handshakes need an Update. Call with mu held.
+func (s *Server) pendingNext(next *time.Time) {
 	for i := range s.pend {
 		p := &s.pend[i]
 		switch {
 		case p.owed && !p.sent:
-			earlier(p.lastRecv)
+			earlier(next, p.lastRecv)
 		case p.owed:
-			earlier(p.lastSend.Add(SendRate))
+			earlier(next, p.lastSend.Add(SendRate))
 		}
-		earlier(p.lastRecv.Add(p.handshake))
-		earlier(time.Unix(int64(min(p.expires, 1<<62)), 0))
+		earlier(next, p.lastRecv.Add(p.handshake))
+		earlier(next, time.Unix(int64(min(p.expires, 1<<62)), 0))
 	}
-	for i := range s.slots {
-		c := &s.slots[i]
-		if c.connected {
-			earlier(c.lastSend.Add(SendRate))
-			earlier(c.lastRecv.Add(s.cfg.ConnectionTimeout))
-		}
-	}
-	return next
 }
 
 // Stats returns the refusal counters.
 func (s *Server) Stats() ServerStats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.stats
 }
 
 // ClientCount returns the number of connected clients.
 func (s *Server) ClientCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.count
 }
 
 // PendingCount returns the number of handshakes in progress.
 func (s *Server) PendingCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return len(s.pend)
 }
 
 // Receive processes one datagram (one pass of
 // s_protocol_server_receive_packets' loop). data is decrypted in place;
-// an EventPayload's Payload is a slice of it.
+// an EventPayload's Payload is a slice of it. out.Next is set when the
+// datagram made an Update due sooner (a challenge to send, a new
+// connection's keepalives), else zero.
 func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
-	s.begin(out)
-	defer s.finish(out)
+	out.reset()
 	if len(data) < wire.HeaderBytes {
 		return
 	}
@@ -349,10 +367,26 @@ func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *S
 			return
 		}
 	}
-	if i, ok := s.byAddr[from]; ok {
-		s.receiveConnected(now, i, data, out)
+	s.mu.RLock()
+	i, connected := s.byAddr[from]
+	var ref slotRef
+	var start time.Time
+	if connected {
+		ref = slotRef{i, s.slots[i].gen}
+		start = s.restart(now)
+	}
+	s.mu.RUnlock()
+	if connected {
+		s.receiveConnected(now, start, ref, data, out)
 		return
 	}
+	s.receivePending(now, from, data, out)
+}
+
+// receivePending handles a packet from an address that is handshaking.
+func (s *Server) receivePending(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	pi, ok := s.pendAddr[from]
 	if !ok {
 		return
@@ -382,17 +416,18 @@ func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *S
 		return
 	}
 	if s.count == len(s.slots) {
-		s.deny(now, pi, out)
+		s.deny(pi, out)
 		return
 	}
 	s.connect(now, pi, out)
 }
 
-// receiveToken handles a 1024-byte connect token packet.
+// receiveToken handles a 1024-byte connect token packet. The signature and
+// the secret section are checked before any lock is taken.
 func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
 	unix := unixSeconds(now)
-	t := &s.token
-	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, t) != nil {
+	var t wire.ServerToken
+	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, &t) != nil {
 		return
 	}
 	listed := false
@@ -402,6 +437,10 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 	if !listed {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer clear(t.ClientToServer[:])
+	defer clear(t.ServerToClient[:])
 	if _, ok := s.byAddr[from]; ok {
 		return
 	}
@@ -415,7 +454,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 	pi, ok := s.pendAddr[from]
 	if s.count == len(s.slots) {
 		if ok {
-			s.deny(now, pi, out)
+			s.deny(pi, out)
 			return
 		}
 		// Full: deny with the token's key and sequence 0, as the C server
@@ -432,6 +471,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 	if ok {
 		s.pend[pi].lastRecv = s.restart(now)
 		s.pend[pi].owed = true
+		out.Next = now
 		return
 	}
 	if len(s.pend) >= s.cfg.MaxPending {
@@ -451,11 +491,12 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		id:        t.ID,
 		userData:  t.UserData,
 	})
+	out.Next = now
 }
 
 // deny answers a handshake with CONNECTION_DENIED (the server is full) and
-// forgets it, so that nothing more is sent to the address.
-func (s *Server) deny(now time.Time, pi int, out *ServerOutput) {
+// forgets it, so that nothing more is sent to the address. Call with mu.
+func (s *Server) deny(pi int, out *ServerOutput) {
 	p := &s.pend[pi]
 	buf, start := out.mark()
 	s.rand(s.iv[:])
@@ -467,7 +508,7 @@ func (s *Server) deny(now time.Time, pi int, out *ServerOutput) {
 }
 
 // removePending deletes pend[pi] as the C hash table does: the last item
-// moves into its place.
+// moves into its place. Call with mu.
 func (s *Server) removePending(pi int) {
 	last := len(s.pend) - 1
 	delete(s.pendAddr, s.pend[pi].addr)
@@ -480,7 +521,7 @@ func (s *Server) removePending(pi int) {
 }
 
 // connect gives the handshake pend[pi] a slot
-// (s_protocol_server_connect_client).
+// (s_protocol_server_connect_client). Call with mu.
 func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 	p := &s.pend[pi]
 	i := 0
@@ -504,8 +545,11 @@ func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 	}
 	c := &s.slots[i]
 	start := s.restart(now)
-	*c = slot{
+	c.mu.Lock()
+	gen := c.gen + 1
+	c.conn = conn{
 		connected: true,
+		gen:       gen,
 		clientID:  p.clientID,
 		addr:      p.addr,
 		seq:       p.seq,
@@ -520,53 +564,77 @@ func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 	s.byID[c.clientID] = i
 	s.removePending(pi)
 	out.Events = append(out.Events, Event{Kind: EventConnected, Index: i, ClientID: c.clientID, Addr: c.addr, UserData: c.userData})
-	s.sendAccepted(c, out)
+	s.sendAccepted(&c.conn, out)
+	out.Next = start.Add(SendRate)
+	c.mu.Unlock()
 }
 
-// sendAccepted sends the slot a CONNECTION_ACCEPTED.
-func (s *Server) sendAccepted(c *slot, out *ServerOutput) {
+// sendAccepted sends the connection a CONNECTION_ACCEPTED. Call with its
+// slot's lock.
+func (s *Server) sendAccepted(c *conn, out *ServerOutput) {
 	buf, start := out.mark()
-	s.rand(s.iv[:])
-	buf = wire.AppendAccepted(buf, c.seq, &c.s2c, &s.iv, c.clientID, uint32(len(s.slots)), s.timeout)
+	s.rand(c.iv[:])
+	buf = wire.AppendAccepted(buf, c.seq, &c.s2c, &c.iv, c.clientID, uint32(len(s.slots)), s.timeout)
 	c.seq++
 	out.push(buf, start, c.addr)
 }
 
-// receiveConnected handles a packet from a connected client.
-func (s *Server) receiveConnected(now time.Time, i int, data []byte, out *ServerOutput) {
-	c := &s.slots[i]
+// receiveConnected handles a packet from a connected client, under its
+// slot's lock alone; start is when a timer it restarts counts from.
+func (s *Server) receiveConnected(now, start time.Time, ref slotRef, data []byte, out *ServerOutput) {
 	if wire.Type(data[0]) == wire.ChallengeResponse {
+		return
+	}
+	c := &s.slots[ref.i]
+	c.mu.Lock()
+	if !c.connected || c.gen != ref.gen {
+		c.mu.Unlock()
 		return
 	}
 	var p wire.Packet
 	if wire.Open(data, &c.c2s, &c.replay, &p) != nil {
+		c.mu.Unlock()
 		return
 	}
 	switch p.Type {
 	case wire.KeepAlive:
-		c.lastRecv = s.restart(now)
+		c.lastRecv = start
 		c.confirmed = true
-	case wire.Disconnect:
-		s.drop(now, i, false, ReasonClient, out)
 	case wire.Payload:
-		c.lastRecv = s.restart(now)
+		c.lastRecv = start
 		c.confirmed = true
-		out.Events = append(out.Events, Event{Kind: EventPayload, Index: i, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
+		out.Events = append(out.Events, Event{Kind: EventPayload, Index: ref.i, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
+	}
+	c.mu.Unlock()
+	if p.Type == wire.Disconnect {
+		s.mu.Lock()
+		s.dropRef(ref, false, ReasonClient, out)
+		s.mu.Unlock()
 	}
 }
 
-// drop ends slot i's connection, first sending the redundant DISCONNECT
-// packets if notify is set (s_protocol_server_disconnect_client).
-func (s *Server) drop(now time.Time, i int, notify bool, reason string, out *ServerOutput) {
-	c := &s.slots[i]
-	if !c.connected {
-		return
+// dropRef ends the connection ref names if it is still there. Call with mu.
+func (s *Server) dropRef(ref slotRef, notify bool, reason string, out *ServerOutput) bool {
+	c := &s.slots[ref.i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected || c.gen != ref.gen {
+		return false
 	}
+	s.drop(ref.i, notify, reason, out)
+	return true
+}
+
+// drop ends slot i's connection, first sending the redundant DISCONNECT
+// packets if notify is set (s_protocol_server_disconnect_client). Call
+// with mu and the slot's lock.
+func (s *Server) drop(i int, notify bool, reason string, out *ServerOutput) {
+	c := &s.slots[i]
 	if notify {
 		for range DisconnectPackets {
 			buf, start := out.mark()
-			s.rand(s.iv[:])
-			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.s2c, &s.iv)
+			s.rand(c.iv[:])
+			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.s2c, &c.iv)
 			c.seq++
 			out.push(buf, start, c.addr)
 		}
@@ -575,17 +643,21 @@ func (s *Server) drop(now time.Time, i int, notify bool, reason string, out *Ser
 	delete(s.byAddr, c.addr)
 	delete(s.byID, c.clientID)
 	out.Events = append(out.Events, Event{Kind: EventDisconnected, Index: i, ClientID: c.clientID, Addr: c.addr, Reason: reason})
-	*c = slot{}
+	c.conn = conn{gen: c.gen}
 }
 
 // Update expires handshakes, sends the challenge requests and keepalives
 // that are due and ends the connections that timed out
-// (cn_protocol_server_update after its receive loop).
+// (cn_protocol_server_update after its receive loop). out.Next is when the
+// next Update is due.
 func (s *Server) Update(now time.Time, out *ServerOutput) {
-	s.begin(out)
-	defer s.finish(out)
+	out.reset()
+	s.tick.Lock()
+	defer s.tick.Unlock()
 	unix := unixSeconds(now)
+	var next time.Time
 
+	s.mu.Lock()
 	// Handshakes expire by their token's handshake timeout and expiry;
 	// the C server never expires them (its sweep is not called).
 	for pi := 0; pi < len(s.pend); {
@@ -615,27 +687,57 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 		s.challengeNonce++
 		out.push(buf, start, p.addr)
 	}
+	s.pendingNext(&next)
+	s.due = s.due[:0]
 	for i := range s.slots {
-		c := &s.slots[i]
-		if !c.connected || now.Sub(c.lastSend) < SendRate {
+		if c := &s.slots[i]; c.connected {
+			s.due = append(s.due, slotRef{i, c.gen})
+		}
+	}
+	s.mu.Unlock()
+
+	// Keepalives, each under its connection's lock alone.
+	timedOut := false
+	for k, ref := range s.due {
+		c := &s.slots[ref.i]
+		c.mu.Lock()
+		if !c.connected || c.gen != ref.gen {
+			c.mu.Unlock()
+			s.due[k].gen = 0
 			continue
 		}
-		c.lastSend = now
-		if !c.confirmed {
-			s.sendAccepted(c, out)
+		if now.Sub(c.lastSend) >= SendRate {
+			c.lastSend = now
+			if !c.confirmed {
+				s.sendAccepted(&c.conn, out)
+			}
+			buf, start := out.mark()
+			s.rand(c.iv[:])
+			buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.s2c, &c.iv)
+			c.seq++
+			out.push(buf, start, c.addr)
 		}
-		buf, start := out.mark()
-		s.rand(s.iv[:])
-		buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.s2c, &s.iv)
-		c.seq++
-		out.push(buf, start, c.addr)
+		if now.Sub(c.lastRecv) >= s.cfg.ConnectionTimeout {
+			timedOut = true
+		} else {
+			s.due[k].gen = 0
+			earlier(&next, c.lastSend.Add(SendRate))
+			earlier(&next, c.lastRecv.Add(s.cfg.ConnectionTimeout))
+		}
+		c.mu.Unlock()
 	}
-	for i := range s.slots {
-		if c := &s.slots[i]; c.connected && now.Sub(c.lastRecv) >= s.cfg.ConnectionTimeout {
-			s.drop(now, i, true, ReasonTimeout, out)
+
+	s.mu.Lock()
+	if timedOut {
+		for _, ref := range s.due {
+			if ref.gen != 0 {
+				s.dropRef(ref, true, ReasonTimeout, out)
+			}
 		}
 	}
-	s.tick = now
+	s.last = now
+	s.mu.Unlock()
+	out.Next = next
 }
 
 // Errors of Server.Send.
@@ -643,25 +745,41 @@ var (
 	ErrNoClient = errors.New("cute/core: no client in that slot")
 )
 
+// lookup returns a reference to the connection in slot i.
+func (s *Server) lookup(i int) (slotRef, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+		return slotRef{}, false
+	}
+	return slotRef{i, s.slots[i].gen}, true
+}
+
 // Send seals payload (0..MaxPayloadBytes bytes) to the client in slot i
-// (cn_protocol_server_send_to_client): a client that has not confirmed its
-// connection gets a CONNECTION_ACCEPTED first.
+// (cn_protocol_server_send_to_client), under that connection's lock alone:
+// a client that has not confirmed its connection gets a
+// CONNECTION_ACCEPTED first.
 func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) error {
-	s.begin(out)
-	defer s.finish(out)
+	out.reset()
 	if len(payload) > wire.MaxPayloadBytes {
 		return ErrPayloadSize
 	}
-	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+	ref, ok := s.lookup(i)
+	if !ok {
 		return ErrNoClient
 	}
 	c := &s.slots[i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected || c.gen != ref.gen {
+		return ErrNoClient
+	}
 	if !c.confirmed {
-		s.sendAccepted(c, out)
+		s.sendAccepted(&c.conn, out)
 	}
 	buf, start := out.mark()
-	s.rand(s.iv[:])
-	buf = wire.AppendPayload(buf, c.seq, &c.s2c, &s.iv, payload)
+	s.rand(c.iv[:])
+	buf = wire.AppendPayload(buf, c.seq, &c.s2c, &c.iv, payload)
 	c.seq++
 	out.push(buf, start, c.addr)
 	c.lastSend = now
@@ -671,12 +789,13 @@ func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) e
 // Disconnect ends the connection in slot i, with the redundant
 // DISCONNECT packets if notify is set (cn_protocol_server_disconnect_client).
 func (s *Server) Disconnect(now time.Time, i int, notify bool, out *ServerOutput) error {
-	s.begin(out)
-	defer s.finish(out)
+	out.reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
 		return ErrNoClient
 	}
-	s.drop(now, i, notify, ReasonServer, out)
+	s.dropRef(slotRef{i, s.slots[i].gen}, notify, ReasonServer, out)
 	return nil
 }
 
@@ -684,10 +803,13 @@ func (s *Server) Disconnect(now time.Time, i int, notify bool, out *ServerOutput
 // is set, and forgets every handshake (cn_protocol_server_stop, which
 // sends none).
 func (s *Server) DisconnectAll(now time.Time, notify bool, out *ServerOutput) {
-	s.begin(out)
-	defer s.finish(out)
+	out.reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i := range s.slots {
-		s.drop(now, i, notify, ReasonServer, out)
+		if s.slots[i].connected {
+			s.dropRef(slotRef{i, s.slots[i].gen}, notify, ReasonServer, out)
+		}
 	}
 	for len(s.pend) > 0 {
 		s.removePending(len(s.pend) - 1)
