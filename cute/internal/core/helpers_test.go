@@ -28,6 +28,7 @@ type tokenOpts struct {
 	handshake uint32 // 0: 5
 	userData  [wire.UserDataBytes]byte
 	endpoints []netip.AddrPort
+	created   time.Time // zero: t0
 }
 
 // makeToken mints a token signed with the test key.
@@ -42,8 +43,11 @@ func makeToken(t testing.TB, o tokenOpts) []byte {
 	if o.endpoints == nil {
 		o.endpoints = []netip.AddrPort{testServer}
 	}
+	if o.created.IsZero() {
+		o.created = t0
+	}
 	p := &wire.TokenParams{
-		ApplicationID: testApp, Created: uint64(t0.Unix()), Expires: uint64(t0.Unix()) + o.expire,
+		ApplicationID: testApp, Created: uint64(o.created.Unix()), Expires: uint64(o.created.Unix()) + o.expire,
 		HandshakeTimeout: o.handshake, Endpoints: o.endpoints, ClientID: o.clientID, UserData: o.userData,
 	}
 	p.ClientToServer[0], p.ServerToClient[0] = byte(o.clientID), byte(o.clientID>>8)|0x80
@@ -70,9 +74,9 @@ func newServer(t testing.TB, edit func(*ServerConfig)) (*Server, *mapHistory) {
 	return s, h
 }
 
-// net is an in-memory network between one server and its clients, on a
+// simnet is an in-memory network between one server and its clients, on a
 // simulated clock stepped by tick.
-type net struct {
+type simnet struct {
 	t       testing.TB
 	now     time.Time
 	srv     *Server
@@ -87,19 +91,19 @@ type net struct {
 	cout   ClientOutput
 }
 
-func newNet(t testing.TB, srv *Server) *net {
-	return &net{t: t, now: t0, srv: srv, clients: map[netip.AddrPort]*Client{},
+func newNet(t testing.TB, srv *Server) *simnet {
+	return &simnet{t: t, now: t0, srv: srv, clients: map[netip.AddrPort]*Client{},
 		queue: map[netip.AddrPort][][]byte{}, from: map[netip.AddrPort][]netip.AddrPort{}, sent: map[netip.AddrPort][][]byte{}}
 }
 
-func (n *net) add(addr netip.AddrPort, token []byte) *Client {
+func (n *simnet) add(addr netip.AddrPort, token []byte) *Client {
 	c, err := NewClient(n.now, token, testApp)
 	require.NoError(n.t, err)
 	n.clients[addr] = c
 	return c
 }
 
-func (n *net) deliver(from netip.AddrPort, d datagrams) {
+func (n *simnet) deliver(from netip.AddrPort, d datagrams) {
 	for _, m := range d.Datagrams {
 		b := append([]byte(nil), m.Buf...)
 		n.sent[m.Addr] = append(n.sent[m.Addr], b)
@@ -108,20 +112,20 @@ func (n *net) deliver(from netip.AddrPort, d datagrams) {
 	}
 }
 
-func (n *net) drain(to netip.AddrPort) ([][]byte, []netip.AddrPort) {
+func (n *simnet) drain(to netip.AddrPort) ([][]byte, []netip.AddrPort) {
 	q, f := n.queue[to], n.from[to]
 	n.queue[to], n.from[to] = nil, nil
 	return q, f
 }
 
 // inject queues a raw datagram to to from from.
-func (n *net) inject(from, to netip.AddrPort, b []byte) {
+func (n *simnet) inject(from, to netip.AddrPort, b []byte) {
 	n.queue[to] = append(n.queue[to], append([]byte(nil), b...))
 	n.from[to] = append(n.from[to], from)
 }
 
 // step advances the clock by dt and runs every client, then the server.
-func (n *net) step(dt time.Duration) {
+func (n *simnet) step(dt time.Duration) {
 	n.now = n.now.Add(dt)
 	for addr, c := range n.clients {
 		q, f := n.drain(addr)
@@ -146,7 +150,7 @@ func (n *net) step(dt time.Duration) {
 	n.deliver(testServer, n.sout.datagrams)
 }
 
-func (n *net) run(d, dt time.Duration) {
+func (n *simnet) run(d, dt time.Duration) {
 	for end := n.now.Add(d); n.now.Before(end); {
 		n.step(dt)
 	}

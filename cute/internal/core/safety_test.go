@@ -289,7 +289,7 @@ func TestEndpointTypeAfterSignature(t *testing.T) {
 
 // connectedPair connects one client to a server and returns them with the
 // network.
-func connectedPair(t testing.TB, o tokenOpts) (*Server, *Client, *net, netip.AddrPort) {
+func connectedPair(t testing.TB, o tokenOpts) (*Server, *Client, *simnet, netip.AddrPort) {
 	s, _ := newServer(t, nil)
 	n := newNet(t, s)
 	addr := netip.MustParseAddrPort("10.0.0.2:1000")
