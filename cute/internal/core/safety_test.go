@@ -452,3 +452,26 @@ func TestChallengeEchoChecked(t *testing.T) {
 	assert.Equal(t, 1, s2.ClientCount())
 	assert.Len(t, out, wire.AcceptedBytes)
 }
+
+// TestServerConfigRefused: every unusable configuration is refused.
+func TestServerConfigRefused(t *testing.T) {
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: newMapHistory(1)}
+	_, err := NewServer(t0, good)
+	require.NoError(t, err)
+	for name, edit := range map[string]func(*ServerConfig){
+		"no history":          func(c *ServerConfig) { c.History = nil },
+		"zero scalar":         func(c *ServerConfig) { c.SecretKey = [64]byte{32: 1} },
+		"public key mismatch": func(c *ServerConfig) { c.PublicKey[0] ^= 1 },
+		"no address":          func(c *ServerConfig) { c.Addr = netip.AddrPort{} },
+		"negative clients":    func(c *ServerConfig) { c.MaxClients = -1 },
+		"too many clients":    func(c *ServerConfig) { c.MaxClients = MaxMaxClients + 1 },
+		"negative pending":    func(c *ServerConfig) { c.MaxPending = -1 },
+		"sub-second timeout":  func(c *ServerConfig) { c.ConnectionTimeout = 1500 * time.Millisecond },
+		"tiny timeout":        func(c *ServerConfig) { c.ConnectionTimeout = time.Millisecond },
+	} {
+		c := good
+		edit(&c)
+		_, err := NewServer(t0, c)
+		assert.ErrorIs(t, err, ErrServerConfig, name)
+	}
+}

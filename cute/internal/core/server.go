@@ -46,8 +46,9 @@ type TokenHistory interface {
 type ServerConfig struct {
 	// ApplicationID must match the tokens'.
 	ApplicationID uint64
-	// PublicKey verifies token signatures; SecretKey (its pair) opens
-	// their secret sections.
+	// PublicKey verifies token signatures; SecretKey (its pair, whose
+	// last 32 bytes must be PublicKey) opens their secret sections. An
+	// all-zero secret scalar is refused.
 	PublicKey [hydro.PublicKeyBytes]byte
 	SecretKey [hydro.SecretKeyBytes]byte
 	// Addr is the server's address as tokens list it: a token that does
@@ -64,7 +65,10 @@ type ServerConfig struct {
 	// whole seconds (it travels as seconds in CONNECTION_ACCEPTED), 0
 	// means DefaultConnectionTimeout.
 	ConnectionTimeout time.Duration
-	// History remembers consumed tokens. Required.
+	// History remembers consumed tokens. Required: NewServer refuses a
+	// nil one rather than run without. The production history is netcode's
+	// O(1) expiry-wheel history (internal/server/history.go), to be shared
+	// out of internal/server for the adapters.
 	History TokenHistory
 }
 
@@ -276,7 +280,8 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		cfg.ConnectionTimeout < time.Second || cfg.ConnectionTimeout%time.Second != 0 || cfg.ConnectionTimeout/time.Second > 1<<32-1,
 		cfg.History == nil,
 		!cfg.Addr.IsValid(),
-		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1:
+		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1,
+		subtle.ConstantTimeCompare(cfg.SecretKey[32:], cfg.PublicKey[:]) != 1:
 		return nil, ErrServerConfig
 	}
 	return &Server{
