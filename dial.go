@@ -352,7 +352,7 @@ func (dc *dialConn) shutdown() {
 	dc.fires.Wait()
 }
 
-func (dc *dialConn) send(now time.Time, p []byte) error {
+func (dc *dialConn) send(now time.Time, p []byte, _, _ <-chan struct{}) error {
 	dc.mu.Lock()
 	err := dc.core.Send(now, p, &dc.out)
 	dc.act(&dc.out)

@@ -24,8 +24,10 @@ const readBatch = 64
 // *Conn for every client that completes the handshake.
 //
 // A Listener owns one goroutine per socket that reads it (one socket, or
-// ServerConfig.ReadShards of them) and one that sends keep-alives and
-// applies timeouts, which sleeps until one is due; Close stops them all.
+// ServerConfig.ReadShards of them), one that sends keep-alives and
+// applies timeouts, which sleeps until one is due, and the send queue's
+// writer; Close stops them all. The package doc draws them with their
+// locks.
 type Listener struct {
 	tc     transport.Conn   // the socket the server sends from
 	shards []transport.Conn // the sockets it reads; shards[0] is tc
@@ -41,8 +43,12 @@ type Listener struct {
 	once    sync.Once
 
 	// send is the one send path, shared by the readers, the ticker,
-	// Conn.Write and Close (sink.go); it owns the writer goroutine.
+	// Conn.Write and Close (sendqueue.go); it owns the writer goroutine.
 	send *sendQueue
+	// outs holds the server core's Outputs for the calls made outside the
+	// readers and the ticker (Conn.Write, Conn.Close, loopback ends),
+	// which own one each.
+	outs sync.Pool
 }
 
 // Listen announces a netcode server on the local UDP address. network is
@@ -137,6 +143,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		closing: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 	}
+	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
 		PrivateKey:         crypto.Key(c.PrivateKey),
@@ -145,7 +152,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		ReadQueue:          c.ReadQueue,
 		EndErrors:          endErrors,
 		Addrs:              addrs,
-		Now:                time.Now(),     // seeds the global sequence: no nonce reuse across restarts
+		Now:                time.Now(),     // seeds the global sequence (no nonce reuse across restarts); the monotonic clock's origin
 		TickInterval:       c.TickInterval, // 0: the core's default
 		Logger:             c.Logger,
 	})
@@ -235,21 +242,24 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 }
 
 // readLoop reads one socket until Close, with its own Receiver (several
-// decrypt at once) and its own batch of replies, sent from that socket.
+// decrypt at once) and its own Output: the replies to a batch of datagrams
+// leave together through the send queue, after the core's calls.
 func (l *Listener) readLoop(sock transport.Conn) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
+	var out server.Output
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
 				continue
 			}
-			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.send); sc != nil {
-				l.connected(sc)
+			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
+				l.connected(sc, &out)
 				l.wakeTicker()
 			}
 		}
+		l.act(&out, noWait, nil)
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -267,6 +277,7 @@ func (l *Listener) tickLoop() {
 	defer l.wg.Done()
 	t := time.NewTimer(0) // the core says when next
 	defer t.Stop()
+	var out server.Output
 	for {
 		select {
 		case <-l.closing:
@@ -275,15 +286,32 @@ func (l *Listener) tickLoop() {
 		case <-l.wake:
 		}
 		now := time.Now()
-		next := l.core.Update(now, l.send)
-		t.Reset(min(max(next.Sub(now), 0), maxTickSleep))
+		next := l.core.Update(now, &out)
+		l.act(&out, noWait, nil) // keep-alives: dropped, never waited for
+		// next is now plus a monotonic interval (the core measures on the
+		// monotonic clock): a step of the wall clock does not move it.
+		t.Reset(max(next.Sub(now), 0))
 	}
 }
 
-// maxTickSleep bounds the ticker's sleep whatever the core answers: the
-// core's times are wall-clock times, and a wall clock set back must not
-// put the Listener to sleep for as long.
-const maxTickSleep = time.Second
+// act does what the core's calls put in out, with no lock held: it sends
+// the datagrams (waiting for room in the send queue until stop or
+// deadline), logs the records, and empties out.
+func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error {
+	var err error
+	if len(out.Datagrams) > 0 {
+		err = l.send.send(out.Datagrams, stop, deadline)
+	}
+	if len(out.Records) > 0 {
+		l.core.Log(out)
+	}
+	out.Reset()
+	return err
+}
+
+// getOut and putOut lend an Output for one call into the core.
+func (l *Listener) getOut() *server.Output  { return l.outs.Get().(*server.Output) }
+func (l *Listener) putOut(o *server.Output) { l.outs.Put(o) }
 
 // wakeTicker makes the ticker call Update now and sleep afresh.
 func (l *Listener) wakeTicker() {
@@ -331,8 +359,11 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
-		l.core.Close(queued{l.send}) // the disconnects, in batches
-		l.send.close()               // sends the disconnects still queued
+		out := l.getOut()
+		l.core.Close(out)
+		l.act(out, nil, nil) // the disconnects, in batches
+		l.putOut(out)
+		l.send.close() // sends the disconnects still queued
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
 				err = cerr
@@ -460,8 +491,8 @@ var endErrors = [...]error{
 
 // connected makes the Conn of a client that completed its handshake and
 // queues it for Accept; a client the backlog has no room for is
-// disconnected at once.
-func (l *Listener) connected(sc *server.Client) {
+// disconnected at once, its disconnects sealed into out.
+func (l *Listener) connected(sc *server.Client, out *server.Output) {
 	ap := sc.Addr()
 	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
@@ -472,7 +503,7 @@ func (l *Listener) connected(sc *server.Client) {
 	case l.accept <- c:
 	default:
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
-		l.core.Disconnect(sc, queued{l.send})
+		l.core.Disconnect(sc, out)
 	}
 }
 
@@ -482,12 +513,27 @@ type serverEndpoint struct {
 	c *server.Client
 }
 
-func (e *serverEndpoint) send(now time.Time, p []byte) error {
-	err := e.c.Send(now, p, e.l.send)
+// send seals p under the client's send lock, then, with no lock held,
+// hands the packet to the send queue; a full queue makes it wait until
+// stop (the Conn's end: Close or the client leaving) or deadline.
+func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	out := e.l.getOut()
+	err := e.c.Send(now, p, out)
+	if err == nil {
+		err = e.l.act(out, stop, deadline)
+	} else {
+		out.Reset()
+	}
+	e.l.putOut(out)
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}
 	return err
 }
 
-func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, queued{e.l.send}) }
+func (e *serverEndpoint) close() {
+	out := e.l.getOut()
+	e.l.core.Disconnect(e.c, out)
+	e.l.act(out, noWait, nil) // Close never waits on the socket
+	e.l.putOut(out)
+}

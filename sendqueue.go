@@ -1,0 +1,230 @@
+package netcode
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
+)
+
+// eofError is what a connection ends with when the peer disconnects cleanly.
+var eofError = io.EOF
+
+// sendBatch is the most datagrams one batched write carries.
+const sendBatch = 64
+
+// sendQueueLen bounds the datagrams waiting for a Listener's writer.
+const sendQueueLen = 4 * sendBatch
+
+// sendQueue is a Listener's one send path (after quic-go's send queue): a
+// bounded queue of datagrams that one writer goroutine drains with
+// batched writes. Every sender (Conn.Write, the readers' replies, the
+// ticker's keep-alives, the disconnects of Conn.Close and Listener.Close)
+// goes through it, with datagrams the server core sealed into an Output,
+// and holds no lock of the core or of a connection while it does.
+//
+// A send that finds the queue empty and no write in progress writes its
+// datagrams at once (one batched write), so a lone client pays no
+// hand-off; otherwise it queues copies and returns, and the writer sends
+// the queue in batches. No sender ever writes another's datagrams, so
+// none is held up for longer than its own write. A full queue is a signal,
+// not a wait inside the queue: a keep-alive that does not fit is dropped
+// and counted (it is redundant by nature: the next one follows within
+// 100 ms); for any other datagram the sender selects on the queue's room
+// channel (closed when the writer takes the queue) together with its own
+// stop and deadline channels, so Conn.Close and a write deadline end the
+// wait. Datagrams of one send leave in order.
+//
+// Lock order: sendQueue.mu is a leaf, never held across a write to the
+// socket nor while the sender waits; the socket's own locks
+// (transport's write lock) are taken by the writing goroutine with no
+// other lock held.
+type sendQueue struct {
+	tc transport.Conn
+
+	mu     sync.Mutex
+	queue  []transport.Message
+	spare  []transport.Message
+	n      int           // datagrams queued
+	busy   bool          // a write is in progress (direct or the writer's)
+	closed bool          // no more sends; the writer sends what is queued and exits
+	room   chan struct{} // closed when the writer takes the queue; nil: no one waits
+
+	wake    chan struct{} // capacity 1: the queue has datagrams
+	done    chan struct{} // closed when the writer exits
+	dropped atomic.Uint64 // keep-alives dropped on a full queue
+	refused atomic.Uint64 // datagrams the socket refused to send
+}
+
+func newSendQueue(tc transport.Conn) *sendQueue {
+	q := &sendQueue{
+		tc:    tc,
+		queue: newMessages(sendQueueLen),
+		spare: newMessages(sendQueueLen),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	go q.writer()
+	return q
+}
+
+func newMessages(n int) []transport.Message {
+	msgs := make([]transport.Message, n)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, 0, transport.MaxDatagram)
+	}
+	return msgs
+}
+
+// noWait, as send's stop, makes it drop what a full queue has no room for
+// instead of waiting: for the readers' replies (a client resends its
+// handshake packets at 10 Hz) and a Conn's disconnects (redundant; the
+// peer times out without them), so that no reader and no Close ever waits
+// on the socket.
+var noWait = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// errStopped is what send returns when its stop channel closed first; the
+// caller knows why it closed.
+var errStopped = net.ErrClosed
+
+// send sends msgs in order: at once if the queue is idle, else through the
+// writer. It has finished with msgs when it returns. A full queue drops
+// keep-alives (counted) and makes send wait for room until stop or
+// deadline is closed (nil: never), which fail it with errStopped or
+// os.ErrDeadlineExceeded. After close it fails with net.ErrClosed.
+func (q *sendQueue) send(msgs []transport.Message, stop, deadline <-chan struct{}) error {
+	for len(msgs) > 0 {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return net.ErrClosed
+		}
+		if !q.busy && q.n == 0 {
+			q.busy = true
+			q.mu.Unlock()
+			q.refused.Add(uint64(writeAll(q.tc, msgs)))
+			q.mu.Lock()
+			q.busy = false
+			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
+			q.mu.Unlock()
+			if wake {
+				q.signal()
+			}
+			return nil
+		}
+		queued := false
+		for len(msgs) > 0 {
+			if q.n < len(q.queue) {
+				m := &q.queue[q.n]
+				m.Buf = append(m.Buf[:0], msgs[0].Buf...)
+				m.Addr = msgs[0].Addr
+				q.n++
+				queued = true
+			} else if typ, ok := protocol.PeekType(msgs[0].Buf); ok && typ == protocol.KeepAlive {
+				q.dropped.Add(1)
+			} else {
+				break // full: wait for room
+			}
+			msgs = msgs[1:]
+		}
+		var room chan struct{}
+		if len(msgs) > 0 {
+			if q.room == nil {
+				q.room = make(chan struct{})
+			}
+			room = q.room
+		}
+		q.mu.Unlock()
+		if queued {
+			q.signal()
+		}
+		if room == nil {
+			return nil
+		}
+		select {
+		case <-room:
+		case <-stop:
+			return errStopped
+		case <-deadline:
+			return os.ErrDeadlineExceeded
+		}
+	}
+	return nil
+}
+
+func (q *sendQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer sends the queue, in batches, whenever a direct write is not in
+// progress; after close it sends what is left and exits.
+func (q *sendQueue) writer() {
+	defer close(q.done)
+	for {
+		<-q.wake
+		q.mu.Lock()
+		for q.n > 0 && !q.busy {
+			msgs := q.queue[:q.n]
+			q.queue, q.spare, q.n = q.spare, q.queue, 0
+			q.busy = true
+			q.openRoom()
+			q.mu.Unlock()
+			q.refused.Add(uint64(writeAll(q.tc, msgs)))
+			q.mu.Lock()
+			q.busy = false
+		}
+		last := q.closed && q.n == 0 && !q.busy
+		q.mu.Unlock()
+		if last {
+			return
+		}
+	}
+}
+
+// openRoom wakes the senders waiting for room. q.mu is held.
+func (q *sendQueue) openRoom() {
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
+}
+
+// close sends what is queued and stops the writer; later sends fail, and
+// sends waiting for room give up. Call it after the last send that
+// matters (the Listener's Close, after the core's disconnects) and before
+// closing the socket.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.openRoom()
+	q.mu.Unlock()
+	q.signal()
+	<-q.done
+}
+
+// writeAll sends msgs with as few batched writes as the socket allows,
+// skipping datagrams it refuses, and returns how many it refused.
+func writeAll(tc transport.Conn, msgs []transport.Message) (refused int) {
+	for len(msgs) > 0 {
+		batch := msgs[:min(len(msgs), sendBatch)]
+		n, err := tc.WriteBatch(batch)
+		if err != nil {
+			// Skip the datagram that failed and carry on with the rest.
+			refused++
+			n++
+		}
+		msgs = msgs[min(n, len(msgs)):]
+	}
+	return refused
+}
