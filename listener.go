@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -494,7 +495,7 @@ var endErrors = [...]error{
 // disconnected at once, its disconnects sealed into out.
 func (l *Listener) connected(sc *server.Client, out *server.Output) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, turn: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -511,12 +512,28 @@ func (l *Listener) connected(sc *server.Client, out *server.Output) {
 type serverEndpoint struct {
 	l *Listener
 	c *server.Client
+	// turn (capacity 1) is the Conn's write turn, held from the sealing
+	// of a Write's packet to its hand-off to the send queue, so that the
+	// Conn's packets leave in sequence order (the peer's replay window
+	// drops a packet more than 256 behind the newest). It is a channel so
+	// that waiting for it is a select that also watches the Conn's end
+	// and its write deadline.
+	turn chan struct{}
 }
 
-// send seals p under the client's send lock, then, with no lock held,
-// hands the packet to the send queue; a full queue makes it wait until
-// stop (the Conn's end: Close or the client leaving) or deadline.
+// send seals p under the client's send lock (the core's, released when
+// Send returns), then hands the packet to the send queue; a full queue
+// makes it wait until stop (the Conn's end: Close or the client leaving)
+// or deadline. It holds the Conn's write turn throughout, and no other
+// lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	select {
+	case e.turn <- struct{}{}:
+	case <-stop:
+		return errStopped
+	case <-deadline:
+		return os.ErrDeadlineExceeded
+	}
 	out := e.l.getOut()
 	err := e.c.Send(now, p, out)
 	if err == nil {
@@ -524,6 +541,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	} else {
 		out.Reset()
 	}
+	<-e.turn
 	e.l.putOut(out)
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed

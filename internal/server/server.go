@@ -38,10 +38,13 @@
 //	              It is held only to seal packets into an Output; the
 //	              datagrams leave after it is released.
 //
-// Lock order: tick → mainMu → mu → (rmu | sendLocked.mu |
-// deadlineWheel.mu). rmu, sendLocked.mu and the wheel's lock are never
-// held together, and none is held while taking mu. Nothing taken under
-// mu waits on I/O: a client's send lock is held for one sealing at most.
+// Lock order: (tick | mainMu) → mu → (rmu | sendLocked.mu |
+// deadlineWheel.mu). tick and mainMu are never held together; rmu,
+// sendLocked.mu and the wheel's lock are never held together, and none is
+// held while taking mu. Nothing taken under mu waits on I/O: a client's
+// send lock is held for one sealing at most. The adapter's locks come
+// before all of these (the Listener's Conn write turns) or after none
+// (its send queue's, the socket's): the core calls no adapter code.
 package server
 
 import (
@@ -208,7 +211,7 @@ type Server struct {
 	tokenKeys  [2]*crypto.Key // the private key and the previous one (nil: none)
 
 	start      time.Time  // the origin of the monotonic clock (Config.Now)
-	tick       sync.Mutex // serialises Update
+	tick       sync.Mutex // serialises Update; first in the lock order (see the package doc), beside mainMu
 	taken      []*Client  // Update's scratch, guarded by tick
 	due        []*Client  // Update's scratch, guarded by tick
 	expired    []*Client  // Update's scratch, guarded by tick
@@ -217,7 +220,7 @@ type Server struct {
 
 	wheel *deadlineWheel // connected clients by next deadline
 
-	mu           sync.RWMutex
+	mu           sync.RWMutex // after tick or mainMu; before the wheel's and the clients' locks
 	globalSeq    uint64
 	challengeSeq uint64
 	slots        []*Client // nil = free
@@ -233,7 +236,7 @@ type Server struct {
 	stats    counters
 
 	main   *Receiver  // for Server.Receive
-	mainMu sync.Mutex // guards main
+	mainMu sync.Mutex // guards main; first in the lock order, beside tick
 }
 
 // New returns a server.
