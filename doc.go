@@ -33,8 +33,9 @@
 //
 //	reader ×ReadShards    one per socket: transport.ReadLoop (recvmmsg
 //	  │                   batches) → its own server.Receiver and Output →
-//	  │                   after the batch, the replies go to the send queue
-//	  │                   (dropped if it is full: clients resend) and the
+//	  │                   after the batch, the replies go to its socket's
+//	  │                   send queue (dropped if it is full: clients
+//	  │                   resend) and the
 //	  │                   log records to the Logger; a connected client's
 //	  │                   payloads go to its packetq.Queue; a finished
 //	  ▼                   handshake makes a Conn and puts it in the Accept
@@ -42,23 +43,26 @@
 //	ticker ×1             server.Update when something is due (the core's
 //	                      deadline wheel says when, on the monotonic clock;
 //	                      a new client wakes it): timeouts, and the
-//	                      keep-alives that are due, handed to the send queue
-//	                      after the core's locks (dropped, counted, if full)
-//	writer ×1             the send queue's (sendqueue.go): sends what is
-//	                      queued, sendmmsg batches of up to 64, from the
-//	                      first socket
+//	                      keep-alives that are due, handed to the first
+//	                      socket's send queue after the core's locks
+//	                      (dropped, counted, if it is full)
+//	writer ×ReadShards    one per socket, its send queue's (sendqueue.go):
+//	                      sends what is queued from its socket, sendmmsg
+//	                      batches of up to 64
 //	Conn.Write (callers)  in the Conn's write turn: seals under the client's
 //	                      send lock, then hands the packet to the send
-//	                      queue: written at once if the queue is idle,
+//	                      queue of the socket that heard the client's
+//	                      handshake: written at once if it is idle,
 //	                      else queued for the writer; a full queue makes it
 //	                      wait until there is room, the Conn ends (Close)
 //	                      or its write deadline passes
 //	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
 //
-// Every send leaves from the first socket (shards[0]); with ReadShards > 1
-// the reads and the decryption run in parallel, the sends go through the
-// one send queue and writer. All the sockets share one address, so a
-// client cannot tell which one a reply came from.
+// With ReadShards > 1 each socket has its own reader, send queue and
+// writer: a reader's replies, and the Writes of the connections whose
+// handshake it heard, leave from its socket; the ticker's keep-alives and
+// Close's disconnects leave from the first. All the sockets share one
+// address, so a client cannot tell which one a packet came from.
 //
 // Locks, in the order they may be taken, each one's job by where it is
 // declared: a Conn's write turn (a channel) → server.Server.tick (Update

@@ -30,8 +30,8 @@ const readBatch = 64
 // writer; Close stops them all. The package doc draws them with their
 // locks.
 type Listener struct {
-	tc     transport.Conn   // the socket the server sends from
-	shards []transport.Conn // the sockets it reads; shards[0] is tc
+	tc     transport.Conn   // the first socket
+	shards []transport.Conn // the sockets it reads and writes; shards[0] is tc
 	core   *server.Server
 	cfg    ServerConfig
 	log    *slog.Logger
@@ -43,9 +43,12 @@ type Listener struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 
-	// send is the one send path, shared by the readers, the ticker,
-	// Conn.Write and Close (sendqueue.go); it owns the writer goroutine.
-	send *sendQueue
+	// sends are the send paths (sendqueue.go), one per socket, each with
+	// its writer goroutine: sends[i] writes from shards[i]. A reader's
+	// replies and the Writes of the connections it accepted go through
+	// its socket's; the ticker's keep-alives and Close's disconnects
+	// through the first.
+	sends []*sendQueue
 	// outs holds the server core's Outputs for the calls made outside the
 	// readers and the ticker (Conn.Write, Conn.Close, loopback ends),
 	// which own one each.
@@ -161,10 +164,12 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	l.core = core
-	l.send = newSendQueue(tc)
-	l.wg.Add(len(shards) + 1)
 	for _, sh := range shards {
-		go l.readLoop(sh)
+		l.sends = append(l.sends, newSendQueue(sh))
+	}
+	l.wg.Add(len(shards) + 1)
+	for i, sh := range shards {
+		go l.readLoop(sh, l.sends[i])
 	}
 	go l.tickLoop()
 	return l, nil
@@ -245,7 +250,7 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 // readLoop reads one socket until Close, with its own Receiver (several
 // decrypt at once) and its own Output: the replies to a batch of datagrams
 // leave together through the send queue, after the core's calls.
-func (l *Listener) readLoop(sock transport.Conn) {
+func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
 	var out server.Output
@@ -256,11 +261,11 @@ func (l *Listener) readLoop(sock transport.Conn) {
 				continue
 			}
 			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
-				l.connected(sc, &out)
+				l.connected(sc, &out, q)
 				l.wakeTicker()
 			}
 		}
-		l.act(&out, noWait, nil)
+		l.actOn(q, &out, noWait, nil)
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -296,12 +301,17 @@ func (l *Listener) tickLoop() {
 }
 
 // act does what the core's calls put in out, with no lock held: it sends
-// the datagrams (waiting for room in the send queue until stop or
-// deadline), logs the records, and empties out.
+// the datagrams through the first socket's send queue (waiting for room
+// until stop or deadline), logs the records, and empties out.
 func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error {
+	return l.actOn(l.sends[0], out, stop, deadline)
+}
+
+// actOn is act with the datagrams sent through q.
+func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}) error {
 	var err error
 	if len(out.Datagrams) > 0 {
-		err = l.send.send(out.Datagrams, stop, deadline)
+		err = q.send(out.Datagrams, stop, deadline)
 	}
 	if len(out.Records) > 0 {
 		l.core.Log(out)
@@ -364,7 +374,9 @@ func (l *Listener) Close() error {
 		l.core.Close(out)
 		l.act(out, nil, nil) // the disconnects, in batches
 		l.putOut(out)
-		l.send.close() // sends the disconnects still queued
+		for _, q := range l.sends {
+			q.close() // sends the disconnects still queued
+		}
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
 				err = cerr
@@ -400,6 +412,11 @@ func (l *Listener) Drain() { l.core.Drain() }
 // Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
 	s := l.core.Stats()
+	var dropped, refused uint64
+	for _, q := range l.sends {
+		dropped += q.dropped.Load()
+		refused += q.refused.Load()
+	}
 	return ServerStats{
 		Connected:          s.Connected,
 		Mappings:           s.Mappings,
@@ -417,8 +434,8 @@ func (l *Listener) Stats() ServerStats {
 		ConnectionsOpened:  s.ConnectionsOpened,
 		ConnectionsTimeout: s.ConnectionsTimeout,
 		PayloadsDropped:    s.PayloadsDropped,
-		KeepAlivesDropped:  l.send.dropped.Load(),
-		SendErrors:         l.send.refused.Load(),
+		KeepAlivesDropped:  dropped,
+		SendErrors:         refused,
 	}
 }
 
@@ -492,10 +509,11 @@ var endErrors = [...]error{
 
 // connected makes the Conn of a client that completed its handshake and
 // queues it for Accept; a client the backlog has no room for is
-// disconnected at once, its disconnects sealed into out.
-func (l *Listener) connected(sc *server.Client, out *server.Output) {
+// disconnected at once, its disconnects sealed into out. Its Writes go
+// through q, the send queue of the socket that heard its handshake.
+func (l *Listener) connected(sc *server.Client, out *server.Output, q *sendQueue) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, turn: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, q: q, turn: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -512,6 +530,7 @@ func (l *Listener) connected(sc *server.Client, out *server.Output) {
 type serverEndpoint struct {
 	l *Listener
 	c *server.Client
+	q *sendQueue // its socket's
 	// turn (capacity 1) is the Conn's write turn, held from the sealing
 	// of a Write's packet to its hand-off to the send queue, so that the
 	// Conn's packets leave in sequence order (the peer's replay window
@@ -537,7 +556,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	out := e.l.getOut()
 	err := e.c.Send(now, p, out)
 	if err == nil {
-		err = e.l.act(out, stop, deadline)
+		err = e.l.actOn(e.q, out, stop, deadline)
 	} else {
 		out.Reset()
 	}
