@@ -157,7 +157,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // child is a running child process's state.
 type child struct {
-	key   [netcode.KeyBytes]byte
+	key    [netcode.KeyBytes]byte
 	proto  uint64
 	max    int
 	shards int // ServerConfig.ReadShards
