@@ -1,6 +1,7 @@
 package netcode
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -92,8 +93,8 @@ var noWait = func() chan struct{} {
 }()
 
 // errStopped is what send returns when its stop channel closed first; the
-// caller knows why it closed.
-var errStopped = net.ErrClosed
+// caller knows why it closed (Conn.Write: the connection's end).
+var errStopped = errors.New("netcode: send abandoned")
 
 // send sends msgs in order: at once if the queue is idle, else through the
 // writer. It has finished with msgs when it returns. A full queue drops
@@ -137,6 +138,15 @@ func (q *sendQueue) send(msgs []transport.Message, stop, deadline <-chan struct{
 		}
 		var room chan struct{}
 		if len(msgs) > 0 {
+			select {
+			case <-stop: // noWait, or the sender's end came: no room to wait for
+				q.mu.Unlock()
+				if queued {
+					q.signal()
+				}
+				return errStopped
+			default:
+			}
 			if q.room == nil {
 				q.room = make(chan struct{})
 			}
