@@ -265,7 +265,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 				l.wakeTicker()
 			}
 		}
-		l.actOn(q, &out, noWait, nil)
+		l.actOn(q, &out, noWait, nil, nil)
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -304,14 +304,15 @@ func (l *Listener) tickLoop() {
 // the datagrams through the first socket's send queue (waiting for room
 // until stop or deadline), logs the records, and empties out.
 func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error {
-	return l.actOn(l.sends[0], out, stop, deadline)
+	return l.actOn(l.sends[0], out, stop, deadline, nil)
 }
 
-// actOn is act with the datagrams sent through q.
-func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}) error {
+// actOn is act with the datagrams sent through q, and wake the channel
+// the send queue signals a waiting sender on (nil: made if needed).
+func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}, wake chan struct{}) error {
 	var err error
 	if len(out.Datagrams) > 0 {
-		err = q.send(out.Datagrams, stop, deadline)
+		err = q.send(out.Datagrams, stop, deadline, wake)
 	}
 	if len(out.Records) > 0 {
 		l.core.Log(out)
@@ -513,7 +514,7 @@ var endErrors = [...]error{
 // through q, the send queue of the socket that heard its handshake.
 func (l *Listener) connected(sc *server.Client, out *server.Output, q *sendQueue) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, q: q, turn: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, q: q, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -538,6 +539,7 @@ type serverEndpoint struct {
 	// that waiting for it is a select that also watches the Conn's end
 	// and its write deadline.
 	turn chan struct{}
+	wake chan struct{} // capacity 1: the send queue says there is room; used in the turn
 }
 
 // send seals p under the client's send lock (the core's, released when
@@ -556,7 +558,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	out := e.l.getOut()
 	err := e.c.Send(now, p, out)
 	if err == nil {
-		err = e.l.actOn(e.q, out, stop, deadline)
+		err = e.l.actOn(e.q, out, stop, deadline, e.wake)
 	} else {
 		out.Reset()
 	}

@@ -47,13 +47,13 @@ const sendQueueLen = 4 * sendBatch
 type sendQueue struct {
 	tc transport.Conn
 
-	mu     sync.Mutex
-	queue  []transport.Message
-	spare  []transport.Message
-	n      int           // datagrams queued
-	busy   bool          // a write is in progress (direct or the writer's)
-	closed bool          // no more sends; the writer sends what is queued and exits
-	room   chan struct{} // closed when the writer takes the queue; nil: no one waits
+	mu      sync.Mutex
+	queue   []transport.Message
+	spare   []transport.Message
+	n       int             // datagrams queued
+	busy    bool            // a write is in progress (direct or the writer's)
+	closed  bool            // no more sends; the writer sends what is queued and exits
+	waiters []chan struct{} // senders waiting for room, each woken by a send on its channel
 
 	wake    chan struct{} // capacity 1: the queue has datagrams
 	done    chan struct{} // closed when the writer exits
@@ -100,8 +100,10 @@ var errStopped = errors.New("netcode: send abandoned")
 // writer. It has finished with msgs when it returns. A full queue drops
 // keep-alives (counted) and makes send wait for room until stop or
 // deadline is closed (nil: never), which fail it with errStopped or
-// os.ErrDeadlineExceeded. After close it fails with net.ErrClosed.
-func (q *sendQueue) send(msgs []transport.Message, stop, deadline <-chan struct{}) error {
+// os.ErrDeadlineExceeded; wake (capacity 1; nil: one is made if needed)
+// is the sender's own channel the writer signals when there is room.
+// After close it fails with net.ErrClosed.
+func (q *sendQueue) send(msgs []transport.Message, stop, deadline <-chan struct{}, wake chan struct{}) error {
 	for len(msgs) > 0 {
 		q.mu.Lock()
 		if q.closed {
@@ -136,38 +138,58 @@ func (q *sendQueue) send(msgs []transport.Message, stop, deadline <-chan struct{
 			}
 			msgs = msgs[1:]
 		}
-		var room chan struct{}
-		if len(msgs) > 0 {
-			select {
-			case <-stop: // noWait, or the sender's end came: no room to wait for
-				q.mu.Unlock()
-				if queued {
-					q.signal()
-				}
-				return errStopped
-			default:
+		if len(msgs) == 0 {
+			q.mu.Unlock()
+			if queued {
+				q.signal()
 			}
-			if q.room == nil {
-				q.room = make(chan struct{})
-			}
-			room = q.room
+			return nil
 		}
+		select {
+		case <-stop: // noWait, or the sender's end came: no room to wait for
+			q.mu.Unlock()
+			if queued {
+				q.signal()
+			}
+			return errStopped
+		default:
+		}
+		if wake == nil {
+			wake = make(chan struct{}, 1)
+		}
+		q.waiters = append(q.waiters, wake)
 		q.mu.Unlock()
 		if queued {
 			q.signal()
 		}
-		if room == nil {
-			return nil
-		}
 		select {
-		case <-room:
+		case <-wake:
 		case <-stop:
+			q.forget(wake)
 			return errStopped
 		case <-deadline:
+			q.forget(wake)
 			return os.ErrDeadlineExceeded
 		}
 	}
 	return nil
+}
+
+// forget takes wake out of the waiters, if the writer has not woken it. A
+// signal that came meanwhile stays in wake, and makes its next wait look
+// again at once: harmless.
+func (q *sendQueue) forget(wake chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, w := range q.waiters {
+		if w == wake {
+			last := len(q.waiters) - 1
+			copy(q.waiters[i:], q.waiters[i+1:])
+			q.waiters[last] = nil
+			q.waiters = q.waiters[:last]
+			return
+		}
+	}
 }
 
 func (q *sendQueue) signal() {
@@ -204,10 +226,14 @@ func (q *sendQueue) writer() {
 
 // openRoom wakes the senders waiting for room. q.mu is held.
 func (q *sendQueue) openRoom() {
-	if q.room != nil {
-		close(q.room)
-		q.room = nil
+	for i, w := range q.waiters {
+		select {
+		case w <- struct{}{}:
+		default: // a signal is pending already
+		}
+		q.waiters[i] = nil
 	}
+	q.waiters = q.waiters[:0]
 }
 
 // close sends what is queued and stops the writer; later sends fail, and

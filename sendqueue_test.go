@@ -61,7 +61,7 @@ func datagram(g, i int) []byte {
 
 // sendOne sends b to to through q, waiting for room as a Write does.
 func sendOne(q *sendQueue, to netip.AddrPort, b []byte) error {
-	return q.send([]transport.Message{{Buf: b, Addr: to}}, nil, nil)
+	return q.send([]transport.Message{{Buf: b, Addr: to}}, nil, nil, nil)
 }
 
 func TestSendQueue(t *testing.T) {
@@ -200,7 +200,7 @@ func TestSendQueueAllocs(t *testing.T) {
 	p := make([]byte, MaxPayloadBytes)
 	p[0] = 0x15
 	msgs := []transport.Message{{Buf: p, Addr: to}}
-	require.Zero(t, testing.AllocsPerRun(1000, func() { _ = q.send(msgs, nil, nil) }))
+	require.Zero(t, testing.AllocsPerRun(1000, func() { _ = q.send(msgs, nil, nil, nil) }))
 }
 
 // TestSendQueueFullIsASignal: a sender that finds the queue full waits for
@@ -228,16 +228,19 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 					require.NoError(t, sendOne(q, to, datagram(1, i)))
 				}
 				msg := []transport.Message{{Buf: datagram(2, 0), Addr: to}}
-				require.ErrorIs(t, q.send(msg, noWait, nil), errStopped, "noWait does not wait")
+				require.ErrorIs(t, q.send(msg, noWait, nil, nil), errStopped, "noWait does not wait")
 
 				stop, deadline := make(chan struct{}), make(chan struct{})
 				errc := make(chan error, 1)
-				go func() { errc <- q.send(msg, stop, deadline) }()
+				go func() { errc <- q.send(msg, stop, deadline, nil) }()
 				synctest.Wait()
 				require.Empty(t, errc, "waits for room")
 				if tt.wait != nil {
 					tt.wait(stop, deadline)
 					require.ErrorIs(t, <-errc, tt.want)
+					q.mu.Lock()
+					require.Empty(t, q.waiters, "the sender that gave up is forgotten")
+					q.mu.Unlock()
 					close(rc.release)
 					q.close()
 				} else {
