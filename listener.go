@@ -50,8 +50,8 @@ type Listener struct {
 	// through the first.
 	sends []*sendQueue
 	// outs holds the server core's Outputs for the calls made outside the
-	// readers and the ticker (Conn.Write, Conn.Close, loopback ends),
-	// which own one each.
+	// readers, the ticker and Conn.Write, which own one each (Conn.Close,
+	// Listener.Close, loopback ends).
 	outs sync.Pool
 }
 
@@ -321,7 +321,9 @@ func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan
 	return err
 }
 
-// getOut and putOut lend an Output for one call into the core.
+// getOut and putOut lend an Output for a call into the core outside the
+// readers, the ticker and Conn.Write (which own theirs): Close, Disconnect,
+// loopback ends.
 func (l *Listener) getOut() *server.Output  { return l.outs.Get().(*server.Output) }
 func (l *Listener) putOut(o *server.Output) { l.outs.Put(o) }
 
@@ -540,6 +542,10 @@ type serverEndpoint struct {
 	// and its write deadline.
 	turn chan struct{}
 	wake chan struct{} // capacity 1: the send queue says there is room; used in the turn
+	// out is what a Write's call into the core fills: the Conn's own,
+	// used in the turn, so that Writes waiting for room hold no shared
+	// buffer (and a pool emptied by a collection makes no new ones).
+	out server.Output
 }
 
 // send seals p under the client's send lock (the core's, released when
@@ -555,7 +561,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	case <-deadline:
 		return os.ErrDeadlineExceeded
 	}
-	out := e.l.getOut()
+	out := &e.out
 	err := e.c.Send(now, p, out)
 	if err == nil {
 		err = e.l.actOn(e.q, out, stop, deadline, e.wake)
@@ -563,7 +569,6 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 		out.Reset()
 	}
 	<-e.turn
-	e.l.putOut(out)
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // Output is what calls into a Server did that the adapter must act on: the
@@ -41,9 +42,10 @@ func (o *Output) Reset() {
 // Empty reports whether o holds nothing to act on.
 func (o *Output) Empty() bool { return len(o.Datagrams) == 0 && len(o.Records) == 0 }
 
-// outputBuf is the first capacity of an Output's buffer: room for a few of
-// the largest packets.
-const outputBuf = 4 << 10
+// outputBuf is the first capacity of an Output's buffer: room for what a
+// Send seals (a keep-alive and the largest packet); a call that seals more
+// grows it once.
+const outputBuf = 2 * protocol.MaxPacketBytes
 
 // mark returns where the next datagram starts in o.buf. The buffer is
 // made on the first datagram, so an Output that only receives payloads
