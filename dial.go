@@ -103,7 +103,6 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
 	}
-	dc.outs.New = func() any { return new(client.Output) }
 	dc.turn = make(chan struct{}, 1)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, log)
@@ -162,7 +161,7 @@ func tokenNetwork(t *token.ConnectToken) string {
 // the call (sending datagrams, delivering the payload, ending the Conn), so
 // nothing here runs under the core's lock.
 //
-// Each call that sends fills an Output of its own (from outs); no lock of
+// Each call that sends fills an Output of its own (from clientOutputs); no lock of
 // the core is held across a socket write or a log call. The Conn's write
 // turn (turn, a channel of capacity 1, so that taking it is a select that
 // also watches the Conn's end) is held from the sealing of its packets to
@@ -183,7 +182,6 @@ type dialConn struct {
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
 
-	outs sync.Pool     // *client.Output for Update, Send and Disconnect
 	turn chan struct{} // capacity 1: the write turn
 	// rout is the read loop's Output for Receive, which never sends, so it
 	// has no datagram buffer; only the read loop uses it.
@@ -245,11 +243,11 @@ func (dc *dialConn) readLoop() {
 // update runs the core's Update, acts on it and sets the timer for the
 // next one.
 func (dc *dialConn) update() {
-	out := dc.outs.Get().(*client.Output)
+	out := clientOutputs.Get().(*client.Output)
 	select {
 	case dc.turn <- struct{}{}:
 	case <-dc.stop:
-		dc.outs.Put(out)
+		clientOutputs.Put(out)
 		return
 	}
 	dc.core.Update(time.Now(), out)
@@ -257,7 +255,7 @@ func (dc *dialConn) update() {
 	<-dc.turn
 	dc.act(out)
 	next := out.Next
-	dc.outs.Put(out)
+	clientOutputs.Put(out)
 	dc.schedule(next)
 }
 
@@ -371,12 +369,12 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	case <-deadline:
 		return os.ErrDeadlineExceeded
 	}
-	out := dc.outs.Get().(*client.Output)
+	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
 	dc.write(out.Datagrams)
 	<-dc.turn
 	dc.act(out)
-	dc.outs.Put(out)
+	clientOutputs.Put(out)
 	if errors.Is(err, client.ErrNotConnected) {
 		if e := dc.conn.Err(); e != nil {
 			return e
@@ -389,15 +387,20 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 // close sends the disconnect packets, in one batched write where the
 // socket can, and stops everything.
 func (dc *dialConn) close() {
-	out := dc.outs.Get().(*client.Output)
+	out := clientOutputs.Get().(*client.Output)
 	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
 	dc.core.Disconnect(out)
 	dc.write(out.Datagrams)
 	<-dc.turn
 	dc.act(out) // the state change and the log records
-	dc.outs.Put(out)
+	clientOutputs.Put(out)
 	dc.shutdown()
 }
+
+// clientOutputs holds the Outputs of the client core's calls that send
+// (Update, Send, Disconnect), for every dialed Conn: one pool, so that a
+// collection, which empties it, costs a few Outputs, not one per Conn.
+var clientOutputs = sync.Pool{New: func() any { return new(client.Output) }}
 
 // write sends ms. A datagram the socket refuses is lost, as UDP may lose
 // any: the protocol's redundancy and timeouts deal with it.
