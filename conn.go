@@ -219,3 +219,32 @@ func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 func (c *Conn) Err() error { return c.q.Err() }
 
 var _ net.Conn = (*Conn)(nil)
+
+// takeTurn takes a Conn's write turn (a channel of capacity 1), waiting
+// for it until stop or deadline is closed; it reports whether it has it.
+// The turn is free almost always: that case costs one channel send.
+func takeTurn(turn chan struct{}, stop, deadline <-chan struct{}) bool {
+	select {
+	case turn <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case turn <- struct{}{}:
+		return true
+	case <-stop:
+	case <-deadline:
+	}
+	return false
+}
+
+// turnErr is why takeTurn gave up: the Conn's end (errStopped) or its
+// write deadline.
+func turnErr(stop <-chan struct{}) error {
+	select {
+	case <-stop:
+		return errStopped
+	default:
+		return os.ErrDeadlineExceeded
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
@@ -362,12 +361,8 @@ func (dc *dialConn) shutdown() {
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	select {
-	case dc.turn <- struct{}{}:
-	case <-stop:
-		return errStopped
-	case <-deadline:
-		return os.ErrDeadlineExceeded
+	if !takeTurn(dc.turn, stop, deadline) {
+		return turnErr(stop)
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)

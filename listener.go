@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -554,12 +553,8 @@ type serverEndpoint struct {
 // or deadline. It holds the Conn's write turn throughout, and no other
 // lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	select {
-	case e.turn <- struct{}{}:
-	case <-stop:
-		return errStopped
-	case <-deadline:
-		return os.ErrDeadlineExceeded
+	if !takeTurn(e.turn, stop, deadline) {
+		return turnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)
