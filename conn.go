@@ -19,7 +19,10 @@ const DefaultReadQueue = 256
 
 // endpoint is the side-specific part of a Conn: how it sends and closes.
 type endpoint interface {
-	send(now time.Time, payload []byte) error
+	// send sends one payload. If it has to wait (a full send queue), it
+	// gives up when stop is closed (the connection ended: Close) or
+	// deadline is (the write deadline passed).
+	send(now time.Time, payload []byte, stop, deadline <-chan struct{}) error
 	close() // ends the connection from this side (sends disconnects)
 }
 
@@ -113,14 +116,19 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if c.wd.Expired() {
 		return 0, c.opErr("write", os.ErrDeadlineExceeded)
 	}
-	if err := c.ep.send(time.Now(), b); err != nil {
+	if err := c.ep.send(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
+		if err == errStopped {
+			err = c.q.Err() // Close, or the connection ended while Write waited
+		}
 		return 0, c.opErr("write", err)
 	}
 	return len(b), nil
 }
 
 // Close ends the connection: the peer is told with the protocol's redundant
-// disconnect packets. Blocked Reads and later calls return net.ErrClosed.
+// disconnect packets. Blocked Reads and Writes (a Write waiting for room
+// in a full send queue) and later calls return net.ErrClosed: Close does
+// not wait behind a Write in progress.
 func (c *Conn) Close() error {
 	first := false
 	c.closeOnce.Do(func() {
@@ -171,9 +179,10 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// SetWriteDeadline sets the deadline for Write. Writes never block for
-// long (a datagram is handed to the socket), so the deadline only makes
-// Writes after it fail.
+// SetWriteDeadline sets the deadline for Write. A Write blocks only while
+// the Listener's send queue is full (backpressure from the socket); the
+// deadline ends that wait, and makes Writes after it fail, with an error
+// wrapping os.ErrDeadlineExceeded.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.opErr("set", net.ErrClosed)
@@ -210,3 +219,32 @@ func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 func (c *Conn) Err() error { return c.q.Err() }
 
 var _ net.Conn = (*Conn)(nil)
+
+// takeTurn takes a Conn's write turn (a channel of capacity 1), waiting
+// for it until stop or deadline is closed; it reports whether it has it.
+// The turn is free almost always: that case costs one channel send.
+func takeTurn(turn chan struct{}, stop, deadline <-chan struct{}) bool {
+	select {
+	case turn <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case turn <- struct{}{}:
+		return true
+	case <-stop:
+	case <-deadline:
+	}
+	return false
+}
+
+// turnErr is why takeTurn gave up: the Conn's end (errStopped) or its
+// write deadline.
+func turnErr(stop <-chan struct{}) error {
+	select {
+	case <-stop:
+		return errStopped
+	default:
+		return os.ErrDeadlineExceeded
+	}
+}

@@ -106,6 +106,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
 	}
+	dc.turn = make(chan struct{}, 1)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, log)
 	if dc.core.State() != client.SendingConnectionRequest {
@@ -170,7 +171,18 @@ func tokenNetwork(t *token.ConnectToken) string {
 // the call (sending datagrams, delivering the payload, ending the Conn), so
 // nothing here runs under the core's lock.
 //
-// Lock order: mu → the core's lock. tmu is taken with neither held.
+// Each call that sends fills an Output of its own (from clientOutputs); no lock of
+// the core is held across a socket write or a log call. The Conn's write
+// turn (turn, a channel of capacity 1, so that taking it is a select that
+// also watches the Conn's end) is held from the sealing of its packets to
+// their write, so that they leave in sequence order: the peer's replay
+// window drops a packet more than 256 behind the newest. Order: turn →
+// the core's lock; tmu is a leaf, taken with neither held.
+//
+// Close ends every Write waiting for its turn at once (they select on the
+// Conn's end, which Close marks first), then takes the turn itself, so
+// that its disconnect packets follow the packets already sealed: it waits
+// only for the one socket write in progress, if any, never for a queue.
 type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
@@ -180,12 +192,7 @@ type dialConn struct {
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
 
-	// mu serialises the core calls that send (Update, Send, Disconnect:
-	// from the timer, the read loop, Write and Close) and guards out, the
-	// Output they share. The socket write is made under it, so that the
-	// Conn's packets leave in the order they were sealed.
-	mu  sync.Mutex
-	out client.Output
+	turn chan struct{} // capacity 1: the write turn
 	// rout is the read loop's Output for Receive, which never sends, so it
 	// has no datagram buffer; only the read loop uses it.
 	rout client.Output
@@ -246,11 +253,19 @@ func (dc *dialConn) readLoop() {
 // update runs the core's Update, acts on it and sets the timer for the
 // next one.
 func (dc *dialConn) update() {
-	dc.mu.Lock()
-	dc.core.Update(time.Now(), &dc.out)
-	dc.act(&dc.out)
-	next := dc.out.Next
-	dc.mu.Unlock()
+	out := clientOutputs.Get().(*client.Output)
+	select {
+	case dc.turn <- struct{}{}:
+	case <-dc.stop:
+		clientOutputs.Put(out)
+		return
+	}
+	dc.core.Update(time.Now(), out)
+	dc.write(out.Datagrams)
+	<-dc.turn
+	dc.act(out)
+	next := out.Next
+	clientOutputs.Put(out)
 	dc.schedule(next)
 }
 
@@ -300,16 +315,9 @@ func (dc *dialConn) schedule(next time.Time) {
 
 // act carries out what a core call reported in out: it sends the
 // datagrams, delivers the payload and acts on a change of state.
+// The datagrams were written by the caller, in its write turn.
 func (dc *dialConn) act(out *client.Output) {
-	switch ms := out.Datagrams; len(ms) {
-	case 0:
-	case 1:
-		// A datagram the socket refuses is lost, as UDP may lose any:
-		// the protocol's redundancy and timeouts deal with it.
-		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
-	default:
-		writeAll(dc.tc, ms)
-	}
+	dc.core.Log(out)
 	if out.Payload != nil {
 		dc.conn.deliver(out.Payload)
 	}
@@ -363,11 +371,16 @@ func (dc *dialConn) shutdown() {
 	dc.fires.Wait()
 }
 
-func (dc *dialConn) send(now time.Time, p []byte) error {
-	dc.mu.Lock()
-	err := dc.core.Send(now, p, &dc.out)
-	dc.act(&dc.out)
-	dc.mu.Unlock()
+func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	if !takeTurn(dc.turn, stop, deadline) {
+		return turnErr(stop)
+	}
+	out := clientOutputs.Get().(*client.Output)
+	err := dc.core.Send(now, p, out)
+	dc.write(out.Datagrams)
+	<-dc.turn
+	dc.act(out)
+	clientOutputs.Put(out)
 	if errors.Is(err, client.ErrNotConnected) {
 		if e := dc.conn.Err(); e != nil {
 			return e
@@ -380,11 +393,31 @@ func (dc *dialConn) send(now time.Time, p []byte) error {
 // close sends the disconnect packets, in one batched write where the
 // socket can, and stops everything.
 func (dc *dialConn) close() {
-	dc.mu.Lock()
-	dc.core.Disconnect(&dc.out)
-	dc.act(&dc.out)
-	dc.mu.Unlock()
+	out := clientOutputs.Get().(*client.Output)
+	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
+	dc.core.Disconnect(out)
+	dc.write(out.Datagrams)
+	<-dc.turn
+	dc.act(out) // the state change and the log records
+	clientOutputs.Put(out)
 	dc.shutdown()
+}
+
+// clientOutputs holds the Outputs of the client core's calls that send
+// (Update, Send, Disconnect), for every dialed Conn: one pool, so that a
+// collection, which empties it, costs a few Outputs, not one per Conn.
+var clientOutputs = sync.Pool{New: func() any { return new(client.Output) }}
+
+// write sends ms. A datagram the socket refuses is lost, as UDP may lose
+// any: the protocol's redundancy and timeouts deal with it.
+func (dc *dialConn) write(ms []transport.Message) {
+	switch len(ms) {
+	case 0:
+	case 1:
+		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
+	default:
+		writeAll(dc.tc, ms)
+	}
 }
 
 // stateError maps a final client state to the error it ends with, and a

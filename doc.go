@@ -38,39 +38,65 @@
 //
 // A Listener:
 //
-//	reader ×ReadShards    one per socket: transport.ReadLoop (recvmmsg batches)
-//	  │                   → its own server.Receiver → replies batched per socket
-//	  │                   → a connected client's payloads go to that client's
-//	  │                     packetq.Queue; a finished handshake makes a Conn
-//	  ▼                     and puts it in the Accept queue (chan, AcceptBacklog)
+//	reader ×ReadShards    one per socket: transport.ReadLoop (recvmmsg
+//	  │                   batches) → its own server.Receiver and Output →
+//	  │                   after the batch, the replies go to its socket's
+//	  │                   send queue (dropped if it is full: clients
+//	  │                   resend) and the
+//	  │                   log records to the Logger; a connected client's
+//	  │                   payloads go to its packetq.Queue; a finished
+//	  ▼                   handshake makes a Conn and puts it in the Accept
+//	                      queue (chan, AcceptBacklog)
 //	ticker ×1             server.Update when something is due (the core's
-//	                      deadline wheel says when; a new client wakes it):
-//	                      timeouts, and the keep-alives that are due, sealed
-//	                      after the core's lock
-//	Conn.Write (callers)  seals under the client's send lock, then the
-//	                      combining sink: the caller that finds the socket idle
-//	                      writes, others queue behind it (one sendmmsg for many)
+//	                      deadline wheel says when, on the monotonic clock;
+//	                      a new client wakes it): timeouts, and the
+//	                      keep-alives that are due, handed to the first
+//	                      socket's send queue after the core's locks
+//	                      (dropped, counted, if it is full)
+//	writer ×ReadShards    one per socket, its send queue's (sendqueue.go):
+//	                      sends what is queued from its socket, sendmmsg
+//	                      batches of up to 64
+//	Conn.Write (callers)  in the Conn's write turn: seals under the client's
+//	                      send lock, then hands the packet to the send
+//	                      queue of the socket that heard the client's
+//	                      handshake: written at once if it is idle,
+//	                      else queued for the writer; a full queue makes it
+//	                      wait until there is room, the Conn ends (Close)
+//	                      or its write deadline passes
 //	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
 //
-// Locks, in the order they may be taken: server.Server.tick (Update only) →
-// server.Server.mu (RWMutex over the slot, address, id and token tables;
-// lookups read-lock it) → the core's deadline wheel lock (a leaf, never
-// held with a client's locks) or a client's receive lock (its receive AEAD
-// and replay window) or its send lock (send AEAD, sequence, buffers; held
-// across the sink's Send so one client's packets leave in order) → the
-// combining sink's lock → packetq.Queue's lock (a leaf). No AEAD operation and no system call
-// happens under server.Server.mu, and the core never calls back into this
-// package: it returns the clients that connect and ends their queues when
-// they leave.
+// With ReadShards > 1 each socket has its own reader, send queue and
+// writer: a reader's replies, and the Writes of the connections whose
+// handshake it heard, leave from its socket; the ticker's keep-alives and
+// Close's disconnects leave from the first. All the sockets share one
+// address, so a client cannot tell which one a packet came from.
+//
+// Locks, in the order they may be taken, each one's job by where it is
+// declared: a Conn's write turn (a channel) → server.Server.tick (Update
+// only) or Server.mainMu (Server.Receive only) → server.Server.mu
+// (RWMutex over the slot, address, id and token tables; lookups
+// read-lock it) → the core's deadline wheel lock, or a client's receive
+// lock (its receive AEAD and replay window), or its send lock (send AEAD
+// and sequence; held only to seal) → packetq.Queue's lock. The send
+// queue's lock is a leaf, never held across a socket write nor while a
+// sender waits, and the socket's own locks (mmsgConn.rmu and wmu, in
+// internal/transport) are taken by the goroutine reading or writing with
+// no other lock held but, for a direct write, its Conn's write turn. The
+// core calls no code of this package, no socket and no logger: each call
+// reports the datagrams it sealed and its log records in a server.Output
+// that the caller acts on once the core's locks are released. No AEAD
+// operation and no system call happens under server.Server.mu.
 //
 // A dialed Conn owns one goroutine, its reader (transport.ReadLoop), and a
 // timer (time.AfterFunc) set to the client core's next deadline: a send, a
 // timeout or the token's expiry; its callback runs, on a goroutine of its
 // own, only then. Each call into the core reports what it did in an Output
-// (state change, payload, datagrams, next deadline) that the caller acts on
-// after the core's lock is released. Locks: the Conn's send lock (the
-// timer, Write and Close; held across the socket write so its packets leave
-// in order) → the core's lock; the timer's lock is a leaf. Its payloads
-// wait in its own packetq.Queue. Close on either side stops every goroutine
-// it owns before it returns.
+// (state change, payload, datagrams, log records, next deadline) that the
+// caller acts on after the core's lock is released. Locks: the Conn's
+// write turn (the timer, Write and Close; held from the sealing of its
+// packets to their socket write, so that they leave in order; Close does
+// not wait for it: it closes the socket under a Write held there, as
+// crypto/tls does) → the core's lock; the timer's lock is a leaf. Its
+// payloads wait in its own packetq.Queue. Close on either side stops
+// every goroutine it owns before it returns.
 package netcode

@@ -25,11 +25,13 @@ const readBatch = 64
 // *Conn for every client that completes the handshake.
 //
 // A Listener owns one goroutine per socket that reads it (one socket, or
-// ServerConfig.ReadShards of them) and one that sends keep-alives and
-// applies timeouts, which sleeps until one is due; Close stops them all.
+// ServerConfig.ReadShards of them), one that sends keep-alives and
+// applies timeouts, which sleeps until one is due, and the send queue's
+// writer; Close stops them all. The package doc draws them with their
+// locks.
 type Listener struct {
-	tc     transport.Conn   // the socket the server sends from
-	shards []transport.Conn // the sockets it reads; shards[0] is tc
+	tc     transport.Conn   // the first socket
+	shards []transport.Conn // the sockets it reads and writes; shards[0] is tc
 	core   *server.Server
 	cfg    ServerConfig
 	log    *slog.Logger
@@ -41,9 +43,16 @@ type Listener struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 
-	// send is the one send path, shared by the readers, the ticker,
-	// Conn.Write and Close (sink.go); it owns the writer goroutine.
-	send *sendQueue
+	// sends are the send paths (sendqueue.go), one per socket, each with
+	// its writer goroutine: sends[i] writes from shards[i]. A reader's
+	// replies and the Writes of the connections it accepted go through
+	// its socket's; the ticker's keep-alives and Close's disconnects
+	// through the first.
+	sends []*sendQueue
+	// outs holds the server core's Outputs for the calls made outside the
+	// readers, the ticker and Conn.Write, which own one each (Conn.Close,
+	// Listener.Close, loopback ends).
+	outs sync.Pool
 
 	received traffic     // datagrams the readers took from the sockets
 	draining atomic.Bool // Drain was called
@@ -141,6 +150,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		closing: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 	}
+	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
 		PrivateKey:         crypto.Key(c.PrivateKey),
@@ -149,7 +159,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		ReadQueue:          c.ReadQueue,
 		EndErrors:          endErrors,
 		Addrs:              addrs,
-		Now:                time.Now(),     // seeds the global sequence: no nonce reuse across restarts
+		Now:                time.Now(),     // seeds the global sequence (no nonce reuse across restarts); the monotonic clock's origin
 		TickInterval:       c.TickInterval, // 0: the core's default
 		Logger:             c.Logger,
 	})
@@ -157,10 +167,12 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	l.core = core
-	l.send = newSendQueue(tc)
-	l.wg.Add(len(shards) + 1)
 	for _, sh := range shards {
-		go l.readLoop(sh)
+		l.sends = append(l.sends, newSendQueue(sh))
+	}
+	l.wg.Add(len(shards) + 1)
+	for i, sh := range shards {
+		go l.readLoop(sh, l.sends[i])
 	}
 	go l.tickLoop()
 	return l, nil
@@ -239,10 +251,12 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 }
 
 // readLoop reads one socket until Close, with its own Receiver (several
-// decrypt at once) and its own batch of replies, sent from that socket.
-func (l *Listener) readLoop(sock transport.Conn) {
+// decrypt at once) and its own Output: the replies to a batch of datagrams
+// leave together through the send queue, after the core's calls.
+func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
+	var out server.Output
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		l.received.addAll(ms)
 		now := time.Now()
@@ -250,11 +264,12 @@ func (l *Listener) readLoop(sock transport.Conn) {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
 				continue
 			}
-			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, l.send); sc != nil {
-				l.connected(sc)
+			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
+				l.connected(sc, &out, q)
 				l.wakeTicker()
 			}
 		}
+		l.actOn(q, &out, noWait, nil, nil)
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -272,6 +287,7 @@ func (l *Listener) tickLoop() {
 	defer l.wg.Done()
 	t := time.NewTimer(0) // the core says when next
 	defer t.Stop()
+	var out server.Output
 	for {
 		select {
 		case <-l.closing:
@@ -280,15 +296,40 @@ func (l *Listener) tickLoop() {
 		case <-l.wake:
 		}
 		now := time.Now()
-		next := l.core.Update(now, l.send)
-		t.Reset(min(max(next.Sub(now), 0), maxTickSleep))
+		next := l.core.Update(now, &out)
+		l.act(&out, noWait, nil) // keep-alives: dropped, never waited for
+		// next is now plus a monotonic interval (the core measures on the
+		// monotonic clock): a step of the wall clock does not move it.
+		t.Reset(max(next.Sub(now), 0))
 	}
 }
 
-// maxTickSleep bounds the ticker's sleep whatever the core answers: the
-// core's times are wall-clock times, and a wall clock set back must not
-// put the Listener to sleep for as long.
-const maxTickSleep = time.Second
+// act does what the core's calls put in out, with no lock held: it sends
+// the datagrams through the first socket's send queue (waiting for room
+// until stop or deadline), logs the records, and empties out.
+func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error {
+	return l.actOn(l.sends[0], out, stop, deadline, nil)
+}
+
+// actOn is act with the datagrams sent through q, and wake the channel
+// the send queue signals a waiting sender on (nil: made if needed).
+func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}, wake chan struct{}) error {
+	var err error
+	if len(out.Datagrams) > 0 {
+		err = q.send(out.Datagrams, stop, deadline, wake)
+	}
+	if len(out.Records) > 0 {
+		l.core.Log(out)
+	}
+	out.Reset()
+	return err
+}
+
+// getOut and putOut lend an Output for a call into the core outside the
+// readers, the ticker and Conn.Write (which own theirs): Close, Disconnect,
+// loopback ends.
+func (l *Listener) getOut() *server.Output  { return l.outs.Get().(*server.Output) }
+func (l *Listener) putOut(o *server.Output) { l.outs.Put(o) }
 
 // wakeTicker makes the ticker call Update now and sleep afresh.
 func (l *Listener) wakeTicker() {
@@ -336,8 +377,13 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
-		l.core.Close(queued{l.send}) // the disconnects, in batches
-		l.send.close()               // sends the disconnects still queued
+		out := l.getOut()
+		l.core.Close(out)
+		l.act(out, nil, nil) // the disconnects, in batches
+		l.putOut(out)
+		for _, q := range l.sends {
+			q.close() // sends the disconnects still queued
+		}
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
 				err = cerr
@@ -376,6 +422,13 @@ func (l *Listener) Drain() {
 // Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
 	s := l.core.Stats()
+	var dropped, refused uint64
+	var sent traffic
+	for _, q := range l.sends {
+		dropped += q.dropped.Load()
+		refused += q.refused.Load()
+		sent.add(int(q.sent.packets.Load()), int(q.sent.bytes.Load()))
+	}
 	return ServerStats{
 		Connected:          s.Connected,
 		Mappings:           s.Mappings,
@@ -393,13 +446,13 @@ func (l *Listener) Stats() ServerStats {
 		ConnectionsOpened:  s.ConnectionsOpened,
 		ConnectionsTimeout: s.ConnectionsTimeout,
 		PayloadsDropped:    s.PayloadsDropped,
-		KeepAlivesDropped:  l.send.dropped.Load(),
-		SendErrors:         l.send.refused.Load(),
+		KeepAlivesDropped:  dropped,
+		SendErrors:         refused,
 		Draining:           l.draining.Load(),
 		PacketsReceived:    l.received.packets.Load(),
 		BytesReceived:      l.received.bytes.Load(),
-		PacketsSent:        l.send.sent.packets.Load(),
-		BytesSent:          l.send.sent.bytes.Load(),
+		PacketsSent:        sent.packets.Load(),
+		BytesSent:          sent.bytes.Load(),
 	}
 }
 
@@ -506,10 +559,11 @@ var endErrors = [...]error{
 
 // connected makes the Conn of a client that completed its handshake and
 // queues it for Accept; a client the backlog has no room for is
-// disconnected at once.
-func (l *Listener) connected(sc *server.Client) {
+// disconnected at once, its disconnects sealed into out. Its Writes go
+// through q, the send queue of the socket that heard its handshake.
+func (l *Listener) connected(sc *server.Client, out *server.Output, q *sendQueue) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, q: q, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -518,7 +572,7 @@ func (l *Listener) connected(sc *server.Client) {
 	case l.accept <- c:
 	default:
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
-		l.core.Disconnect(sc, queued{l.send})
+		l.core.Disconnect(sc, out)
 	}
 }
 
@@ -526,14 +580,47 @@ func (l *Listener) connected(sc *server.Client) {
 type serverEndpoint struct {
 	l *Listener
 	c *server.Client
+	q *sendQueue // its socket's
+	// turn (capacity 1) is the Conn's write turn, held from the sealing
+	// of a Write's packet to its hand-off to the send queue, so that the
+	// Conn's packets leave in sequence order (the peer's replay window
+	// drops a packet more than 256 behind the newest). It is a channel so
+	// that waiting for it is a select that also watches the Conn's end
+	// and its write deadline.
+	turn chan struct{}
+	wake chan struct{} // capacity 1: the send queue says there is room; used in the turn
+	// out is what a Write's call into the core fills: the Conn's own,
+	// used in the turn, so that Writes waiting for room hold no shared
+	// buffer (and a pool emptied by a collection makes no new ones).
+	out server.Output
 }
 
-func (e *serverEndpoint) send(now time.Time, p []byte) error {
-	err := e.c.Send(now, p, e.l.send)
+// send seals p under the client's send lock (the core's, released when
+// Send returns), then hands the packet to the send queue; a full queue
+// makes it wait until stop (the Conn's end: Close or the client leaving)
+// or deadline. It holds the Conn's write turn throughout, and no other
+// lock.
+func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	if !takeTurn(e.turn, stop, deadline) {
+		return turnErr(stop)
+	}
+	out := &e.out
+	err := e.c.Send(now, p, out)
+	if err == nil {
+		err = e.l.actOn(e.q, out, stop, deadline, e.wake)
+	} else {
+		out.Reset()
+	}
+	<-e.turn
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}
 	return err
 }
 
-func (e *serverEndpoint) close() { e.l.core.Disconnect(e.c, queued{e.l.send}) }
+func (e *serverEndpoint) close() {
+	out := e.l.getOut()
+	e.l.core.Disconnect(e.c, out)
+	e.l.act(out, noWait, nil) // Close never waits on the socket
+	e.l.putOut(out)
+}

@@ -26,7 +26,10 @@ import (
 // ErrClientIDInUse when a client with that id is connected, and with
 // net.ErrClosed after Close.
 func (l *Listener) ConnectLoopback(clientID uint64, userData [UserDataBytes]byte) (srv, cli *Conn, err error) {
-	sc, err := l.core.ConnectLoopback(clientID, userData)
+	out := l.getOut()
+	sc, err := l.core.ConnectLoopback(clientID, userData, out)
+	l.act(out, nil, nil) // its log record
+	l.putOut(out)
 	if err != nil {
 		switch {
 		case errors.Is(err, server.ErrFull):
@@ -58,10 +61,10 @@ type loopbackEnd struct {
 	server bool // the server's end
 }
 
-func (e *loopbackEnd) send(now time.Time, p []byte) error {
+func (e *loopbackEnd) send(now time.Time, p []byte, _, _ <-chan struct{}) error {
 	var err error
 	if e.server {
-		err = e.sc.Send(now, p, nil)
+		err = e.sc.Send(now, p, nil) // to the other end's queue: no packet
 	} else {
 		err = e.sc.LoopbackSend(p)
 	}
@@ -72,11 +75,14 @@ func (e *loopbackEnd) send(now time.Time, p []byte) error {
 }
 
 func (e *loopbackEnd) close() {
+	out := e.l.getOut()
 	if e.server {
-		e.l.core.Disconnect(e.sc, e.l.send)
-		return
+		e.l.core.Disconnect(e.sc, out)
+	} else {
+		e.l.core.LoopbackLeft(e.sc, out)
 	}
-	e.l.core.LoopbackLeft(e.sc)
+	e.l.act(out, nil, nil) // log records only: a loopback client has no packets
+	e.l.putOut(out)
 }
 
 // loopbackAddr is the address of a loopback client: its slot.

@@ -420,7 +420,7 @@ func TestConcurrentWrites(t *testing.T) {
 	seen := map[string]bool{}
 	for len(seen) < writers*each {
 		got, err := readWithin(t, srv, 5*time.Second)
-		require.NoError(t, err, "received %d of %d", len(seen), writers*each)
+		require.NoError(t, err, "received %d of %d; %+v", len(seen), writers*each, l.Stats())
 		require.False(t, seen[string(got)], "duplicate %q", got)
 		seen[string(got)] = true
 	}

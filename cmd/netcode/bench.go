@@ -65,7 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window; 0: connect phase only")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured exchange before the window")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the same load over raw UDP and print the ratio")
-	fs.BoolVar(&cfg.ServerProcess, "server-process", false, "run the netcode echo server in a child process of its own, as in production, instead of beside the clients (-read-shards and -server-tick do not apply)")
+	fs.BoolVar(&cfg.ServerProcess, "server-process", false, "run the netcode echo server in a child process of its own, as in production, instead of beside the clients (-server-tick does not apply)")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
@@ -132,8 +132,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *idle != 0 {
 		return fmt.Errorf("-idle applies only with -bridge")
 	}
-	if cfg.ServerProcess && (cfg.ReadShards != 0 || cfg.ServerTick != 0) {
-		return fmt.Errorf("-read-shards and -server-tick do not apply with -server-process")
+	if cfg.ServerProcess && cfg.ServerTick != 0 {
+		return fmt.Errorf("-server-tick does not apply with -server-process")
 	}
 	cfg.TimeoutSeconds = int32(*timeout)
 	cfg.ProtocolID = uint64(proto)

@@ -12,6 +12,7 @@
 package client
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -107,8 +108,18 @@ type Output struct {
 	// waits to be acted on. It is the zero Time once the state is final
 	// (nothing will ever be due).
 	Next time.Time
+	// Records are the call's log records, for Client.Log.
+	Records []Record
 
 	buf []byte // the Datagrams' bytes
+}
+
+// Record is one log record of a Client: a state change (From to To) or,
+// with Server set, the start of a handshake with that server. Plain values,
+// formatted only by Client.Log.
+type Record struct {
+	From, To State
+	Server   netip.AddrPort
 }
 
 // Changed reports whether the call changed the state (from From to To).
@@ -126,6 +137,8 @@ func (o *Output) reset(s State) {
 	o.Datagrams = o.Datagrams[:0]
 	o.buf = o.buf[:0]
 	o.Next = time.Time{}
+	clear(o.Records)
+	o.Records = o.Records[:0]
 }
 
 // mark returns where the next datagram starts in o.buf. The buffer is made
@@ -147,6 +160,7 @@ func (o *Output) push(to netip.AddrPort, start int) {
 type Client struct {
 	mu      sync.Mutex
 	log     *slog.Logger
+	recs    []Record // made under mu, handed out by finish (or New)
 	tok     *token.ConnectToken
 	servers []netip.AddrPort
 	server  int
@@ -205,6 +219,8 @@ func New(now time.Time, connectToken []byte, log *slog.Logger) *Client {
 	c.connectStart = now
 	c.seq = firstSequence(now, tok.CreateTimestamp)
 	c.startServer(now)
+	c.Log(&Output{Records: c.recs}) // no lock is held yet
+	c.recs = c.recs[:0]
 	return c
 }
 
@@ -254,7 +270,7 @@ func (c *Client) startServer(now time.Time) {
 	c.clientIndex, c.maxClients = 0, 0
 	c.lastSend = now.Add(-time.Second) // send at once
 	c.lastRecv = now
-	c.log.Debug("netcode: connecting", "server", c.servers[c.server])
+	c.recs = append(c.recs, Record{Server: c.servers[c.server]})
 	c.setState(SendingConnectionRequest)
 }
 
@@ -272,9 +288,24 @@ func (c *Client) setState(s State) {
 	if s == c.state {
 		return
 	}
-	old := c.state
+	c.recs = append(c.recs, Record{From: c.state, To: s})
 	c.state = s
-	c.log.Debug("netcode: client state", "from", old.String(), "to", s.String())
+}
+
+// Log writes the log records of out to the Client's logger. Call it after
+// the call that filled out, as the adapter does with the rest of it.
+func (c *Client) Log(out *Output) {
+	ctx := context.Background()
+	if len(out.Records) == 0 || !c.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	for _, r := range out.Records {
+		if r.Server.IsValid() {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "netcode: connecting", slog.String("server", r.Server.String()))
+		} else {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "netcode: client state", slog.String("from", r.From.String()), slog.String("to", r.To.String()))
+		}
+	}
 }
 
 // begin takes the lock and starts out for a call; finish ends the call.
@@ -288,6 +319,11 @@ func (c *Client) begin(out *Output) {
 func (c *Client) finish(out *Output) {
 	out.To = c.state
 	out.Next = c.next()
+	if len(c.recs) > 0 {
+		out.Records = append(out.Records, c.recs...)
+		clear(c.recs)
+		c.recs = c.recs[:0]
+	}
 	c.mu.Unlock()
 }
 

@@ -70,9 +70,9 @@ func TestKickDuringHandshakeCompletion(t *testing.T) {
 	}
 }
 
-func kick(s *srvNode) { s.core.Disconnect(s.connected[0], s.sink); s.ev.collect() }
+func kick(s *srvNode) { s.disconnect(s.connected[0]); s.ev.collect() }
 
-func closeServer(s *srvNode) { s.core.Close(s.sink); s.ev.collect() }
+func closeServer(s *srvNode) { s.close(); s.ev.collect() }
 
 // referenceHandshake makes c ignore disconnect packets while it is in
 // "sending connection response", as the reference client does.

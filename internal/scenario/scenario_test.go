@@ -51,7 +51,7 @@ func TestConnect(t *testing.T) {
 			// Payloads both ways.
 			for i := range 20 {
 				require.NoError(t, c.send(w.now, []byte{byte(i), 1}))
-				require.NoError(t, sc.Send(w.now, []byte{byte(i), 2}, s.sink))
+				require.NoError(t, s.send(sc, w.now, []byte{byte(i), 2}))
 				w.step()
 			}
 			w.run(time.Second)
@@ -229,10 +229,10 @@ func TestServerSideDisconnect(t *testing.T) {
 	c := w.addClient("10.1.0.1:5000", w.tokenFor(1, 30, 10, srvAddr))
 	w.runUntil(time.Second, c.is(client.Connected))
 	sc := s.connected[0]
-	s.core.Disconnect(sc, s.sink)
+	s.disconnect(sc)
 	s.ev.collect()
 	assert.Equal(t, server.ReasonLocal, s.left[sc])
-	assert.ErrorIs(t, sc.Send(w.now, []byte{1}, s.sink), server.ErrClientGone)
+	assert.ErrorIs(t, s.send(sc, w.now, []byte{1}), server.ErrClientGone)
 	w.run(100 * time.Millisecond)
 	assert.Equal(t, client.Disconnected, c.core.State())
 }
@@ -245,7 +245,7 @@ func TestServerCloseDisconnectsAll(t *testing.T) {
 		cs = append(cs, w.addClient(fmt.Sprintf("10.1.0.%d:5000", i+1), w.tokenFor(uint64(i+1), 30, 10, srvAddr)))
 	}
 	w.runUntil(time.Second, func() bool { return len(s.live()) == 8 })
-	s.core.Close(s.sink)
+	s.close()
 	s.ev.collect()
 	w.run(100 * time.Millisecond)
 	for _, c := range cs {
@@ -487,7 +487,7 @@ func TestNoNonceReuseAcrossRestarts(t *testing.T) {
 			exchange := func(c *cliNode, s *srvNode) {
 				for i := range 20 {
 					require.NoError(t, c.send(w.now, []byte{byte(i)}))
-					require.NoError(t, s.live()[0].Send(w.now, []byte{byte(i)}, s.sink))
+					require.NoError(t, s.send(s.live()[0], w.now, []byte{byte(i)}))
 					w.run(30 * time.Millisecond)
 				}
 			}
@@ -497,7 +497,7 @@ func TestNoNonceReuseAcrossRestarts(t *testing.T) {
 			w.runUntil(time.Second, c.is(client.Connected))
 			exchange(c, s)
 			w.run(500 * time.Millisecond) // keep-alives too
-			s.core.Close(s.sink)
+			s.close()
 			w.order = nil // the first client is gone with its socket
 			w.run(tt.gap)
 

@@ -394,7 +394,14 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 	})
 	require.NoError(t, err)
 	ev := events{h: srv}
-	var ssink server.Sink = sink{w, srvAP} // made once: an interface conversion allocates
+	ssink := sink{w, srvAP}
+	var sout server.Output // the core's calls report here
+	flush := func() {
+		for _, m := range sout.Datagrams {
+			ssink.Send(m.Addr, m.Buf)
+		}
+		sout.Reset()
+	}
 
 	as := make([]*soakActor, actors)
 	byAddr := map[netip.AddrPort]*soakActor{}
@@ -452,7 +459,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		w.net.Deliver(w.now, func(from, to netip.AddrPort, b []byte) {
 			scratch = append(scratch[:0], b...) // decrypted in place
 			if to == srvAP {
-				ev.connected(core.Receive(w.now, from, scratch, ssink))
+				ev.connected(core.Receive(w.now, from, scratch, &sout))
+				flush()
 			} else if a := byAddr[to]; a != nil && a.core != nil && !(a.reference && ignoredByReference(scratch, a.core.State())) {
 				a.core.Receive(w.now, from, scratch, &a.out)
 				a.apply()
@@ -460,12 +468,15 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		})
 		ev.collect()
 		for _, e := range srv.echo {
-			if err := e.c.Send(w.now, e.p, ssink); err != nil && !errors.Is(err, server.ErrClientGone) {
+			err := e.c.Send(w.now, e.p, &sout)
+			flush()
+			if err != nil && !errors.Is(err, server.ErrClientGone) {
 				fail("echo: %v", err) // ErrClientGone is fine: it left meanwhile
 			}
 		}
 		srv.echo = srv.echo[:0]
-		core.Update(w.now, ssink)
+		core.Update(w.now, &sout)
+		flush()
 		ev.collect()
 		for _, a := range as {
 			if a.core != nil {
@@ -486,7 +497,8 @@ func soak(t *testing.T, seed uint64, simulated time.Duration) {
 		if rng.IntN(200) == 0 && len(srv.order) > 0 {
 			c := srv.order[rng.IntN(len(srv.order))]
 			kickedAt[c.ID()] = w.now
-			core.Disconnect(c, ssink)
+			core.Disconnect(c, &sout)
+			flush()
 			ev.collect() // the server's side of the kick, before the client's is judged
 			kicks++
 		}

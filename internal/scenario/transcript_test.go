@@ -73,20 +73,25 @@ func (tr *transcript) at(sec float64) time.Time {
 
 func (tr *transcript) packet(t *testing.T, i int) []byte { return unhex(t, tr.Packets[i].Packet) }
 
-// recSink records what a core sends.
+// recSink records what a core sends: a client core's datagrams through
+// Send, a server core's in the Output its calls append to.
 type recSink struct {
-	to   []netip.AddrPort
+	server.Output
 	pkts [][]byte
 }
 
-func (r *recSink) Send(to netip.AddrPort, b []byte) {
-	r.to = append(r.to, to)
+func (r *recSink) Send(_ netip.AddrPort, b []byte) {
 	r.pkts = append(r.pkts, append([]byte(nil), b...))
 }
 
+// take returns what was sent, in order, and forgets it.
 func (r *recSink) take() [][]byte {
 	p := r.pkts
-	r.pkts, r.to = nil, nil
+	for _, m := range r.Datagrams {
+		p = append(p, append([]byte(nil), m.Buf...))
+	}
+	r.pkts = nil
+	r.Reset()
 	return p
 }
 
@@ -112,7 +117,7 @@ func TestTranscriptServerSide(t *testing.T) {
 	recv := func(i int) {
 		p := tr.Packets[i]
 		require.Equal(t, "client", p.From)
-		ev.connected(s.Receive(tr.at(p.Time), cliAddr, tr.packet(t, i), &out))
+		ev.connected(s.Receive(tr.at(p.Time), cliAddr, tr.packet(t, i), &out.Output))
 		ev.collect()
 	}
 	expect := func(got [][]byte, idx ...int) {
@@ -132,14 +137,14 @@ func TestTranscriptServerSide(t *testing.T) {
 	assert.Equal(t, 0, sc.Index())
 	assert.Equal(t, uint64(0x0123456789abcdef), sc.ID())
 	// Not yet confirmed: a keep-alive goes before the payload.
-	require.NoError(t, sc.Send(tr.at(0.2), []byte("hello from server!!!"), &out))
+	require.NoError(t, sc.Send(tr.at(0.2), []byte("hello from server!!!"), &out.Output))
 	expect(out.take(), 4, 5)
 	recv(6) // the client's payload confirms the connection
 	require.Len(t, h.payloads[sc], 1)
-	require.NoError(t, sc.Send(tr.at(0.25), h.payloads[sc][0], &out))
+	require.NoError(t, sc.Send(tr.at(0.25), h.payloads[sc][0], &out.Output))
 	expect(out.take(), 7)
 	recv(8)
-	s.Update(tr.at(0.5), &out)
+	s.Update(tr.at(0.5), &out.Output)
 	expect(out.take(), 9)
 	for i := 10; i < 20; i++ {
 		recv(i)

@@ -76,12 +76,41 @@ type srvNode struct {
 	core      *server.Server
 	ev        events
 	sink      sink
+	out       server.Output // the core's calls report here; flush sends it
 	connected []*server.Client
 	left      map[*server.Client]server.Reason
 	payloads  map[*server.Client][][]byte
 }
 
 func (n *srvNode) Connected(c *server.Client) { n.connected = append(n.connected, c) }
+
+// flush sends the datagrams the core's calls put in n.out, in order, and
+// empties it (the adapter's job).
+func (n *srvNode) flush() {
+	for _, m := range n.out.Datagrams {
+		n.sink.Send(m.Addr, m.Buf)
+	}
+	n.out.Reset()
+}
+
+// send sends p to c, as a Conn's Write does.
+func (n *srvNode) send(c *server.Client, now time.Time, p []byte) error {
+	err := c.Send(now, p, &n.out)
+	n.flush()
+	return err
+}
+
+// disconnect ends c's connection from the server side.
+func (n *srvNode) disconnect(c *server.Client) {
+	n.core.Disconnect(c, &n.out)
+	n.flush()
+}
+
+// close closes the server core.
+func (n *srvNode) close() {
+	n.core.Close(&n.out)
+	n.flush()
+}
 func (n *srvNode) Payload(c *server.Client, p []byte) {
 	n.payloads[c] = append(n.payloads[c], append([]byte(nil), p...))
 }
@@ -213,14 +242,16 @@ func (w *world) step() {
 		}
 		buf := append([]byte(nil), b...)
 		if s := w.servers[to]; s != nil {
-			s.ev.connected(s.core.Receive(w.now, from, buf, s.sink))
+			s.ev.connected(s.core.Receive(w.now, from, buf, &s.out))
+			s.flush()
 		} else if c := w.clients[to]; c != nil && (c.ignore == nil || !c.ignore(buf)) {
 			c.receive(w.now, from, buf)
 		}
 	})
 	for _, s := range w.servers {
 		s.ev.collect()
-		s.core.Update(w.now, s.sink)
+		s.core.Update(w.now, &s.out)
+		s.flush()
 		s.ev.collect()
 	}
 	for _, c := range w.order {

@@ -34,7 +34,7 @@ const (
 
 type goneClient struct {
 	c       *Client
-	expire  time.Time
+	expire  int64 // monotonic ns
 	replies int
 }
 
@@ -57,13 +57,13 @@ func (g *goneClients) add(c *Client, capacity int) {
 	// c.lastRecv is the latest time the server knows of here (Disconnect
 	// takes none); it is at most a keep-alive interval behind a live
 	// client's now.
-	now := time.Unix(0, c.lastRecv.Load())
-	e := &goneClient{c: c, expire: now.Add(window + goneGrace), replies: goneReplies}
+	now := c.lastRecv.Load()
+	e := &goneClient{c: c, expire: now + int64(window+goneGrace), replies: goneReplies}
 	if g.ring == nil {
 		g.ring = make([]*goneClient, capacity)
 		g.byAddr = make(map[netip.AddrPort]*goneClient)
 	}
-	for g.n > 0 && (g.n == len(g.ring) || !g.ring[g.start].expire.After(now)) {
+	for g.n > 0 && (g.n == len(g.ring) || g.ring[g.start].expire <= now) {
 		g.pop()
 	}
 	g.ring[(g.start+g.n)%len(g.ring)] = e
@@ -84,23 +84,24 @@ func (g *goneClients) pop() {
 // answerGone answers a packet from an address without an encryption
 // mapping, if the address is a recently kicked client's and the packet is
 // authenticated with its key, fresh by its replay window, and a
-// keep-alive or payload. It reports whether it sent a disconnect packet.
+// keep-alive or payload. It reports whether it sealed a disconnect packet
+// into out.
 // data is decrypted in place, under the client's receive lock; the
 // reminder is sealed under its send lock; the server's lock is held only
 // to find the entry and to take one reply from its budget.
-func (r *Receiver) answerGone(now time.Time, from netip.AddrPort, data []byte, sink Sink) bool {
+func (r *Receiver) answerGone(now time.Time, from netip.AddrPort, data []byte, out *Output) bool {
 	s := r.s
 	s.mu.RLock()
 	e := s.gone.byAddr[from]
 	s.mu.RUnlock()
-	if e == nil || !now.Before(e.expire) {
+	if e == nil || s.mono(now) >= e.expire {
 		return false
 	}
 	size := len(data)
 	var p protocol.Packet
 	c := e.c
 	c.rmu.Lock()
-	err := r.reader.Read(data, unixSeconds(now), c.recv, c.replay, &p)
+	err := r.reader.Read(data, 0, c.recv, c.replay, &p)
 	c.rmu.Unlock()
 	if err != nil {
 		return false
@@ -116,20 +117,22 @@ func (r *Receiver) answerGone(now time.Time, from netip.AddrPort, data []byte, s
 		e.replies--
 	}
 	s.mu.Unlock()
-	return ok && c.remindDisconnect(sink, size)
+	return ok && c.remindDisconnect(out, size)
 }
 
-// remindDisconnect sends one more disconnect packet after the connection
-// ended, in its sequence, if it is no larger than limit bytes.
-func (c *Client) remindDisconnect(sink Sink, limit int) bool {
+// remindDisconnect seals one more disconnect packet into out after the
+// connection ended, in its sequence, if it is no larger than limit bytes.
+func (c *Client) remindDisconnect(out *Output, limit int) bool {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pkt := protocol.AppendDisconnect(s.bufs.buf[:0], &s.send, s.seq)
-	if len(pkt) > limit {
+	start := out.mark()
+	out.buf = protocol.AppendDisconnect(out.buf, &s.send, s.seq)
+	if len(out.buf)-start > limit {
+		out.buf = out.buf[:start]
 		return false
 	}
+	out.push(c.addr, start)
 	s.seq++
-	sink.Send(c.addr, pkt)
 	return true
 }

@@ -49,8 +49,11 @@ type historyEntry struct {
 	expire   uint64 // token expire timestamp, Unix seconds
 	next     int32  // next entry in the same bucket or the free list; -1 ends
 	consumed bool   // a connection was made with this token
-	logged   bool   // its reuse was logged
-	bucketed bool   // in a wheel bucket (never-expiring tokens are not)
+	counted  bool   // a reuse of it was counted (Stats.TokenReuseRefused)
+	// loggedHere and loggedElsewhere: a reuse of it from its own address,
+	// and from another, was logged.
+	loggedHere, loggedElsewhere bool
+	bucketed                    bool // in a wheel bucket (never-expiring tokens are not)
 }
 
 func newTokenHistory(limit int, now uint64) *tokenHistory {

@@ -39,10 +39,13 @@ type deadlineWheel struct {
 	width   int64       // bucket width in ns
 	buckets [][]*Client // len is a power of two
 	pos     int64       // the current bucket (absolute): taken last by take
-	n       int         // clients filed
+	// Times are monotonic ns (Server.mono), never wall-clock readings.
+	n int // clients filed
 }
 
-func newDeadlineWheel(width time.Duration, start time.Time) *deadlineWheel {
+// newDeadlineWheel returns a wheel whose time starts at 0 (the server's
+// monotonic clock; see Server.mono).
+func newDeadlineWheel(width time.Duration) *deadlineWheel {
 	if width <= 0 {
 		width = DefaultTickInterval
 	}
@@ -55,7 +58,6 @@ func newDeadlineWheel(width time.Duration, start time.Time) *deadlineWheel {
 	}
 	n = min(n, maxWheelBuckets)
 	w := &deadlineWheel{width: int64(width), buckets: make([][]*Client, n)}
-	w.pos = w.bucket(start.UnixNano())
 	return w
 }
 
@@ -125,7 +127,7 @@ func (w *deadlineWheel) reset() {
 	w.n = 0
 }
 
-// deadline is c's next deadline in Unix ns: its next keep-alive, or its
+// deadline is c's next deadline, monotonic ns: its next keep-alive, or its
 // timeout if that comes first.
 func (c *Client) deadline() int64 {
 	due := c.sendLocked.lastSend.Load() + int64(KeepAliveInterval)

@@ -40,24 +40,24 @@ func connectPeer(tb testing.TB, s *Server, n int, now time.Time, timeoutSeconds 
 	require.NoError(tb, err)
 	p := &peer{addr: addrN(n), send: crypto.NewPacketAEAD(&c2s, protocolID)}
 	var out recSink
-	s.Receive(now, p.addr, requestOf(tb, tok), &out)
-	require.Len(tb, out.pkts, 1, "a challenge")
+	s.Receive(now, p.addr, requestOf(tb, tok), &out.Output)
+	require.Len(tb, out.pkts(), 1, "a challenge")
 	rd := protocol.Reader{ProtocolID: protocolID, Allowed: protocol.ClientAccepts}
 	var ch protocol.Packet
-	require.NoError(tb, rd.Read(out.pkts[0], uint64(now.Unix()), crypto.NewPacketAEAD(&s2c, protocolID), nil, &ch))
+	require.NoError(tb, rd.Read(out.pkts()[0], uint64(now.Unix()), crypto.NewPacketAEAD(&s2c, protocolID), nil, &ch))
 	require.Equal(tb, protocol.ConnectionChallenge, ch.Type)
 	resp := protocol.AppendResponse(nil, p.send, p.seq, ch.ChallengeSequence, ch.ChallengeToken)
 	p.seq++
-	p.c = s.Receive(now, p.addr, resp, &out)
+	p.c = s.Receive(now, p.addr, resp, &out.Output)
 	require.NotNil(tb, p.c, "connected")
 	return p
 }
 
 // keepAlive delivers a keep-alive from p to s at now.
-func (p *peer) keepAlive(s *Server, now time.Time, sink Sink) {
+func (p *peer) keepAlive(s *Server, now time.Time, out *Output) {
 	pkt := protocol.AppendKeepAlive(nil, p.send, p.seq, 0, 0)
 	p.seq++
-	s.Receive(now, p.addr, pkt, sink)
+	s.Receive(now, p.addr, pkt, out)
 }
 
 // filed is the number of clients in s's deadline wheel.
@@ -83,9 +83,9 @@ func filedClients(s *Server) map[*Client]int {
 // keepAlivesTo counts the keep-alives in out, by address.
 func keepAlivesTo(out *recSink) map[netip.AddrPort]int {
 	m := map[netip.AddrPort]int{}
-	for i, p := range out.pkts {
+	for i, p := range out.pkts() {
 		if t, ok := protocol.PeekType(p); ok && t == protocol.KeepAlive {
-			m[out.to[i]]++
+			m[out.to()[i]]++
 		}
 	}
 	return m
@@ -107,32 +107,32 @@ func TestWheelKeepAliveExact(t *testing.T) {
 			require.Equal(t, 1, filed(s))
 
 			var out recSink
-			next := s.Update(t0, &out)
-			require.Empty(t, out.pkts)
+			next := s.Update(t0, &out.Output)
+			require.Empty(t, out.pkts())
 			ka := t0.Add(KeepAliveInterval)
-			endOfTick := time.Unix(0, (ka.UnixNano()/int64(tick)+1)*int64(tick))
+			endOfTick := epoch.Add(time.Duration((int64(ka.Sub(epoch))/int64(tick) + 1) * int64(tick))) // ticks count from the start
 			sweep := epoch.Add(sweepInterval)
 			if endOfTick.After(sweep) {
 				endOfTick = sweep
 			}
 			assert.Equal(t, endOfTick, next, "the end of the tick holding the keep-alive, or the sweep if sooner")
 
-			s.Update(ka.Add(-time.Nanosecond), &out)
-			require.Empty(t, out.pkts, "not yet due")
-			s.Update(ka, &out)
+			s.Update(ka.Add(-time.Nanosecond), &out.Output)
+			require.Empty(t, out.pkts(), "not yet due")
+			s.Update(ka, &out.Output)
 			require.Equal(t, map[netip.AddrPort]int{p.addr: 1}, keepAlivesTo(&out))
 			out.take()
-			s.Update(ka, &out)
-			require.Empty(t, out.pkts, "sent once")
+			s.Update(ka, &out.Output)
+			require.Empty(t, out.pkts(), "sent once")
 
 			// A payload at ka+50ms: the next keep-alive is 100 ms after it.
-			require.NoError(t, p.c.Send(ka.Add(50*time.Millisecond), []byte{1}, &out))
+			require.NoError(t, p.c.Send(ka.Add(50*time.Millisecond), []byte{1}, &out.Output))
 			out.take()
-			s.Update(ka.Add(KeepAliveInterval), &out) // the old deadline
-			require.Empty(t, out.pkts)
-			s.Update(ka.Add(150*time.Millisecond-time.Nanosecond), &out)
-			require.Empty(t, out.pkts)
-			s.Update(ka.Add(150*time.Millisecond), &out)
+			s.Update(ka.Add(KeepAliveInterval), &out.Output) // the old deadline
+			require.Empty(t, out.pkts())
+			s.Update(ka.Add(150*time.Millisecond-time.Nanosecond), &out.Output)
+			require.Empty(t, out.pkts())
+			s.Update(ka.Add(150*time.Millisecond), &out.Output)
 			require.Equal(t, map[netip.AddrPort]int{p.addr: 1}, keepAlivesTo(&out))
 			require.Equal(t, 1, filed(s))
 		})
@@ -150,17 +150,17 @@ func TestWheelTimeoutExact(t *testing.T) {
 			p := connectPeer(t, s, 1, epoch, 5)
 			var out recSink
 			heard := epoch.Add(1234 * time.Millisecond)
-			p.keepAlive(s, heard, &out)
+			p.keepAlive(s, heard, &out.Output)
 			end := heard.Add(5 * time.Second)
 			// Updates every tick, as the Listener makes them, up to a
 			// nanosecond before the timeout.
 			for now := epoch; now.Before(end); now = now.Add(tick) {
-				s.Update(now, &out)
+				s.Update(now, &out.Output)
 			}
-			s.Update(end.Add(-time.Nanosecond), &out)
+			s.Update(end.Add(-time.Nanosecond), &out.Output)
 			require.Zero(t, p.c.Reason(), "connected until its timeout")
 			require.Equal(t, 1, s.Stats().Connected)
-			s.Update(end, &out)
+			s.Update(end, &out.Output)
 			require.Equal(t, ReasonTimedOut, p.c.Reason())
 			st := s.Stats()
 			require.Zero(t, st.Connected)
@@ -198,17 +198,17 @@ func TestWheelMatchesScan(t *testing.T) {
 						peers[made] = connectPeer(t, s, made, now, int32(1+rng.IntN(2)))
 					case r <= 4:
 						for _, p := range peers {
-							p.keepAlive(s, now, &out)
+							p.keepAlive(s, now, &out.Output)
 							break
 						}
 					case r <= 8:
 						for _, p := range peers {
-							_ = p.c.Send(now, []byte{1}, &out)
+							_ = p.c.Send(now, []byte{1}, &out.Output)
 							break
 						}
 					default:
 						for _, p := range peers {
-							s.Disconnect(p.c, &out)
+							s.Disconnect(p.c, &out.Output)
 							break
 						}
 					}
@@ -221,7 +221,7 @@ func TestWheelMatchesScan(t *testing.T) {
 				out.take()
 
 				// What scanning every slot would do now.
-				ns := now.UnixNano()
+				ns := s.mono(now)
 				wantKA := map[netip.AddrPort]int{}
 				var wantTO []*Client
 				for _, c := range s.slots {
@@ -233,7 +233,7 @@ func TestWheelMatchesScan(t *testing.T) {
 						wantKA[c.addr]++
 					}
 				}
-				next := s.Update(now, &out)
+				next := s.Update(now, &out.Output)
 				require.Equal(t, wantKA, keepAlivesTo(&out), "step %d", step)
 				for _, c := range wantTO {
 					require.Equal(t, ReasonTimedOut, c.Reason(), "step %d", step)
@@ -245,7 +245,7 @@ func TestWheelMatchesScan(t *testing.T) {
 					}
 				}
 				require.True(t, next.After(now), "step %d: next %v is after now", step, next.Sub(now))
-				sentKA += len(out.pkts)
+				sentKA += len(out.pkts())
 				timedOut += len(wantTO)
 				out.take()
 			}
@@ -263,23 +263,23 @@ func TestWheelSlotReusedWhileFiled(t *testing.T) {
 	require.NoError(t, err)
 	var out recSink
 	a := connectPeer(t, s, 1, epoch, 5)
-	s.Disconnect(a.c, &out)
+	s.Disconnect(a.c, &out.Output)
 	t1 := epoch.Add(30 * time.Millisecond)
 	b := connectPeer(t, s, 2, t1, 5)
 	require.Equal(t, a.c.Index(), b.c.Index(), "the slot was reused")
 	require.Equal(t, 2, filed(s), "a's entry waits for its deadline")
 	out.take()
 
-	s.Update(epoch.Add(KeepAliveInterval), &out) // a's deadline
-	assert.Empty(t, out.pkts, "nothing for the client that left, nor early for the new one")
+	s.Update(epoch.Add(KeepAliveInterval), &out.Output) // a's deadline
+	assert.Empty(t, out.pkts(), "nothing for the client that left, nor early for the new one")
 	assert.Equal(t, 1, filed(s))
-	s.Update(t1.Add(KeepAliveInterval), &out)
+	s.Update(t1.Add(KeepAliveInterval), &out.Output)
 	assert.Equal(t, map[netip.AddrPort]int{b.addr: 1}, keepAlivesTo(&out))
 	assert.Equal(t, 1, filed(s))
 
 	// A client that times out while another is in the middle of its
 	// interval leaves the other filed.
-	s.Update(t1.Add(5*time.Second), &out)
+	s.Update(t1.Add(5*time.Second), &out.Output)
 	assert.Equal(t, ReasonTimedOut, b.c.Reason())
 	assert.Zero(t, filed(s))
 }
@@ -289,13 +289,13 @@ func TestWheelSlotReusedWhileFiled(t *testing.T) {
 func TestWheelLoopbackNeverFiled(t *testing.T) {
 	s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 3, Addrs: []netip.AddrPort{self}, Now: epoch})
 	require.NoError(t, err)
-	_, err = s.ConnectLoopback(1, [token.UserDataBytes]byte{})
+	_, err = s.ConnectLoopback(1, [token.UserDataBytes]byte{}, &Output{})
 	require.NoError(t, err)
 	assert.Zero(t, filed(s))
 	p := connectPeer(t, s, 2, epoch, 5)
 	assert.Equal(t, 1, filed(s))
 	var out recSink
-	s.Update(epoch.Add(time.Minute), &out)
+	s.Update(epoch.Add(time.Minute), &out.Output)
 	assert.Equal(t, ReasonTimedOut, p.c.Reason())
 	assert.Equal(t, 1, s.Stats().Connected, "the loopback client stays")
 	assert.Zero(t, filed(s))
@@ -309,11 +309,11 @@ func TestWheelCloseEmpties(t *testing.T) {
 	connectPeer(t, s, 1, epoch, 5)
 	connectPeer(t, s, 2, epoch, 5)
 	var out recSink
-	s.Close(&out)
+	s.Close(&out.Output)
 	assert.Zero(t, filed(s))
 	out.take()
-	s.Update(epoch.Add(time.Second), &out)
-	assert.Empty(t, out.pkts)
+	s.Update(epoch.Add(time.Second), &out.Output)
+	assert.Empty(t, out.pkts())
 }
 
 // TestWheelSize: enough buckets for a keep-alive interval, bounded for
@@ -330,7 +330,7 @@ func TestWheelSize(t *testing.T) {
 		{time.Hour, 2},
 		{time.Microsecond, maxWheelBuckets},
 	} {
-		w := newDeadlineWheel(tt.tick, epoch)
+		w := newDeadlineWheel(tt.tick)
 		assert.Equal(t, tt.want, len(w.buckets), "tick %v", tt.tick)
 	}
 }
@@ -343,16 +343,16 @@ func TestUpdateIdleAllocatesNothing(t *testing.T) {
 	var sink countSink
 	for range 20 { // warm the scratch lists
 		now = now.Add(DefaultTickInterval)
-		s.Update(now, &sink)
+		s.Update(now, &sink.Output)
 	}
-	before := sink.n
+	before := sink.n()
 	allocs := testing.AllocsPerRun(200, func() {
 		now = now.Add(DefaultTickInterval)
-		s.Update(now, &sink)
+		s.Update(now, &sink.Output)
 	})
 	require.Zero(t, allocs)
 	// 201 ticks of 10 ms: about 20 keep-alives per client.
-	require.InDelta(t, clients*20, sink.n-before, clients)
+	require.InDelta(t, clients*20, sink.n()-before, clients)
 }
 
 // idleServer connects n clients that never time out, their connections
@@ -367,7 +367,7 @@ func idleServer(tb testing.TB, n int, tick time.Duration) (*Server, time.Time) {
 	for i := range n {
 		now = epoch.Add(time.Duration(i) * KeepAliveInterval / time.Duration(n))
 		connectPeer(tb, s, i, now, token.NoTimeout)
-		s.Update(now, &sink)
+		s.Update(now, &sink.Output)
 	}
 	return s, now
 }
@@ -383,17 +383,17 @@ func BenchmarkUpdateIdle(b *testing.B) {
 			var sink countSink
 			for range 20 {
 				now = now.Add(10 * time.Millisecond)
-				s.Update(now, &sink)
+				s.Update(now, &sink.Output)
 			}
-			sent := sink.n
+			sent := sink.n()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				now = now.Add(10 * time.Millisecond)
-				s.Update(now, &sink)
+				s.Update(now, &sink.Output)
 			}
 			b.StopTimer()
-			ka := sink.n - sent
+			ka := sink.n() - sent
 			if ka > 0 {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ka), "ns/keepalive")
 			}
@@ -410,10 +410,10 @@ func TestWheelDeadlinePassedWhenFiled(t *testing.T) {
 	require.NoError(t, err)
 	var out recSink
 	later := epoch.Add(10*time.Second + 200*time.Millisecond)
-	s.Update(later, &out)
+	s.Update(later, &out.Output)
 	p := connectPeer(t, s, 1, epoch.Add(10*time.Second), 5)
 	out.take()
-	s.Update(later.Add(time.Millisecond), &out)
+	s.Update(later.Add(time.Millisecond), &out.Output)
 	assert.Equal(t, map[netip.AddrPort]int{p.addr: 1}, keepAlivesTo(&out))
 }
 
@@ -442,12 +442,12 @@ func BenchmarkPayloadEcho(b *testing.B) {
 				p := peers[i%n]
 				pkt = protocol.AppendPayload(pkt[:0], p.send, p.seq, msg)
 				p.seq++
-				s.Receive(now, p.addr, pkt, &sink)
+				s.Receive(now, p.addr, pkt, &sink.Output)
 				k, _, err := p.c.Queue().Read(buf)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := p.c.Send(now, buf[:k], &sink); err != nil {
+				if err := p.c.Send(now, buf[:k], &sink.Output); err != nil {
 					b.Fatal(err)
 				}
 			}

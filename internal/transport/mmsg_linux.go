@@ -21,17 +21,23 @@ const minBatch = 64
 // mmsgConn is a *net.UDPConn driven with recvmmsg and sendmmsg through its
 // syscall.RawConn. The header, iovec and sockaddr arrays are kept and
 // reused, so a call allocates nothing in steady state.
+//
+// Locks: rmu and wmu are leaves, taken by the goroutine reading or writing
+// with no lock of this package held, and never together. rmu is held
+// across the recvmmsg call (one reader at a time owns r); wmu only to take
+// or return write scratch, never across a system call, so that writers
+// run in parallel.
 type mmsgConn struct {
 	c      *net.UDPConn
 	rc     syscall.RawConn
 	family int // unix.AF_INET or unix.AF_INET6
 
-	rmu sync.Mutex // one reader at a time owns r
+	rmu sync.Mutex // one reader at a time owns r; held across recvmmsg
 	r   *batch
 
-	wmu    sync.Mutex
-	wfree  []*batch // idle batch-write scratch: writers run in parallel
-	wfree1 []*batch // idle one-datagram scratch for WriteTo
+	wmu    sync.Mutex // guards wfree and wfree1; a leaf
+	wfree  []*batch   // idle batch-write scratch: writers run in parallel
+	wfree1 []*batch   // idle one-datagram scratch for WriteTo
 }
 
 // maxFree bounds the idle write scratch kept. The lists only ever hold as

@@ -99,7 +99,7 @@ type Config struct {
 	// no client goroutine, as in production. The server's CPU is the
 	// child's (/proc or getrusage), process CPU is both processes', and
 	// the server's payload datagrams are counted as two per echo the
-	// clients receive. ReadShards, ServerTick and Logger do not apply.
+	// clients receive. ServerTick and Logger do not apply.
 	ServerProcess bool
 	// Child is the command line that runs a child process (default: this
 	// executable, "bench", ChildArg); tests set it.
@@ -924,7 +924,8 @@ func startEchoServer(ctx context.Context, r *run, key [netcode.KeyBytes]byte) (*
 			}
 		}
 		c, err := startChild(argv, "server", roleServer, hex.EncodeToString(key[:]),
-			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients))
+			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients),
+			"-read-shards", strconv.Itoa(cfg.ReadShards))
 		if err != nil {
 			return nil, err
 		}

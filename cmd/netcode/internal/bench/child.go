@@ -85,10 +85,11 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
+	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.ReadShards)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := &child{proto: *proto, max: *maxN}
+	c := &child{proto: *proto, max: *maxN, shards: *shards}
 	in := bufio.NewReader(stdin)
 	if *role != roleRelay {
 		// The private key comes first on stdin, not on the command line,
@@ -156,10 +157,11 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // child is a running child process's state.
 type child struct {
-	key   [netcode.KeyBytes]byte
-	proto uint64
-	max   int
-	ready childReady
+	key    [netcode.KeyBytes]byte
+	proto  uint64
+	max    int
+	shards int // ServerConfig.ReadShards
+	ready  childReady
 
 	l     *netcode.Listener // server, transport
 	mux   *bridge.Mux       // transport
@@ -176,7 +178,7 @@ type child struct {
 }
 
 func (c *child) serverConfig() *netcode.ServerConfig {
-	return &netcode.ServerConfig{ProtocolID: c.proto, PrivateKey: c.key, MaxClients: c.max}
+	return &netcode.ServerConfig{ProtocolID: c.proto, PrivateKey: c.key, MaxClients: c.max, ReadShards: c.shards}
 }
 
 func (c *child) startServer() error {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -58,6 +59,11 @@ func datagram(g, i int) []byte {
 	return b
 }
 
+// sendOne sends b to to through q, waiting for room as a Write does.
+func sendOne(q *sendQueue, to netip.AddrPort, b []byte) error {
+	return q.send([]transport.Message{{Buf: b, Addr: to}}, nil, nil, nil)
+}
+
 func TestSendQueue(t *testing.T) {
 	to := netip.MustParseAddrPort("127.0.0.1:9")
 	tests := []struct {
@@ -88,7 +94,7 @@ func TestSendQueue(t *testing.T) {
 				for g := range tt.senders {
 					wg.Go(func() {
 						for i := range tt.each {
-							q.Send(to, datagram(g, i))
+							require.NoError(t, sendOne(q, to, datagram(g, i)))
 						}
 					})
 				}
@@ -138,7 +144,7 @@ func TestSendQueueLoneSenderWritesAtOnce(t *testing.T) {
 	q := newSendQueue(rc)
 	defer q.close()
 	for i := range 5 {
-		q.Send(netip.MustParseAddrPort("127.0.0.1:9"), datagram(0, i))
+		require.NoError(t, sendOne(q, netip.MustParseAddrPort("127.0.0.1:9"), datagram(0, i)))
 		rc.mu.Lock()
 		require.Len(t, rc.got, i+1)
 		rc.mu.Unlock()
@@ -153,18 +159,18 @@ func TestSendQueueFull(t *testing.T) {
 		to := netip.MustParseAddrPort("127.0.0.1:9")
 		rc := &recordConn{release: make(chan struct{})}
 		q := newSendQueue(rc)
-		go q.Send(to, datagram(0, 0)) // the held direct write
+		go sendOne(q, to, datagram(0, 0)) // the held direct write
 		synctest.Wait()
 		for i := range sendQueueLen {
-			q.Send(to, datagram(1, i)) // queued: returns at once
+			require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
 		}
 		keepAlive := []byte{0x14, 1, 2, 3}
-		q.Send(to, keepAlive) // full: dropped
+		require.NoError(t, sendOne(q, to, keepAlive)) // full: dropped
 		require.Equal(t, uint64(1), q.dropped.Load())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			q.Send(to, datagram(2, 0)) // full: waits for room
+			require.NoError(t, sendOne(q, to, datagram(2, 0))) // full: waits for room
 		}()
 		synctest.Wait()
 		select {
@@ -193,5 +199,65 @@ func TestSendQueueAllocs(t *testing.T) {
 	to := netip.MustParseAddrPort("[::1]:9")
 	p := make([]byte, MaxPayloadBytes)
 	p[0] = 0x15
-	require.Zero(t, testing.AllocsPerRun(1000, func() { q.Send(to, p) }))
+	msgs := []transport.Message{{Buf: p, Addr: to}}
+	require.Zero(t, testing.AllocsPerRun(1000, func() { _ = q.send(msgs, nil, nil, nil) }))
+}
+
+// TestSendQueueFullIsASignal: a sender that finds the queue full waits for
+// room only until its stop or deadline channel closes, holding nothing;
+// noWait drops instead of waiting; after close, sends fail at once.
+func TestSendQueueFullIsASignal(t *testing.T) {
+	to := netip.MustParseAddrPort("127.0.0.1:9")
+	tests := []struct {
+		name string
+		wait func(stop, deadline chan struct{}) // ends the wait, if it is one
+		want error
+	}{
+		{"stop", func(stop, _ chan struct{}) { close(stop) }, errStopped},
+		{"deadline", func(_, deadline chan struct{}) { close(deadline) }, os.ErrDeadlineExceeded},
+		{"close", nil, net.ErrClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rc := &recordConn{release: make(chan struct{})}
+				q := newSendQueue(rc)
+				go sendOne(q, to, datagram(0, 0)) // the held direct write
+				synctest.Wait()
+				for i := range sendQueueLen {
+					require.NoError(t, sendOne(q, to, datagram(1, i)))
+				}
+				msg := []transport.Message{{Buf: datagram(2, 0), Addr: to}}
+				require.ErrorIs(t, q.send(msg, noWait, nil, nil), errStopped, "noWait does not wait")
+
+				stop, deadline := make(chan struct{}), make(chan struct{})
+				errc := make(chan error, 1)
+				go func() { errc <- q.send(msg, stop, deadline, nil) }()
+				synctest.Wait()
+				require.Empty(t, errc, "waits for room")
+				if tt.wait != nil {
+					tt.wait(stop, deadline)
+					require.ErrorIs(t, <-errc, tt.want)
+					q.mu.Lock()
+					require.Empty(t, q.waiters, "the sender that gave up is forgotten")
+					q.mu.Unlock()
+					close(rc.release)
+					q.close()
+				} else {
+					closed := make(chan struct{})
+					go func() { q.close(); close(closed) }()
+					synctest.Wait()
+					// close wakes the waiting sender, then waits for the
+					// held write.
+					require.ErrorIs(t, <-errc, tt.want)
+					close(rc.release)
+					<-closed
+				}
+				require.ErrorIs(t, sendOne(q, to, datagram(3, 0)), net.ErrClosed)
+				rc.mu.Lock()
+				defer rc.mu.Unlock()
+				require.Len(t, rc.got, 1+sendQueueLen, "nothing of the abandoned sends was written")
+			})
+		})
+	}
 }

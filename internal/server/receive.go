@@ -1,0 +1,424 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
+)
+
+// Receiver is one reading goroutine's state: its packet reader (the AEADs
+// it uses are not safe for concurrent use), its refusal log limiter and
+// scratch space. Each goroutine that calls Receive concurrently needs its
+// own.
+type Receiver struct {
+	s         *Server
+	reader    protocol.Reader
+	challenge *crypto.AEAD
+	priv      token.Private
+	refusals  refusalLog
+	chTok     [token.ChallengeTokenBytes]byte
+}
+
+// NewReceiver returns a Receiver for s.
+func (s *Server) NewReceiver() *Receiver {
+	r := &Receiver{s: s, challenge: crypto.NewAEAD(&s.challenge)}
+	r.reader = protocol.Reader{ProtocolID: s.cfg.ProtocolID, Allowed: protocol.ServerAccepts, TokenAEAD: crypto.NewPrivateTokenAEAD(s.tokenKeys[0])}
+	if s.tokenKeys[1] != nil {
+		r.reader.PreviousTokenAEAD = crypto.NewPrivateTokenAEAD(s.tokenKeys[1])
+	}
+	return r
+}
+
+// Receive processes one datagram from addr with the server's own Receiver
+// (serialised); see Receiver.Receive.
+func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *Output) *Client {
+	s.mainMu.Lock()
+	defer s.mainMu.Unlock()
+	return s.main.Receive(now, from, data, out)
+}
+
+// Receive processes one datagram from addr. data is decrypted in place. It
+// returns the client this datagram connected, if it completed a handshake:
+// the adapter makes its connection for it. Payloads go to their client's
+// Queue; replies and log records are appended to out.
+func (r *Receiver) Receive(now time.Time, from netip.AddrPort, data []byte, out *Output) *Client {
+	s := r.s
+	if len(data) == 0 {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+	if data[0] == byte(protocol.ConnectionRequest) {
+		r.request(now, from, data, out)
+		return nil
+	}
+	s.mu.RLock()
+	c := s.byAddr[from]
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	if c == nil {
+		if !r.answerGone(now, from, data, out) {
+			s.stats.ignored.Add(1)
+		}
+		return nil
+	}
+	if !c.live.Load() {
+		return r.response(now, c, data, out)
+	}
+	// A connected client: its packets decrypt under its own lock.
+	var p protocol.Packet
+	c.rmu.Lock()
+	if t := protocol.PacketType(data[0] & 0x0f); t != protocol.KeepAlive && t != protocol.Payload && t != protocol.Disconnect {
+		c.rmu.Unlock()
+		s.stats.ignored.Add(1) // a handshake packet after the handshake
+		return nil
+	}
+	err := r.reader.Read(data, 0, c.recv, c.replay, &p) // no token: no expiry to check
+	c.rmu.Unlock()
+	if err != nil {
+		if err == protocol.ErrReplayed {
+			s.stats.replayed.Add(1)
+		} else {
+			s.stats.ignored.Add(1)
+		}
+		return nil
+	}
+	c.lastRecv.Store(s.mono(now))
+	switch p.Type {
+	case protocol.KeepAlive:
+		c.confirm()
+	case protocol.Payload:
+		c.confirm()
+		c.queue.Push(netip.AddrPort{}, p.Payload)
+	case protocol.Disconnect:
+		s.end(c, ReasonPeerDisconnected, out, false)
+	}
+	return nil
+}
+
+// Why requests are refused, as the log records name it.
+const (
+	refusedKey         = "the private connect token does not decrypt: the token was minted with another private key"
+	refusedProtocolID  = "wrong protocol id"
+	refusedExpired     = "the connect token expired"
+	refusedInvalid     = "the private connect token is malformed"
+	refusedNotInToken  = "the token's server list does not name this server"
+	refusedReusedHere  = "the connect token was already connected with, from this address (netcode allows one connection per token)"
+	refusedReusedThere = "the connect token is in use from another address"
+	refusedHistoryFull = "the token history is full"
+	refusedMapsFull    = "the encryption mapping table is full"
+	refusedIDConnected = "a client with this client id is connected"
+)
+
+// refusedMsg is the message of every refusal's log record; why tells the
+// reason.
+const refusedMsg = "netcode: connection request refused"
+
+// requestRefusal names why a connection request failed to read, or ""
+// for a datagram too malformed to name (not logged).
+func requestRefusal(err error) string {
+	switch {
+	case errors.Is(err, protocol.ErrDecrypt):
+		return refusedKey
+	case errors.Is(err, protocol.ErrProtocolID):
+		return refusedProtocolID
+	case errors.Is(err, protocol.ErrExpired):
+		return refusedExpired
+	}
+	return ""
+}
+
+// refuse records that a request from addr was refused for why, at Debug,
+// if this Receiver has not logged a refusal of addr this second (and has
+// logged fewer than refusalsPerSecond refusals in all this second).
+func (r *Receiver) refuse(now time.Time, addr netip.AddrPort, why string, out *Output) {
+	if r.refusals.allow(addr, r.s.mono(now)/int64(time.Second)) {
+		out.record(slog.LevelDebug, refusedMsg, addr, why)
+	}
+}
+
+// request processes a connection request. The private token is opened
+// before any lock is taken; the tables are consulted and changed under the
+// server's lock; the challenge is sealed after it, under the client's send
+// lock.
+func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out *Output) {
+	s := r.s
+	wall := s.wall(now)
+	var p protocol.Packet
+	if err := r.reader.Read(data, unixSeconds(wall), nil, nil, &p); err != nil {
+		s.stats.ignored.Add(1)
+		if why := requestRefusal(err); why != "" {
+			r.refuse(now, from, why, out)
+		}
+		return
+	}
+	// The token's MAC, the last 16 bytes of the datagram (in-place
+	// decryption leaves it), identifies the token in the history.
+	var mac [crypto.MACBytes]byte
+	copy(mac[:], data[len(data)-crypto.MACBytes:])
+	priv := &r.priv
+	if err := token.ParsePrivate(p.PrivateToken, priv); err != nil {
+		s.stats.ignored.Add(1)
+		r.refuse(now, from, refusedInvalid, out)
+		return
+	}
+	if len(s.cfg.Addrs) > 0 && !s.knowsAny(priv.ServerAddrs) {
+		s.stats.addressNotInToken.Add(1)
+		r.refuse(now, from, refusedNotInToken, out)
+		return
+	}
+
+	s.mu.Lock()
+	c := s.byAddr[from]
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return
+	case c != nil && c.live.Load():
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // already connected from this address: a late resend
+		return
+	case s.byID[priv.ClientID] != nil:
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // this client id is connected (from elsewhere)
+		r.refuse(now, from, refusedIDConnected, out)
+		return
+	case !r.recordToken(now, wall, &mac, from, p.ExpireTimestamp, out):
+		s.mu.Unlock()
+		return
+	}
+	full := len(s.free) == 0 || s.draining.Load()
+	if full {
+		// Full or draining: say so, keeping no state but the token's
+		// history entry. The denial is smaller than the request, and
+		// sealed with the token's key so only its holder can read it.
+		seq := s.globalSeq
+		s.globalSeq++
+		s.mu.Unlock()
+		s.stats.deniedSent.Add(1)
+		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		start := out.mark()
+		out.buf = protocol.AppendDenied(out.buf, key, seq)
+		out.push(from, start)
+		return
+	}
+	if c == nil || c.c2s != priv.ClientToServerKey || c.s2c != priv.ServerToClientKey {
+		if c == nil && len(s.byAddr) >= s.maxMaps {
+			// Update sweeps expired mappings every second; sweeping here
+			// would let each hostile request cost a scan of the table.
+			s.mu.Unlock()
+			s.stats.mappingsFull.Add(1)
+			r.refuse(now, from, refusedMapsFull, out)
+			return
+		}
+		c = &Client{
+			srv:    s,
+			addr:   from,
+			c2s:    priv.ClientToServerKey,
+			s2c:    priv.ServerToClientKey,
+			recv:   crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
+			replay: new(protocol.ReplayProtection),
+		}
+		c.sendLocked.send = *crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		s.byAddr[from] = c
+	}
+	c.expire = p.ExpireTimestamp
+	c.timeout = time.Duration(priv.TimeoutSeconds) * time.Second
+	c.lastRecv.Store(s.mono(now))
+	c.tokenMAC = mac
+	seq, chSeq := s.globalSeq, s.challengeSeq
+	s.globalSeq++
+	s.challengeSeq++
+	s.mu.Unlock()
+
+	s.stats.challengesSent.Add(1)
+	ch := token.Challenge{ClientID: priv.ClientID, UserData: priv.UserData}
+	sealed := token.AppendChallenge(r.chTok[:0], r.challenge, chSeq, &ch)
+	c.sealChallenge(seq, chSeq, sealed, out)
+}
+
+// response processes a packet from an address in the handshake: only a
+// connection response that opens under its keys and carries a valid
+// challenge token completes it.
+func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) *Client {
+	s := r.s
+	if protocol.PacketType(data[0]&0x0f) != protocol.ConnectionResponse {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+	var p protocol.Packet
+	var ch token.Challenge
+	c.rmu.Lock()
+	err := r.reader.Read(data, 0, c.recv, nil, &p)
+	if err == nil {
+		err = token.OpenChallenge(r.challenge, p.ChallengeSequence, p.ChallengeToken, &ch)
+	}
+	c.rmu.Unlock()
+	if err != nil {
+		s.stats.ignored.Add(1)
+		return nil
+	}
+
+	mono := s.mono(now)
+	s.mu.Lock()
+	if s.closed || s.byAddr[c.addr] != c || c.live.Load() || s.byID[ch.ClientID] != nil {
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // replaced, or already connected
+		return nil
+	}
+	c.lastRecv.Store(mono)
+	e := s.history.find(&c.tokenMAC)
+	if e == nil || e.consumed || e.addr != c.addr {
+		// Consumed: connected with already. Missing: expired since the
+		// request, or from before Close.
+		count := e != nil && !e.counted
+		if count {
+			e.counted = true
+		}
+		s.mu.Unlock()
+		if count {
+			s.stats.tokenReuseRefused.Add(1)
+		} else {
+			s.stats.ignored.Add(1)
+		}
+		return nil
+	}
+	if len(s.free) == 0 || s.draining.Load() {
+		seq := s.globalSeq
+		s.globalSeq++
+		s.mu.Unlock()
+		s.stats.deniedSent.Add(1)
+		c.sealDenied(seq, out)
+		return nil
+	}
+	idx := s.popSlot()
+	c.index = idx
+	c.id = ch.ClientID
+	c.userData = ch.UserData
+	c.queue = packetq.NewCounted(s.cfg.ReadQueue, &s.stats.payloadsDropped)
+	c.sendLocked.seq = s.connectionSequence(s.wall(now))
+	c.sendLocked.lastSend.Store(mono)
+	s.slots[idx] = c
+	s.byID[c.id] = c
+	e.consumed = true
+	c.live.Store(true)
+	s.wheel.mu.Lock()
+	s.wheel.file(c, c.deadline())
+	s.wheel.mu.Unlock()
+	s.mu.Unlock()
+
+	s.stats.connectionsOpened.Add(1)
+	out.recordClient(slog.LevelDebug, "netcode: client connected", c, "")
+	c.keepAlive(mono, out, true)
+	return c
+}
+
+// MappingsPerSlot is how many encryption mappings (handshakes in progress
+// and connections) the server holds per client slot. A request that would
+// need one more is dropped and counted in Stats.MappingsFull until expired
+// mappings are swept (every second).
+const MappingsPerSlot = 4
+
+// knowsAny reports whether one of the server's addresses is in list.
+func (s *Server) knowsAny(list []netip.AddrPort) bool {
+	for _, a := range list {
+		a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+		if slices.Contains(s.cfg.Addrs, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordToken enters the token in the history, or refuses it, counts and
+// logs why; s.mu is held. A token is good for one address and for one
+// connection, and is remembered until it expires: a consumed token never
+// connects again to this server, whatever else arrives. When the history
+// is full, new tokens are refused rather than old ones forgotten. A reuse
+// is counted once per token (not per resent request) and logged once per
+// token and kind (from its own address, from another).
+//
+// A token already connected with is refused even from the address it was
+// first used from. The C reference accepts it again there once the session
+// has ended; but a reference client starts its packet sequence at 0 on
+// every connection, so that second session would seal its packets under
+// the first one's keys and nonces.
+func (r *Receiver) recordToken(now, wall time.Time, mac *[crypto.MACBytes]byte, from netip.AddrPort, expire uint64, out *Output) bool {
+	s := r.s
+	if e := s.history.find(mac); e != nil {
+		if e.addr == from && !e.consumed {
+			return true // the same handshake, the request sent again
+		}
+		if !e.counted {
+			e.counted = true
+			s.stats.tokenReuseRefused.Add(1)
+		}
+		switch {
+		case e.addr == from && !e.loggedHere:
+			// The likeliest mistake, a client run twice with one token,
+			// is said at Info.
+			e.loggedHere = true
+			out.record(slog.LevelInfo, refusedMsg, from, refusedReusedHere)
+		case e.addr != from && !e.loggedElsewhere:
+			e.loggedElsewhere = true
+			out.record(slog.LevelDebug, refusedMsg, from, refusedReusedThere)
+		}
+		return false
+	}
+	s.history.expire(unixSeconds(wall))
+	if s.history.add(mac, from, expire) == nil {
+		s.stats.historyFull.Add(1)
+		r.refuse(now, from, refusedHistoryFull, out)
+		return false
+	}
+	return true
+}
+
+// refusalLog limits a Receiver's refusal records to one per address and
+// second, and refusalsPerSecond in all per second: hostile input can make
+// many, each from a new address. It remembers the last address logged in
+// each of refusalSlots slots (by a hash of the address); an address that
+// shares a slot with another may be logged again within the second.
+type refusalLog struct {
+	sec  int64 // the second of n
+	n    int   // records allowed in second sec
+	last [refusalSlots]struct {
+		addr netip.AddrPort
+		sec  int64
+	}
+}
+
+const (
+	refusalSlots      = 256
+	refusalsPerSecond = 64
+)
+
+// allow reports whether a refusal of addr in second sec (monotonic) may be
+// logged, and notes it if so.
+func (l *refusalLog) allow(addr netip.AddrPort, sec int64) bool {
+	if sec != l.sec {
+		l.sec, l.n = sec, 0
+	}
+	if l.n >= refusalsPerSecond {
+		return false
+	}
+	b := addr.Addr().As16()
+	h := binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[8:])*0xc2b2ae3d27d4eb4f ^ uint64(addr.Port())
+	e := &l.last[(h^h>>32)%refusalSlots]
+	if e.addr == addr && e.sec == sec {
+		return false
+	}
+	e.addr, e.sec = addr, sec
+	l.n++
+	return true
+}
