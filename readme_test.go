@@ -28,6 +28,7 @@ import (
 	_ "github.com/gonetcode/netcode/backend"
 	_ "github.com/gonetcode/netcode/bridge"
 	_ "github.com/gonetcode/netcode/crypto"
+	_ "github.com/gonetcode/netcode/cute"
 	_ "github.com/gonetcode/netcode/metrics"
 	_ "github.com/gonetcode/netcode/reliable"
 	_ "github.com/gonetcode/netcode/token"
@@ -65,6 +66,7 @@ var readmeImports = map[string]string{
 	"bridge":   "github.com/gonetcode/netcode/bridge",
 	"context":  "context",
 	"crypto":   "github.com/gonetcode/netcode/crypto",
+	"cute":     "github.com/gonetcode/netcode/cute",
 	"errors":   "errors",
 	"fmt":      "fmt",
 	"http":     "net/http",
