@@ -198,7 +198,7 @@ func TestConsumedTokenRefused(t *testing.T) {
 		delete(n.clients, a)
 		n.step(dt)
 	}
-	assert.Len(t, h.m, 301)
+	assert.Equal(t, 301, h.Len())
 
 	for _, from := range []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:1000"), attacker} {
 		out := feed(s, n.now, from, tok[wire.RESTBytes:])
@@ -210,8 +210,7 @@ func TestConsumedTokenRefused(t *testing.T) {
 	assert.Equal(t, uint64(2), s.Stats().TokenReplayed)
 
 	// A full history refuses the connection rather than forget one.
-	s2, h2 := newServer(t, nil)
-	h2.limit = 0
+	s2, _ := newServer(t, func(c *ServerConfig) { c.History = NewHistory(0, 0) })
 	n2 := newNet(t, s2)
 	c2 := n2.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
 	n2.run(time.Second, dt)
@@ -455,7 +454,7 @@ func TestChallengeEchoChecked(t *testing.T) {
 
 // TestServerConfigRefused: every unusable configuration is refused.
 func TestServerConfigRefused(t *testing.T) {
-	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: newMapHistory(1)}
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: NewHistory(1, 0)}
 	_, err := NewServer(t0, good)
 	require.NoError(t, err)
 	for name, edit := range map[string]func(*ServerConfig){

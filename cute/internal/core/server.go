@@ -66,9 +66,8 @@ type ServerConfig struct {
 	// means DefaultConnectionTimeout.
 	ConnectionTimeout time.Duration
 	// History remembers consumed tokens. Required: NewServer refuses a
-	// nil one rather than run without. The production history is netcode's
-	// O(1) expiry-wheel history (internal/server/history.go), to be shared
-	// out of internal/server for the adapters.
+	// nil one rather than run without. NewHistory returns the production
+	// one, the module's O(1) expiry-wheel history (internal/history).
 	History TokenHistory
 }
 
