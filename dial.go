@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
@@ -416,7 +417,7 @@ func (dc *dialConn) write(ms []transport.Message) {
 	case 1:
 		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
 	default:
-		writeAll(dc.tc, ms)
+		sendq.WriteAll(dc.tc, ms)
 	}
 }
 

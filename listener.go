@@ -258,7 +258,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	rcv := l.core.NewReceiver()
 	var out server.Output
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
-		l.received.addAll(ms)
+		l.received.AddAll(ms)
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
@@ -316,7 +316,7 @@ func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error
 func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}, wake chan struct{}) error {
 	var err error
 	if len(out.Datagrams) > 0 {
-		err = q.send(out.Datagrams, stop, deadline, wake)
+		err = q.Send(out.Datagrams, stop, deadline, wake)
 	}
 	if len(out.Records) > 0 {
 		l.core.Log(out)
@@ -382,7 +382,7 @@ func (l *Listener) Close() error {
 		l.act(out, nil, nil) // the disconnects, in batches
 		l.putOut(out)
 		for _, q := range l.sends {
-			q.close() // sends the disconnects still queued
+			q.Close() // sends the disconnects still queued
 		}
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
@@ -425,9 +425,10 @@ func (l *Listener) Stats() ServerStats {
 	var dropped, refused uint64
 	var sent traffic
 	for _, q := range l.sends {
-		dropped += q.dropped.Load()
-		refused += q.refused.Load()
-		sent.add(int(q.sent.packets.Load()), int(q.sent.bytes.Load()))
+		dropped += q.Dropped()
+		refused += q.Refused()
+		p, b := q.Sent()
+		sent.Add(int(p), int(b))
 	}
 	return ServerStats{
 		Connected:          s.Connected,
@@ -449,10 +450,10 @@ func (l *Listener) Stats() ServerStats {
 		KeepAlivesDropped:  dropped,
 		SendErrors:         refused,
 		Draining:           l.draining.Load(),
-		PacketsReceived:    l.received.packets.Load(),
-		BytesReceived:      l.received.bytes.Load(),
-		PacketsSent:        sent.packets.Load(),
-		BytesSent:          sent.bytes.Load(),
+		PacketsReceived:    l.received.Packets(),
+		BytesReceived:      l.received.Bytes(),
+		PacketsSent:        sent.Packets(),
+		BytesSent:          sent.Bytes(),
 	}
 }
 
