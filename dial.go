@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -120,13 +121,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 
 	select {
 	case <-dc.connected:
-		dc.conn.remote = net.UDPAddrFromAddrPort(dc.core.ServerAddr())
+		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
 		dc.conn.maxClients = dc.core.MaxClients()
 		return dc.conn, nil
 	case <-dc.failed:
 		dc.shutdown()
-		return nil, opError("dial", dc.conn.local, dc.serverTried(), dc.failErr)
+		return nil, opError("dial", dc.conn.LocalAddr(), dc.serverTried(), dc.failErr)
 	case <-ctx.Done():
 		// Where the handshake stood says more than the context's error
 		// alone: both are in the error.
@@ -136,7 +137,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if e := stateError(state); e != io.EOF {
 			err = fmt.Errorf("%w after %v: %w", err, time.Since(start).Round(time.Millisecond), e)
 		}
-		return nil, opError("dial", dc.conn.local, dc.serverTried(), err)
+		return nil, opError("dial", dc.conn.LocalAddr(), dc.serverTried(), err)
 	}
 }
 
@@ -373,8 +374,8 @@ func (dc *dialConn) shutdown() {
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !takeTurn(dc.turn, stop, deadline) {
-		return turnErr(stop)
+	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
+		return msgconn.TurnErr(stop)
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)

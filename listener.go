@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -602,8 +603,8 @@ type serverEndpoint struct {
 // or deadline. It holds the Conn's write turn throughout, and no other
 // lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !takeTurn(e.turn, stop, deadline) {
-		return turnErr(stop)
+	if !msgconn.TakeTurn(e.turn, stop, deadline) {
+		return msgconn.TurnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)
