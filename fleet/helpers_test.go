@@ -260,7 +260,9 @@ type errStatus struct {
 	retryAfter string
 }
 
-func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d (Retry-After %q)", e.code, e.retryAfter) }
+func (e *errStatus) Error() string {
+	return fmt.Sprintf("HTTP %d (Retry-After %q)", e.code, e.retryAfter)
+}
 
 // fetchToken asks the backend for user's token.
 func fetchToken(ctx context.Context, url string, user uint64) ([]byte, error) {
