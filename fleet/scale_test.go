@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,12 +47,20 @@ func (s *simServer) Drain() {}
 //
 //	go test -run '^$' -bench Fleet1000 -benchtime 10000x ./fleet
 //
-// It reports the latency of the choice alone and of the whole HTTP
+// It runs with the rate limit in Redis (one script call per token) and in
+// the handler's memory, and reports the latency of the choice alone and of the whole HTTP
 // request (p50, p99), the Redis commands per token (the rate limit's one,
 // the Chooser's reads, and everything sent, heartbeats included), and,
 // for the design not taken, the latency of reading the 1,000 entries,
 // which a Chooser without its copy would pay on every token.
 func BenchmarkFleet1000(b *testing.B) {
+	b.Run("limit=redis", func(b *testing.B) { benchmarkFleet(b, true) })
+	b.Run("limit=memory", func(b *testing.B) { benchmarkFleet(b, false) })
+}
+
+// benchmarkFleet is BenchmarkFleet1000 with the rate limit in Redis or in
+// the handler's memory.
+func benchmarkFleet(b *testing.B, redisLimit bool) {
 	redisSrv := redistest.Start(b)
 	rdb, err := fleet.NewClient(redisSrv.URL())
 	require.NoError(b, err)
@@ -76,8 +85,12 @@ func BenchmarkFleet1000(b *testing.B) {
 	require.NoError(b, err)
 	defer ch.Close()
 	require.Len(b, ch.Servers("eu"), servers)
-	lim, err := fleet.NewRateLimiter(rdb, "", 10, 10)
-	require.NoError(b, err)
+	var lim backend.Limiter // nil: in memory
+	if redisLimit {
+		if lim, err = fleet.NewRateLimiter(rdb, "", 10, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	var mu sync.Mutex
 	var choice, total []time.Duration
@@ -171,6 +184,13 @@ func BenchmarkFleet1000(b *testing.B) {
 		perToken = append(perToken, time.Since(t0))
 		require.NoError(b, err)
 		require.Len(b, infos, servers)
+	}
+	if info, err := rdb.Info(ctx, "commandstats").Result(); err == nil {
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_hgetall") || strings.HasPrefix(line, "cmdstat_evalsha") || strings.HasPrefix(line, "cmdstat_hset") {
+				b.Logf("redis-server's own cost: %s", strings.TrimSpace(line))
+			}
+		}
 	}
 	b.ReportMetric(pct(perToken, 0.5), "read-1000-p50-ms")
 	b.ReportMetric(pct(perToken, 0.99), "read-1000-p99-ms")
