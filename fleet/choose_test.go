@@ -3,7 +3,9 @@ package fleet
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +150,48 @@ func TestCheckName(t *testing.T) {
 	assert.Nil(t, tags)
 	_, err = ParseTags("a,,b")
 	assert.Error(t, err)
+}
+
+// FuzzParseEntry: a registry entry is read from a store others may write
+// to; no input makes parseEntry panic or accept what Register would not
+// write.
+func FuzzParseEntry(f *testing.F) {
+	f.Add(`1700000003000 {"id":"a","addrs":["127.0.0.1:40000"],"protocol":"7","region":"eu","max_clients":256,"connected":3,"started":"2026-11-25T18:00:00Z"}`)
+	f.Add(`1 {}`)
+	f.Add(`x {"id":"a"}`)
+	f.Add(`99999999999999999999 {"id":"a","region":"eu"}`)
+	f.Add(`1700000003000 {"id":"a b","region":"eu"}`)
+	local := time.Unix(1_700_000_000, 0)
+	f.Fuzz(func(t *testing.T, s string) {
+		info, ok := parseEntry(s, 1_700_000_000_000, local)
+		if !ok {
+			return
+		}
+		if checkName("id", info.ID) != nil || checkName("region", info.Region) != nil || info.MaxClients < 0 || info.Connected < 0 {
+			t.Fatalf("accepted %+v", info)
+		}
+		if info.Expires.Before(local) || info.Expires.After(local.Add(24*time.Hour)) {
+			t.Fatalf("expiry %v out of range", info.Expires)
+		}
+	})
+}
+
+func TestParseEntry(t *testing.T) {
+	local := time.Unix(1_700_000_000, 0)
+	info, ok := parseEntry(`1700000001500 {"id":"a","addrs":["127.0.0.1:40000"],"protocol":"18446744073709551615","region":"eu","tags":["ranked"],"max_clients":256,"connected":3,"draining":true,"version":"0.1.0"}`, 1_700_000_000_000, local)
+	require.True(t, ok)
+	assert.Equal(t, Info{ID: "a", Addrs: []string{"127.0.0.1:40000"}, ProtocolID: 1<<64 - 1, Region: "eu", Tags: []string{"ranked"},
+		MaxClients: 256, Connected: 3, Draining: true, Version: "0.1.0", Expires: local.Add(1500 * time.Millisecond)}, *info)
+	for _, bad := range []string{
+		`1699999999999 {"id":"a","region":"eu"}`, // expired
+		`1700000001500 {"id":"","region":"eu"}`,
+		`1700000001500 {"id":"a","region":"e u"}`,
+		`1700000001500 {"id":"a","region":"eu","connected":-1}`,
+		`1700000001500 {"id":"a","region":"eu","protocol":7}`, // a number, not the string Register writes
+		`1700000001500`,
+		`1700000001500 ` + strings.Repeat(" ", maxEntry),
+	} {
+		_, ok := parseEntry(bad, 1_700_000_000_000, local)
+		assert.False(t, ok, "%.80q", bad)
+	}
 }

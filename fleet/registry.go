@@ -62,17 +62,40 @@ func readRegion(ctx context.Context, c redis.UniversalClient, k keys) (infos []*
 	infos = make([]*Info, 0, len(res)-1)
 	for _, v := range res[1:] {
 		s, _ := v.(string)
-		exp, body, ok := strings.Cut(s, " ")
-		ms, err := strconv.ParseInt(exp, 10, 64)
-		info := new(Info)
-		if !ok || err != nil || json.Unmarshal([]byte(body), info) != nil || checkName("id", info.ID) != nil {
+		info, ok := parseEntry(s, now, local)
+		if !ok {
 			bad++
 			continue
 		}
-		info.Expires = local.Add(time.Duration(ms-now) * time.Millisecond)
 		infos = append(infos, info)
 	}
 	return infos, bad, nil
+}
+
+// maxEntry bounds an entry's size: far above what Register writes (32
+// addresses and 32 tags of 64 bytes), far below what would hurt.
+const maxEntry = 16 << 10
+
+// parseEntry decodes a hash value, "EXPIRY_MS JSON", read when Redis's
+// clock said nowMS and the local clock local. It refuses an oversized or
+// malformed entry, an invalid id or region, and an expiry before nowMS.
+func parseEntry(s string, nowMS int64, local time.Time) (*Info, bool) {
+	if len(s) > maxEntry {
+		return nil, false
+	}
+	exp, body, ok := strings.Cut(s, " ")
+	ms, err := strconv.ParseInt(exp, 10, 64)
+	if !ok || err != nil || ms < nowMS {
+		return nil, false
+	}
+	info := new(Info)
+	if json.Unmarshal([]byte(body), info) != nil || checkName("id", info.ID) != nil || checkName("region", info.Region) != nil ||
+		info.MaxClients < 0 || info.Connected < 0 {
+		return nil, false
+	}
+	d := time.Duration(min(ms-nowMS, int64(24*time.Hour/time.Millisecond))) * time.Millisecond
+	info.Expires = local.Add(d)
+	return info, true
 }
 
 // List reads the live entries of a region from Redis (prefix "" means

@@ -31,7 +31,7 @@ type simServer struct {
 	connected atomic.Int64
 }
 
-func (s *simServer) Addr() net.Addr { return s.addr }
+func (s *simServer) Addr() net.Addr  { return s.addr }
 func (s *simServer) MaxClients() int { return 64 }
 func (s *simServer) Stats() netcode.ServerStats {
 	return netcode.ServerStats{Connected: int(s.connected.Load())}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +130,7 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 			return nil, check
 		}
 	}
-	addrs := cfg.Addrs
+	addrs := slices.Clone(cfg.Addrs)
 	if len(addrs) == 0 {
 		ap, err := netip.ParseAddrPort(src.Addr().String())
 		if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
@@ -161,7 +162,7 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 			Addrs:      addrs,
 			ProtocolID: cfg.ProtocolID,
 			Region:     cfg.Region,
-			Tags:       cfg.Tags,
+			Tags:       slices.Clone(cfg.Tags),
 			MaxClients: src.MaxClients(),
 			Version:    cfg.Version,
 			Started:    time.Now().UTC().Truncate(time.Second),
