@@ -77,7 +77,8 @@ type ChooserStats struct {
 	// Choices counts queries answered with servers; NoServers the queries
 	// that found none (or hit the end of the grace period).
 	Choices, NoServers uint64
-	// Stale is how long ago the oldest region was last read successfully.
+	// Stale is how long ago the oldest region was last read successfully
+	// (or the Chooser made, for a region never read).
 	Stale time.Duration
 }
 
@@ -89,6 +90,7 @@ type Chooser struct {
 	cfg     ChooserConfig
 	log     *slog.Logger
 	regions map[string]*region // fixed after NewChooser
+	created time.Time
 
 	reads, readErrors, events, choices, noServers atomic.Uint64
 
@@ -165,7 +167,7 @@ func NewChooser(ctx context.Context, cfg ChooserConfig) (*Chooser, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ch := &Chooser{c: cfg.Client, cfg: cfg, log: log, regions: map[string]*region{}, closing: make(chan struct{})}
+	ch := &Chooser{c: cfg.Client, cfg: cfg, log: log, regions: map[string]*region{}, created: time.Now(), closing: make(chan struct{})}
 	var channels []string
 	for _, name := range cfg.Regions {
 		if err := checkName("region", name); err != nil {
@@ -484,7 +486,11 @@ func (ch *Chooser) Stats() ChooserStats {
 	for _, rg := range ch.regions {
 		s := rg.snap.Load()
 		st.Servers += len(s.servers)
-		if age := now.Sub(s.at); age > st.Stale {
+		at := s.at
+		if at.IsZero() {
+			at = ch.created // never read
+		}
+		if age := now.Sub(at); age > st.Stale {
 			st.Stale = age
 		}
 	}
