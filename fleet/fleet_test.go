@@ -251,7 +251,7 @@ func TestRedisDown(t *testing.T) {
 	assert.Equal(t, "1", es.retryAfter)
 	assert.GreaterOrEqual(t, time.Since(stopped), grace)
 	written, failed := a.reg.Heartbeats()
-	t.Logf("Redis down %v: %d failed heartbeats at heartbeat %v with backoff (to 2 × heartbeat), %d written before", time.Since(stopped).Round(time.Millisecond), failed-failedBefore, testHeartbeat, written)
+	t.Logf("Redis down %v: %d failed heartbeats at heartbeat %v with backoff (heartbeat/8 doubling to the heartbeat), %d written before", time.Since(stopped).Round(time.Millisecond), failed-failedBefore, testHeartbeat, written)
 
 	redisSrv.Restart()
 	waitFor(t, 10*time.Second, "the server back in the registry", func() bool { return listed(rdb)["a"] != nil })

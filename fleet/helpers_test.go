@@ -31,14 +31,15 @@ import (
 )
 
 // Short timings, so that expiries happen within a test's patience; the
-// defaults are 1 s, 3 s and 250 ms.
+// defaults are 1 s, 3 s and 250 ms. The TTL leaves a loaded
+// CI machine (-race, 2 cores) room for late heartbeats.
 const (
 	testHeartbeat = 100 * time.Millisecond
-	testTTL       = time.Second
+	testTTL       = 2 * time.Second
 	testRefresh   = 50 * time.Millisecond
 	// testTimeout is the connections' timeout in the tests' tokens: how
 	// long a client of a killed server takes to notice.
-	testTimeout = 1
+	testTimeout = 2
 )
 
 const protocolID = 0x666c656574746573

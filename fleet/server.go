@@ -59,9 +59,12 @@ type ServerConfig struct {
 	// DefaultTTL. It must exceed Heartbeat.
 	TTL time.Duration
 	// MaxBackoff bounds the wait between heartbeats that fail (Redis
-	// unreachable), which doubles from Heartbeat on each failure; 0 means
-	// 2 × Heartbeat. A server is back in the registry at the first
-	// heartbeat that reaches Redis.
+	// unreachable or failing over): the first retry follows after an
+	// eighth of Heartbeat, and the wait doubles on each failure up to
+	// MaxBackoff, each wait jittered by ±25% so that servers that lost
+	// Redis together do not come back in step. 0 means Heartbeat: a
+	// server then retries no more often than it heartbeats, and is back
+	// in the registry within one heartbeat of Redis answering again.
 	MaxBackoff time.Duration
 	// Logger receives a line when the registry becomes unreachable and
 	// when it is reachable again; nil is silent.
@@ -117,13 +120,13 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 		cfg.TTL = DefaultTTL
 	}
 	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = 2 * cfg.Heartbeat
+		cfg.MaxBackoff = cfg.Heartbeat
 	}
 	switch {
 	case cfg.Heartbeat < time.Millisecond || cfg.TTL <= cfg.Heartbeat:
 		return nil, fmt.Errorf("netcode/fleet: heartbeat %v and TTL %v: want 1 ms <= heartbeat < TTL", cfg.Heartbeat, cfg.TTL)
-	case cfg.MaxBackoff < cfg.Heartbeat:
-		return nil, fmt.Errorf("netcode/fleet: MaxBackoff %v below the heartbeat %v", cfg.MaxBackoff, cfg.Heartbeat)
+	case cfg.MaxBackoff < cfg.Heartbeat/8:
+		return nil, fmt.Errorf("netcode/fleet: MaxBackoff %v below an eighth of the heartbeat %v", cfg.MaxBackoff, cfg.Heartbeat)
 	}
 	for _, check := range []error{checkName("id", cfg.ID), checkName("region", cfg.Region), checkTags(cfg.Tags)} {
 		if check != nil {
@@ -226,12 +229,12 @@ func (s *Server) loop(failed error) {
 			s.log.Warn("netcode/fleet: registry unreachable; the server keeps serving and retries", "err", err)
 		}
 		fails++
-		d := s.cfg.Heartbeat << min(fails, 16)
+		d := (s.cfg.Heartbeat / 8) << min(fails-1, 16)
 		if d > s.cfg.MaxBackoff || d <= 0 {
 			d = s.cfg.MaxBackoff
 		}
 		// Jitter: servers that lost Redis together do not come back in step.
-		return d/2 + rand.N(d/2+1)
+		return d*3/4 + rand.N(d/2+1)
 	}
 	t := time.NewTimer(next(failed))
 	defer t.Stop()
