@@ -33,17 +33,31 @@ func Path() string {
 
 // Server is a redis-server process owned by one test.
 type Server struct {
-	t    testing.TB
-	path string
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
+	t       testing.TB
+	path    string
+	dir     string
+	port    int
+	cluster bool
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has been waited for
 }
 
 // Start runs redis-server on a free loopback port and waits until it
 // answers PING. The test's cleanup stops it and removes its directory.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartCluster runs a Redis Cluster of one node that holds every slot:
+// what a client sees of a Cluster (MOVED-free routing, hash tags, scripts
+// on one slot, sharded pub/sub), on one process. ClusterURL names it.
+func StartCluster(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, cluster bool) *Server {
 	t.Helper()
 	path := Path()
 	if path == "" {
@@ -52,7 +66,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("redis-server not found, so this test cannot run (it would fail in CI, where CI=true): apt-get install redis-server, or set NETCODE_REDIS_SERVER")
 	}
-	s := &Server{t: t, path: path, dir: t.TempDir()}
+	s := &Server{t: t, path: path, dir: t.TempDir(), cluster: cluster}
 	var err error
 	for range 5 { // another process may take the free port before redis-server binds it
 		if s.port, err = freePort(); err != nil {
@@ -74,6 +88,10 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // URL returns "redis://127.0.0.1:PORT".
 func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+// ClusterURL returns the URL of a Cluster whose seed node is this server,
+// as fleet.NewClient reads it: "redis://127.0.0.1:PORT?addr=127.0.0.1:PORT".
+func (s *Server) ClusterURL() string { return s.URL() + "?addr=" + s.Addr() }
 
 // Stop kills the server (SIGKILL: its data is gone, as after a crash) and
 // waits for it to exit. Stopping a stopped server does nothing.
@@ -103,7 +121,7 @@ func (s *Server) Restart() {
 // start launches redis-server on s.port and waits for PING.
 func (s *Server) start() error {
 	log := filepath.Join(s.dir, "redis.log")
-	cmd := exec.Command(s.path,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
@@ -111,7 +129,12 @@ func (s *Server) start() error {
 		"--appendonly", "no",
 		"--logfile", log,
 		"--daemonize", "no",
-	)
+	}
+	if s.cluster {
+		os.Remove(filepath.Join(s.dir, "nodes.conf")) // a restart is a new, empty cluster
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	}
+	cmd := exec.Command(s.path, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.path, err)
 	}
@@ -119,7 +142,7 @@ func (s *Server) start() error {
 	go func() { cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.Addr()) == nil {
+		if ping(s.Addr()) == nil && (!s.cluster || s.clusterReady() == nil) {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
@@ -137,28 +160,68 @@ func (s *Server) start() error {
 	}
 }
 
-// ping sends one PING in the inline protocol and expects +PONG.
+// ping sends one PING and expects +PONG.
 func ping(addr string) error {
+	line, err := inline(addr, "PING")
+	if err == nil && line != "+PONG" {
+		err = fmt.Errorf("PING answered %q", line)
+	}
+	return err
+}
+
+// clusterReady gives the node every slot (once) and reports whether the
+// cluster says it is ok.
+func (s *Server) clusterReady() error {
+	inline(s.Addr(), "CLUSTER ADDSLOTSRANGE 0 16383") // an error once they are assigned
+	c, err := dial(s.Addr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("CLUSTER INFO\r\n")); err != nil {
+		return err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n') // $LEN of the bulk string
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return fmt.Errorf("CLUSTER INFO answered %q (%v)", head, err)
+	}
+	first, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(first) != "cluster_state:ok" {
+		return fmt.Errorf("cluster not ready: %s", strings.TrimSpace(first))
+	}
+	return nil
+}
+
+// inline sends one command in the inline protocol and returns the first
+// line of the answer, without its CRLF.
+func inline(addr, command string) (string, error) {
+	c, err := dial(addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(command + "\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSuffix(line, "\r\n"), err
+}
+
+// dial connects to addr with a one-second deadline on everything.
+func dial(addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
+	return c, nil
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
