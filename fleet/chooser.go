@@ -168,7 +168,7 @@ func NewChooser(ctx context.Context, cfg ChooserConfig) (*Chooser, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ch := &Chooser{c: cfg.Client, cfg: cfg, log: log, regions: map[string]*region{}, created: time.Now(), closing: make(chan struct{})}
-	var channels []string
+	var channels, names []string
 	for _, name := range cfg.Regions {
 		if err := checkName("region", name); err != nil {
 			return nil, err
@@ -176,12 +176,15 @@ func NewChooser(ctx context.Context, cfg ChooserConfig) (*Chooser, error) {
 		if ch.regions[name] != nil {
 			continue
 		}
+		names = append(names, name)
 		rg := &region{name: name, k: regionKeys(cfg.Prefix, name), recent: map[string]regionEvent{}}
 		rg.snap.Store(&snapshot{})
 		ch.regions[name] = rg
 		channels = append(channels, rg.k.events)
 	}
-	// Subscribe before the first read, so that no drain falls between.
+	ch.cfg.Regions = names
+	// Subscribe before the first read. A drain published before the
+	// subscription takes effect is in the entry the next read brings.
 	ps := cfg.Client.Subscribe(context.Background(), channels...)
 	err := ch.readAll(ctx)
 	ch.wg.Add(2)
