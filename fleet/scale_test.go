@@ -84,7 +84,7 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 	ch, err := fleet.NewChooser(ctx, fleet.ChooserConfig{Client: rdb, ProtocolID: protocolID, Regions: []string{"eu"}})
 	require.NoError(b, err)
 	defer ch.Close()
-	require.Len(b, ch.Servers("eu"), servers)
+	waitFor(b, time.Minute, "the Chooser sees every server", func() bool { return len(ch.Servers("eu")) == servers })
 	var lim backend.Limiter // nil: in memory
 	if redisLimit {
 		if lim, err = fleet.NewRateLimiter(rdb, "", 10, 10); err != nil {
@@ -120,6 +120,7 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 	beatsBefore := heartbeats(regs)
 	readsBefore := ch.Stats().Reads
 	var failed atomic.Int64
+	var failure atomic.Value // the first failure
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
@@ -137,6 +138,10 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 			d := time.Since(t0)
 			if err != nil || resp.StatusCode != http.StatusOK {
 				failed.Add(1)
+				if err == nil {
+					err = fmt.Errorf("HTTP %d", resp.StatusCode)
+				}
+				failure.CompareAndSwap(nil, err.Error())
 				if resp != nil {
 					resp.Body.Close()
 				}
@@ -155,7 +160,7 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 	beats := heartbeats(regs) - beatsBefore
 	reads := ch.Stats().Reads - readsBefore
 
-	require.Zero(b, failed.Load(), "failed token requests")
+	require.Zero(b, failed.Load(), "failed token requests, the first: %v", failure.Load())
 	pct := func(ds []time.Duration, p float64) float64 {
 		slices.Sort(ds)
 		return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000
