@@ -72,7 +72,10 @@ type ServerConfig struct {
 }
 
 // Server is a game server's presence in the registry. Make one with
-// Register.
+// Register. Drain the game server through Server.Drain rather than
+// Listener.Drain, so that the registry knows at once; a Listener drained
+// directly is still named until it leaves the registry. The heartbeat
+// goroutine runs until Close.
 type Server struct {
 	src  Source
 	c    redis.UniversalClient
