@@ -198,13 +198,20 @@ func (s *Server) Info() Info {
 // failed.
 func (s *Server) Heartbeats() (written, failed uint64) { return s.beats.Load(), s.failures.Load() }
 
+// callTimeout bounds one call to Redis: up to a second (a loaded or
+// failing-over Redis), but never past the TTL, when the entry is gone
+// anyway.
+func (s *Server) callTimeout() time.Duration {
+	return min(max(s.cfg.Heartbeat, time.Second), s.cfg.TTL)
+}
+
 // beat writes the entry once.
 func (s *Server) beat(ctx context.Context) error {
 	body, err := json.Marshal(s.Info())
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Heartbeat)
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
 	err = heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
 		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds()).Err()
@@ -300,7 +307,7 @@ func (s *Server) Close() error {
 		return ErrClosed
 	}
 	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Heartbeat)
+	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout())
 	defer cancel()
 	err := s.c.HDel(ctx, s.k.servers, s.info.ID).Err()
 	if err == nil {
