@@ -65,3 +65,66 @@ func TestImportGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestImportGraphCute keeps the Cute dialect as lean as the core library:
+// package cute and its internal packages depend on the standard library,
+// filippo.io/edwards25519 (hydro_sign's group arithmetic), the
+// golang.org/x packages the core library uses and the module's own
+// packages, never on net/http, Prometheus, WebSocket or the backend. And
+// the netcode package does not pull in the dialect or its curve library.
+func TestImportGraphCute(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on this machine: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "./cute/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := []string{
+		"filippo.io/edwards25519",
+		"golang.org/x/crypto/",
+		"golang.org/x/sys/",
+		"golang.org/x/net/ipv4",
+		"golang.org/x/net/ipv6",
+		"golang.org/x/net/bpf",
+		"golang.org/x/net/internal/",
+		"github.com/gonetcode/netcode",
+	}
+	forbidden := []string{
+		"net/http",
+		"github.com/gonetcode/netcode/metrics",
+		"github.com/gonetcode/netcode/backend",
+		"github.com/gonetcode/netcode/bridge",
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list printed no dependencies")
+	}
+	for _, d := range deps {
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the cute packages depend on %s", d)
+			}
+		}
+		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
+			continue // the standard library
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(d, a)
+		}
+		if !ok {
+			t.Errorf("the cute packages depend on %s", d)
+		}
+	}
+	root, err := exec.Command(goTool, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, root)
+	}
+	for _, d := range strings.Fields(string(root)) {
+		if strings.HasPrefix(d, "filippo.io/") || strings.HasPrefix(d, "github.com/gonetcode/netcode/cute") {
+			t.Errorf("the netcode package depends on %s", d)
+		}
+	}
+}

@@ -64,8 +64,12 @@ func DialContext(ctx context.Context, connectToken []byte) (*Conn, error) {
 // order, and returns once connected. The errors it can return wrap
 // ErrInvalidConnectToken, ErrConnectTokenExpired, ErrConnectionDenied,
 // ErrConnectionRequestTimedOut, ErrConnectionResponseTimedOut or the
-// context's error.
+// context's error. When the context ends first, the error wraps both the
+// context's error and where the handshake stood: ErrConnectionRequestTimedOut
+// if no server had answered yet, ErrConnectionResponseTimedOut if one had
+// sent a challenge but not yet accepted the client.
 func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, error) {
+	start := time.Now()
 	tok, err := token.Parse(connectToken)
 	if err != nil {
 		return nil, opError("dial", nil, nil, fmt.Errorf("%w: %v", ErrInvalidConnectToken, err))
@@ -122,8 +126,15 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.shutdown()
 		return nil, opError("dial", dc.conn.local, dc.serverTried(), dc.failErr)
 	case <-ctx.Done():
+		// Where the handshake stood says more than the context's error
+		// alone: both are in the error.
+		state := dc.core.State()
 		dc.close()
-		return nil, opError("dial", dc.conn.local, dc.serverTried(), ctx.Err())
+		err := ctx.Err()
+		if e := stateError(state); e != io.EOF {
+			err = fmt.Errorf("%w after %v: %w", err, time.Since(start).Round(time.Millisecond), e)
+		}
+		return nil, opError("dial", dc.conn.local, dc.serverTried(), err)
 	}
 }
 
@@ -376,9 +387,14 @@ func (dc *dialConn) close() {
 	dc.shutdown()
 }
 
-// stateError maps a final client state to the error it ends with.
+// stateError maps a final client state to the error it ends with, and a
+// handshake state to the error it would end with if nothing more arrived.
 func stateError(s client.State) error {
 	switch s {
+	case client.SendingConnectionRequest:
+		return errNoAnswer
+	case client.SendingConnectionResponse:
+		return errNoConfirm
 	case client.ConnectTokenExpired:
 		return ErrConnectTokenExpired
 	case client.InvalidConnectToken:
@@ -386,9 +402,9 @@ func stateError(s client.State) error {
 	case client.ConnectionTimedOut:
 		return ErrConnectionTimedOut
 	case client.ConnectionResponseTimedOut:
-		return ErrConnectionResponseTimedOut
+		return errNoConfirm
 	case client.ConnectionRequestTimedOut:
-		return ErrConnectionRequestTimedOut
+		return errNoAnswer
 	case client.ConnectionDenied:
 		return ErrConnectionDenied
 	}

@@ -27,6 +27,13 @@
 // Close fails with net.ErrClosed, a clean disconnect by the peer reads as
 // io.EOF, and protocol failures wrap the exported Err values.
 //
+// A server answers nothing to a connection request it refuses, so a token
+// already used, a wrong key or protocol id and a server that is down all
+// end a Dial the same way: ErrConnectionRequestTimedOut after the token's
+// timeout, with a message that lists those causes. When the context given
+// to DialContext ends first, the error wraps both the context's error and
+// that state of the handshake.
+//
 // # Goroutines, locks and queues
 //
 // A Listener:

@@ -2,6 +2,7 @@ package netcode
 
 import (
 	"errors"
+	"fmt"
 	"net"
 )
 
@@ -34,6 +35,19 @@ var (
 	ErrFull = errors.New("netcode: server full")
 	// ErrClientIDInUse: a client with that id is connected (ConnectLoopback).
 	ErrClientIDInUse = errors.New("netcode: client id already connected")
+)
+
+// errNoAnswer and errNoConfirm explain the two handshake timeouts. A
+// server answers nothing to a request it refuses (the protocol forbids
+// telling a stranger why), so a refused client sees what a dead server
+// gives it: the error lists the causes.
+var (
+	errNoAnswer = fmt.Errorf("%w: the server never answered; "+
+		"likely causes: the token was already used (each token connects once), "+
+		"the token's private key or protocol id is not the server's, "+
+		"or the server is down or unreachable", ErrConnectionRequestTimedOut)
+	errNoConfirm = fmt.Errorf("%w: the server answered the request but never accepted the client; "+
+		"likely causes: the server stopped or restarted, or its packets are lost on the way", ErrConnectionResponseTimedOut)
 )
 
 // opError wraps err as package net does, so that errors.Is sees err and a

@@ -3,6 +3,7 @@ module github.com/gonetcode/netcode
 go 1.25.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
@@ -43,6 +44,9 @@ type Listener struct {
 	// send is the one send path, shared by the readers, the ticker,
 	// Conn.Write and Close (sink.go); it owns the writer goroutine.
 	send *sendQueue
+
+	received traffic     // datagrams the readers took from the sockets
+	draining atomic.Bool // Drain was called
 }
 
 // Listen announces a netcode server on the local UDP address. network is
@@ -240,6 +244,7 @@ func (l *Listener) readLoop(sock transport.Conn) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
+		l.received.addAll(ms)
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
@@ -363,7 +368,10 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // client that only knows this server gets ErrConnectionDenied. Connected
 // clients are not affected: let them finish, then Close. Drain returns at
 // once, may be called more than once, and cannot be undone.
-func (l *Listener) Drain() { l.core.Drain() }
+func (l *Listener) Drain() {
+	l.draining.Store(true)
+	l.core.Drain()
+}
 
 // Stats returns a snapshot of the server's counters.
 func (l *Listener) Stats() ServerStats {
@@ -387,67 +395,105 @@ func (l *Listener) Stats() ServerStats {
 		PayloadsDropped:    s.PayloadsDropped,
 		KeepAlivesDropped:  l.send.dropped.Load(),
 		SendErrors:         l.send.refused.Load(),
+		Draining:           l.draining.Load(),
+		PacketsReceived:    l.received.packets.Load(),
+		BytesReceived:      l.received.bytes.Load(),
+		PacketsSent:        l.send.sent.packets.Load(),
+		BytesSent:          l.send.sent.bytes.Load(),
 	}
 }
 
 // ServerStats are a Listener's counters: gauges of what it holds now, and
-// counts since it started. Each received datagram that is not a valid
+// counts since it started. Package metrics exports each to Prometheus
+// under the name given with the field. Each received datagram that is not a valid
 // packet for its state is counted once, under the first reason that
 // refused it.
 type ServerStats struct {
 	// Connected is the number of clients connected now (loopback clients
 	// included).
+	// Metric: netcode_server_clients.
 	Connected int
 	// Mappings is the number of encryption mappings held now: one for each
 	// handshake in progress and each connection.
+	// Metric: netcode_server_mappings.
 	Mappings int
 	// MappingsLimit is the most encryption mappings held at once (4 per
 	// client slot); a request that needs one more counts in MappingsFull.
+	// Metric: netcode_server_mappings_limit.
 	MappingsLimit int
 	// History is the number of connect tokens remembered now, each until
 	// it expires.
+	// Metric: netcode_server_token_history.
 	History int
 	// HistoryLimit is the most connect tokens remembered at once (32 per
 	// client slot, at least 4096); a new token past it counts in
 	// HistoryFull.
+	// Metric: netcode_server_token_history_limit.
 	HistoryLimit int
 
 	// Ignored counts datagrams dropped as malformed, unauthenticated or
 	// out of place for their sender's state.
+	// Metric: netcode_server_ignored_packets_total.
 	Ignored uint64
 	// Replayed counts datagrams dropped by replay protection.
+	// Metric: netcode_server_replayed_packets_total.
 	Replayed uint64
 	// ChallengesSent counts connection challenges sent: handshakes begun.
+	// Metric: netcode_server_challenges_sent_total.
 	ChallengesSent uint64
 	// DeniedSent counts connection-denied packets sent: requests and
 	// responses that found every slot taken.
+	// Metric: netcode_server_denied_sent_total.
 	DeniedSent uint64
 	// TokenReuseRefused counts requests refused because their token was
 	// used from another address, or was already connected with.
+	// Metric: netcode_server_token_reuse_refused_total.
 	TokenReuseRefused uint64
 	// AddressNotInToken counts requests refused because the token names
 	// other servers.
+	// Metric: netcode_server_address_not_in_token_total.
 	AddressNotInToken uint64
 	// HistoryFull counts requests with a new token refused because the
 	// token history was full.
+	// Metric: netcode_server_token_history_full_total.
 	HistoryFull uint64
 	// MappingsFull counts requests refused because the encryption mapping
 	// table was full.
+	// Metric: netcode_server_mappings_full_total.
 	MappingsFull uint64
 	// ConnectionsOpened counts connections made (handshakes completed and
 	// loopback clients).
+	// Metric: netcode_server_connections_opened_total.
 	ConnectionsOpened uint64
 	// ConnectionsTimeout counts connections ended because the client fell
 	// silent for its token's timeout.
+	// Metric: netcode_server_connections_timed_out_total.
 	ConnectionsTimeout uint64
 	// PayloadsDropped counts received payloads dropped because their
 	// connection's read queue was full (the sum of every Conn.Dropped).
+	// Metric: netcode_server_payloads_dropped_total.
 	PayloadsDropped uint64
 	// KeepAlivesDropped counts keep-alives not sent because the send queue
 	// was full (the next one follows within 100 ms).
+	// Metric: netcode_server_keepalives_dropped_total.
 	KeepAlivesDropped uint64
 	// SendErrors counts datagrams the socket refused to send.
+	// Metric: netcode_server_send_errors_total.
 	SendErrors uint64
+
+	// Draining reports that Drain was called: connection requests are
+	// denied. Metric: netcode_server_draining (1 while draining).
+	Draining bool
+	// PacketsReceived and BytesReceived count the datagrams the server's
+	// sockets received and their bytes (UDP payload), valid or not.
+	// Metrics: netcode_server_received_packets_total,
+	// netcode_server_received_bytes_total.
+	PacketsReceived, BytesReceived uint64
+	// PacketsSent and BytesSent count the datagrams the server's socket
+	// took to send and their bytes; those it refused are in SendErrors.
+	// Metrics: netcode_server_sent_packets_total,
+	// netcode_server_sent_bytes_total.
+	PacketsSent, BytesSent uint64
 }
 
 // endErrors are what a connection's Read returns once its client left,

@@ -52,6 +52,37 @@ type sendQueue struct {
 	done    chan struct{} // closed when the writer exits
 	dropped atomic.Uint64 // keep-alives dropped on a full queue
 	refused atomic.Uint64 // datagrams the socket refused to send
+	sent    traffic       // datagrams the socket took
+}
+
+// traffic counts datagrams and their bytes, one way, with two atomic adds
+// per batch.
+type traffic struct{ packets, bytes atomic.Uint64 }
+
+func (t *traffic) add(packets, bytes int) {
+	t.packets.Add(uint64(packets))
+	t.bytes.Add(uint64(bytes))
+}
+
+// addAll counts every datagram of ms.
+func (t *traffic) addAll(ms []transport.Message) {
+	n := 0
+	for i := range ms {
+		n += len(ms[i].Buf)
+	}
+	t.add(len(ms), n)
+}
+
+// write sends msgs with writeAll and counts what the socket took and
+// what it refused.
+func (q *sendQueue) write(msgs []transport.Message) {
+	refused, refusedBytes := writeAll(q.tc, msgs)
+	q.refused.Add(uint64(refused))
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Buf)
+	}
+	q.sent.add(len(msgs)-refused, n-refusedBytes)
 }
 
 func newSendQueue(tc transport.Conn) *sendQueue {
@@ -98,7 +129,7 @@ func (q *sendQueue) send(to netip.AddrPort, b []byte, direct bool) {
 		q.busy = true
 		q.mu.Unlock()
 		q.one[0] = transport.Message{Buf: b, Addr: to}
-		q.refused.Add(uint64(writeAll(q.tc, q.one[:])))
+		q.write(q.one[:])
 		q.one[0] = transport.Message{}
 		q.mu.Lock()
 		q.busy = false
@@ -149,7 +180,7 @@ func (q *sendQueue) writer() {
 			q.busy = true
 			q.room.Broadcast()
 			q.mu.Unlock()
-			q.refused.Add(uint64(writeAll(q.tc, msgs)))
+			q.write(msgs)
 			q.mu.Lock()
 			q.busy = false
 		}
@@ -174,17 +205,21 @@ func (q *sendQueue) close() {
 }
 
 // writeAll sends msgs with as few batched writes as the socket allows,
-// skipping datagrams it refuses, and returns how many it refused.
-func writeAll(tc transport.Conn, msgs []transport.Message) (refused int) {
+// skipping datagrams it refuses, and returns how many it refused and
+// their bytes.
+func writeAll(tc transport.Conn, msgs []transport.Message) (refused, refusedBytes int) {
 	for len(msgs) > 0 {
 		batch := msgs[:min(len(msgs), sendBatch)]
 		n, err := tc.WriteBatch(batch)
 		if err != nil {
 			// Skip the datagram that failed and carry on with the rest.
 			refused++
+			if n < len(batch) {
+				refusedBytes += len(batch[n].Buf)
+			}
 			n++
 		}
 		msgs = msgs[min(n, len(msgs)):]
 	}
-	return refused
+	return refused, refusedBytes
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/stacks"
 )
 
 var scaleSessions = flag.Int("bridge.sessions", 200, "sessions TestSessionCost opens in each mode")
@@ -40,12 +41,23 @@ type footprint struct {
 	heap, stacks uint64
 }
 
-func measure() footprint {
+// measure counts the goroutines once none is running a timer's callback
+// (the Conns' keep-alive timers and the bridge's watchdogs fire all the
+// time; each callback is a goroutine for one call, not a cost of a
+// session), and reads the heap and the stacks.
+func measure(t *testing.T) footprint {
+	t.Helper()
+	var n int
+	require.Eventually(t, func() bool {
+		var settled bool
+		n, settled = stacks.Settled(stacks.TimerCallback)
+		return settled
+	}, 10*time.Second, time.Millisecond, "timer callbacks kept running: the goroutines never settled")
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return footprint{runtime.NumGoroutine(), ms.HeapAlloc, ms.StackInuse}
+	return footprint{n, ms.HeapAlloc, ms.StackInuse}
 }
 
 // sessionCost opens n sessions with open (each connected end to end, one
@@ -55,7 +67,7 @@ func measure() footprint {
 // end cannot blur a later measurement.
 func sessionCost(t *testing.T, n int, open func(i int) io.Closer) cost {
 	t.Helper()
-	before := measure()
+	before := measure(t)
 	cs := make([]io.Closer, 0, n)
 	t.Cleanup(func() {
 		for _, c := range cs {
@@ -65,7 +77,7 @@ func sessionCost(t *testing.T, n int, open func(i int) io.Closer) cost {
 	for i := range n {
 		cs = append(cs, open(i))
 	}
-	after := measure()
+	after := measure(t)
 	return cost{
 		goroutines: float64(after.goroutines-before.goroutines) / float64(n),
 		heap:       float64(int64(after.heap)-int64(before.heap)) / float64(n),

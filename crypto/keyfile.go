@@ -43,9 +43,19 @@ func ParseKey(b []byte) (Key, error) {
 	return Key{}, ErrNotAKey
 }
 
+// ErrZeroKey is returned (possibly wrapped) for an all-zero key, a key
+// anyone could mint connect tokens with, which servers refuse. It is a kind
+// of ErrNotAKey: errors.Is(err, ErrNotAKey) holds for it too.
+var ErrZeroKey error = zeroKeyError{}
+
+type zeroKeyError struct{}
+
+func (zeroKeyError) Error() string        { return "netcode/crypto: the key is all zeros" }
+func (zeroKeyError) Is(target error) bool { return target == ErrNotAKey }
+
 func checkKey(k Key) (Key, error) {
 	if k == (Key{}) {
-		return Key{}, fmt.Errorf("%w: the key is all zeros", ErrNotAKey)
+		return Key{}, ErrZeroKey
 	}
 	return k, nil
 }

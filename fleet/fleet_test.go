@@ -389,3 +389,16 @@ func TestNewClient(t *testing.T) {
 		assert.Error(t, err, u)
 	}
 }
+
+// TestListenerDrainedDirectly: a Listener drained without its Server is
+// marked draining at the next heartbeat.
+func TestListenerDrainedDirectly(t *testing.T) {
+	_, rdb := startRedis(t)
+	gs := startServer(t, "udp4", fleet.ServerConfig{Client: rdb, ID: "a"})
+	require.False(t, listed(rdb)["a"].Draining)
+	gs.l.Drain()
+	waitFor(t, 10*time.Second, "marked draining by a heartbeat", func() bool {
+		e := listed(rdb)["a"]
+		return e != nil && e.Draining
+	})
+}

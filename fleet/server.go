@@ -73,9 +73,9 @@ type ServerConfig struct {
 
 // Server is a game server's presence in the registry. Make one with
 // Register. Drain the game server through Server.Drain rather than
-// Listener.Drain, so that the registry knows at once; a Listener drained
-// directly is still named until it leaves the registry. The heartbeat
-// goroutine runs until Close.
+// Listener.Drain, so that the registry and the backends know at once; a
+// Listener drained directly is marked at the next heartbeat. The
+// heartbeat goroutine runs until Close.
 type Server struct {
 	src  Source
 	c    redis.UniversalClient
@@ -189,8 +189,9 @@ func (s *Server) ID() string { return s.info.ID }
 // Info returns the entry the next heartbeat writes.
 func (s *Server) Info() Info {
 	i := s.info
-	i.Connected = s.src.Stats().Connected
-	i.Draining = s.draining.Load()
+	st := s.src.Stats()
+	i.Connected = st.Connected
+	i.Draining = s.draining.Load() || st.Draining
 	return i
 }
 

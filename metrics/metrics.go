@@ -5,13 +5,17 @@
 //	reg.MustRegister(metrics.NewCollector(listener, nil))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-// The collector reads Stats at every scrape; it keeps nothing between
+// Every ServerStats field is exported under the name its documentation
+// gives, with the prefix netcode_server_, and BuildInfoName says which
+// build serves. The collector reads Stats at every scrape; it keeps nothing between
 // scrapes and costs the server nothing in between. It lives in its own
 // package so that the netcode package itself does not depend on
 // github.com/prometheus/client_golang.
 package metrics
 
 import (
+	"runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gonetcode/netcode"
@@ -68,12 +72,36 @@ var metrics = []metric{
 		func(s *netcode.ServerStats) float64 { return float64(s.ConnectionsOpened) }},
 	{"netcode_server_connections_timed_out_total", "Connections ended because the client fell silent (ServerStats.ConnectionsTimeout).", prometheus.CounterValue,
 		func(s *netcode.ServerStats) float64 { return float64(s.ConnectionsTimeout) }},
+	{"netcode_server_draining", "1 once Drain was called: connection requests are denied (ServerStats.Draining).", prometheus.GaugeValue,
+		func(s *netcode.ServerStats) float64 { return boolValue(s.Draining) }},
+	{"netcode_server_received_packets_total", "Datagrams the server's sockets received, valid or not (ServerStats.PacketsReceived).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.PacketsReceived) }},
+	{"netcode_server_received_bytes_total", "Bytes of the datagrams the server's sockets received (ServerStats.BytesReceived).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.BytesReceived) }},
+	{"netcode_server_sent_packets_total", "Datagrams the server's socket took to send (ServerStats.PacketsSent).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.PacketsSent) }},
+	{"netcode_server_sent_bytes_total", "Bytes of the datagrams the server's socket took to send (ServerStats.BytesSent).", prometheus.CounterValue,
+		func(s *netcode.ServerStats) float64 { return float64(s.BytesSent) }},
 }
 
-// Collector is a prometheus.Collector of one server's Stats.
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// BuildInfoName is the metric that says which build serves: always 1,
+// with the labels version (netcode.Version) and goversion (the Go release
+// the program was built with), as Prometheus's own build_info metrics do.
+const BuildInfoName = "netcode_build_info"
+
+// Collector is a prometheus.Collector of one server's Stats, and of
+// BuildInfoName.
 type Collector struct {
-	src   StatsSource
-	descs []*prometheus.Desc
+	src       StatsSource
+	descs     []*prometheus.Desc
+	buildInfo *prometheus.Desc
 }
 
 // NewCollector returns a collector of src's Stats. constLabels are added to
@@ -84,6 +112,8 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 	for i, m := range metrics {
 		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
 	}
+	c.buildInfo = prometheus.NewDesc(BuildInfoName, "The netcode release and Go version the server was built with; always 1.",
+		[]string{"version", "goversion"}, constLabels)
 	return c
 }
 
@@ -92,6 +122,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	ch <- c.buildInfo
 }
 
 // Collect reads the server's Stats once and sends every metric.
@@ -100,4 +131,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for i, m := range metrics {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&st))
 	}
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, netcode.Version, runtime.Version())
 }

@@ -1,15 +1,21 @@
 package metrics_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,7 +24,7 @@ import (
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/loopback"
 	"github.com/gonetcode/netcode/metrics"
-	"github.com/gonetcode/netcode/token"
+	nctoken "github.com/gonetcode/netcode/token"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,6 +45,8 @@ func TestEveryField(t *testing.T) {
 			f.SetInt(int64(100 + i))
 		case reflect.Uint64:
 			f.SetUint(uint64(100 + i))
+		case reflect.Bool:
+			f.SetBool(true)
 		default:
 			t.Fatalf("ServerStats.%s has kind %s: teach the collector", v.Type().Field(i).Name, f.Kind())
 		}
@@ -49,6 +57,9 @@ func TestEveryField(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]float64{}
 	for _, mf := range families {
+		if mf.GetName() == metrics.BuildInfoName {
+			continue // TestBuildInfo
+		}
 		require.Len(t, mf.GetMetric(), 1)
 		m := mf.GetMetric()[0]
 		require.Len(t, m.GetLabel(), 1)
@@ -66,7 +77,11 @@ func TestEveryField(t *testing.T) {
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
 		require.Contains(t, got, name, "ServerStats.%s is not exported", name)
-		assert.Equal(t, float64(100+i), got[name], name)
+		want := float64(100 + i)
+		if v.Field(i).Kind() == reflect.Bool {
+			want = 1
+		}
+		assert.Equal(t, want, got[name], name)
 	}
 	assert.Len(t, got, v.NumField())
 }
@@ -97,9 +112,9 @@ func TestListener(t *testing.T) {
 			assert.Contains(t, scrape(), "netcode_server_clients 0\n")
 			families, err := reg.Gather()
 			require.NoError(t, err)
-			assert.Len(t, families, reflect.TypeFor[netcode.ServerStats]().NumField(), "one metric per ServerStats field")
+			assert.Len(t, families, reflect.TypeFor[netcode.ServerStats]().NumField()+1, "one metric per ServerStats field, and the build's")
 
-			tok, err := token.Generate(token.Params{ProtocolID: 9, ClientID: 5, PrivateKey: key,
+			tok, err := nctoken.Generate(nctoken.Params{ProtocolID: 9, ClientID: 5, PrivateKey: key,
 				ServerAddrs: loopback.AddrPorts(t, l.Addr()), ExpireSeconds: 30, TimeoutSeconds: 5})
 			require.NoError(t, err)
 			loopback.Connect(t, l, tok)
@@ -107,6 +122,103 @@ func TestListener(t *testing.T) {
 			assert.Contains(t, out, "netcode_server_clients 1\n")
 			assert.Contains(t, out, "netcode_server_connections_opened_total 1\n")
 			assert.Contains(t, out, "# TYPE netcode_server_connections_opened_total counter\n")
+			// The handshake's packets, both ways: a request (1078 bytes), a
+			// challenge, a response, a keep-alive at least.
+			st := l.Stats()
+			assert.GreaterOrEqual(t, st.PacketsReceived, uint64(2))
+			assert.GreaterOrEqual(t, st.BytesReceived, uint64(1078))
+			assert.GreaterOrEqual(t, st.PacketsSent, uint64(2))
+			assert.Greater(t, st.BytesSent, uint64(0))
+			assert.Contains(t, out, "netcode_server_draining 0\n")
+			l.Drain()
+			assert.Contains(t, scrape(), "netcode_server_draining 1\n")
 		})
+	}
+}
+
+// TestBuildInfo: netcode_build_info is 1, labelled with the release and
+// the Go version.
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, prometheus.Labels{"server": "eu-1"})))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var found bool
+	for _, mf := range families {
+		if mf.GetName() != metrics.BuildInfoName {
+			continue
+		}
+		found = true
+		assert.Equal(t, "GAUGE", mf.GetType().String())
+		require.Len(t, mf.GetMetric(), 1)
+		m := mf.GetMetric()[0]
+		assert.Equal(t, 1.0, m.GetGauge().GetValue())
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		assert.Equal(t, map[string]string{"server": "eu-1", "version": netcode.Version, "goversion": runtime.Version()}, labels)
+	}
+	assert.True(t, found, "no %s", metrics.BuildInfoName)
+}
+
+// TestPromlint: every metric passes Prometheus's own linter (names, units,
+// counters' _total, help text).
+func TestPromlint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(families).Lint()
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+// TestNamesDocumented: the documentation of each ServerStats field (in
+// listener.go) names the metric that exports it, so that a reader of
+// either finds the other.
+func TestNamesDocumented(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "../listener.go", nil, parser.ParseComments)
+	require.NoError(t, err)
+	docs := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "ServerStats" {
+			return true
+		}
+		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
+			for _, name := range fld.Names {
+				docs[name.Name] = fld.Doc.Text()
+			}
+		}
+		return false
+	})
+	require.Len(t, docs, reflect.TypeFor[netcode.ServerStats]().NumField())
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		_, field, ok := strings.Cut(mf.GetHelp(), "(ServerStats.")
+		if !ok {
+			continue
+		}
+		field = strings.TrimSuffix(field, ").")
+		assert.Contains(t, strings.Join(strings.Fields(docs[field]), " "), mf.GetName(), "the documentation of ServerStats.%s", field)
+	}
+}
+
+// TestReadmeListsEverySeries: the README's Observability section names
+// every series the collector serves.
+func TestReadmeListsEverySeries(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		assert.Contains(t, string(readme), "`"+mf.GetName(), "README.md does not list %s", mf.GetName())
 	}
 }

@@ -70,6 +70,13 @@ var ErrInvalid = errors.New("netcode/token: invalid token")
 // was tampered with.
 var ErrDecrypt = errors.New("netcode/token: token does not decrypt")
 
+// ErrUnspecifiedAddr is returned (wrapped, with ErrInvalid) by Generate and
+// GenerateWith for a server address that no client can send to: an
+// unspecified address (0.0.0.0, ::) or port 0. The Addr of a Listener
+// bound to ":0" or "0.0.0.0:40000" is such an address: mint with the
+// address clients reach the server at, and the Listener's port.
+var ErrUnspecifiedAddr = errors.New("a concrete address and port are needed, not an unspecified address or port 0")
+
 // invalid returns an error that wraps ErrInvalid. The hot paths use
 // package-level values made with it so that rejecting input never allocates.
 func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }
@@ -165,6 +172,11 @@ func (p *Params) validate() error {
 	}
 	if err := checkAddrs(p.ServerAddrs); err != nil {
 		return err
+	}
+	for _, a := range p.ServerAddrs {
+		if a.Addr().Unmap().IsUnspecified() || a.Port() == 0 {
+			return fmt.Errorf("%w: server address %v: %w", ErrInvalid, a, ErrUnspecifiedAddr)
+		}
 	}
 	if len(p.InternalAddrs) != 0 {
 		if len(p.InternalAddrs) != len(p.ServerAddrs) {

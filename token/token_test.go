@@ -701,6 +701,25 @@ func TestGenerateInvalid(t *testing.T) {
 	assert.Len(t, ct.ServerAddrs, 32)
 }
 
+// TestGenerateUnspecifiedAddr: a server address no client can send to
+// (what a Listener bound to ":0" reports as its Addr) is refused with the
+// message the CLI gives, and so is port 0.
+func TestGenerateUnspecifiedAddr(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:40000", "[::]:48558", "[::ffff:0.0.0.0]:1", "127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			p := testParams()
+			p.ServerAddrs = append(p.ServerAddrs, netip.MustParseAddrPort(addr))
+			tok, err := token.Generate(p)
+			assert.Nil(t, tok)
+			assert.ErrorIs(t, err, token.ErrInvalid)
+			assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
+			assert.EqualError(t, err, "netcode/token: invalid token: server address "+addr+": a concrete address and port are needed, not an unspecified address or port 0")
+			_, err = token.GenerateWith(p, 1, [token.NonceBytes]byte{}, crypto.Key{1}, crypto.Key{2})
+			assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
+		})
+	}
+}
+
 func TestAppendBinaryInvalid(t *testing.T) {
 	v := loadVectors(t)
 	good, err := token.Parse(findToken(t, v, "multi").ConnectToken)

@@ -84,7 +84,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		scheme = "wss"
 	}
 	if len(allow) == 0 && len(allowNet) == 0 {
-		return fmt.Errorf("bridge: name the servers it may dial with -allow or -allow-net (it refuses all others)")
+		return errors.New("name the servers it may dial with -allow or -allow-net (it refuses all others)")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := bridge.Config{

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +57,7 @@ func TestResolveAddr(t *testing.T) {
 	tests := []struct {
 		in    string
 		want  string // "": refused
-		errAs any    // with want "": nil for errNotConcrete, else the error type
+		errAs any    // with want "": nil for token.ErrUnspecifiedAddr, else the error type
 	}{
 		{"127.0.0.1:40000", "127.0.0.1:40000", nil},
 		{"[::1]:40000", "[::1]:40000", nil},
@@ -77,7 +78,7 @@ func TestResolveAddr(t *testing.T) {
 				if tc.errAs != nil {
 					assert.ErrorAs(t, err, tc.errAs)
 				} else {
-					assert.ErrorIs(t, err, errNotConcrete)
+					assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
 				}
 				return
 			}
@@ -101,7 +102,7 @@ func TestBridgeAllowHostNames(t *testing.T) {
 	}
 	assert.Equal(t, netip.MustParseAddrPort("192.0.2.1:5"), l[len(l)-1])
 	for _, bad := range []string{"0.0.0.0:1", "localhost:0", "[::]:40000", ":40000"} {
-		assert.ErrorIs(t, l.Set(bad), errNotConcrete, bad)
+		assert.ErrorIs(t, l.Set(bad), token.ErrUnspecifiedAddr, bad)
 	}
 	var badAddr *net.AddrError
 	assert.ErrorAs(t, l.Set("no-port"), &badAddr)
@@ -161,4 +162,89 @@ func TestTokenToPipe(t *testing.T) {
 	require.Len(t, b, netcode.ConnectTokenBytes)
 	_, err = token.Parse(b)
 	require.NoError(t, err)
+}
+
+// TestMessages checks that the CLI's errors have one style: "netcode
+// COMMAND: " and then what is wrong, with no package path of the library
+// and no prefix said twice, and that key errors name where the key came
+// from ("key file NAME" or "-key") and never quote a key.
+func TestMessages(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	zeroHex := strings.Repeat("0", 64)
+	zeroFile := file("zero.key", zeroHex+"\n")
+	badFile := file("bad.key", "hello\n")
+	existing := file("server.key", "keep me\n")
+	badText := strings.Repeat("ab", 31) + "zz"
+	const zeroSays = "the key is all zeros: anyone could mint tokens with it, and servers refuse it (netcode keygen makes a random one)"
+	tests := []struct {
+		name string
+		args []string
+		want string // the whole of stderr
+	}{
+		{"keygen onto a file", []string{"keygen", "-o", existing},
+			"netcode keygen: " + existing + " exists: keygen never overwrites a file (a key in use would be lost); remove it first or choose another -o"},
+		{"key file missing", []string{"token", "-key", "abcd", "-server", "127.0.0.1:1"},
+			"netcode token: key file abcd: file does not exist (nor is it a key in hex or base64)"},
+		{"zero key text", []string{"token", "-key", zeroHex, "-server", "127.0.0.1:1"},
+			"netcode token: -key: " + zeroSays},
+		{"zero key file", []string{"token", "-key", zeroFile, "-server", "127.0.0.1:1"},
+			"netcode token: key file " + zeroFile + ": " + zeroSays},
+		{"zero key, serve", []string{"serve", "-key", zeroFile},
+			"netcode serve: key file " + zeroFile + ": " + zeroSays},
+		{"not a key file", []string{"token", "-key", badFile, "-server", "127.0.0.1:1"},
+			"netcode token: key file " + badFile + ": not a 32-byte key in hex or base64"},
+		{"not a key text", []string{"token", "-key", badText, "-server", "127.0.0.1:1"},
+			"netcode token: -key: not a 32-byte key in hex or base64, and no file of that name exists"},
+		{"bridge without -allow", []string{"bridge"},
+			"netcode bridge: name the servers it may dial with -allow or -allow-net (it refuses all others)"},
+		{"inspect zeros", []string{"inspect", file("zeros.token", string(make([]byte, netcode.ConnectTokenBytes)))},
+			`netcode inspect: invalid token: version info is not "NETCODE 1.02"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := cli(t, tt.args...)
+			assert.Equal(t, 1, code)
+			assert.Equal(t, tt.want+"\n", errs)
+			assert.NotContains(t, errs, "netcode/")
+			assert.NotContains(t, errs, badText, "a key is never quoted")
+		})
+	}
+	b, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me\n", string(b), "keygen left the file alone")
+}
+
+// TestInspectExpiry checks that inspect says how long a token has left,
+// and marks one whose expiry has passed.
+func TestInspectExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		expire uint64
+		want   string
+	}{
+		{uint64(now.Unix()) + 30, "2026-11-25T12:00:30Z (in 30s)"},
+		{uint64(now.Unix()) + 3600, "2026-11-25T13:00:00Z (in 1h0m0s)"},
+		{uint64(now.Unix()), "2026-11-25T12:00:00Z (EXPIRED 0s ago: mint a new token)"},
+		{uint64(now.Unix()) - 90, "2026-11-25T11:58:30Z (EXPIRED 1m30s ago: mint a new token)"},
+		{token.NeverExpires, "never"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, expiry(tt.expire, now))
+	}
+
+	// Through the command: a token minted now, seen a minute later.
+	key := strings.Repeat("ab", 32)
+	tokFile := filepath.Join(t.TempDir(), "t.token")
+	code, _, errs := cli(t, "token", "-key", key, "-server", "127.0.0.1:40000", "-expire", "30", "-o", tokFile)
+	require.Equal(t, 0, code, errs)
+	inspectNow = func() time.Time { return time.Now().Add(time.Minute) }
+	defer func() { inspectNow = time.Now }()
+	code, out, errs := cli(t, "inspect", tokFile)
+	require.Equal(t, 0, code, errs)
+	assert.Regexp(t, `expires: +\S+ \(EXPIRED 3\ds ago: mint a new token\)`, out)
 }

@@ -52,7 +52,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	size := fs.Int("size", 64, "scripted: payload bytes (16..1200)")
 	rate := fs.Float64("rate", 0, "scripted: payloads per second; 0 sends each after the echo of the one before")
 	wait := fs.Duration("wait", 2*time.Second, "scripted: how long to wait for the echo of the last payload")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up connecting after this long")
+	timeout := fs.Duration("timeout", 0, "give up connecting after this long; 0 waits as long as the token allows (its timeout for each server, and its expiry), so that the error says what the protocol saw")
 	verbose := fs.Bool("v", false, "also log the library's protocol events (every state the client passes through)")
 	if err := fs.parse(args, 1); err != nil {
 		return err
@@ -92,13 +92,16 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *verbose {
 		d.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	dctx, cancel := context.WithTimeout(ctx, *timeout)
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if *timeout > 0 {
+		dctx, cancel = context.WithTimeout(ctx, *timeout)
+	}
 	c, err := d.DialContext(dctx, tok)
 	cancel()
 	if err != nil {
 		return describe(err)
 	}
-	fmt.Fprintf(stderr, "netcode client: connected to %s as client %d of %d\n", c.RemoteAddr(), c.ClientIndex(), c.MaxClients())
+	fmt.Fprintf(stderr, "netcode client: connected to %s in slot %d of %d\n", c.RemoteAddr(), c.ClientIndex(), c.MaxClients())
 	if *echo > 0 {
 		err = echoClient(ctx, c, stdout, *echo, *size, *rate, *wait)
 	} else {

@@ -169,7 +169,10 @@ func TestClientErrorsByName(t *testing.T) {
 	tok := mint(t, key, addr)
 	code, _, errs := cli(t, "client", "-echo", "1", "-timeout", "1ns", tok)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errs, "netcode client: context.DeadlineExceeded: ")
+	// The deadline came first: the error names where the handshake stood,
+	// and says that the deadline ended it.
+	assert.Contains(t, errs, "netcode client: ErrConnectionRequestTimedOut: ")
+	assert.Contains(t, errs, "context deadline exceeded after ")
 
 	bad := filepath.Join(t.TempDir(), "bad.token")
 	require.NoError(t, os.WriteFile(bad, make([]byte, netcode.ConnectTokenBytes), 0o600))
@@ -222,7 +225,7 @@ func TestClientBackend(t *testing.T) {
 	}{
 		{"raw", []string{"-auth", "s3cret", "-ca", ca, ts.URL + "/token"}, 0, "3 echoed, 0 lost"},
 		{"base64", []string{"-auth", "s3cret", "-ca", ca, ts.URL + "/token?format=base64"}, 0, "3 echoed, 0 lost"},
-		{"wrong bearer", []string{"-auth", "guess", "-ca", ca, ts.URL + "/token"}, 1, "401 Unauthorized who are you?"},
+		{"wrong bearer", []string{"-auth", "guess", "-ca", ca, ts.URL + "/token"}, 1, "401 Unauthorized: who are you?"},
 		{"unknown CA", []string{"-auth", "s3cret", ts.URL + "/token"}, 1, "certificate"},
 		{"missing CA file", []string{"-ca", ca + ".missing", ts.URL + "/token"}, 1, "no such file"},
 		{"plain http", []string{"-auth", "s3cret", plain.URL + "/token"}, 0, "warning: the bearer token goes over plain http"},
@@ -269,7 +272,8 @@ func TestChatThroughBackend(t *testing.T) {
 
 	code, _, errs := cli(t, "client", "-echo", "1", "-auth", "mallory", "-ca", ca, ts.URL)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errs, "401 Unauthorized")
+	assert.Contains(t, errs, "401 Unauthorized\n", "the backend's body is the status text: said once")
+	assert.NotContains(t, errs, "Unauthorized Unauthorized")
 
 	start := func(secret string) *lineSession {
 		s := &lineSession{done: make(chan int, 1)}
@@ -292,4 +296,25 @@ func TestChatThroughBackend(t *testing.T) {
 		require.NoError(t, s.in.Close())
 		assert.Equal(t, 0, <-s.done, s.errs.String())
 	}
+}
+
+// TestClientTokenUsedTwice runs the client twice with one token, the
+// likeliest mistake: the first connects and names its slot; the server
+// ignores the second, and with the default -timeout (none: the token's
+// own 1 s decides, never a context racing it) the error names the
+// protocol's state and lists the likely causes, the used token first.
+func TestClientTokenUsedTwice(t *testing.T) {
+	addr, key := server(t)
+	tok := mint(t, key, addr, "-timeout", "1")
+	code, _, errs := cli(t, "client", "-echo", "1", tok)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, errs, "in slot 0 of 256")
+	assert.NotContains(t, errs, "client 0 of")
+
+	code, _, errs = cli(t, "client", "-echo", "1", tok)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "netcode client: ErrConnectionRequestTimedOut: ")
+	assert.Contains(t, errs, "the token was already used")
+	assert.NotContains(t, errs, "context deadline exceeded")
+	t.Log(errs)
 }

@@ -41,6 +41,9 @@ func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error
 // writeNew writes a secret file, refusing to overwrite an existing one.
 func writeNew(name string, b []byte) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists: keygen never overwrites a file (a key in use would be lost); remove it first or choose another -o", name)
+	}
 	if err != nil {
 		return err
 	}
@@ -61,14 +64,18 @@ func formatKey(k crypto.Key, b64 bool) string {
 // parseKey reads a key given as hex or base64 text, or as the name of a
 // file holding such text (or the 32 raw bytes), with crypto.ReadKeyFile. A
 // key file that others may read gets a warning on warn.
+//
+// Its errors have one shape: "key file NAME: what is wrong" for a file,
+// "-key: what is wrong" for a key given as text (never quoted: it may be a
+// secret).
 func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
 	if s == "" {
-		return [netcode.KeyBytes]byte{}, errors.New("no key: use -key with a key in hex or base64, or a key file")
+		return [netcode.KeyBytes]byte{}, errors.New("no key: give -key a key in hex or base64, or a key file (netcode keygen -o server.key makes one)")
 	}
 	if _, err := os.Lstat(s); err == nil {
 		k, exposed, err := crypto.ReadKeyFile(s)
 		if err != nil {
-			return k, err
+			return k, keyError("key file "+s, err)
 		}
 		if exposed {
 			fmt.Fprintf(warn, "netcode: warning: key file %s is readable by other users; anyone with the key can mint tokens (chmod 600 %s)\n", s, s)
@@ -79,11 +86,28 @@ func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
 	if err == nil {
 		return k, nil
 	}
-	if errors.Is(err, crypto.ErrNotAKey) && !looksLikeKeyText(s) {
+	if errors.Is(err, crypto.ErrNotAKey) && !errors.Is(err, crypto.ErrZeroKey) && !looksLikeKeyText(s) {
 		// Most likely a file name: say that it is missing.
-		return k, fmt.Errorf("key file %s: %w", s, fs.ErrNotExist)
+		return k, fmt.Errorf("key file %s: %w (nor is it a key in hex or base64)", s, fs.ErrNotExist)
 	}
-	return k, fmt.Errorf("-key: %w (and no file of that name exists)", err)
+	return k, keyError("-key", err)
+}
+
+// keyError says what is wrong with the key from where (a file or -key), in
+// the words of the key errors that have one.
+func keyError(where string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, crypto.ErrZeroKey):
+		return fmt.Errorf("%s: %w: anyone could mint tokens with it, and servers refuse it (netcode keygen makes a random one)", where, crypto.ErrZeroKey)
+	case errors.Is(err, crypto.ErrNotAKey) && where == "-key":
+		return fmt.Errorf("%s: %w, and no file of that name exists", where, crypto.ErrNotAKey)
+	case errors.Is(err, crypto.ErrNotAKey):
+		return fmt.Errorf("%s: %w", where, crypto.ErrNotAKey)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %w", where, pe.Err) // the name is in where
+	}
+	return err // crypto.ReadKeyFile's own, which name the file
 }
 
 // looksLikeKeyText reports whether s could be meant as a key in hex or

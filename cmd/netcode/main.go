@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 )
 
@@ -102,12 +103,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "netcode %s: interrupted\n", c.name)
 			return 1
 		}
-		fmt.Fprintf(stderr, "netcode %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "netcode %s: %s\n", c.name, plainError(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "netcode: unknown command %q\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// libraryPrefix matches the prefixes the library's packages give their
+// errors ("netcode/crypto: ", "netcode/token: "): the command's name
+// already says where a message comes from, and a user of the command does
+// not know the packages.
+var libraryPrefix = regexp.MustCompile(`netcode/[a-z]+: `)
+
+// plainError is err's message for a user of the command.
+func plainError(err error) string {
+	return libraryPrefix.ReplaceAllString(err.Error(), "")
 }
 
 // errUsage reports a command line the flag package already complained about.

@@ -74,7 +74,7 @@ func resolveAddrs(ctx context.Context, s string) ([]netip.AddrPort, error) {
 		return nil, err
 	}
 	if host == "" {
-		return nil, fmt.Errorf("%s: %w", s, errNotConcrete)
+		return nil, fmt.Errorf("%s: %w", s, token.ErrUnspecifiedAddr)
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -91,16 +91,12 @@ func resolveAddrs(ctx context.Context, s string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-// errNotConcrete reports an unspecified address or port 0 where a server's
-// address is needed.
-var errNotConcrete = errors.New("a concrete address and port are needed, not an unspecified address or port 0")
-
 // concreteAddr refuses an unspecified address or port 0, and unmaps an
 // IPv4-mapped IPv6 address.
 func concreteAddr(s string, ap netip.AddrPort) (netip.AddrPort, error) {
 	a := ap.Addr().Unmap()
 	if !a.IsValid() || a.IsUnspecified() || ap.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("%s: %w", s, errNotConcrete)
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s, token.ErrUnspecifiedAddr)
 	}
 	return netip.AddrPortFrom(a, ap.Port()), nil
 }
@@ -187,14 +183,29 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "protocol id: %#x\n", t.ProtocolID)
 	fmt.Fprintf(stdout, "created:     %s\n", time.Unix(int64(t.CreateTimestamp), 0).UTC().Format(time.RFC3339))
-	if t.ExpireTimestamp > math.MaxInt64 {
-		fmt.Fprintf(stdout, "expires:     never\n")
-	} else {
-		fmt.Fprintf(stdout, "expires:     %s\n", time.Unix(int64(t.ExpireTimestamp), 0).UTC().Format(time.RFC3339))
-	}
+	fmt.Fprintf(stdout, "expires:     %s\n", expiry(t.ExpireTimestamp, inspectNow()))
 	fmt.Fprintf(stdout, "timeout:     %d s\n", t.TimeoutSeconds)
 	for i, a := range t.ServerAddrs {
 		fmt.Fprintf(stdout, "server %d:    %s\n", i+1, a)
 	}
 	return nil
+}
+
+// inspectNow is the clock inspect compares a token's expiry with; tests
+// replace it.
+var inspectNow = time.Now
+
+// expiry describes an expire timestamp as seen at now: when, and how long
+// is left or that it has passed (a token is good until its expire second
+// begins, as a server checks it).
+func expiry(ts uint64, now time.Time) string {
+	if ts > math.MaxInt64 {
+		return "never"
+	}
+	at := time.Unix(int64(ts), 0)
+	when := at.UTC().Format(time.RFC3339)
+	if left := at.Sub(now); left > 0 {
+		return fmt.Sprintf("%s (in %v)", when, left.Round(time.Second))
+	}
+	return fmt.Sprintf("%s (EXPIRED %v ago: mint a new token)", when, now.Sub(at).Round(time.Second))
 }

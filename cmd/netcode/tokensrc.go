@@ -138,10 +138,12 @@ func (b tokenBackend) fetch(ctx context.Context, url string) ([]byte, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := string(bytes.TrimSpace(body))
-		if len(msg) > 200 || !printable(body) {
-			msg = ""
+		if len(msg) > 200 || !printable(body) || strings.EqualFold(msg, http.StatusText(resp.StatusCode)) {
+			// Nothing to add to the status (the backend package
+			// answers with the status text alone).
+			return nil, fmt.Errorf("token backend %s: %s", url, resp.Status)
 		}
-		return nil, fmt.Errorf("token backend %s: %s %s", url, resp.Status, msg)
+		return nil, fmt.Errorf("token backend %s: %s: %s", url, resp.Status, msg)
 	}
 	if len(body) > maxTokenText {
 		return nil, fmt.Errorf("token backend %s: %w", url, errTokenTooLarge)

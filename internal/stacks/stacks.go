@@ -48,6 +48,28 @@ func Count(fns ...string) int {
 	return n
 }
 
+// TimerCallback is how a goroutine running a time.AfterFunc callback shows
+// in its stack. Such a goroutine lives for one call: a test that counts
+// goroutines waits until none is running (Settled).
+const TimerCallback = "created by time.goFunc"
+
+// Settled returns the number of goroutines, from one snapshot of them all,
+// and whether none of them is transient: settled is false if any
+// goroutine's stack names one of transient (TimerCallback, for example).
+// A test that measures a cost in goroutines polls until settled, so that
+// callbacks that happen to be running are not counted as the cost.
+func Settled(transient ...string) (n int, settled bool) {
+	gs := all()
+	for _, g := range gs {
+		for _, s := range transient {
+			if strings.Contains(g, s) {
+				return len(gs), false
+			}
+		}
+	}
+	return len(gs), true
+}
+
 // all returns the stack of every goroutine, as runtime.Stack prints it.
 func all() []string {
 	buf := make([]byte, 1<<20)

@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -43,4 +44,26 @@ func TestCount(t *testing.T) {
 		<-done
 	}
 	assert.Zero(t, Count("stacks.parkOnChannel"))
+}
+
+// TestSettled checks that a running timer callback unsettles the count,
+// and that the count is every goroutine.
+func TestSettled(t *testing.T) {
+	c := make(chan struct{})
+	done := make(chan struct{})
+	time.AfterFunc(0, func() {
+		defer close(done)
+		parkOnChannel(c)
+	})
+	require.Eventually(t, func() bool { return Blocked("chan receive", "stacks.parkOnChannel", TimerCallback) },
+		10*time.Second, time.Millisecond, "the callback never showed as running")
+	n, settled := Settled(TimerCallback)
+	assert.False(t, settled, "a timer callback is running")
+	assert.Equal(t, runtime.NumGoroutine(), n)
+	_, settled = Settled("stacks.noSuchFunction")
+	assert.True(t, settled, "nothing transient by that name")
+	close(c)
+	<-done
+	require.Eventually(t, func() bool { _, settled := Settled(TimerCallback); return settled },
+		10*time.Second, time.Millisecond, "the callback never ended")
 }

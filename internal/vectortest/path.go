@@ -15,3 +15,8 @@ func Path(name string) string {
 	}
 	return filepath.Join(filepath.Dir(file), "testdata", name)
 }
+
+// CutePath returns the path of the Cute Protocol vectors file name
+// (primitives.json, token.json, packets.json, replay.json,
+// transcript.json) in internal/vectortest/testdata/cute.
+func CutePath(name string) string { return Path(filepath.Join("cute", name)) }

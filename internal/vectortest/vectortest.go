@@ -1,6 +1,8 @@
-// Package vectortest reads the golden vectors the C reference produced
-// (testdata/netcode-1.02.json in each package that tests against them):
-// the JSON types they are written with, and the file's loader.
+// Package vectortest reads the golden vectors the C references produced,
+// kept once in the module in this package's testdata: netcode-1.02.json
+// (mas-bandwidth/netcode), reliable-vectors.json (mas-bandwidth/reliable)
+// and cute/*.json (Cute Framework's cute_net.h): the JSON types they are
+// written with, and the loaders.
 package vectortest
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Format is the value of the file's "format" field.
@@ -52,14 +55,62 @@ func (v *U64) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// CuteCommit is the Cute Framework commit whose cute_net.h produced the
+// cute/*.json vectors. A file from another commit is refused: its bytes
+// may differ.
+const CuteCommit = "3075638a47b6497faf6fdb859d2be5b7b0e2611a"
+
+// LoadCute decodes the Cute Protocol vectors file at path (see
+// CutePath) into v, after checking that its generator names cute_net.h at
+// CuteCommit.
+func LoadCute(path string, v any) error {
+	return load(path, v, func(b []byte) error {
+		var head struct {
+			Generator *struct {
+				Implementation string `json:"implementation"`
+				Commit         string `json:"commit"`
+			} `json:"generator"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return err
+		}
+		switch {
+		case head.Generator == nil:
+			return fmt.Errorf("no generator")
+		case head.Generator.Commit != CuteCommit:
+			return fmt.Errorf("generator commit %q, want %q", head.Generator.Commit, CuteCommit)
+		case !strings.Contains(head.Generator.Implementation, "cute_net.h"):
+			return fmt.Errorf("generator %q is not cute_net.h", head.Generator.Implementation)
+		}
+		return nil
+	})
+}
+
 // Load decodes the vectors file at path into v, after checking that it is
 // the golden-vectors format at version FormatVersion and names the
 // reference that generated it.
 func Load(path string, v any) error {
+	return load(path, v, checkNetcodeHead)
+}
+
+// load reads path, checks its head with check, and decodes it into v.
+func load(path string, v any, check func([]byte) error) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
+	if err := check(b); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// checkNetcodeHead checks the format, version and generator of a netcode
+// vectors file.
+func checkNetcodeHead(b []byte) error {
 	var head struct {
 		Format        string `json:"format"`
 		FormatVersion *int   `json:"format_version"`
@@ -68,20 +119,17 @@ func Load(path string, v any) error {
 		} `json:"generator"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	switch {
 	case head.Format != Format:
-		return fmt.Errorf("%s: format %q, want %q", path, head.Format, Format)
+		return fmt.Errorf("format %q, want %q", head.Format, Format)
 	case head.FormatVersion == nil:
-		return fmt.Errorf("%s: no format_version", path)
+		return fmt.Errorf("no format_version")
 	case *head.FormatVersion != FormatVersion:
-		return fmt.Errorf("%s: format_version %d, want %d", path, *head.FormatVersion, FormatVersion)
+		return fmt.Errorf("format_version %d, want %d", *head.FormatVersion, FormatVersion)
 	case head.Generator == nil || head.Generator.Reference == "":
-		return fmt.Errorf("%s: no generator reference", path)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("no generator reference")
 	}
 	return nil
 }

@@ -84,6 +84,12 @@ var vectorFiles = []struct {
 }{
 	{"netcode-1.02.json", []string{"internal/vectortest"}},
 	{"reliable-vectors.json", []string{"internal/vectortest"}},
+	{"cute/README.md", []string{"internal/vectortest"}},
+	{"cute/primitives.json", []string{"internal/vectortest"}},
+	{"cute/token.json", []string{"internal/vectortest"}},
+	{"cute/packets.json", []string{"internal/vectortest"}},
+	{"cute/replay.json", []string{"internal/vectortest"}},
+	{"cute/transcript.json", []string{"internal/vectortest"}},
 }
 
 // TestCopiesMatchShared checks that every copy of the vectors in the module
@@ -121,8 +127,9 @@ func checkCopies(t *testing.T, root, name string, dirs []string) {
 		if d.IsDir() && path != root && (d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == name && filepath.Base(filepath.Dir(path)) == "testdata" {
-			rel, err := filepath.Rel(root, filepath.Dir(filepath.Dir(path)))
+		if !d.IsDir() && strings.HasSuffix(filepath.ToSlash(path), "/testdata/"+name) {
+			pkg := strings.TrimSuffix(filepath.ToSlash(path), "/testdata/"+name)
+			rel, err := filepath.Rel(root, filepath.FromSlash(pkg))
 			if err != nil {
 				return err
 			}
@@ -145,6 +152,30 @@ func checkCopies(t *testing.T, root, name string, dirs []string) {
 			}
 		})
 	}
+}
+
+// TestLoadCute loads every Cute Protocol vectors file and refuses one from
+// another generator.
+func TestLoadCute(t *testing.T) {
+	for _, name := range []string{"primitives.json", "token.json", "packets.json", "replay.json", "transcript.json"} {
+		var v map[string]any
+		require.NoError(t, LoadCute(CutePath(name), &v), name)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"other_commit":  `{"generator":{"implementation":"cute_net.h","commit":"0000"}}`,
+		"no_generator":  `{"x":1}`,
+		"other_program": `{"generator":{"implementation":"netcode.c","commit":"` + CuteCommit + `"}}`,
+		"broken":        `{"generator":`,
+	} {
+		p := filepath.Join(dir, name+".json")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		var v map[string]any
+		assert.Error(t, LoadCute(p, &v), name)
+	}
+	var v map[string]any
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.json"), []byte(`{"generator":{"implementation":"cute_net.h v1.03","commit":"`+CuteCommit+`"}}`), 0o600))
+	assert.NoError(t, LoadCute(filepath.Join(dir, "ok.json"), &v))
 }
 
 // TestPath checks that Path names the files in this package's testdata.

@@ -49,9 +49,11 @@ func eval[T any](t *testing.T, ctx context.Context, d time.Duration, script stri
 
 // startTLS makes an App, serves it over HTTPS (so the page uses wss) and
 // starts a browser that accepts the test server's certificate. stop ends
-// the browser, then the App and the server.
+// the browser, then the App and the server. Without a browser it skips (or
+// fails) before it starts anything.
 func startTLS(t *testing.T, cfg app.Config) (a *app.App, hs *httptest.Server, ctx context.Context, stop func()) {
 	t.Helper()
+	browsertest.Need(t)
 	a, err := app.New(cfg)
 	require.NoError(t, err)
 	hs = httptest.NewUnstartedServer(a)

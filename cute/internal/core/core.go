@@ -1,0 +1,84 @@
+// Package core holds the I/O-free Cute Protocol client and server: the
+// state machines of cute_net.h's cn_protocol_client and cn_protocol_server,
+// packet for packet, with the safety the C code lacks. They own no
+// goroutine, socket or clock: the adapter feeds them datagrams and the
+// current time, and every call reports what happened in an Output the
+// caller passes in (datagrams to send, state changes or events, payloads,
+// when to call Update next). Neither calls out or logs: the adapter acts on
+// the Output after the call returns.
+//
+// Time: durations are measured on the monotonic clock of the time.Time
+// values passed in; only token expiry reads their wall clock (Unix
+// seconds), as the C code compares it with the Unix time.
+//
+// Randomness: every secretbox IV and challenge is drawn from crypto/rand.
+// Tests reproduce recorded runs by replacing the source from inside this
+// package (export_test.go); nothing outside it can.
+package core
+
+import (
+	"crypto/rand"
+	"net/netip"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/wire"
+	"github.com/gonetcode/netcode/internal/transport"
+)
+
+// Protocol timing and counts, as in cute_net.h.
+const (
+	// SendRate is CN_PROTOCOL_SEND_RATE: the interval of connect token and
+	// challenge resends, of the server's challenge requests and of
+	// keepalives on both sides. The C constant is the float 0.1f.
+	SendRate = 100 * time.Millisecond
+	// DisconnectPackets is how many redundant DISCONNECT packets either side
+	// sends.
+	DisconnectPackets = 10
+)
+
+// entropy fills b with random bytes. Production cores use systemEntropy.
+type entropy func(b []byte)
+
+// systemEntropy draws from crypto/rand, which does not fail (it crashes
+// the program if the system's generator is unusable).
+func systemEntropy(b []byte) { _, _ = rand.Read(b) }
+
+// outBuf is an Output buffer's starting capacity: room for the ten
+// disconnect packets or a few large payloads.
+const outBuf = 4 * wire.MaxPacketBytes
+
+// datagrams is the part of an Output both cores share: the datagrams to
+// send, whose bytes live in one reused buffer.
+type datagrams struct {
+	// Datagrams are the datagrams to send, in order. Their bytes are valid
+	// until the Output's next use. The type is the one a batched socket
+	// write takes.
+	Datagrams []transport.Message
+
+	buf []byte
+}
+
+// reset empties d for a new call, keeping its memory.
+func (d *datagrams) reset() {
+	clear(d.Datagrams)
+	d.Datagrams = d.Datagrams[:0]
+	d.buf = d.buf[:0]
+}
+
+// mark returns the buffer to append the next datagram to, and where the
+// datagram starts in it.
+func (d *datagrams) mark() ([]byte, int) {
+	if d.buf == nil {
+		d.buf = make([]byte, 0, outBuf)
+	}
+	return d.buf, len(d.buf)
+}
+
+// push records buf[start:], just appended, as a datagram to to. If the
+// append moved buf, earlier datagrams keep pointing into the old array,
+// which stays valid.
+func (d *datagrams) push(buf []byte, start int, to netip.AddrPort) {
+	end := len(buf)
+	d.buf = buf
+	d.Datagrams = append(d.Datagrams, transport.Message{Buf: buf[start:end:end], Addr: to})
+}

@@ -1,0 +1,477 @@
+package core
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/hydro"
+	"github.com/gonetcode/netcode/cute/internal/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const dt = 50 * time.Millisecond
+
+var attacker = netip.MustParseAddrPort("10.6.6.6:4000")
+
+// feed sends one raw datagram to the server and returns what it sent.
+func feed(s *Server, now time.Time, from netip.AddrPort, b []byte) []byte {
+	var out ServerOutput
+	s.Receive(now, from, append([]byte(nil), b...), &out)
+	var all []byte
+	for _, m := range out.Datagrams {
+		all = append(all, m.Buf...)
+	}
+	return all
+}
+
+// TestPendingExpiresByHandshakeTimeout: a token whose sender never answers
+// the challenge is forgotten after its handshake timeout (the C server
+// keeps the handshake, and challenges it every 0.1 s, forever).
+func TestPendingExpiresByHandshakeTimeout(t *testing.T) {
+	s, _ := newServer(t, nil)
+	tok := makeToken(t, tokenOpts{clientID: 1, handshake: 2})
+	n := newNet(t, s)
+	// The token three times, 0.5 s apart: three challenges.
+	for range 3 {
+		feed(s, n.now, attacker, tok[wire.RESTBytes:])
+		n.run(500*time.Millisecond, dt)
+	}
+	require.Equal(t, 1, s.PendingCount())
+	assert.Len(t, n.sent[attacker], 3)
+	n.run(2*time.Second-dt, dt)
+	assert.Equal(t, 0, s.PendingCount())
+	n.run(10*time.Second, dt)
+	assert.Len(t, n.sent[attacker], 3)
+	assert.Equal(t, uint64(1), s.Stats().PendingExpired)
+}
+
+// TestNoAmplification: a flood of valid tokens with a victim's spoofed
+// address, at any rate, gets the victim fewer bytes than the flood
+// carried: each challenge request answers one token and is a third of its
+// size, and nothing is sent unprompted (the C server challenges every
+// 0.1 s on its own).
+func TestNoAmplification(t *testing.T) {
+	for _, every := range []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second} {
+		s, _ := newServer(t, nil)
+		n := newNet(t, s)
+		tok := makeToken(t, tokenOpts{clientID: 1, expire: 30, handshake: 5})
+		in := 0
+		for end := n.now.Add(20 * time.Second); n.now.Before(end); {
+			if n.now.Sub(t0)%every < dt {
+				feed(s, n.now, attacker, tok[wire.RESTBytes:])
+				in += wire.TokenPacketBytes
+			}
+			n.step(dt)
+		}
+		out := 0
+		for _, b := range n.sent[attacker] {
+			out += len(b)
+		}
+		assert.Positive(t, out)
+		assert.Less(t, out, in/2, "every %v: %d bytes in, %d out", every, in, out)
+	}
+}
+
+// TestPendingExpiresWithToken: a handshake ends when its token expires,
+// even within the handshake timeout.
+func TestPendingExpiresWithToken(t *testing.T) {
+	s, _ := newServer(t, nil)
+	tok := makeToken(t, tokenOpts{clientID: 1, expire: 2, handshake: 30})
+	n := newNet(t, s)
+	// Keep the handshake alive with the same token every 0.5 s.
+	for range 6 {
+		feed(s, n.now, attacker, tok[wire.RESTBytes:])
+		n.run(500*time.Millisecond, dt)
+	}
+	assert.Equal(t, 0, s.PendingCount())
+	sent := len(n.sent[attacker])
+	n.run(5*time.Second, dt)
+	assert.Equal(t, sent, len(n.sent[attacker]))
+}
+
+// TestPendingTableBounded: one valid token replayed from more ports than
+// the table holds (the flood that hangs the C server) fills it; the rest
+// are refused and counted, nothing is evicted, and a real client still
+// connects once the flood's handshakes expire, while an existing
+// connection is untouched throughout.
+func TestPendingTableBounded(t *testing.T) {
+	s, _ := newServer(t, func(c *ServerConfig) { c.MaxPending = 8 })
+	n := newNet(t, s)
+	live := n.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, live.State())
+
+	flood := makeToken(t, tokenOpts{clientID: 3, handshake: 1})[wire.RESTBytes:]
+	for port := range 100 {
+		feed(s, n.now, netip.AddrPortFrom(attacker.Addr(), uint16(20000+port)), flood)
+	}
+	assert.Equal(t, 8, s.PendingCount())
+	assert.Equal(t, uint64(92), s.Stats().PendingFull)
+	// The first eight are still the ones being challenged.
+	n.step(dt)
+	for port := range 8 {
+		assert.NotEmpty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), uint16(20000+port))])
+	}
+	assert.Empty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), 20008)])
+
+	n.run(2*time.Second, dt)
+	assert.Equal(t, 0, s.PendingCount())
+	assert.Equal(t, Connected, live.State(), "a live connection is never evicted")
+	late := n.add(netip.MustParseAddrPort("10.0.0.3:1000"), makeToken(t, tokenOpts{clientID: 4}))
+	n.run(300*time.Millisecond, dt)
+	assert.Equal(t, Connected, late.State())
+	assert.Equal(t, Connected, live.State())
+}
+
+// TestNothingAfterDenial: a full server answers a token with
+// CONNECTION_DENIED and then sends that address nothing more (the C server
+// goes on with challenge requests); the denied client ends in
+// ConnectionDenied.
+func TestNothingAfterDenial(t *testing.T) {
+	s, _ := newServer(t, func(c *ServerConfig) { c.MaxClients = 1 })
+	n := newNet(t, s)
+	first := n.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, first.State())
+
+	deniedAddr := netip.MustParseAddrPort("10.0.0.3:1000")
+	denied := n.add(deniedAddr, makeToken(t, tokenOpts{clientID: 3}))
+	n.run(time.Second, dt)
+	assert.Equal(t, ConnectionDenied, denied.State())
+	require.NotEmpty(t, n.sent[deniedAddr])
+	for _, b := range n.sent[deniedAddr] {
+		assert.Equal(t, byte(wire.ConnectionDenied), b[0], "only denials go to a denied address")
+		assert.Len(t, b, wire.EmptyBytes)
+	}
+	count := len(n.sent[deniedAddr])
+	n.run(10*time.Second, dt)
+	assert.Equal(t, count, len(n.sent[deniedAddr]))
+	assert.Equal(t, 0, s.PendingCount())
+
+	// A handshake in progress when the server fills up is denied at its
+	// challenge response and forgotten.
+	s2, _ := newServer(t, func(c *ServerConfig) { c.MaxClients = 1 })
+	n2 := newNet(t, s2)
+	a := n2.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
+	b := n2.add(deniedAddr, makeToken(t, tokenOpts{clientID: 3}))
+	n2.run(2*time.Second, dt)
+	assert.Equal(t, 1, s2.ClientCount())
+	assert.ElementsMatch(t, []State{Connected, ConnectionDenied}, []State{a.State(), b.State()})
+	loser := deniedAddr
+	if b.State() == Connected {
+		loser = netip.MustParseAddrPort("10.0.0.2:1000")
+	}
+	count = len(n2.sent[loser])
+	n2.run(5*time.Second, dt)
+	assert.Equal(t, count, len(n2.sent[loser]))
+}
+
+// TestConsumedTokenRefused: a token a connection was made with is refused
+// until it expires, from any address, after the connection ended; the
+// server asks the history, which never forgets (a flood of 300 other
+// connections, past the C code's 256-entry LRU, changes nothing).
+func TestConsumedTokenRefused(t *testing.T) {
+	s, h := newServer(t, func(c *ServerConfig) { c.MaxClients = 64 })
+	n := newNet(t, s)
+	tok := makeToken(t, tokenOpts{clientID: 2, expire: 120})
+	c := n.add(netip.MustParseAddrPort("10.0.0.2:1000"), tok)
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	c.Disconnect(n.now, &n.cout)
+	n.deliver(netip.MustParseAddrPort("10.0.0.2:1000"), n.cout.datagrams)
+	n.step(dt)
+	require.Equal(t, 0, s.ClientCount())
+
+	for i := range 300 {
+		id := uint64(1000 + i)
+		a := netip.AddrPortFrom(netip.MustParseAddr("10.1.0.1"), uint16(1000+i))
+		o := tokenOpts{clientID: id, expire: 120}
+		o.userData[0], o.userData[1] = byte(i), byte(i>>8)
+		x := n.add(a, makeToken(t, o))
+		n.run(150*time.Millisecond, dt)
+		require.Equal(t, Connected, x.State(), "client %d", i)
+		x.Disconnect(n.now, &n.cout)
+		n.deliver(a, n.cout.datagrams)
+		delete(n.clients, a)
+		n.step(dt)
+	}
+	assert.Len(t, h.m, 301)
+
+	for _, from := range []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:1000"), attacker} {
+		out := feed(s, n.now, from, tok[wire.RESTBytes:])
+		assert.Empty(t, out)
+		n.run(time.Second, dt)
+		assert.Empty(t, n.sent[attacker])
+		assert.Equal(t, 0, s.PendingCount())
+	}
+	assert.Equal(t, uint64(2), s.Stats().TokenReplayed)
+
+	// A full history refuses the connection rather than forget one.
+	s2, h2 := newServer(t, nil)
+	h2.limit = 0
+	n2 := newNet(t, s2)
+	c2 := n2.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
+	n2.run(time.Second, dt)
+	assert.NotEqual(t, Connected, c2.State())
+	assert.Equal(t, 0, s2.ClientCount())
+	assert.NotZero(t, s2.Stats().HistoryFull)
+}
+
+// TestTokenRaceFromTwoAddresses: one token handshaking from two addresses
+// connects once; the other handshake is refused even after the first
+// connection ends (the C server lets it connect then).
+func TestTokenRaceFromTwoAddresses(t *testing.T) {
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	tok := makeToken(t, tokenOpts{clientID: 8})
+	a, b := netip.MustParseAddrPort("10.0.0.2:1000"), netip.MustParseAddrPort("10.0.0.3:1000")
+	ca := n.add(a, tok)
+	cb := n.add(b, tok)
+	n.step(dt) // both tokens arrive; both are challenged
+	require.Equal(t, 2, s.PendingCount())
+	n.clients = map[netip.AddrPort]*Client{a: ca} // b goes quiet
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, ca.State())
+	ca.Disconnect(n.now, &n.cout)
+	n.deliver(a, n.cout.datagrams)
+	n.step(dt)
+	require.Equal(t, 0, s.ClientCount())
+	n.clients = map[netip.AddrPort]*Client{b: cb}
+	n.run(time.Second, dt)
+	assert.NotEqual(t, Connected, cb.State())
+	assert.Equal(t, 0, s.ClientCount())
+	assert.NotZero(t, s.Stats().TokenReplayed)
+}
+
+// TestCreatedAfterExpiryRefused: the client refuses a token created after
+// it expires (the C client does not check).
+func TestCreatedAfterExpiryRefused(t *testing.T) {
+	tok := makeToken(t, tokenOpts{clientID: 1})
+	bad := append([]byte(nil), tok...)
+	wireLE(bad[18:], uint64(t0.Unix())+61) // REST creation > expiration
+	c, err := NewClient(t0, bad, testApp)
+	assert.ErrorIs(t, err, wire.ErrCreatedExpired)
+	assert.Equal(t, InvalidConnectToken, c.State())
+	var out ClientOutput
+	c.Update(t0.Add(time.Second), &out)
+	assert.Empty(t, out.Datagrams)
+}
+
+func wireLE(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+// TestEndpointTypeAfterSignature: an unknown endpoint address type is
+// refused, without a crash or an answer, whether or not the token was
+// re-signed; the signature is checked first (the C server asserts on the
+// type before checking anything).
+func TestEndpointTypeAfterSignature(t *testing.T) {
+	s, _ := newServer(t, nil)
+	tok := makeToken(t, tokenOpts{clientID: 1})
+	pkt := append([]byte(nil), tok[wire.RESTBytes:]...)
+	// A second endpoint of type 3 after the server's own.
+	pkt[31] = 2
+	pkt[35+7] = 3
+	assert.Empty(t, feed(s, t0, attacker, pkt), "unsigned")
+	var sig [hydro.SignatureBytes]byte
+	hydro.SignWith(&sig, pkt[:960], &wire.Context, &testSK, &[32]byte{9})
+	copy(pkt[960:], sig[:])
+	var st wire.ServerToken
+	assert.ErrorIs(t, wire.ReadServerToken(pkt, &testPK, &testSK, testApp, uint64(t0.Unix()), &st), wire.ErrEndpointType)
+	assert.Empty(t, feed(s, t0, attacker, pkt), "re-signed")
+	assert.Equal(t, 0, s.PendingCount())
+}
+
+// connectedPair connects one client to a server and returns them with the
+// network.
+func connectedPair(t testing.TB, o tokenOpts) (*Server, *Client, *simnet, netip.AddrPort) {
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	addr := netip.MustParseAddrPort("10.0.0.2:1000")
+	c := n.add(addr, makeToken(t, o))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	return s, c, n, addr
+}
+
+// TestPayloadLengthMustMatch: a payload whose length field disagrees with
+// the datagram, sealed with the right key, reaches nobody (the C server
+// hands the application the field's length, reading past the plaintext).
+func TestPayloadLengthMustMatch(t *testing.T) {
+	s, c, n, addr := connectedPair(t, tokenOpts{clientID: 5})
+	key := c.tok.ClientToServer
+	for _, edit := range []func([]byte){
+		func(b []byte) { wireLE16(b, 10) },     // says 10, carries 20
+		func(b []byte) { wireLE16(b, 0xffff) }, // says 65535
+		func(b []byte) { wireLE16(b, 21) },     // one too many
+	} {
+		body := make([]byte, 22)
+		edit(body)
+		pkt := sealRaw(wire.Payload, 1000, &key, body)
+		n.events = nil
+		n.inject(addr, testServer, pkt)
+		n.step(dt)
+		for _, e := range n.events {
+			assert.NotEqual(t, EventPayload, e.Kind)
+		}
+	}
+	// The control: a well-formed one arrives.
+	body := make([]byte, 22)
+	wireLE16(body, 20)
+	n.events = nil
+	n.inject(addr, testServer, sealRaw(wire.Payload, 2000, &key, body))
+	n.step(dt)
+	require.Len(t, n.events, 1)
+	assert.Equal(t, EventPayload, n.events[0].Kind)
+	assert.Len(t, n.events[0].Payload, 20)
+	_ = s
+}
+
+func wireLE16(b []byte, v uint16) { b[0], b[1] = byte(v), byte(v>>8) }
+
+// sealRaw seals an arbitrary body as a packet of type t, the way a key
+// holder could.
+func sealRaw(t wire.Type, seq uint64, key *wire.Key, body []byte) []byte {
+	p := make([]byte, wire.HeaderBytes+len(body))
+	p[0] = byte(t)
+	wireLE(p[1:], seq)
+	copy(p[wire.HeaderBytes:], body)
+	hydro.SealIV(p[37:], p[wire.HeaderBytes:], seq, &wire.Context, key, &wire.IV{1})
+	return p
+}
+
+// TestUserDataReachesTheServer: the connection event carries the token's
+// user data exactly (the C server reads it 36 bytes too far).
+func TestUserDataReachesTheServer(t *testing.T) {
+	var o tokenOpts
+	o.clientID = 6
+	for i := range o.userData {
+		o.userData[i] = byte(i*7 + 3)
+	}
+	_, _, n, _ := connectedPair(t, o)
+	require.NotEmpty(t, n.events)
+	assert.Equal(t, EventConnected, n.events[0].Kind)
+	assert.Equal(t, o.userData, n.events[0].UserData)
+	assert.Equal(t, uint64(6), n.events[0].ClientID)
+}
+
+// TestTypeByteNotAuthenticated documents the dialect's weakness, which no
+// wire-compatible change can close: the type byte is outside the
+// secretbox, so an observer who relabels a captured KEEPALIVE (fresh
+// sequence) as DISCONNECT ends the connection on either side.
+func TestTypeByteNotAuthenticated(t *testing.T) {
+	s, c, n, addr := connectedPair(t, tokenOpts{clientID: 7})
+	n.run(time.Second, dt)
+	// Capture a client keepalive on its way to the server, relabel it.
+	var ka []byte
+	for _, b := range n.sent[testServer] {
+		if b[0] == byte(wire.KeepAlive) {
+			ka = b
+		}
+	}
+	require.NotNil(t, ka)
+	forged := bytes.Clone(ka)
+	forged[0] = byte(wire.Disconnect)
+	n.step(dt) // deliver what is in flight
+	var out ServerOutput
+	// A replay of the keepalive itself is refused (its sequence was seen)…
+	s.Receive(n.now, addr, bytes.Clone(ka), &out)
+	assert.Empty(t, out.Events)
+	assert.Equal(t, 1, s.ClientCount())
+	// …and so is the relabelled copy, whose sequence was seen too: the
+	// attack needs a keepalive the server has not received yet.
+	s.Receive(n.now, addr, bytes.Clone(forged), &out)
+	assert.Equal(t, 1, s.ClientCount())
+	// Intercept the next keepalive before it arrives and relabel it.
+	c.Update(n.now.Add(SendRate), &n.cout)
+	require.Len(t, n.cout.Datagrams, 1)
+	fresh := bytes.Clone(n.cout.Datagrams[0].Buf)
+	fresh[0] = byte(wire.Disconnect)
+	s.Receive(n.now, addr, fresh, &out)
+	assert.Equal(t, 0, s.ClientCount(), "the relabelled keepalive disconnected the client")
+}
+
+// TestClientSendNeedsConnection: the client sends payloads only when
+// connected (the C client sends them in any state, even before the
+// handshake, where the server cannot read them).
+func TestClientSendNeedsConnection(t *testing.T) {
+	c, err := NewClient(t0, makeToken(t, tokenOpts{clientID: 1}), testApp)
+	require.NoError(t, err)
+	var out ClientOutput
+	assert.ErrorIs(t, c.Send(t0, []byte("early"), &out), ErrNotConnected)
+	assert.Empty(t, out.Datagrams)
+	_, c2, n, _ := connectedPair(t, tokenOpts{clientID: 2})
+	assert.ErrorIs(t, c2.Send(n.now, make([]byte, wire.MaxPayloadBytes+1), &out), ErrPayloadSize)
+	require.NoError(t, c2.Send(n.now, nil, &out), "an empty payload, as the C client sends")
+	assert.Len(t, out.Datagrams[0].Buf, wire.HeaderBytes+2)
+}
+
+// TestChallengeEchoChecked: a token holder who cannot receive at an
+// address (it spoofs a victim's) cannot complete the handshake for it: the
+// challenge response must echo a challenge the server sent there (the C
+// server accepts any response sealed with the key). A genuine echo of an
+// older challenge still connects.
+func TestChallengeEchoChecked(t *testing.T) {
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	victim := netip.MustParseAddrPort("10.9.9.9:7777")
+	o := tokenOpts{clientID: 11}
+	tok := makeToken(t, o)
+	var ct wire.ClientToken
+	require.NoError(t, wire.ReadClientToken(tok, testApp, 0, &ct))
+	feed(s, n.now, victim, tok[wire.RESTBytes:])
+	n.step(dt)
+	require.Len(t, n.sent[victim], 1) // the challenge the attacker never sees
+
+	forge := func(seq, nonce uint64, data [wire.ChallengeDataBytes]byte) []byte {
+		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &ct.ClientToServer, &wire.IV{3}, nonce, &data)
+	}
+	for seq, nonce := range []uint64{0, 1, 2, 1 << 40} {
+		assert.Empty(t, feed(s, n.now, victim, forge(uint64(seq), nonce, [256]byte{})))
+	}
+	assert.Equal(t, 0, s.ClientCount())
+	n.run(3*time.Second, dt)
+	assert.Len(t, n.sent[victim], 1, "nothing more reached the victim")
+
+	// A real client echoing its (first of two) challenges connects.
+	s2, _ := newServer(t, nil)
+	n2 := newNet(t, s2)
+	feed(s2, n2.now, victim, tok[wire.RESTBytes:])
+	n2.step(SendRate)
+	feed(s2, n2.now, victim, tok[wire.RESTBytes:])
+	n2.step(SendRate)
+	require.Len(t, n2.sent[victim], 2)
+	var p wire.Packet
+	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &ct.ServerToClient, nil, &p))
+	out := feed(s2, n2.now, victim, forge(5, p.ChallengeNonce, [256]byte(p.ChallengeData)))
+	assert.Equal(t, 1, s2.ClientCount())
+	assert.Len(t, out, wire.AcceptedBytes)
+}
+
+// TestServerConfigRefused: every unusable configuration is refused.
+func TestServerConfigRefused(t *testing.T) {
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: newMapHistory(1)}
+	_, err := NewServer(t0, good)
+	require.NoError(t, err)
+	for name, edit := range map[string]func(*ServerConfig){
+		"no history":          func(c *ServerConfig) { c.History = nil },
+		"zero scalar":         func(c *ServerConfig) { c.SecretKey = [64]byte{32: 1} },
+		"public key mismatch": func(c *ServerConfig) { c.PublicKey[0] ^= 1 },
+		"no address":          func(c *ServerConfig) { c.Addr = netip.AddrPort{} },
+		"negative clients":    func(c *ServerConfig) { c.MaxClients = -1 },
+		"too many clients":    func(c *ServerConfig) { c.MaxClients = MaxMaxClients + 1 },
+		"negative pending":    func(c *ServerConfig) { c.MaxPending = -1 },
+		"sub-second timeout":  func(c *ServerConfig) { c.ConnectionTimeout = 1500 * time.Millisecond },
+		"tiny timeout":        func(c *ServerConfig) { c.ConnectionTimeout = time.Millisecond },
+	} {
+		c := good
+		edit(&c)
+		_, err := NewServer(t0, c)
+		assert.ErrorIs(t, err, ErrServerConfig, name)
+	}
+}

@@ -1,0 +1,822 @@
+package core
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/hydro"
+	"github.com/gonetcode/netcode/cute/internal/wire"
+)
+
+// Server defaults and limits.
+const (
+	// DefaultMaxClients is CN_PROTOCOL_SERVER_MAX_CLIENTS, also the value
+	// CONNECTION_ACCEPTED carries.
+	DefaultMaxClients = 32
+	// MaxMaxClients bounds ServerConfig.MaxClients.
+	MaxMaxClients = 4096
+	// DefaultMaxPending is CN_PROTOCOL_ENCRYPTION_STATES_MAX: handshakes in
+	// progress at once.
+	DefaultMaxPending = 64
+	// DefaultConnectionTimeout is Cute Framework's default.
+	DefaultConnectionTimeout = 10 * time.Second
+)
+
+// TokenID names a connect token for the history: see wire.ServerToken.ID.
+type TokenID = [hydro.HeaderBytes]byte
+
+// TokenHistory remembers every connect token a connection was made with
+// until the token expires, so that none is accepted twice. It must never
+// forget a token before its expiry (an LRU that evicts, as the C code's
+// 256-entry cache does, lets a token be replayed); when full it refuses.
+// The Server calls it under its lock; it must not call back.
+type TokenHistory interface {
+	// Consumed reports whether id was consumed and has not expired at now
+	// (Unix seconds).
+	Consumed(id *TokenID, now uint64) bool
+	// Consume records id as consumed until expires (Unix seconds). It
+	// returns false, recording nothing, when the history is full.
+	Consume(id *TokenID, expires, now uint64) bool
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// ApplicationID must match the tokens'.
+	ApplicationID uint64
+	// PublicKey verifies token signatures; SecretKey (its pair, whose
+	// last 32 bytes must be PublicKey) opens their secret sections. An
+	// all-zero secret scalar is refused.
+	PublicKey [hydro.PublicKeyBytes]byte
+	SecretKey [hydro.SecretKeyBytes]byte
+	// Addr is the server's address as tokens list it: a token that does
+	// not list it is refused.
+	Addr netip.AddrPort
+	// MaxClients is the slot count: 0 means DefaultMaxClients, at most
+	// MaxMaxClients. CONNECTION_ACCEPTED tells clients this number.
+	MaxClients int
+	// MaxPending bounds the handshakes in progress: 0 means
+	// DefaultMaxPending. A token from a new address when the table is
+	// full is refused (and counted), never an older handshake evicted.
+	MaxPending int
+	// ConnectionTimeout ends a connection that sent nothing for this long;
+	// whole seconds (it travels as seconds in CONNECTION_ACCEPTED), 0
+	// means DefaultConnectionTimeout.
+	ConnectionTimeout time.Duration
+	// History remembers consumed tokens. Required: NewServer refuses a
+	// nil one rather than run without. The production history is netcode's
+	// O(1) expiry-wheel history (internal/server/history.go), to be shared
+	// out of internal/server for the adapters.
+	History TokenHistory
+}
+
+// ErrServerConfig reports an unusable ServerConfig.
+var ErrServerConfig = errors.New("cute/core: invalid server configuration")
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The server events.
+const (
+	// EventConnected: a client completed the handshake (NEW_CONNECTION).
+	EventConnected EventKind = iota + 1
+	// EventPayload: a payload from a connected client (PAYLOAD_PACKET).
+	EventPayload
+	// EventDisconnected: a client left or was removed (DISCONNECTED).
+	EventDisconnected
+)
+
+// Why a client was disconnected.
+const (
+	ReasonClient  = "client disconnected"
+	ReasonTimeout = "connection timed out"
+	ReasonServer  = "disconnected by the server"
+)
+
+// Event is something that happened to a client slot.
+type Event struct {
+	Kind     EventKind
+	Index    int // the client slot
+	ClientID uint64
+	Addr     netip.AddrPort
+	// UserData is the token's user data (EventConnected), read from its
+	// place in the secret section.
+	UserData [wire.UserDataBytes]byte
+	// Payload is a slice of the datagram passed to Receive, decrypted in
+	// place (EventPayload); Sequence is its packet sequence.
+	Payload  []byte
+	Sequence uint64
+	// Reason says why (EventDisconnected).
+	Reason string
+}
+
+// ServerOutput is what one call to a Server did; reused like ClientOutput.
+type ServerOutput struct {
+	datagrams
+	// Events are what happened, in order.
+	Events []Event
+	// Next is when Update is due. After Update it is the next due time
+	// (zero: nothing pending). After another call it is set only if the
+	// call made an Update due sooner (a challenge owed, a new
+	// connection's keepalives); zero means no change.
+	Next time.Time
+}
+
+func (o *ServerOutput) reset() {
+	o.datagrams.reset()
+	clear(o.Events)
+	o.Events = o.Events[:0]
+	o.Next = time.Time{}
+}
+
+// ServerStats counts what the server refused.
+type ServerStats struct {
+	PendingFull    uint64 // tokens refused because the handshake table was full
+	HistoryFull    uint64 // connections refused because the token history was full
+	TokenReplayed  uint64 // tokens refused because they were consumed
+	Denied         uint64 // CONNECTION_DENIED sent (server full)
+	PendingExpired uint64 // handshakes dropped by handshake timeout or token expiry
+}
+
+// pending is a handshake in progress (cn_protocol_encryption_state_t).
+type pending struct {
+	addr      netip.AddrPort
+	seq       uint64
+	expires   uint64 // token expiry, Unix seconds
+	handshake time.Duration
+	lastRecv  time.Time
+	lastSend  time.Time
+	sent      bool // a challenge request went out
+	// owed is set by each connect token from the address and spent by the
+	// challenge request that answers it: the server answers, it never
+	// volunteers (the C server challenges every 0.1 s whether or not the
+	// address sends anything, an amplifier for spoofed sources).
+	owed     bool
+	clientID uint64
+	c2s, s2c wire.Key
+	id       TokenID
+	userData [wire.UserDataBytes]byte
+	// The last challenges sent: a response must echo one of them.
+	challenges [challengeMemory]challenge
+	nextChal   int
+}
+
+// challengeMemory is how many recent challenges a handshake remembers: a
+// response may echo one of the last few if later ones were lost or
+// reordered.
+const challengeMemory = 4
+
+// challenge is a challenge request's nonce and bytes.
+type challenge struct {
+	set   bool
+	nonce uint64
+	data  [wire.ChallengeDataBytes]byte
+}
+
+// echoes reports whether a challenge response carries one of the
+// handshake's recent challenges.
+func (p *pending) echoes(nonce uint64, data []byte) bool {
+	for i := range p.challenges {
+		c := &p.challenges[i]
+		if c.set && c.nonce == nonce && subtle.ConstantTimeCompare(c.data[:], data) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// slot is a client slot: its lock and the connection it holds.
+type slot struct {
+	mu sync.Mutex
+	conn
+}
+
+// conn is a connection's state. Its identity (connected, gen, clientID,
+// addr) changes only with both Server.mu and the slot's mu held, so either
+// lock is enough to read it; the rest is guarded by the slot's mu.
+type conn struct {
+	connected bool
+	gen       uint64 // counts the slot's connections: a stale index fails the check
+	clientID  uint64
+	addr      netip.AddrPort
+
+	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
+	seq       uint64
+	c2s, s2c  wire.Key
+	replay    wire.Replay
+	lastRecv  time.Time
+	lastSend  time.Time
+	userData  [wire.UserDataBytes]byte
+	iv        wire.IV
+}
+
+// Server is the Cute server state machine (cn_protocol_server). Its
+// methods are safe for concurrent use, and no AEAD operation on a
+// connection's packets runs under a lock shared by all connections:
+//
+//	Server.tick   serialises Update.
+//	Server.mu     (RWMutex) guards the tables: slot identities, the address
+//	              and id maps, the handshakes, the history, the counters,
+//	              the challenge nonce and the tick time. Lookups take it for
+//	              reading and release it before any packet of a connection
+//	              is sealed or opened; handshake packets (tokens, challenges,
+//	              denials) are handled under it.
+//	slot.mu       guards one connection's keys, sequence, replay window and
+//	              timers: its packets are sealed and opened under it alone.
+//
+// Lock order: tick → mu → slot.mu. A goroutine holding slot.mu alone
+// releases it before taking mu.
+type Server struct {
+	tick    sync.Mutex
+	mu      sync.RWMutex
+	cfg     ServerConfig
+	rand    entropy // safe for concurrent use (crypto/rand)
+	timeout uint32  // seconds, as sent
+
+	slots    []slot
+	count    int
+	byAddr   map[netip.AddrPort]int // connected address → slot
+	byID     map[uint64]int         // connected client id → slot
+	pend     []pending              // in insertion order, as the C table's item array
+	pendAddr map[netip.AddrPort]int // address → index in pend
+
+	challengeNonce uint64
+	// last is the time of the last Update. The C server counts the update
+	// interval in which a packet arrived as time since it (its timers
+	// advance after the receive loop), so timers restarted by a packet
+	// start at the previous update, which keeps the keepalive schedule
+	// packet for packet.
+	last  time.Time
+	stats ServerStats
+
+	iv        wire.IV // handshake packets, under mu
+	challenge [wire.ChallengeDataBytes]byte
+	due       []slotRef // Update's scratch, under tick
+}
+
+// slotRef names one connection of a slot.
+type slotRef struct {
+	i   int
+	gen uint64
+}
+
+// NewServer makes a server at time now (cn_protocol_server_start).
+func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
+	if cfg.MaxClients == 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.ConnectionTimeout == 0 {
+		cfg.ConnectionTimeout = DefaultConnectionTimeout
+	}
+	var zero [32]byte
+	switch {
+	case cfg.MaxClients < 1 || cfg.MaxClients > MaxMaxClients,
+		cfg.MaxPending < 1,
+		cfg.ConnectionTimeout < time.Second || cfg.ConnectionTimeout%time.Second != 0 || cfg.ConnectionTimeout/time.Second > 1<<32-1,
+		cfg.History == nil,
+		!cfg.Addr.IsValid(),
+		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1,
+		subtle.ConstantTimeCompare(cfg.SecretKey[32:], cfg.PublicKey[:]) != 1:
+		return nil, ErrServerConfig
+	}
+	return &Server{
+		cfg:      cfg,
+		rand:     systemEntropy,
+		timeout:  uint32(cfg.ConnectionTimeout / time.Second),
+		slots:    make([]slot, cfg.MaxClients),
+		byAddr:   make(map[netip.AddrPort]int),
+		byID:     make(map[uint64]int),
+		pend:     make([]pending, 0, cfg.MaxPending),
+		pendAddr: make(map[netip.AddrPort]int),
+		last:     now,
+	}, nil
+}
+
+// restart is the time a timer restarted by a packet at now counts from.
+// Call with mu held (either way).
+func (s *Server) restart(now time.Time) time.Time {
+	if s.last.After(now) {
+		return now
+	}
+	return s.last
+}
+
+// earlier lowers *next to t.
+func earlier(next *time.Time, t time.Time) {
+	if next.IsZero() || t.Before(*next) {
+		*next = t
+	}
+}
+
+// pendingNext is when the handshakes need an Update. Call with mu held.
+func (s *Server) pendingNext(next *time.Time) {
+	for i := range s.pend {
+		p := &s.pend[i]
+		switch {
+		case p.owed && !p.sent:
+			earlier(next, p.lastRecv)
+		case p.owed:
+			earlier(next, p.lastSend.Add(SendRate))
+		}
+		earlier(next, p.lastRecv.Add(p.handshake))
+		earlier(next, time.Unix(int64(min(p.expires, 1<<62)), 0))
+	}
+}
+
+// Stats returns the refusal counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stats
+}
+
+// ClientCount returns the number of connected clients.
+func (s *Server) ClientCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.count
+}
+
+// PendingCount returns the number of handshakes in progress.
+func (s *Server) PendingCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.pend)
+}
+
+// Receive processes one datagram (one pass of
+// s_protocol_server_receive_packets' loop). data is decrypted in place;
+// an EventPayload's Payload is a slice of it. out.Next is set when the
+// datagram made an Update due sooner (a challenge to send, a new
+// connection's keepalives), else zero.
+func (s *Server) Receive(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	out.reset()
+	if len(data) < wire.HeaderBytes {
+		return
+	}
+	switch t := wire.Type(data[0]); t {
+	case wire.ConnectionAccepted, wire.ConnectionDenied, wire.ChallengeRequest:
+		return
+	case wire.ConnectToken:
+		if len(data) == wire.TokenPacketBytes {
+			s.receiveToken(now, from, data, out)
+		}
+		return
+	default:
+		if t > wire.Payload {
+			return
+		}
+	}
+	s.mu.RLock()
+	i, connected := s.byAddr[from]
+	var ref slotRef
+	var start time.Time
+	if connected {
+		ref = slotRef{i, s.slots[i].gen}
+		start = s.restart(now)
+	}
+	s.mu.RUnlock()
+	if connected {
+		s.receiveConnected(now, start, ref, data, out)
+		return
+	}
+	s.receivePending(now, from, data, out)
+}
+
+// receivePending handles a packet from an address that is handshaking.
+func (s *Server) receivePending(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi, ok := s.pendAddr[from]
+	if !ok {
+		return
+	}
+	p := &s.pend[pi]
+	if p.expires <= unixSeconds(now) {
+		s.removePending(pi)
+		s.stats.PendingExpired++
+		return
+	}
+	var pkt wire.Packet
+	if wire.Open(data, &p.c2s, nil, &pkt) != nil {
+		return
+	}
+	if pkt.Type != wire.ChallengeResponse {
+		p.lastRecv = s.restart(now)
+		return
+	}
+	// The C server does not check the echo, so a token holder could
+	// complete a handshake for an address it does not receive at (a
+	// spoofed victim, which then gets the connection's keepalives).
+	if !p.echoes(pkt.ChallengeNonce, pkt.ChallengeData) {
+		return
+	}
+	p.lastRecv = s.restart(now)
+	if _, taken := s.byID[p.clientID]; taken {
+		return
+	}
+	if s.count == len(s.slots) {
+		s.deny(pi, out)
+		return
+	}
+	s.connect(now, pi, out)
+}
+
+// receiveToken handles a 1024-byte connect token packet. The signature and
+// the secret section are checked before any lock is taken.
+func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	unix := unixSeconds(now)
+	var t wire.ServerToken
+	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, &t) != nil {
+		return
+	}
+	listed := false
+	for _, e := range t.Endpoints[:t.EndpointCount] {
+		listed = listed || e == s.cfg.Addr
+	}
+	if !listed {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer clear(t.ClientToServer[:])
+	defer clear(t.ServerToClient[:])
+	if _, ok := s.byAddr[from]; ok {
+		return
+	}
+	if _, ok := s.byID[t.ClientID]; ok {
+		return
+	}
+	if s.cfg.History.Consumed(&t.ID, unix) {
+		s.stats.TokenReplayed++
+		return
+	}
+	pi, ok := s.pendAddr[from]
+	if s.count == len(s.slots) {
+		if ok {
+			s.deny(pi, out)
+			return
+		}
+		// Full: deny with the token's key and sequence 0, as the C server
+		// does with the handshake state it creates first, but create
+		// none: nothing more goes to this address (the C server goes on
+		// sending it challenge requests).
+		buf, start := out.mark()
+		s.rand(s.iv[:])
+		buf = wire.AppendEmpty(buf, wire.ConnectionDenied, 0, &t.ServerToClient, &s.iv)
+		out.push(buf, start, from)
+		s.stats.Denied++
+		return
+	}
+	if ok {
+		s.pend[pi].lastRecv = s.restart(now)
+		s.pend[pi].owed = true
+		out.Next = now
+		return
+	}
+	if len(s.pend) >= s.cfg.MaxPending {
+		s.stats.PendingFull++
+		return
+	}
+	s.pendAddr[from] = len(s.pend)
+	s.pend = append(s.pend, pending{
+		addr:      from,
+		expires:   t.Expires,
+		handshake: time.Duration(t.HandshakeTimeout) * time.Second,
+		lastRecv:  s.restart(now),
+		owed:      true,
+		clientID:  t.ClientID,
+		c2s:       t.ClientToServer,
+		s2c:       t.ServerToClient,
+		id:        t.ID,
+		userData:  t.UserData,
+	})
+	out.Next = now
+}
+
+// deny answers a handshake with CONNECTION_DENIED (the server is full) and
+// forgets it, so that nothing more is sent to the address. Call with mu.
+func (s *Server) deny(pi int, out *ServerOutput) {
+	p := &s.pend[pi]
+	buf, start := out.mark()
+	s.rand(s.iv[:])
+	buf = wire.AppendEmpty(buf, wire.ConnectionDenied, p.seq, &p.s2c, &s.iv)
+	p.seq++
+	out.push(buf, start, p.addr)
+	s.stats.Denied++
+	s.removePending(pi)
+}
+
+// removePending deletes pend[pi] as the C hash table does: the last item
+// moves into its place. Call with mu.
+func (s *Server) removePending(pi int) {
+	last := len(s.pend) - 1
+	delete(s.pendAddr, s.pend[pi].addr)
+	if pi != last {
+		s.pend[pi] = s.pend[last]
+		s.pendAddr[s.pend[pi].addr] = pi
+	}
+	s.pend[last] = pending{}
+	s.pend = s.pend[:last]
+}
+
+// connect gives the handshake pend[pi] a slot
+// (s_protocol_server_connect_client). Call with mu.
+func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
+	p := &s.pend[pi]
+	i := 0
+	for i < len(s.slots) && s.slots[i].connected {
+		i++
+	}
+	if i == len(s.slots) {
+		return
+	}
+	unix := unixSeconds(now)
+	if s.cfg.History.Consumed(&p.id, unix) {
+		// The same token, handshaking from two addresses: the other one
+		// connected first.
+		s.stats.TokenReplayed++
+		s.removePending(pi)
+		return
+	}
+	if !s.cfg.History.Consume(&p.id, p.expires, unix) {
+		s.stats.HistoryFull++
+		return
+	}
+	c := &s.slots[i]
+	start := s.restart(now)
+	c.mu.Lock()
+	gen := c.gen + 1
+	c.conn = conn{
+		connected: true,
+		gen:       gen,
+		clientID:  p.clientID,
+		addr:      p.addr,
+		seq:       p.seq,
+		c2s:       p.c2s,
+		s2c:       p.s2c,
+		lastRecv:  start,
+		lastSend:  start,
+		userData:  p.userData,
+	}
+	s.count++
+	s.byAddr[c.addr] = i
+	s.byID[c.clientID] = i
+	s.removePending(pi)
+	out.Events = append(out.Events, Event{Kind: EventConnected, Index: i, ClientID: c.clientID, Addr: c.addr, UserData: c.userData})
+	s.sendAccepted(&c.conn, out)
+	out.Next = start.Add(SendRate)
+	c.mu.Unlock()
+}
+
+// sendAccepted sends the connection a CONNECTION_ACCEPTED. Call with its
+// slot's lock.
+func (s *Server) sendAccepted(c *conn, out *ServerOutput) {
+	buf, start := out.mark()
+	s.rand(c.iv[:])
+	buf = wire.AppendAccepted(buf, c.seq, &c.s2c, &c.iv, c.clientID, uint32(len(s.slots)), s.timeout)
+	c.seq++
+	out.push(buf, start, c.addr)
+}
+
+// receiveConnected handles a packet from a connected client, under its
+// slot's lock alone; start is when a timer it restarts counts from.
+func (s *Server) receiveConnected(now, start time.Time, ref slotRef, data []byte, out *ServerOutput) {
+	if wire.Type(data[0]) == wire.ChallengeResponse {
+		return
+	}
+	c := &s.slots[ref.i]
+	c.mu.Lock()
+	if !c.connected || c.gen != ref.gen {
+		c.mu.Unlock()
+		return
+	}
+	var p wire.Packet
+	if wire.Open(data, &c.c2s, &c.replay, &p) != nil {
+		c.mu.Unlock()
+		return
+	}
+	switch p.Type {
+	case wire.KeepAlive:
+		c.lastRecv = start
+		c.confirmed = true
+	case wire.Payload:
+		c.lastRecv = start
+		c.confirmed = true
+		out.Events = append(out.Events, Event{Kind: EventPayload, Index: ref.i, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
+	}
+	c.mu.Unlock()
+	if p.Type == wire.Disconnect {
+		s.mu.Lock()
+		s.dropRef(ref, false, ReasonClient, out)
+		s.mu.Unlock()
+	}
+}
+
+// dropRef ends the connection ref names if it is still there. Call with mu.
+func (s *Server) dropRef(ref slotRef, notify bool, reason string, out *ServerOutput) bool {
+	c := &s.slots[ref.i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected || c.gen != ref.gen {
+		return false
+	}
+	s.drop(ref.i, notify, reason, out)
+	return true
+}
+
+// drop ends slot i's connection, first sending the redundant DISCONNECT
+// packets if notify is set (s_protocol_server_disconnect_client). Call
+// with mu and the slot's lock.
+func (s *Server) drop(i int, notify bool, reason string, out *ServerOutput) {
+	c := &s.slots[i]
+	if notify {
+		for range DisconnectPackets {
+			buf, start := out.mark()
+			s.rand(c.iv[:])
+			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.s2c, &c.iv)
+			c.seq++
+			out.push(buf, start, c.addr)
+		}
+	}
+	s.count--
+	delete(s.byAddr, c.addr)
+	delete(s.byID, c.clientID)
+	out.Events = append(out.Events, Event{Kind: EventDisconnected, Index: i, ClientID: c.clientID, Addr: c.addr, Reason: reason})
+	c.conn = conn{gen: c.gen}
+}
+
+// Update expires handshakes, sends the challenge requests and keepalives
+// that are due and ends the connections that timed out
+// (cn_protocol_server_update after its receive loop). out.Next is when the
+// next Update is due.
+func (s *Server) Update(now time.Time, out *ServerOutput) {
+	out.reset()
+	s.tick.Lock()
+	defer s.tick.Unlock()
+	unix := unixSeconds(now)
+	var next time.Time
+
+	s.mu.Lock()
+	// Handshakes expire by their token's handshake timeout and expiry;
+	// the C server never expires them (its sweep is not called).
+	for pi := 0; pi < len(s.pend); {
+		p := &s.pend[pi]
+		if p.expires <= unix || now.Sub(p.lastRecv) >= p.handshake {
+			s.removePending(pi)
+			s.stats.PendingExpired++
+			continue
+		}
+		pi++
+	}
+	for pi := range s.pend {
+		p := &s.pend[pi]
+		if !p.owed || p.sent && now.Sub(p.lastSend) < SendRate {
+			continue
+		}
+		p.sent, p.owed = true, false
+		p.lastSend = now
+		s.rand(s.challenge[:])
+		s.rand(s.iv[:])
+		c := &p.challenges[p.nextChal]
+		p.nextChal = (p.nextChal + 1) % challengeMemory
+		*c = challenge{set: true, nonce: s.challengeNonce, data: s.challenge}
+		buf, start := out.mark()
+		buf = wire.AppendChallenge(buf, wire.ChallengeRequest, p.seq, &p.s2c, &s.iv, s.challengeNonce, &s.challenge)
+		p.seq++
+		s.challengeNonce++
+		out.push(buf, start, p.addr)
+	}
+	s.pendingNext(&next)
+	s.due = s.due[:0]
+	for i := range s.slots {
+		if c := &s.slots[i]; c.connected {
+			s.due = append(s.due, slotRef{i, c.gen})
+		}
+	}
+	s.mu.Unlock()
+
+	// Keepalives, each under its connection's lock alone.
+	timedOut := false
+	for k, ref := range s.due {
+		c := &s.slots[ref.i]
+		c.mu.Lock()
+		if !c.connected || c.gen != ref.gen {
+			c.mu.Unlock()
+			s.due[k].gen = 0
+			continue
+		}
+		if now.Sub(c.lastSend) >= SendRate {
+			c.lastSend = now
+			if !c.confirmed {
+				s.sendAccepted(&c.conn, out)
+			}
+			buf, start := out.mark()
+			s.rand(c.iv[:])
+			buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.s2c, &c.iv)
+			c.seq++
+			out.push(buf, start, c.addr)
+		}
+		if now.Sub(c.lastRecv) >= s.cfg.ConnectionTimeout {
+			timedOut = true
+		} else {
+			s.due[k].gen = 0
+			earlier(&next, c.lastSend.Add(SendRate))
+			earlier(&next, c.lastRecv.Add(s.cfg.ConnectionTimeout))
+		}
+		c.mu.Unlock()
+	}
+
+	s.mu.Lock()
+	if timedOut {
+		for _, ref := range s.due {
+			if ref.gen != 0 {
+				s.dropRef(ref, true, ReasonTimeout, out)
+			}
+		}
+	}
+	s.last = now
+	s.mu.Unlock()
+	out.Next = next
+}
+
+// Errors of Server.Send.
+var (
+	ErrNoClient = errors.New("cute/core: no client in that slot")
+)
+
+// lookup returns a reference to the connection in slot i.
+func (s *Server) lookup(i int) (slotRef, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+		return slotRef{}, false
+	}
+	return slotRef{i, s.slots[i].gen}, true
+}
+
+// Send seals payload (0..MaxPayloadBytes bytes) to the client in slot i
+// (cn_protocol_server_send_to_client), under that connection's lock alone:
+// a client that has not confirmed its connection gets a
+// CONNECTION_ACCEPTED first.
+func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) error {
+	out.reset()
+	if len(payload) > wire.MaxPayloadBytes {
+		return ErrPayloadSize
+	}
+	ref, ok := s.lookup(i)
+	if !ok {
+		return ErrNoClient
+	}
+	c := &s.slots[i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected || c.gen != ref.gen {
+		return ErrNoClient
+	}
+	if !c.confirmed {
+		s.sendAccepted(&c.conn, out)
+	}
+	buf, start := out.mark()
+	s.rand(c.iv[:])
+	buf = wire.AppendPayload(buf, c.seq, &c.s2c, &c.iv, payload)
+	c.seq++
+	out.push(buf, start, c.addr)
+	c.lastSend = now
+	return nil
+}
+
+// Disconnect ends the connection in slot i, with the redundant
+// DISCONNECT packets if notify is set (cn_protocol_server_disconnect_client).
+func (s *Server) Disconnect(now time.Time, i int, notify bool, out *ServerOutput) error {
+	out.reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected {
+		return ErrNoClient
+	}
+	s.dropRef(slotRef{i, s.slots[i].gen}, notify, ReasonServer, out)
+	return nil
+}
+
+// DisconnectAll ends every connection, with DISCONNECT packets if notify
+// is set, and forgets every handshake (cn_protocol_server_stop, which
+// sends none).
+func (s *Server) DisconnectAll(now time.Time, notify bool, out *ServerOutput) {
+	out.reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.slots {
+		if s.slots[i].connected {
+			s.dropRef(slotRef{i, s.slots[i].gen}, notify, ReasonServer, out)
+		}
+	}
+	for len(s.pend) > 0 {
+		s.removePending(len(s.pend) - 1)
+	}
+}
