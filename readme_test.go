@@ -28,6 +28,7 @@ import (
 	_ "github.com/gonetcode/netcode/backend"
 	_ "github.com/gonetcode/netcode/bridge"
 	_ "github.com/gonetcode/netcode/crypto"
+	_ "github.com/gonetcode/netcode/cute"
 	_ "github.com/gonetcode/netcode/fleet"
 	_ "github.com/gonetcode/netcode/metrics"
 	_ "github.com/gonetcode/netcode/reliable"
@@ -66,6 +67,7 @@ var readmeImports = map[string]string{
 	"bridge":   "github.com/gonetcode/netcode/bridge",
 	"context":  "context",
 	"crypto":   "github.com/gonetcode/netcode/crypto",
+	"cute":     "github.com/gonetcode/netcode/cute",
 	"errors":   "errors",
 	"fleet":    "github.com/gonetcode/netcode/fleet",
 	"fmt":      "fmt",
