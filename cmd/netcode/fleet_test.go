@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,16 +28,18 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	code, _, errs := cli(t, "keygen", "-o", keyFile)
 	require.Equal(t, 0, code, errs)
 
-	ready := make(chan net.Addr, 1)
+	ready, opsAddr := make(chan net.Addr, 1), make(chan net.Addr, 1)
 	serveReady = func(a net.Addr) { ready <- a }
-	defer func() { serveReady = nil }()
+	opsReady = func(a net.Addr) { opsAddr <- a }
+	defer func() { serveReady, opsReady = nil, nil }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var serr bytes.Buffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-key", keyFile, "-max-clients", "8",
-			"-registry", redisSrv.URL(), "-region", "eu", "-tags", "ranked,map=dust", "-id", "s1", "-drain", "30s"}, &bytes.Buffer{}, &serr)
+			"-registry", redisSrv.URL(), "-region", "eu", "-tags", "ranked,map=dust", "-id", "s1", "-drain", "30s",
+			"-metrics", "127.0.0.1:0"}, &bytes.Buffer{}, &serr)
 	}()
 	var addr net.Addr
 	select {
@@ -63,6 +67,13 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	assert.Contains(t, out, "1 servers in 1 regions, 0 of 8 slots taken, 0 draining")
 	row, _ = fleetRow("-region", "us")
 	assert.Empty(t, row, "another region")
+	resp, err := http.Get("http://" + (<-opsAddr).String() + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(body), "netcode_fleet_heartbeats_total", "the registration's metrics beside the server's")
+	assert.Contains(t, string(body), "netcode_fleet_draining 0")
 
 	code, tok, errs := cli(t, "token", "-key", keyFile, "-server", addr.String(), "-client-id", "7")
 	require.Equal(t, 0, code, errs)

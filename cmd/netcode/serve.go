@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/fleet"
 )
 
 // serveReady, if set, is told the server's address once it listens (tests).
@@ -73,6 +74,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		l.Close()
 		return errors.Join(err, ops.close())
+	}
+	if reg != nil {
+		ops.collect(fleet.NewServerCollector(reg.srv, nil))
 	}
 	if serveReady != nil {
 		serveReady(l.Addr())
