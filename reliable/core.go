@@ -35,6 +35,8 @@ type core struct {
 	tokens     float64
 	lastRefill time.Time
 
+	lastTrim time.Time
+
 	srtt, rttvar time.Duration
 	haveRTT      bool
 	highestAcked uint16
@@ -144,6 +146,7 @@ type relSend struct {
 	peerLimit  uint32 // the peer takes chunks below this
 	finWanted  bool
 	finCut     bool
+	used       bool // written to or cut from since the last trim
 }
 
 type sendSlot struct {
@@ -152,7 +155,8 @@ type sendSlot struct {
 	acked   bool
 	lastPkt uint16
 	sends   uint32
-	sentAt  int64 // nanoseconds since the core started
+	firstAt int64 // first sent, in nanoseconds since the core started
+	sentAt  int64 // last sent, likewise
 	data    []byte
 }
 
@@ -161,6 +165,8 @@ type sendSlot struct {
 // counts the bytes from the read position to the frontier.
 type relRecv struct {
 	slots     []recvSlot // a ring indexed by chunk modulo its length, grown up to window
+	held      int        // slots present (received, not yet read)
+	used      bool       // a chunk was stored since the last trim
 	window    uint32
 	next      uint32
 	off       int
@@ -178,10 +184,16 @@ type recvSlot struct {
 	data    []byte
 }
 
-// msgQueue is a bounded ring of messages, its buffers reused.
+// msgQueue is a ring of at most len(bufs) messages whose buffers are
+// reused, and hold at most limit bytes of capacity between them (as
+// allocated, before the allocator's rounding): a peer that fills the queue
+// with its largest messages pins limit bytes, not len(bufs) of them.
 type msgQueue struct {
 	bufs       [][]byte
 	head, size int
+	held       int  // the capacity of bufs, in bytes
+	limit      int  // the most held may be
+	used       bool // a message was pushed since the last trim
 }
 
 func (q *msgQueue) push(b []byte) bool {
@@ -189,9 +201,35 @@ func (q *msgQueue) push(b []byte) bool {
 		return false
 	}
 	i := (q.head + q.size) % len(q.bufs)
+	if cap(q.bufs[i]) < len(b) {
+		q.held -= cap(q.bufs[i])
+		q.bufs[i] = nil
+		// Take the room from the buffers of free slots if need be.
+		for k := q.size + 1; k < len(q.bufs) && q.held+len(b) > q.limit; k++ {
+			j := (q.head + k) % len(q.bufs)
+			q.held -= cap(q.bufs[j])
+			q.bufs[j] = nil
+		}
+		if q.held+len(b) > q.limit {
+			return false
+		}
+		q.bufs[i] = make([]byte, 0, len(b))
+		q.held += len(b)
+	}
 	q.bufs[i] = append(q.bufs[i][:0], b...)
 	q.size++
+	q.used = true
 	return true
+}
+
+// trim frees every buffer of a queue that has stayed empty since the last
+// trim.
+func (q *msgQueue) trim() {
+	if q.size == 0 && !q.used {
+		clear(q.bufs)
+		q.held = 0
+	}
+	q.used = false
 }
 
 func (q *msgQueue) peek() []byte { return q.bufs[q.head] }
@@ -214,6 +252,7 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		pkt:        make([]byte, 0, cfg.maxPayload),
 		tokens:     cfg.rate * cfg.tick.Seconds(),
 		lastRefill: now,
+		lastTrim:   now,
 		lastSend:   now,
 		lastActive: now,
 	}
@@ -233,8 +272,8 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		ch.readable = make(chan struct{}, 1)
 		ch.writable = make(chan struct{}, 1)
 		if s.kind == Unreliable {
-			ch.usnd.bufs = make([][]byte, s.queue)
-			ch.urcv.bufs = make([][]byte, s.queue)
+			ch.usnd = msgQueue{bufs: make([][]byte, s.queue), limit: s.queueBytes}
+			ch.urcv = msgQueue{bufs: make([][]byte, s.queue), limit: s.queueBytes}
 			continue
 		}
 		c.rel = append(c.rel, i)
@@ -274,14 +313,96 @@ func (c *core) setTime(now time.Time) {
 	}
 }
 
-// tick runs the periodic work: the Endpoint's statistics, resends due and
-// acks owed.
+// tick runs the periodic work: the Endpoint's statistics, the ack
+// timeout, resends due and acks owed, and, every trimEvery, the trim of
+// buffers left from traffic that is over.
 func (c *core) tick(now time.Time) {
 	c.setTime(now)
 	c.ep.Update(c.now.Sub(c.start).Seconds())
+	c.checkAckTimeout()
+	if c.now.Sub(c.lastTrim) >= trimEvery {
+		c.lastTrim = c.now
+		c.trim()
+	}
 	c.fresh = true
 	c.flush()
 	c.fresh = false
+}
+
+// giveUpResends is how many times a chunk must have been resent, besides
+// being unacknowledged for the ack timeout, before the connection gives
+// up: a process that was paused longer than the timeout gets its resends
+// a chance first.
+const giveUpResends = 5
+
+// checkAckTimeout ends the connection with ErrAckTimeout if the oldest
+// unacknowledged chunk of a reliable channel has waited for its ack
+// longer than the ack timeout (chunks are first sent in order, so the
+// oldest is at base: one look per channel).
+func (c *core) checkAckTimeout() {
+	if c.cfg.ackTimeout <= 0 {
+		return
+	}
+	for _, i := range c.rel {
+		s := &c.chans[i].snd
+		if s.base == s.next {
+			continue
+		}
+		slot := &s.slots[s.base%uint32(len(s.slots))]
+		if !slot.acked && slot.sends > giveUpResends && c.since(slot.firstAt) >= c.cfg.ackTimeout {
+			c.fail(ErrAckTimeout)
+			return
+		}
+	}
+}
+
+// trimEvery is how often the buffers of traffic that is over are freed.
+const trimEvery = time.Second
+
+// trim frees what traffic that is over left behind: a reliable channel's
+// rings shrink back to initialSlots once empty (their chunk buffers go),
+// its send queue's buffer goes once empty, and an unreliable queue's
+// buffers go once it has stayed empty since the last trim. A connection
+// back to idle costs little more than a new one.
+func (c *core) trim() {
+	for i := range c.chans {
+		cs := &c.chans[i]
+		if cs.spec.kind == Unreliable {
+			cs.usnd.trim()
+			cs.urcv.trim()
+			continue
+		}
+		cs.snd.trim()
+		cs.rcv.trim()
+	}
+}
+
+// trim, if nothing was written since the last trim and nothing is in
+// flight, shrinks the ring to initialSlots, dropping its chunk buffers,
+// and drops the queue's buffer.
+func (s *relSend) trim() {
+	if !s.used && s.base == s.next && s.queued() == 0 {
+		if len(s.slots) > initialSlots {
+			s.slots = make([]sendSlot, initialSlots)
+		} else {
+			clear(s.slots)
+		}
+		s.queue, s.qhead = nil, 0
+	}
+	s.used = false
+}
+
+// trim, if nothing arrived since the last trim and everything received
+// was read, shrinks the ring to initialSlots, dropping its chunk buffers.
+func (r *relRecv) trim() {
+	if !r.used && r.held == 0 {
+		if len(r.slots) > initialSlots {
+			r.slots = make([]recvSlot, initialSlots)
+		} else {
+			clear(r.slots)
+		}
+	}
+	r.used = false
 }
 
 // receive takes one datagram from the message connection.
@@ -490,6 +611,8 @@ func (r *relRecv) store(seq uint32, fin bool, data []byte, cs *chanState) {
 	}
 	slot.present, slot.fin = true, fin
 	slot.data = append(slot.data[:0], data...)
+	r.held++
+	r.used = true
 	moved := false
 	for !r.finReady {
 		s := &r.slots[r.frontier%w]
@@ -549,6 +672,7 @@ func (r *relRecv) read(b []byte, consume bool) int {
 		if off == len(s.data) {
 			if consume {
 				s.present = false
+				r.held--
 			}
 			next++
 			off = 0
@@ -587,6 +711,7 @@ func (s *relSend) write(b ...[]byte) {
 	for _, p := range b {
 		s.queue = append(s.queue, p...)
 	}
+	s.used = true
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -817,7 +942,7 @@ func (c *core) flushChunk(i int) bool {
 		c.sendPacket()
 	}
 	slot := &s.slots[s.next%w]
-	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin}
+	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin, firstAt: c.stamp()}
 	s.qhead += n
 	if s.qhead == len(s.queue) {
 		s.queue, s.qhead = s.queue[:0], 0

@@ -22,8 +22,9 @@ const chunk = 1 << 20
 // mtu is the datagram size both reliable and kcp use (netcode's payload).
 const mtu = netcode.MaxPayloadBytes
 
-// window is the packets in flight both use.
-const window = reliable.DefaultWindow
+// window is the packets in flight both use: reliable's default window in
+// bytes, in packets of a chunk (1168 bytes) each.
+const window = (reliable.DefaultWindowBytes + 1167) / 1168
 
 // goodput writes b.N chunks into w and reads them from r.
 func goodput(b *testing.B, w io.Writer, r io.Reader) {

@@ -1,0 +1,194 @@
+package reliable
+
+import (
+	"encoding/binary"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode/internal/netsim"
+)
+
+// What an authenticated but hostile peer can make a connection hold, with
+// the default configuration: the bounds the README states. A reliable
+// channel's receive window is 256 KiB (226 chunks of 1168 bytes, each in a
+// 1280-byte buffer once allocated, and a ring slot); an unreliable
+// channel's receive queue holds 64 KiB of messages.
+const (
+	maxPinnedReliable   = 300 << 10
+	maxPinnedUnreliable = DefaultQueueBytes
+)
+
+// pinnedRecv returns the bytes a core's receive state holds for channel
+// ch: the ring and the buffers of a reliable channel, the buffers of an
+// unreliable channel's receive queue.
+func pinnedRecv(c *core, ch int) int {
+	cs := &c.chans[ch]
+	if cs.spec.kind == Unreliable {
+		n := 0
+		for _, b := range cs.urcv.bufs {
+			n += cap(b)
+		}
+		return n
+	}
+	r := &cs.rcv
+	n := len(r.slots) * int(unsafe.Sizeof(recvSlot{}))
+	for _, s := range r.slots {
+		n += cap(s.data)
+	}
+	return n
+}
+
+func chunkEntry(ch uint8, seq uint32, data []byte) []byte {
+	p := []byte{entryChunk, ch, 0}
+	p = binary.LittleEndian.AppendUint32(p, seq)
+	p = binary.LittleEndian.AppendUint16(p, uint16(len(data)))
+	return append(p, data...)
+}
+
+func messageEntry(ch uint8, data []byte) []byte {
+	p := []byte{entryMessage, ch}
+	p = binary.LittleEndian.AppendUint16(p, uint16(len(data)))
+	return append(p, data...)
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestWithheldChunkBound is a peer that withholds chunk 0 of a reliable
+// channel and sends every later chunk its window takes, full, and floods
+// the unreliable channel with its largest messages, which the application
+// does not read: what the connection holds stays within the documented
+// bounds (on 40ddb1a: 4096 chunks, about 5.4 MB, and 256 messages of up to
+// 18 KB, about 4.8 MB). Once chunk 0 comes and the application has read
+// everything, the buffers go back within two trims.
+func TestWithheldChunkBound(t *testing.T) {
+	r, err := (&Config{}).resolve(false) // 0 reliable-ordered, 1 unreliable
+	require.NoError(t, err)
+	now := time.Unix(1000, 0)
+	before := heapInUse()
+	c, err := newCore(r, now, func([]byte) {})
+	require.NoError(t, err)
+	layout := binary.LittleEndian.AppendUint32(nil, r.layout)
+	data := make([]byte, r.chunkMax)
+	pkt := uint16(0)
+	chunks := 0
+	for seq := uint32(1); ; seq++ {
+		require.Less(t, seq, uint32(1<<16), "the window never ends")
+		pkt++
+		if !c.process(pkt, append(append([]byte(nil), layout...), chunkEntry(0, seq, data)...)) {
+			break // beyond the window: refused
+		}
+		chunks++
+	}
+	msg := make([]byte, r.chans[1].maxMessage)
+	for range 2 * DefaultQueue {
+		pkt++
+		c.process(pkt, append(append([]byte(nil), layout...), messageEntry(1, msg)...))
+	}
+	require.NoError(t, c.err)
+	rel, unrel := pinnedRecv(c, 0), pinnedRecv(c, 1)
+	heap := int(heapInUse() - before)
+	t.Logf("withheld chunk 0: %d chunks buffered, %d bytes pinned; unreliable queue: %d messages, %d bytes pinned; heap of the core %d bytes",
+		chunks, rel, c.chans[1].urcv.size, unrel, heap)
+	assert.LessOrEqual(t, rel, maxPinnedReliable, "reliable receive state")
+	assert.LessOrEqual(t, unrel, maxPinnedUnreliable, "unreliable receive queue")
+	assert.Positive(t, c.stats.UnreliableDropped, "the flood past the queue is dropped")
+
+	// Chunk 0 comes; the application reads every message.
+	pkt++
+	require.True(t, c.process(pkt, append(append([]byte(nil), layout...), chunkEntry(0, 0, data)...)))
+	buf := make([]byte, r.chunkMax)
+	for c.chans[0].rcv.read(buf, true) > 0 {
+	}
+	for c.chans[1].urcv.size > 0 {
+		c.chans[1].urcv.pop()
+	}
+	for range 2 {
+		now = now.Add(time.Second)
+		c.tick(now)
+	}
+	assert.Equal(t, initialSlots*int(unsafe.Sizeof(recvSlot{})), pinnedRecv(c, 0), "reliable buffers not freed")
+	assert.Zero(t, pinnedRecv(c, 1), "unreliable buffers not freed")
+	runtime.KeepAlive(c)
+}
+
+// TestAckTimeout is a peer that receives everything and acknowledges
+// nothing: the sender gives up with ErrAckTimeout once its oldest chunk
+// has waited for the ack timeout and been resent enough, not before (on
+// 40ddb1a it resent for ever). A peer that acks late, but within the
+// timeout, is not given up on.
+func TestAckTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		want    time.Duration // when the connection ends; 0: never
+	}{
+		{"default", 0, DefaultAckTimeout},
+		{"set", 5 * time.Second, 5 * time.Second},
+		// The resends come first: the fifth is 3.4 s after the first send
+		// (200 ms, doubling, at most 1 s).
+		{"shorter than the resends", time.Second, 3400 * time.Millisecond},
+		{"never", -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := (&Config{AckTimeout: tt.timeout}).resolve(false)
+			require.NoError(t, err)
+			start := time.Unix(1000, 0)
+			sent := 0
+			c, err := newCore(r, start, func([]byte) { sent++ })
+			require.NoError(t, err)
+			c.chans[0].snd.write([]byte("a message nobody acknowledges"))
+			c.flush()
+			now := start
+			for now.Sub(start) < 30*time.Second && c.err == nil {
+				now = now.Add(r.tick)
+				c.tick(now)
+			}
+			if tt.want == 0 {
+				assert.NoError(t, c.err)
+				return
+			}
+			require.ErrorIs(t, c.err, ErrAckTimeout)
+			took := now.Sub(start)
+			assert.GreaterOrEqual(t, took, tt.want, "gave up before the timeout")
+			assert.LessOrEqual(t, took, tt.want+r.tick, "gave up late")
+			assert.Greater(t, c.chans[0].snd.slots[0].sends, uint32(giveUpResends))
+		})
+	}
+}
+
+// TestSessionGivesUpOnSilentPeer runs a Session against a peer that reads
+// every datagram and answers none (alive at the network level, it never
+// acknowledges): the Session ends with ErrAckTimeout, named in an error
+// that names the peer, and its goroutines exit.
+func TestSessionGivesUpOnSilentPeer(t *testing.T) {
+	a, b := simPair(t, 1, netsim.Config{})
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, err := b.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	s, err := NewSession(a, &Config{AckTimeout: time.Second})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Channel(0).Send([]byte("anyone there?")))
+	_, err = s.Channel(0).Receive(make([]byte, 100))
+	require.ErrorIs(t, err, ErrAckTimeout)
+	var oe *net.OpError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, b.LocalAddr().String(), oe.Addr.String())
+}
