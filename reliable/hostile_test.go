@@ -192,3 +192,69 @@ func TestSessionGivesUpOnSilentPeer(t *testing.T) {
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, b.LocalAddr().String(), oe.Addr.String())
 }
+
+// resendLooks fills the window of a reliable channel (windowBytes) with a
+// peer that receives every chunk but chunk 0, so that the window stays
+// full, then has the peer send packets, and returns how many in-flight
+// chunks the sender looked at per packet it received to pick its resends
+// and copies.
+func resendLooks(t *testing.T, windowBytes int) float64 {
+	t.Helper()
+	r, err := (&Config{Channels: []ChannelConfig{
+		{Kind: ReliableOrdered, MaxMessageSize: 1000, WindowBytes: windowBytes}, {Kind: Unreliable},
+	}}).resolve(false)
+	require.NoError(t, err)
+	now := time.Unix(1000, 0)
+	var toA, toB wire
+	var a *core
+	a, err = newCore(r, now, func(p []byte) {
+		for _, ref := range a.refs {
+			if ref.ch == 0 && ref.seq == 0 {
+				return // withheld
+			}
+		}
+		toB.push(p)
+	})
+	require.NoError(t, err)
+	b, err := newCore(r, now, toA.push)
+	require.NoError(t, err)
+	s := &a.chans[0].snd
+	s.limit = 2 * windowBytes
+	s.write(make([]byte, 2*windowBytes))
+	window := uint32(r.chans[0].window)
+	for range 1000 {
+		if s.next-s.base == window {
+			break
+		}
+		now = now.Add(r.tick)
+		a.tick(now)
+		toB.deliver(b, now)
+		b.tick(now)
+		toA.deliver(a, now)
+	}
+	require.Equal(t, window, s.next-s.base, "window not full")
+	require.Equal(t, uint32(0), s.base, "chunk 0 delivered")
+	const packets = 200
+	before := a.looks
+	for range packets {
+		now = now.Add(100 * time.Microsecond)
+		require.True(t, b.chans[1].usnd.push([]byte("state")))
+		b.flush()
+		toA.deliver(a, now)
+		toB.deliver(b, now)
+	}
+	require.NoError(t, a.err)
+	return float64(a.looks-before) / packets
+}
+
+// TestResendCostFlat checks that what a sender does per packet it
+// receives, while a peer withholds chunk 0 and keeps its window full,
+// does not grow with the window: 40ddb1a walked every chunk in flight, in
+// flushChunk and in piggyback, for every packet received.
+func TestResendCostFlat(t *testing.T) {
+	small := resendLooks(t, 64<<10)
+	big := resendLooks(t, 4<<20)
+	t.Logf("chunks looked at per packet received: %.1f with a 64 KiB window, %.1f with 4 MiB", small, big)
+	assert.LessOrEqual(t, big, small+2, "the cost grows with the window")
+	assert.LessOrEqual(t, big, float64(fastList+1+piggybackLooks), "more than the list heads and the copies")
+}
