@@ -74,6 +74,13 @@
 // queued for it in one write to the connection, and has its fair share of
 // the read queue. Refusals for MaxSessions are named: [ErrBridgeFull],
 // [CodeBridgeFull], [RefusedHeader].
+//
+// Whatever a client sends or withholds, its session ends within a bound
+// and frees its slot: closing a WebSocket (a relay session's or a
+// refusal's, 1 s; a Mux session's, 2 s, what is queued for it included)
+// has a deadline on the TCP connection, which is cut when it passes, even
+// if the client declared a frame longer than it sent. So Handler.Close
+// and Mux.Close return within about those bounds.
 package bridge
 
 import (
