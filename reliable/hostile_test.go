@@ -1,9 +1,14 @@
 package reliable
 
 import (
+	"context"
 	"encoding/binary"
+	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -11,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/token"
 )
 
 // What an authenticated but hostile peer can make a connection hold, with
@@ -257,4 +264,79 @@ func TestResendCostFlat(t *testing.T) {
 	t.Logf("chunks looked at per packet received: %.1f with a 64 KiB window, %.1f with 4 MiB", small, big)
 	assert.LessOrEqual(t, big, small+2, "the cost grows with the window")
 	assert.LessOrEqual(t, big, float64(fastList+1+piggybackLooks), "more than the list heads and the copies")
+}
+
+// TestHTTPSlowlorisNeedsTimeouts is the README's http.Server over
+// Streams, against clients that send half a request header and hold it:
+// with the README's ReadHeaderTimeout they are cut, their slots free, and
+// a real request is served; with http.Serve's defaults (the README's
+// example on 40ddb1a) they hold every slot of the server and the request
+// is refused.
+func TestHTTPSlowlorisNeedsTimeouts(t *testing.T) {
+	tests := []struct {
+		name   string
+		srv    *http.Server
+		served bool
+	}{
+		{"README's timeouts", &http.Server{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: time.Second}, true},
+		{"no timeouts", &http.Server{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const slots = 3
+			l, err := netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: slots})
+			require.NoError(t, err)
+			addr := netip.MustParseAddrPort(l.Addr().String())
+			var id atomic.Uint64
+			d := &Dialer{Token: func(context.Context, string, string) ([]byte, error) {
+				return token.Generate(token.Params{
+					ProtocolID: testProtocolID, ClientID: id.Add(1), PrivateKey: testKey,
+					ExpireSeconds: 30, TimeoutSeconds: 5, ServerAddrs: []netip.AddrPort{addr},
+				})
+			}}
+			rl, err := NewListener(l, nil)
+			require.NoError(t, err)
+			srv := tt.srv
+			srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(rl) }()
+			defer func() {
+				require.NoError(t, srv.Close())
+				assert.ErrorIs(t, <-served, http.ErrServerClosed)
+			}()
+
+			for range slots {
+				c, err := d.DialContext(ctxFor(t, 5*time.Second), "udp", "game")
+				require.NoError(t, err)
+				defer c.Close()
+				_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: game\r\n") // and no more
+				require.NoError(t, err)
+			}
+			if tt.served {
+				require.Eventually(t, func() bool { return l.Stats().Connected < slots }, 5*time.Second, 10*time.Millisecond, "no slot freed")
+			} else {
+				time.Sleep(time.Second) // three times the README's ReadHeaderTimeout of this test
+				require.Equal(t, slots, l.Stats().Connected)
+			}
+			tr := &http.Transport{DialContext: d.DialContext}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			resp, err := client.Get("http://game/")
+			if !tt.served {
+				require.ErrorIs(t, err, netcode.ErrConnectionDenied, "every slot held")
+				return
+			}
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, "ok", string(body))
+		})
+	}
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
