@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/stacks"
 	"github.com/gonetcode/netcode/internal/transport"
-	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
