@@ -102,7 +102,7 @@ type ChannelConfig struct {
 	// whole chunks (a packet's worth each, 1168 bytes with the defaults)
 	// and raised to hold one largest message (plus a chunk) on a
 	// reliable-ordered channel. Both ends must agree on it. Default
-	// DefaultWindowBytes (256 KiB).
+	// Config.WindowBytes.
 	WindowBytes int
 	// SendBuffer (reliable) is how many bytes Send queues before it
 	// blocks; it is raised to hold one largest message. Default 256 KiB.
@@ -139,6 +139,12 @@ type Config struct {
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
 	Linger time.Duration
+	// WindowBytes is a Stream's receive window, and that of the reliable
+	// channels whose own ChannelConfig.WindowBytes is 0 (see there):
+	// what the peer can make this end buffer. Default DefaultWindowBytes
+	// (256 KiB); a bulk transfer over a long path wants the
+	// bandwidth-delay product, on both ends.
+	WindowBytes int
 	// AckTimeout gives up on a peer that does not acknowledge reliable
 	// data, as TCP's user timeout does: when a chunk has gone
 	// unacknowledged this long since it was first sent, and was resent
@@ -261,7 +267,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	h.Write([]byte(layoutVersion))
 	for i, ch := range chans {
 		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, sendBuffer: ch.SendBuffer, queue: ch.Queue, queueBytes: ch.QueueBytes}
-		if s.maxMessage < 0 || ch.WindowBytes < 0 || s.sendBuffer < 0 || s.queue < 0 || s.queueBytes < 0 || ch.WindowBytes > maxWindowBytes {
+		if s.maxMessage < 0 || ch.WindowBytes < 0 || c.WindowBytes < 0 || c.WindowBytes > maxWindowBytes || s.sendBuffer < 0 || s.queue < 0 || s.queueBytes < 0 || ch.WindowBytes > maxWindowBytes {
 			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
 		}
 		switch ch.Kind {
@@ -270,6 +276,9 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				s.maxMessage = DefaultMaxReliableMessage
 			}
 			wb := ch.WindowBytes
+			if wb == 0 {
+				wb = c.WindowBytes
+			}
 			if wb == 0 {
 				wb = DefaultWindowBytes
 			}

@@ -340,3 +340,33 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestWindowBytes checks how the receive window in bytes becomes chunks:
+// rounded up, the channel's own setting first, then the Config's (a
+// Stream's), then the default; a reliable-ordered channel's holds one
+// largest message.
+func TestWindowBytes(t *testing.T) {
+	const chunk = 1168 // with one reliable channel
+	tests := []struct {
+		name   string
+		cfg    Config
+		stream bool
+		want   int
+	}{
+		{"stream default", Config{}, true, (DefaultWindowBytes + chunk - 1) / chunk},
+		{"stream set", Config{WindowBytes: 4 << 20}, true, (4<<20 + chunk - 1) / chunk},
+		{"channel from the config", Config{WindowBytes: 1 << 20, Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 1000}}}, false, (1<<20 + chunk - 1) / chunk},
+		{"channel's own first", Config{WindowBytes: 1 << 20, Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 1000, WindowBytes: 10 * chunk}}}, false, 10},
+		{"raised to hold a message", Config{Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 100 * chunk, WindowBytes: 1}}}, false, 102},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := tt.cfg.resolve(tt.stream)
+			require.NoError(t, err)
+			require.Equal(t, chunk, r.chunkMax)
+			assert.Equal(t, tt.want, r.chans[0].window)
+		})
+	}
+	_, err := (&Config{WindowBytes: -1}).resolve(true)
+	assert.ErrorIs(t, err, ErrConfig)
+}
