@@ -67,6 +67,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -111,6 +112,11 @@ type Config struct {
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
 	TimeoutSeconds  int32         // the tokens' connection timeout; default 10
 	ProtocolID      uint64        // default DefaultProtocolID
+	// Dialect "cute" measures the Cute Protocol dialect too (package
+	// cute), in the same run right after netcode, reported beside it;
+	// "" or "netcode" measures netcode only. Cute's server runs in this
+	// process (ServerProcess applies to netcode's).
+	Dialect string
 
 	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
 	ProgressEvery time.Duration // default 1s
@@ -149,6 +155,14 @@ func (c *Config) fill() error {
 	if c.RawReaders <= 0 {
 		c.RawReaders = runtime.GOMAXPROCS(0)
 	}
+	switch c.Dialect {
+	case "", "netcode", "cute":
+	default:
+		return fmt.Errorf("bench: unknown dialect %q (netcode or cute)", c.Dialect)
+	}
+	if c.Dialect == "cute" && c.Size > cute.MaxPayloadBytes {
+		return fmt.Errorf("bench: payload size %d over Cute's %d", c.Size, cute.MaxPayloadBytes)
+	}
 	fillShared(&c.Warmup, &c.DialConcurrency, &c.TimeoutSeconds, &c.ProtocolID, &c.ProgressEvery)
 	return nil
 }
@@ -181,6 +195,7 @@ func fillShared(warmup *time.Duration, dialConcurrency *int, timeoutSeconds *int
 type Result struct {
 	Config  Config
 	Netcode Phase
+	Cute    *Phase  // with Config.Dialect "cute"
 	Raw     *Phase  // with Config.Baseline
 	Ratio   float64 // Netcode.RoundTripsPerSec / Raw.RoundTripsPerSec
 	// CPURatio is the same comparison per CPU second rather than per wall
@@ -199,6 +214,7 @@ type Result struct {
 // Round is one netcode phase and, with a baseline, the raw phase after it.
 type Round struct {
 	Netcode                  Phase
+	Cute                     *Phase
 	Raw                      *Phase
 	Ratio                    float64
 	CPURatio, ServerCPURatio float64
@@ -750,13 +766,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Rounds > 1 && rc.Progress != nil {
 			fmt.Fprintf(rc.Progress, "round %d of %d\n", i+1, cfg.Rounds)
 		}
-		p, err := runNetcode(ctx, &rc)
+		p, err := runDialect(ctx, &rc, "netcode")
 		if err != nil {
 			return nil, err
 		}
 		r := Round{Netcode: *p}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if cfg.Dialect == "cute" {
+			cp, err := runDialect(ctx, &rc, "cute")
+			if err != nil {
+				return nil, err
+			}
+			r.Cute = cp
 		}
 		if cfg.Baseline && cfg.Duration > 0 {
 			raw, err := runRaw(ctx, &rc)
@@ -780,7 +803,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	m := medianRound(rounds)
-	res.Netcode, res.Raw, res.Ratio = m.Netcode, m.Raw, m.Ratio
+	res.Netcode, res.Cute, res.Raw, res.Ratio = m.Netcode, m.Cute, m.Raw, m.Ratio
 	res.CPURatio, res.ServerCPURatio = m.CPURatio, m.ServerCPURatio
 	if len(rounds) > 1 {
 		res.Rounds = rounds
@@ -823,22 +846,34 @@ func labelled(ctx context.Context, side string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels(LabelKey, side), f)
 }
 
-func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
+// runDialect measures one dialect: "netcode" or "cute".
+func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error) {
 	key, err := crypto.GenerateKey()
 	if err != nil {
 		return nil, err
 	}
-	r := newRun(ctx, cfg, "netcode")
-	p := &Phase{Name: "netcode", Clients: cfg.Clients}
+	_, cuteKey := cute.GenerateKeyPair()
+	r := newRun(ctx, cfg, dialect)
+	p := &Phase{Name: dialect, Clients: cfg.Clients}
 
-	srv, err := startEchoServer(ctx, r, key)
+	var srv *echoServer
+	if dialect == "cute" {
+		srv, err = startCuteServer(ctx, r, cuteKey)
+	} else {
+		srv, err = startEchoServer(ctx, r, key)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer srv.close()
 
 	// Tokens are minted before the clock starts.
-	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, srv.addr)
+	var tokens [][]byte
+	if dialect == "cute" {
+		tokens, err = mintCuteTokens(cfg.Clients, cfg.ProtocolID, cuteKey, srv.addr)
+	} else {
+		tokens, err = mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, srv.addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -855,7 +890,11 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
+		cd := &cute.Dialer{}
 		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
+			if dialect == "cute" {
+				return cd.DialContext(ctx, tokens[i])
+			}
 			return d.DialContext(ctx, tokens[i])
 		})
 	})
@@ -906,6 +945,7 @@ type echoServer struct {
 	r        *run
 	addr     netip.AddrPort
 	l        *netcode.Listener // in this process
+	cl       *cute.Listener    // the Cute phase's, in this process
 	accepted chan struct{}     // a connection was accepted (in this process)
 	child    *childProc        // in a child process
 }
@@ -980,7 +1020,11 @@ func (s *echoServer) close() {
 		s.child.stop()
 		return
 	}
-	s.l.Close()
+	if s.cl != nil {
+		s.cl.Close()
+	} else {
+		s.l.Close()
+	}
 	s.r.echoes.Wait()
 }
 
@@ -1019,7 +1063,7 @@ func (s *echoServer) packets() uint64 {
 
 // stats returns the server's counters; nil for a server process.
 func (s *echoServer) stats() *netcode.ServerStats {
-	if s.child != nil {
+	if s.child != nil || s.cl != nil {
 		return nil
 	}
 	st := s.l.Stats()
@@ -1030,6 +1074,9 @@ func (s *echoServer) stats() *netcode.ServerStats {
 func (s *echoServer) status() string {
 	if s.child != nil {
 		return "server: in its own process"
+	}
+	if s.cl != nil {
+		return fmt.Sprintf("server: connected %d", s.cl.ClientCount())
 	}
 	st := s.l.Stats()
 	r := s.r
@@ -1118,7 +1165,7 @@ func (r *run) connectAll(ctx context.Context, concurrency int, dial func(ctx con
 }
 
 // echo is the server's echo loop for one connection.
-func (r *run) echo(c *netcode.Conn) {
+func (r *run) echo(c endpoint) {
 	defer r.echoes.Done()
 	defer c.Close()
 	n := r.serverCounter()
@@ -1149,6 +1196,68 @@ func SortedKeys(m map[string]int) []string {
 
 var _ endpoint = (*net.UDPConn)(nil)
 var _ endpoint = (*netcode.Conn)(nil)
+var _ endpoint = (*cute.Conn)(nil)
+
+// startCuteServer starts the Cute phase's echo server in this process.
+func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServer, error) {
+	cfg := r.cfg
+	s := &echoServer{r: r, accepted: make(chan struct{}, cfg.Clients)}
+	var err error
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		s.cl, err = cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{
+			ApplicationID: cfg.ProtocolID,
+			PublicKey:     sk.Public(),
+			SecretKey:     sk,
+			MaxClients:    min(cfg.MaxClients, cute.MaxMaxClients),
+			MaxPending:    min(cfg.DialConcurrency, 4096),
+			Logger:        cfg.Logger,
+		})
+		if err != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := s.cl.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case s.accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.addr = netip.MustParseAddrPort(s.cl.Addr().String())
+	return s, nil
+}
+
+// mintCuteTokens makes one Cute connect token per client (client ids 1 to
+// n) for the server at addr, valid for an hour.
+func mintCuteTokens(n int, app uint64, sk cute.SecretKey, addr netip.AddrPort) ([][]byte, error) {
+	tokens := make([][]byte, n)
+	for i := range tokens {
+		var err error
+		tokens[i], err = cute.GenerateToken(cute.TokenParams{
+			ApplicationID: app,
+			ClientID:      uint64(i + 1),
+			SecretKey:     sk,
+			ServerAddrs:   []netip.AddrPort{addr},
+			ExpireSeconds: 3600,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}
 
 // mintTokens makes one connect token per client (client ids 1 to n) for
 // the server at addr, valid for an hour.
