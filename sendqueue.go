@@ -18,11 +18,8 @@ type sendQueue = sendq.Queue
 // traffic counts datagrams and their bytes, one way.
 type traffic = sendq.Traffic
 
-// noWait and errStopped: see sendq.NoWait and sendq.ErrStopped.
-var (
-	noWait     = sendq.NoWait
-	errStopped = sendq.ErrStopped
-)
+// noWait: see sendq.NoWait.
+var noWait = sendq.NoWait
 
 // newSendQueue returns the send queue of tc, which drops netcode
 // keep-alives when full.

@@ -17,13 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mac(i int) *[crypto.MACBytes]byte {
-	var m [crypto.MACBytes]byte
-	m[0], m[1], m[2] = byte(i), byte(i>>8), byte(i>>16)
-	m[15] = 0xee
-	return &m
-}
-
 func addrN(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 50, byte(i >> 8), byte(i)}), 1000)
 }
