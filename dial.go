@@ -85,7 +85,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if err != nil {
 		return nil, opError("dial", nil, nil, fmt.Errorf("%w: %v", ErrInvalidConnectToken, err))
 	}
-	network := tokenNetwork(tok)
+	network := transport.NetworkFor(tok.ServerAddrs)
 	// Errors name the server tried: the first until the handshake moves on.
 	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
 	laddr := d.LocalAddr
@@ -154,25 +154,6 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 // serverTried is the address of the server the handshake was with last.
 func (dc *dialConn) serverTried() net.Addr {
 	return net.UDPAddrFromAddrPort(dc.core.ServerAddr())
-}
-
-// tokenNetwork picks the socket family the token's servers need.
-func tokenNetwork(t *token.ConnectToken) string {
-	v4, v6 := false, false
-	for _, a := range t.ServerAddrs {
-		if a.Addr().Unmap().Is4() {
-			v4 = true
-		} else {
-			v6 = true
-		}
-	}
-	switch {
-	case v4 && !v6:
-		return "udp4"
-	case v6 && !v4:
-		return "udp6"
-	}
-	return "udp"
 }
 
 // dialConn is the client side of a Conn: the client core, its socket, the

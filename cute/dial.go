@@ -62,25 +62,6 @@ func stateErr(s core.State) error {
 	return io.EOF // Disconnected: the server said goodbye
 }
 
-// tokenNetwork is the socket network the token's servers need.
-func tokenNetwork(addrs []netip.AddrPort) string {
-	v4, v6 := false, false
-	for _, a := range addrs {
-		if a.Addr().Unmap().Is4() {
-			v4 = true
-		} else {
-			v6 = true
-		}
-	}
-	switch {
-	case v4 && !v6:
-		return "udp4"
-	case v6 && !v4:
-		return "udp6"
-	}
-	return "udp"
-}
-
 // DialContext connects with a connect token, trying its servers in order,
 // and returns once connected. Its errors wrap ErrInvalidConnectToken,
 // ErrConnectTokenExpired, ErrConnectionDenied,
@@ -104,7 +85,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if laddr == "" {
 		laddr = ":0"
 	}
-	uc, err := transport.ListenUDP(tokenNetwork(ct.ServerAddrs), laddr, 0)
+	uc, err := transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
 	}
