@@ -295,7 +295,7 @@ func TestAttackTokenReuse(t *testing.T) {
 			_, err = DialContext(ctx, tok) // after the connection ended
 			require.ErrorIs(t, err, ErrConnectionRequestTimedOut)
 			assert.NotZero(t, s.Stats().TokenReplayed)
-			assert.Zero(t, s.ClientCount())
+			assert.Zero(t, s.Stats().Connected)
 		})
 	}
 }
@@ -320,11 +320,11 @@ func TestAttackPendingBound(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return s.Stats().PendingFull >= 8 }, 5*time.Second, 5*time.Millisecond,
 				"stats %+v", s.Stats())
-			assert.LessOrEqual(t, s.core.PendingCount(), 4)
+			assert.LessOrEqual(t, s.Stats().Pending, 4)
 			buf := make([]byte, 8)
 			echo(t, cli, srv, []byte("alive"), buf)
 			echo(t, srv, cli, []byte("alive"), buf)
-			require.Eventually(t, func() bool { return s.core.PendingCount() == 0 }, 5*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return s.Stats().Pending == 0 }, 5*time.Second, 10*time.Millisecond,
 				"handshakes expire by their handshake timeout")
 			assert.NotZero(t, s.Stats().PendingExpired)
 			_ = socks

@@ -359,11 +359,35 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // ClientCount returns the number of connected clients.
 func (l *Listener) ClientCount() int { return l.core.ClientCount() }
 
-// Stats are a Listener's refusal counters: see the README's security table.
-type Stats = core.ServerStats
+// Stats are a Listener's counters since it started: what it refused and
+// why (see the README's security table), and what it holds now.
+type Stats struct {
+	Connected         int    // clients connected now
+	Pending           int    // handshakes in progress now
+	PendingFull       uint64 // tokens refused because the handshake table was full
+	PendingExpired    uint64 // handshakes dropped by handshake timeout or token expiry
+	HistoryFull       uint64 // connections refused because the token history was full
+	TokenReplayed     uint64 // tokens refused because they were consumed already
+	Denied            uint64 // CONNECTION_DENIED sent (server full)
+	KeepAlivesDropped uint64 // keepalives dropped by a full send queue
+	SendErrors        uint64 // datagrams the socket refused to send
+}
 
 // Stats returns a snapshot of the server's counters.
-func (l *Listener) Stats() Stats { return l.core.Stats() }
+func (l *Listener) Stats() Stats {
+	s := l.core.Stats()
+	return Stats{
+		Connected:         l.core.ClientCount(),
+		Pending:           l.core.PendingCount(),
+		PendingFull:       s.PendingFull,
+		PendingExpired:    s.PendingExpired,
+		HistoryFull:       s.HistoryFull,
+		TokenReplayed:     s.TokenReplayed,
+		Denied:            s.Denied,
+		KeepAlivesDropped: l.sq.Dropped(),
+		SendErrors:        l.sq.Refused(),
+	}
+}
 
 // Close disconnects every client (with DISCONNECT packets), stops the
 // read loop and the writer, and closes the socket. Conns end with
