@@ -406,3 +406,59 @@ func TestManyClients(t *testing.T) {
 	s.Close()
 	wg.Wait()
 }
+
+// TestListenRefuses: a zero key, a mismatched pair, an unspecified address
+// without PublicAddr and an impossible slot count are refused before any
+// packet is read.
+func TestListenRefuses(t *testing.T) {
+	pk, sk := GenerateKeyPair()
+	pk2, _ := GenerateKeyPair()
+	tests := []struct {
+		name string
+		addr string
+		cfg  ServerConfig
+		want error
+	}{
+		{"zero key", "127.0.0.1:0", ServerConfig{}, ErrZeroKey},
+		{"mismatched pair", "127.0.0.1:0", ServerConfig{PublicKey: pk2, SecretKey: sk}, ErrKeyMismatch},
+		{"unspecified address", "0.0.0.0:0", ServerConfig{PublicKey: pk, SecretKey: sk}, errNotSpecific},
+		{"too many slots", "127.0.0.1:0", ServerConfig{PublicKey: pk, SecretKey: sk, MaxClients: MaxMaxClients + 1}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := Listen("udp4", tt.addr, &tt.cfg)
+			require.Error(t, err)
+			require.Nil(t, l)
+			if tt.want != nil {
+				require.ErrorIs(t, err, tt.want)
+			}
+		})
+	}
+	// With PublicAddr, an unspecified address serves.
+	l, err := Listen("udp4", "0.0.0.0:0", &ServerConfig{PublicKey: pk, SecretKey: sk, PublicAddr: netip.MustParseAddrPort("127.0.0.1:9")})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+}
+
+// TestAcceptQueueFull: a client that connects while the accept queue is
+// full is disconnected (its Read sees io.EOF), never left in a slot no
+// one can reach; the queued ones stay.
+func TestAcceptQueueFull(t *testing.T) {
+	s := listen(t, "udp4", "127.0.0.1:0", func(c *ServerConfig) { c.AcceptQueue = 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := DialContext(ctx, s.token(t, 1, nil))
+	require.NoError(t, err)
+	defer first.Close()
+	second, err := DialContext(ctx, s.token(t, 2, nil))
+	if err == nil { // the server may disconnect it before or after it hears CONNECTED
+		defer second.Close()
+		_, err = second.Read(make([]byte, 8))
+		require.ErrorIs(t, err, io.EOF)
+	}
+	require.Eventually(t, func() bool { return s.Stats().Connected == 1 }, 5*time.Second, time.Millisecond)
+	srv, err := s.AcceptConn(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), srv.ClientID())
+	echo(t, first, srv, []byte("still here"), make([]byte, 16))
+}
