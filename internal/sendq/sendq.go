@@ -87,7 +87,7 @@ func newMessages(n int) []transport.Message {
 	return msgs
 }
 
-// NoWait, as send's stop, makes it drop what a full queue has no room for
+// NoWait, as Send's stop, makes it drop what a full queue has no room for
 // instead of waiting: for the readers' replies (a client resends its
 // handshake packets at 10 Hz) and a Conn's disconnects (redundant; the
 // peer times out without them), so that no reader and no Close ever waits
@@ -98,17 +98,17 @@ var NoWait = func() chan struct{} {
 	return c
 }()
 
-// ErrStopped is what send returns when its stop channel closed first; the
+// ErrStopped is what Send returns when its stop channel closed first; the
 // caller knows why it closed (Conn.Write: the connection's end).
 var ErrStopped = errors.New("sendq: send abandoned")
 
 // Send sends msgs in order: at once if the queue is idle, else through the
 // writer. It has finished with msgs when it returns. A full queue drops
-// keep-alives (counted) and makes send wait for room until stop or
+// keep-alives (counted) and makes Send wait for room until stop or
 // deadline is closed (nil: never), which fail it with ErrStopped or
 // os.ErrDeadlineExceeded; wake (capacity 1; nil: one is made if needed)
 // is the sender's own channel the writer signals when there is room.
-// After close it fails with net.ErrClosed.
+// After Close it fails with net.ErrClosed.
 func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, wake chan struct{}) error {
 	for len(msgs) > 0 {
 		q.mu.Lock()
@@ -259,6 +259,7 @@ func (q *Queue) Close() {
 // per batch.
 type Traffic struct{ packets, bytes atomic.Uint64 }
 
+// Add counts packets datagrams of bytes bytes in all.
 func (t *Traffic) Add(packets, bytes int) {
 	t.packets.Add(uint64(packets))
 	t.bytes.Add(uint64(bytes))
