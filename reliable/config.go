@@ -61,8 +61,8 @@ const (
 	// DefaultAckTimeout is the default AckTimeout: how long reliable data
 	// may go unacknowledged before the connection gives up on the peer.
 	DefaultAckTimeout = 10 * time.Second
-	// DefaultTickInterval is the default period of the connection's timer:
-	// statistics, resends that are due, and acks not yet sent.
+	// DefaultTickInterval is the default TickInterval: the step of the
+	// send budget's pacing and the grain of resend timeouts.
 	DefaultTickInterval = 10 * time.Millisecond
 	// DefaultSendRate is the default bandwidth budget, in bytes per second.
 	DefaultSendRate = 32 << 20
@@ -127,7 +127,10 @@ type Config struct {
 	// MaxPacketBytes is the largest datagram the message connection
 	// carries; default netcode.MaxPayloadBytes (1200).
 	MaxPacketBytes int
-	// TickInterval is the period of the connection's timer. Default 10 ms.
+	// TickInterval is how long data the send budget holds back waits
+	// before the budget is refilled (a burst is two of them), and the
+	// grain added to resend timeouts. No timer ticks at this period: an
+	// idle connection sleeps until something is due. Default 10 ms.
 	TickInterval time.Duration
 	// SendRate is the bandwidth budget in bytes per second, shared by all
 	// channels; unreliable messages go first, so a large reliable

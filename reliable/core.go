@@ -44,6 +44,7 @@ type core struct {
 	looks        uint64 // in-flight chunks looked at to pick resends and copies (tests)
 
 	recvSinceSend int
+	owedAt        time.Time // when recvSinceSend last became non-zero
 	ackNow        bool   // a packet came out of order: ack at once
 	lastRecvSeq   uint16 // the Endpoint sequence of the last packet processed
 	lastSend      time.Time
@@ -148,6 +149,7 @@ type relSend struct {
 	finWanted  bool
 	finCut     bool
 	used       bool // written to or cut from since the last trim
+	dirty      bool // used since the trim that last cleared the ring
 	// Every chunk in flight (sent, not acked) is in one of lists, in the
 	// order of its last send: lists[k] for those sent k+1 times (the
 	// last for sendLevels times or more), lists[fastList] for those the
@@ -192,6 +194,7 @@ type relRecv struct {
 	slots     []recvSlot // a ring indexed by chunk modulo its length, grown up to window
 	held      int        // slots present (received, not yet read)
 	used      bool       // a chunk was stored since the last trim
+	dirty     bool       // used since the trim that last cleared the ring
 	window    uint32
 	next      uint32
 	off       int
@@ -412,6 +415,7 @@ func (s *relSend) trim() {
 			clear(s.slots)
 		}
 		s.queue, s.qhead = nil, 0
+		s.dirty = false
 	}
 	s.used = false
 }
@@ -425,6 +429,7 @@ func (r *relRecv) trim() {
 		} else {
 			clear(r.slots)
 		}
+		r.dirty = false
 	}
 	r.used = false
 }
@@ -538,6 +543,9 @@ func (c *core) process(seq uint16, p []byte) bool {
 		return false
 	}
 	if len(p) > layoutBytes+len(c.rel)*windowEntryBytes {
+		if c.recvSinceSend == 0 {
+			c.owedAt = c.now
+		}
 		c.recvSinceSend++ // carries data: owes an ack
 		// Out of order: the sender may be resending on the strength of
 		// the acks it has; tell it at once.
@@ -638,7 +646,7 @@ func (r *relRecv) store(seq uint32, fin bool, data []byte, cs *chanState) {
 	slot.present, slot.fin = true, fin
 	slot.data = append(slot.data[:0], data...)
 	r.held++
-	r.used = true
+	r.used, r.dirty = true, true
 	moved := false
 	for !r.finReady {
 		s := &r.slots[r.frontier%w]
@@ -737,7 +745,7 @@ func (s *relSend) write(b ...[]byte) {
 	for _, p := range b {
 		s.queue = append(s.queue, p...)
 	}
-	s.used = true
+	s.used, s.dirty = true, true
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -1152,6 +1160,7 @@ func (c *core) addChunk(i int, slot *sendSlot, dup bool) {
 
 // sessionStats returns the figures.
 func (c *core) sessionStats() SessionStats {
+	c.ep.Update(c.now.Sub(c.start).Seconds()) // no timer runs it while idle
 	st := c.stats
 	st.Endpoint = c.ep.Stats()
 	st.Counters = c.ep.Counters()

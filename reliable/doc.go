@@ -63,10 +63,26 @@
 // leaves reliable data unacknowledged for AckTimeout (10 s by default,
 // after at least five resends) ends the connection with ErrAckTimeout.
 //
-// # Goroutines
+// # Goroutines, locks and queues
 //
-// A Session or Stream runs two goroutines, one reading datagrams and one
-// ticking (statistics, resends, delayed acks). Both end when the
-// connection ends: Close, the message connection's end (netcode's
-// disconnect or timeout), or a protocol error of the peer.
+// A Session or Stream runs one goroutine of its own, which reads datagrams
+// from the message connection, and one timer (time.AfterFunc), whose
+// callback runs only when the connection has work due: an ack owed
+// (within a millisecond), a resend, the repeat of windows every 100 ms
+// for two seconds after the last data, the ack timeout, the trim of
+// buffers left by traffic, or pacing while the send budget holds back
+// data. An idle connection has none of these: it costs no wake-up at
+// all. Both end when the connection ends: Close, the message connection's
+// end (netcode's disconnect or timeout), or a protocol error of the peer;
+// Close waits for both.
+//
+// Locks, in order: a Channel's or Stream's read lock or write lock (one
+// per direction, serialising that direction's callers); then the
+// connection's state lock, held only to compute: the datagrams it makes
+// are written after it is released, by the goroutine that made them, so
+// no Write (netcode's AEAD and its system call) runs under it and a
+// reader never waits for a writer's system call; then the timer's lock,
+// a leaf. The queues: each reliable channel's send buffer (SendBuffer
+// bytes) and receive window (WindowBytes); each unreliable channel's send
+// and receive queues (Queue messages, QueueBytes).
 package reliable

@@ -75,15 +75,15 @@ func (s *Stream) Read(b []byte) (int, error) {
 				cn.c.setTime(time.Now())
 				cn.c.flush()
 			}
-			cn.mu.Unlock()
+			cn.unlock()
 			return n, nil
 		}
 		if r.atEOF() {
-			cn.mu.Unlock()
+			cn.unlock()
 			return 0, io.EOF
 		}
 		err := cn.ended()
-		cn.mu.Unlock()
+		cn.unlock()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = ErrUnexpectedEOF
@@ -114,14 +114,14 @@ func (s *Stream) Write(b []byte) (int, error) {
 		}
 		cn.mu.Lock()
 		if err := cn.ended(); err != nil {
-			cn.mu.Unlock()
+			cn.unlock()
 			if errors.Is(err, io.EOF) {
 				err = io.ErrClosedPipe
 			}
 			return n, cn.endErr("write", err)
 		}
 		if cs.snd.finWanted {
-			cn.mu.Unlock()
+			cn.unlock()
 			return n, cn.opErr("write", ErrWriteClosed)
 		}
 		if k := min(cs.snd.room(), len(b)-n); k > 0 {
@@ -130,7 +130,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 			cn.c.setTime(time.Now())
 			cn.c.flush()
 		}
-		cn.mu.Unlock()
+		cn.unlock()
 		if n == len(b) {
 			return n, nil
 		}
@@ -147,7 +147,7 @@ func (s *Stream) CloseWrite() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	cn.mu.Lock()
-	defer cn.mu.Unlock()
+	defer cn.unlock()
 	if err := cn.ended(); err != nil || cn.closing.Load() {
 		return cn.endErr("close", err)
 	}
@@ -193,7 +193,7 @@ func (s *Stream) SetWriteDeadline(t time.Time) error {
 // Stats returns the connection's figures.
 func (s *Stream) Stats() SessionStats {
 	s.cn.mu.Lock()
-	defer s.cn.mu.Unlock()
+	defer s.cn.unlock()
 	return s.cn.c.sessionStats()
 }
 
