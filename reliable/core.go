@@ -45,8 +45,8 @@ type core struct {
 
 	recvSinceSend int
 	owedAt        time.Time // when recvSinceSend last became non-zero
-	ackNow        bool   // a packet came out of order: ack at once
-	lastRecvSeq   uint16 // the Endpoint sequence of the last packet processed
+	ackNow        bool      // a packet came out of order: ack at once
+	lastRecvSeq   uint16    // the Endpoint sequence of the last packet processed
 	lastSend      time.Time
 	lastActive    time.Time // when data was last sent or received
 
