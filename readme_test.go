@@ -32,6 +32,7 @@ import (
 	_ "github.com/gonetcode/netcode/fleet"
 	_ "github.com/gonetcode/netcode/metrics"
 	_ "github.com/gonetcode/netcode/reliable"
+	_ "github.com/gonetcode/netcode/reliable/endpoint"
 	_ "github.com/gonetcode/netcode/token"
 )
 
@@ -77,6 +78,7 @@ var readmeImports = map[string]string{
 	"metrics":  "github.com/gonetcode/netcode/metrics",
 	"net":      "net",
 	"netcode":  "github.com/gonetcode/netcode",
+	"endpoint": "github.com/gonetcode/netcode/reliable/endpoint",
 	"netip":    "net/netip",
 	"os":       "os",
 	"redis":    "github.com/redis/go-redis/v9",

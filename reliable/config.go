@@ -3,6 +3,7 @@ package reliable
 import (
 	"errors"
 	"fmt"
+	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
 	"log/slog"
 	"time"
@@ -160,30 +161,33 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ErrConfig is the error of an invalid Config.
+var ErrConfig = errors.New("netcode/reliable: invalid config")
+
 // ErrConfigMismatch is the error of a connection whose peer has another
 // channel layout (or stream versus channels): its packets carry another
 // layout hash. The connection is closed.
-var ErrConfigMismatch = errors.New("reliable: peer's channel layout differs")
+var ErrConfigMismatch = errors.New("netcode/reliable: peer's channel layout differs")
 
 // ErrProtocol is the error of a connection whose peer sent a packet that
 // breaks the channel protocol. The connection is closed.
-var ErrProtocol = errors.New("reliable: protocol violation by peer")
+var ErrProtocol = errors.New("netcode/reliable: protocol violation by peer")
 
 // ErrMessageTooLarge is returned by Send for a message over the channel's
 // MaxMessageSize.
-var ErrMessageTooLarge = errors.New("reliable: message too large")
+var ErrMessageTooLarge = errors.New("netcode/reliable: message too large")
 
 // ErrSendQueueFull is returned by an unreliable channel's Send when Queue
 // messages are already waiting: unreliable sends never block.
-var ErrSendQueueFull = errors.New("reliable: send queue full")
+var ErrSendQueueFull = errors.New("netcode/reliable: send queue full")
 
 // ErrAckTimeout is the error of a connection whose peer left reliable data
 // unacknowledged for Config.AckTimeout: it is gone, or hostile.
-var ErrAckTimeout = errors.New("reliable: peer did not acknowledge data within the ack timeout")
+var ErrAckTimeout = errors.New("netcode/reliable: peer did not acknowledge data within the ack timeout")
 
 // ErrUnexpectedEOF is the error of a Stream's Read when the message
 // connection ended before the peer closed the stream.
-var ErrUnexpectedEOF = errors.New("reliable: connection ended before the peer closed the stream")
+var ErrUnexpectedEOF = errors.New("netcode/reliable: connection ended before the peer closed the stream")
 
 // chanSpec is a resolved ChannelConfig.
 type chanSpec struct {
@@ -207,7 +211,7 @@ type resolved struct {
 	ackTimeout time.Duration // <= 0: never give up
 	log        *slog.Logger
 	layout     uint32
-	endpoint   EndpointConfig
+	endpoint   endpoint.Config
 }
 
 func (cfg *Config) resolve(stream bool) (*resolved, error) {
@@ -259,8 +263,8 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			nrel++
 		}
 	}
-	fragmentSize := r.maxPacket - FragmentHeaderBytes - MaxPacketHeaderBytes
-	r.maxPayload = r.maxPacket - MaxPacketHeaderBytes
+	fragmentSize := r.maxPacket - endpoint.FragmentHeaderBytes - endpoint.MaxPacketHeaderBytes
+	r.maxPayload = r.maxPacket - endpoint.MaxPacketHeaderBytes
 	r.chunkMax = r.maxPayload - layoutBytes - nrel*windowEntryBytes - chunkEntryHeader
 	if r.chunkMax < 16 {
 		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", ErrConfig, nrel, r.maxPacket)
@@ -321,7 +325,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		h.Write(b[:])
 	}
 	r.layout = h.Sum32()
-	r.endpoint = EndpointConfig{
+	r.endpoint = endpoint.Config{
 		Name:                         "reliable",
 		MaxPacketSize:                fragmentsPerMsg * fragmentSize,
 		FragmentAbove:                r.maxPayload,

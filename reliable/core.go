@@ -3,6 +3,7 @@ package reliable
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/gonetcode/netcode/reliable/endpoint"
 	"time"
 )
 
@@ -13,7 +14,7 @@ import (
 // datagrams to send.
 type core struct {
 	cfg   *resolved
-	ep    *Endpoint
+	ep    *endpoint.Endpoint
 	out   func([]byte)
 	start time.Time
 	now   time.Time
@@ -100,8 +101,8 @@ type packetRec struct {
 
 // SessionStats are a connection's figures.
 type SessionStats struct {
-	Endpoint Stats    // the Endpoint's estimates
-	Counters Counters // the Endpoint's counters
+	Endpoint endpoint.Stats    // the Endpoint's estimates
+	Counters endpoint.Counters // the Endpoint's counters
 	// SRTT is the smoothed round-trip time from acks.
 	SRTT time.Duration
 	// RTO is the current resend timeout.
@@ -287,7 +288,7 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 	epc := cfg.endpoint
 	epc.Transmit = func(_ uint16, p []byte) { c.out(p) }
 	epc.Process = c.process
-	ep, err := NewEndpoint(epc, 0)
+	ep, err := endpoint.New(epc, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +455,7 @@ func (c *core) acked(s uint16) {
 		return
 	}
 	rec.valid = false
-	if !c.anyAcked || greaterThan(s, c.highestAcked) {
+	if !c.anyAcked || seqNewer(s, c.highestAcked) {
 		c.highestAcked, c.anyAcked = s, true
 	}
 	sample := c.since(rec.at)
@@ -853,7 +854,7 @@ func (c *core) transmit(p []byte) uint16 {
 	}
 	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.stamp(), 0
 	_ = c.ep.SendPacket(p)
-	c.tokens -= float64(len(p) + MaxPacketHeaderBytes)
+	c.tokens -= float64(len(p) + endpoint.MaxPacketHeaderBytes)
 	c.recvSinceSend = 0
 	c.ackNow = false
 	c.lastSend = c.now
@@ -1010,11 +1011,11 @@ func (c *core) markLost() {
 	if !c.anyAcked {
 		return
 	}
-	if oldest := c.highestAcked - uint16(len(c.recs)); lessThan(c.lostScan, oldest) {
+	if oldest := c.highestAcked - uint16(len(c.recs)); seqOlder(c.lostScan, oldest) {
 		c.lostScan = oldest // older records are gone
 	}
 	end := c.ep.NextSequence()
-	for c.lostScan != end && greaterThan(c.highestAcked, c.lostScan+2) {
+	for c.lostScan != end && seqNewer(c.highestAcked, c.lostScan+2) {
 		p := c.lostScan
 		c.lostScan++
 		rec := &c.recs[int(p)%len(c.recs)]
@@ -1168,3 +1169,12 @@ func (c *core) sessionStats() SessionStats {
 	st.RTO = c.rto(1)
 	return st
 }
+
+// seqNewer reports whether packet sequence s1 is after s2, as the
+// Endpoint orders them (they wrap).
+func seqNewer(s1, s2 uint16) bool {
+	return (s1 > s2 && s1-s2 <= 32768) || (s1 < s2 && s2-s1 > 32768)
+}
+
+// seqOlder reports whether packet sequence s1 is before s2.
+func seqOlder(s1, s2 uint16) bool { return seqNewer(s2, s1) }

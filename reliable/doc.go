@@ -5,7 +5,9 @@
 //
 // # Which to use when
 //
-// The package has three layers; pick the highest one that fits.
+// There are three layers; pick the highest one that fits. This package
+// has the two upper ones; the lowest is package
+// [github.com/gonetcode/netcode/reliable/endpoint].
 //
 //   - Stream is a net.Conn: an ordered, reliable, flow-controlled byte
 //     stream, for code written against TCP. net/http, bufio, io.Copy,
@@ -25,7 +27,7 @@
 //     is detected on its first packet and the session ends with
 //     ErrConfigMismatch.
 //
-//   - Endpoint is a port of mas-bandwidth/reliable 1.4.0, byte for byte
+//   - endpoint.Endpoint is a port of mas-bandwidth/reliable 1.4.0, byte for byte
 //     compatible with it on the wire: sequence numbers and acks for the
 //     last 32 packets on every packet, fragmentation and reassembly of
 //     large packets, and RTT, packet loss and bandwidth estimates computed
@@ -33,8 +35,8 @@
 //     clock. Use it to talk to a C or C++ program that links reliable, or
 //     to build your own protocol on its acks.
 //
-// Stream and Session run on the Endpoint: each of their datagrams is an
-// Endpoint packet whose payload starts with a hash of the channel layout.
+// Stream and Session run on an endpoint.Endpoint: each of their datagrams
+// is an Endpoint packet whose payload starts with a hash of the channel layout.
 // Reliable data is cut into chunks that are resent when the Endpoint's
 // acks show them lost, after a timeout from the measured RTT, and copied
 // into spare room of packets sent anyway; a cumulative ack and a receive

@@ -123,7 +123,7 @@ func (cn *conn) readLoop() {
 		err = cn.c.err
 		cn.unlock()
 		if err != nil {
-			cn.c.cfg.log.Debug("reliable: ending connection", "peer", cn.mc.RemoteAddr(), "err", err)
+			cn.c.cfg.log.Debug("netcode/reliable: ending connection", "peer", cn.mc.RemoteAddr(), "err", err)
 			cn.end(err)
 			return
 		}
@@ -505,4 +505,4 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 }
 
 // ErrWriteClosed is the error of a Stream's Write after CloseWrite.
-var ErrWriteClosed = errors.New("reliable: write after CloseWrite")
+var ErrWriteClosed = errors.New("netcode/reliable: write after CloseWrite")

@@ -237,8 +237,10 @@ func (l *Listener) Close() error { return l.l.Close() }
 // Addr returns the wrapped listener's address.
 func (l *Listener) Addr() net.Addr { return l.l.Addr() }
 
-// Dialer opens Streams over netcode. Its DialContext has the signature of
-// http.Transport's DialContext.
+// Dialer opens Streams over netcode. It has net.Dialer's shape: its
+// DialContext fits http.Transport's DialContext, and each dial asks Token
+// for the connect token of the address (a token already in hand: a Token
+// that returns it).
 type Dialer struct {
 	// Netcode dials the netcode connection.
 	Netcode netcode.Dialer
@@ -249,26 +251,27 @@ type Dialer struct {
 	Token func(ctx context.Context, network, address string) ([]byte, error)
 }
 
+// Dial connects to address with a token from d.Token and returns a
+// *Stream; see DialContext.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
 // DialContext connects to address with a token from d.Token and returns
-// a *Stream.
+// a *Stream. The context bounds the token's fetch and the handshake.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	if d.Token == nil {
 		return nil, &net.OpError{Op: "dial", Net: "reliable", Err: errNoToken}
+	}
+	r, err := d.Config.resolve(true)
+	if err != nil {
+		return nil, err
 	}
 	tok, err := d.Token(ctx, network, address)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "reliable", Err: err}
 	}
-	return d.Dial(ctx, tok)
-}
-
-// Dial connects with a connect token and returns a *Stream.
-func (d *Dialer) Dial(ctx context.Context, connectToken []byte) (*Stream, error) {
-	r, err := d.Config.resolve(true)
-	if err != nil {
-		return nil, err
-	}
-	c, err := d.Netcode.DialContext(ctx, connectToken)
+	c, err := d.Netcode.DialContext(ctx, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -280,4 +283,4 @@ func (d *Dialer) Dial(ctx context.Context, connectToken []byte) (*Stream, error)
 	return s, nil
 }
 
-var errNoToken = errors.New("reliable: Dialer has no Token function")
+var errNoToken = errors.New("netcode/reliable: Dialer has no Token function")
