@@ -46,7 +46,7 @@ func TestMuxSessionBurst(t *testing.T) {
 				p[0] = byte(i)
 				ms[i] = transport.Message{Buf: p, Addr: addr}
 			}
-			n, err := mux.WriteBatch(ms)
+			n, err := transport.New(mux).WriteBatch(ms)
 			require.NoError(t, err)
 			require.Equal(t, len(ms), n)
 			for i := range ms {
@@ -73,10 +73,11 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 	}
 	ctx := context.Background() // no deadline: no timer per read
 	buf := make([]byte, bridge.MaxTransportMessage)
+	tc := transport.New(mux) // the batched I/O a Listener uses
 	b.ReportAllocs()
 	start := cpuTime()
 	for b.Loop() {
-		if _, err := mux.WriteBatch(ms); err != nil {
+		if _, err := tc.WriteBatch(ms); err != nil {
 			b.Fatal(err)
 		}
 		for range round {
@@ -98,20 +99,34 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 }
 
 // countingMux counts the calls a Listener makes: batched, and one
-// datagram per call.
+// datagram per call. It offers its counting batcher as the Mux offers its
+// own, through an embedded transport.Batched, which shadows the Mux's.
 type countingMux struct {
 	*bridge.Mux
+	transport.Batched
 	readBatches, writeBatches, singles atomic.Int64
 }
 
-func (c *countingMux) ReadBatch(ms []transport.Message) (int, error) {
-	c.readBatches.Add(1)
-	return c.Mux.ReadBatch(ms)
+func newCountingMux(m *bridge.Mux) *countingMux {
+	c := &countingMux{Mux: m}
+	c.Batched = transport.Batched{B: countingBatcher{c, transport.New(m)}}
+	return c
 }
 
-func (c *countingMux) WriteBatch(ms []transport.Message) (int, error) {
-	c.writeBatches.Add(1)
-	return c.Mux.WriteBatch(ms)
+// countingBatcher is a countingMux's batched I/O: the Mux's, counted.
+type countingBatcher struct {
+	c     *countingMux
+	inner transport.Batcher
+}
+
+func (b countingBatcher) ReadBatch(ms []transport.Message) (int, error) {
+	b.c.readBatches.Add(1)
+	return b.inner.ReadBatch(ms)
+}
+
+func (b countingBatcher) WriteBatch(ms []transport.Message) (int, error) {
+	b.c.writeBatches.Add(1)
+	return b.inner.WriteBatch(ms)
 }
 
 func (c *countingMux) ReadFrom(b []byte) (int, net.Addr, error) {
@@ -140,7 +155,7 @@ func (c *countingMux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, er
 func TestListenerUsesMuxBatches(t *testing.T) {
 	var cm *countingMux
 	s := newMuxServerVia(t, 4, bridge.MuxConfig{}, func(m *bridge.Mux) net.PacketConn {
-		cm = &countingMux{Mux: m}
+		cm = newCountingMux(m)
 		return cm
 	})
 	require.NoError(t, echo(t, s.dialWS(t), 0, 10, false))

@@ -101,8 +101,8 @@ type MuxConfig struct {
 // netcode server checks connect tokens against its UDP address: tokens for
 // WebSocket clients name the server's UDP address as usual.
 //
-// A Mux is a transport.Batcher: a netcode Listener over it reads and
-// writes it in batches (ReadBatch, WriteBatch), as it does a UDP socket.
+// A netcode Listener over a Mux reads and writes it in batches, as it
+// does a UDP socket.
 // The Mux reads its UDP socket in batches too (recvmmsg on Linux) into its
 // read queue (ReadQueue), where the WebSocket sessions' messages join them,
 // and writes UDP batches with sendmmsg.
@@ -118,6 +118,8 @@ type MuxConfig struct {
 // finish within a couple of seconds (its peer does not read) is cut
 // without a close handshake, so Close always returns.
 type Mux struct {
+	batchHook // the batched I/O a netcode Listener finds: muxBatcher
+
 	udp    net.PacketConn
 	tc     transport.Conn // udp, with batched I/O where the platform has it
 	cfg    MuxConfig
@@ -178,6 +180,7 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.batchHook = batchHook{B: muxBatcher{m}}
 	m.refuse = m.accept
 	m.refuse.Subprotocols = []string{transportFullSubprotocol, TransportSubprotocol}
 	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
@@ -304,13 +307,13 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	return nil
 }
 
-// ReadBatch reads up to len(ms) datagrams in one call, from UDP and from
-// WebSocket sessions, as transport.Batcher: it blocks until one is queued,
+// readBatch reads up to len(ms) datagrams in one call, from UDP and from
+// WebSocket sessions: it blocks until one is queued,
 // then takes as many as are queued and fit. Each goes into
 // ms[i].Buf[:cap(ms[i].Buf)], truncated if longer; Buf is resliced to it
 // and Addr is its sender. A netcode Listener over a Mux reads with it.
 // The errors are those of ReadFromUDPAddrPort. It allocates nothing.
-func (m *Mux) ReadBatch(ms []transport.Message) (int, error) {
+func (m *Mux) readBatch(ms []transport.Message) (int, error) {
 	n, err := m.q.ReadBatch(ms)
 	if err != nil {
 		return 0, m.opError("read", nil, err)
@@ -339,13 +342,13 @@ func (m *Mux) dequeued(addr netip.AddrPort) {
 	}
 }
 
-// WriteBatch sends ms in order, as transport.Batcher: each run of
+// writeBatch sends ms in order: each run of
 // datagrams for UDP peers goes through the UDP socket's batched path
 // (sendmmsg on Linux), and datagrams for transport addresses to their
 // sessions' send queues, as WriteToUDPAddrPort does. It returns how many
 // were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
 // nothing.
-func (m *Mux) WriteBatch(ms []transport.Message) (int, error) {
+func (m *Mux) writeBatch(ms []transport.Message) (int, error) {
 	sent := 0
 	for sent < len(ms) {
 		if IsTransportAddr(ms[sent].Addr) {
@@ -368,7 +371,7 @@ func (m *Mux) WriteBatch(ms []transport.Message) (int, error) {
 	return sent, nil
 }
 
-var _ transport.Batcher = (*Mux)(nil)
+var _ transport.Batcher = muxBatcher{}
 
 // WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
 // the form "host:port".
@@ -688,3 +691,13 @@ func (s *muxSession) watch(now int64) bool {
 	}
 	return true
 }
+
+// batchHook is the hook a Mux embeds under an unexported name, so that it
+// exports no method of internal types.
+type batchHook = transport.Batched
+
+// muxBatcher is a Mux's batched I/O for a netcode Listener over it.
+type muxBatcher struct{ m *Mux }
+
+func (b muxBatcher) ReadBatch(ms []transport.Message) (int, error)  { return b.m.readBatch(ms) }
+func (b muxBatcher) WriteBatch(ms []transport.Message) (int, error) { return b.m.writeBatch(ms) }
