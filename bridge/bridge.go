@@ -86,6 +86,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"io"
 	"log/slog"
 	"net"
@@ -141,29 +142,12 @@ const (
 	// CodeIdleTimeout: nothing was relayed in either direction (no message
 	// from the browser, no payload to it) within Config.IdleTimeout, or
 	// (Mux) no message went either way within MuxConfig.IdleTimeout.
-	CodeIdleTimeout websocket.StatusCode = 4012
+	CodeIdleTimeout websocket.StatusCode = wsbridge.CodeIdleTimeout
 	// CodeBridgeFull is WebSocket's 1013 (try again later): the bridge has
 	// its MaxSessions open (ErrBridgeFull, the reason). The session is
 	// refused right after the upgrade; see also RefusedHeader.
-	CodeBridgeFull = websocket.StatusTryAgainLater
+	CodeBridgeFull = wsbridge.CodeFull
 )
-
-// Defaults for the zero fields of Config.
-const (
-	DefaultMaxSessions      = 1024
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultDialTimeout      = 30 * time.Second
-	DefaultIdleTimeout      = 30 * time.Second
-	DefaultWriteTimeout     = 10 * time.Second
-	// DefaultSocketBuffer is the default of Config.SocketBuffer: a
-	// relayed session carries one browser's traffic, far from what the
-	// 4 MiB of a dialed netcode client's socket are for.
-	DefaultSocketBuffer = 256 << 10
-)
-
-// maxRefusing bounds the sessions being refused with 1013 at once; past it,
-// refusals are plain HTTP 503 responses, which cost no upgrade.
-const maxRefusing = 64
 
 // Config configures a Handler. The zero value refuses every token: name the
 // servers the bridge may dial in AllowedServers or AllowServer.
@@ -235,18 +219,21 @@ type Handler struct {
 	allowed map[netip.AddrPort]struct{}
 	dialer  *netcode.Dialer
 	log     *slog.Logger
-	accept  websocket.AcceptOptions
+	gate    wsbridge.Gate // admission, shared with the transport's Mux
 	period  time.Duration // how often a session's watchdog checks
 
+	// Lock order: the gate's lock, then mu, then a session's.
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	closed   bool
-	wg       sync.WaitGroup // every ServeHTTP in progress
-	refusing atomic.Int64
 }
 
-// NewHandler returns a relay with the given configuration.
-func NewHandler(cfg Config) *Handler {
+// NewHandler returns a relay with the given configuration; nil is the
+// zero Config, which refuses every token.
+func NewHandler(config *Config) *Handler {
+	var cfg Config
+	if config != nil {
+		cfg = *config
+	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
@@ -268,11 +255,6 @@ func NewHandler(cfg Config) *Handler {
 		dialer:   cfg.Dialer,
 		log:      cfg.Logger,
 		sessions: make(map[*session]struct{}),
-		accept: websocket.AcceptOptions{
-			Subprotocols:    []string{Subprotocol},
-			OriginPatterns:  cfg.OriginPatterns,
-			CompressionMode: websocket.CompressionDisabled,
-		},
 	}
 	for _, a := range cfg.AllowedServers {
 		h.allowed[canon(a)] = struct{}{}
@@ -295,7 +277,19 @@ func NewHandler(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.period = watchPeriod(time.Second, cfg.HandshakeTimeout, cfg.DialTimeout, cfg.IdleTimeout, cfg.WriteTimeout)
+	h.gate = wsbridge.Gate{
+		Subprotocol: Subprotocol,
+		Max:         cfg.MaxSessions,
+		Accept: websocket.AcceptOptions{
+			Subprotocols:    []string{Subprotocol},
+			OriginPatterns:  cfg.OriginPatterns,
+			CompressionMode: websocket.CompressionDisabled,
+		},
+		Log:  h.log,
+		Name: "relay",
+	}
+	h.gate.Refuse = h.gate.Accept
+	h.period = wsbridge.WatchPeriod(time.Second, cfg.HandshakeTimeout, cfg.DialTimeout, cfg.IdleTimeout, cfg.WriteTimeout)
 	return h
 }
 
@@ -325,8 +319,8 @@ func (h *Handler) Sessions() int {
 // has a second, after which its TCP connection is cut. It does not close
 // the http.Server.
 func (h *Handler) Close() error {
+	h.gate.Close()
 	h.mu.Lock()
-	h.closed = true
 	ss := make([]*session, 0, len(h.sessions))
 	for s := range h.sessions {
 		ss = append(ss, s)
@@ -337,113 +331,51 @@ func (h *Handler) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
+			s.end(websocket.StatusGoingAway, "netcode/bridge: shutting down")
 		}()
 	}
 	wg.Wait()
-	h.wg.Wait()
+	h.gate.Wait()
 	return nil
 }
 
 // ServeHTTP upgrades the request to a WebSocket and relays it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !offers(r, Subprotocol) {
-		http.Error(w, "netcode bridge: WebSocket subprotocol "+Subprotocol+" required", http.StatusBadRequest)
-		return
-	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		http.Error(w, "netcode bridge: shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	h.wg.Add(1)
-	if len(h.sessions) >= h.cfg.MaxSessions {
-		h.mu.Unlock()
-		defer h.wg.Done()
-		h.refuse(w, r)
-		return
-	}
-	s := newSession(h)
-	h.sessions[s] = struct{}{}
-	h.mu.Unlock()
-	forget := func() {
+	h.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
+		s := newSession(h)
 		h.mu.Lock()
-		delete(h.sessions, s)
+		h.sessions[s] = struct{}{}
 		h.mu.Unlock()
-		h.wg.Done()
-	}
-
-	clearDeadlines(w)
-	ws, bc, err := accept(w, r, &h.accept)
-	if err != nil {
-		// Accept has answered the request.
-		s.end(websocket.StatusInternalError, "")
-		forget()
-		return
-	}
-	// The session goes on in a goroutine of its own (Close waits for it),
-	// and net/http's for the connection ends, with what it holds.
-	remote := r.RemoteAddr
-	go func() {
-		defer forget()
-		s.serve(ws, bc, remote)
-	}()
-}
-
-// clearDeadlines lifts the read and write deadlines an http.Server with
-// ReadTimeout or WriteTimeout has set on the connection: they would stay on
-// the hijacked connection and cut every session short. The session's own
-// timeouts apply instead.
-func clearDeadlines(w http.ResponseWriter) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
-}
-
-// refuse turns a request away because of the session cap.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &h.refusing, &h.accept, h.log, "netcode bridge: session refused, too many")
+		// The session goes on in a goroutine of its own (Close waits for
+		// it), and net/http's for the connection ends, with what it
+		// holds.
+		remote := r.RemoteAddr
+		go func() {
+			defer func() {
+				h.mu.Lock()
+				delete(h.sessions, s)
+				h.mu.Unlock()
+				release()
+			}()
+			s.serve(ws, bc, remote)
+		}()
+	})
 }
 
 // ErrBridgeFull is why a session was refused: the bridge (a Handler or a
-// Mux) has its MaxSessions open. A relay's browser sees it as close code
-// 1013 (try again later) with this error as the reason; a transport client
-// gets it, for errors.Is, from DialTransport and so from a netcode.Dialer
-// using TransportListenPacket, at once rather than as a handshake timeout.
-var ErrBridgeFull = errors.New("netcode bridge: too many sessions")
+// transport.Mux) has its MaxSessions open. A relay's browser sees it as
+// close code 1013 (try again later) with this error as the reason; a
+// transport client gets it, for errors.Is, from transport.Dial and so from
+// a netcode.Dialer using transport.ListenPacket, at once rather than as a
+// handshake timeout.
+var ErrBridgeFull = wsbridge.ErrFull
 
 // RefusedHeader is the HTTP response header by which a session refused
 // for the cap says so before any WebSocket message, on the 101 response
 // (then closed with 1013) as on the 503 one: its value is "full". Clients
 // that can read response headers (Go's, not a browser's) tell the refusal
-// apart at once; DialTransport does.
-const RefusedHeader = "Netcode-Bridge-Refused"
-
-// refuseOverCap turns a request away because of a session cap: with a
-// WebSocket closed at once with 1013 (try again later), which browsers can
-// tell apart from a network failure, or, when refusing counts more than
-// maxRefusing of those in progress, with a plain HTTP 503 that costs less.
-// Both responses carry RefusedHeader.
-func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, opts *websocket.AcceptOptions, log *slog.Logger, msg string) {
-	w.Header().Set(RefusedHeader, "full")
-	if refusing.Add(1) > maxRefusing {
-		refusing.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, ErrBridgeFull.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer refusing.Add(-1)
-	clearDeadlines(w)
-	ws, bc, err := accept(w, r, opts)
-	if err != nil {
-		return
-	}
-	log.Debug(msg, "remote", r.RemoteAddr)
-	// Bounded like any close: a client that pipelined a long frame
-	// after its request, or does not answer, is cut at closeTimeout.
-	closeWS(ws, bc, CodeBridgeFull, ErrBridgeFull.Error())
-}
+// apart at once; transport.Dial does.
+const RefusedHeader = wsbridge.RefusedHeader
 
 // Session phases, for the watchdog.
 const (
@@ -455,13 +387,13 @@ const (
 // session is one browser's relay.
 type session struct {
 	h    *Handler
-	wd   *watchdog
+	wd   *wsbridge.Watchdog
 	ctx  context.Context // cancelled when the session ends; bounds the dial
 	stop context.CancelFunc
 
 	mu     sync.Mutex
 	ws     *websocket.Conn
-	bc     *batchConn // under ws; set with it
+	bc     *wsbridge.BatchConn // under ws; set with it
 	conn   *netcode.Conn
 	ended  bool
 	code   websocket.StatusCode
@@ -473,8 +405,8 @@ type session struct {
 	wg      sync.WaitGroup
 
 	phase    atomic.Int32
-	deadline atomic.Int64 // phaseToken, phaseDial: wd.now() when it ends
-	endedAt  atomic.Int64 // wd.now() + 1 when the end began; 0 before
+	deadline atomic.Int64 // phaseToken, phaseDial: wd.Now() when it ends
+	endedAt  atomic.Int64 // wd.Now() + 1 when the end began; 0 before
 
 	in  [netcode.MaxPayloadBytes + 1]byte // browser → server
 	out [netcode.MaxPayloadBytes]byte     // server → browser
@@ -490,7 +422,7 @@ var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
 func newSession(h *Handler) *session {
 	s := &session{
 		h:     h,
-		wd:    newWatchdog(h.period, h.cfg.IdleTimeout, h.cfg.WriteTimeout),
+		wd:    wsbridge.NewWatchdog(h.period, h.cfg.IdleTimeout, h.cfg.WriteTimeout),
 		done:  make(chan struct{}),
 		ready: make(chan struct{}),
 	}
@@ -500,11 +432,11 @@ func newSession(h *Handler) *session {
 
 // end ends the session once: it records why, stops a dial in progress,
 // disconnects from the server and closes the WebSocket with code and
-// reason, within closeTimeout (see closeWS). Later calls wait for the
+// reason, within a second . Later calls wait for the
 // first to finish and do nothing.
 func (s *session) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
-		s.endedAt.CompareAndSwap(0, s.wd.now()+1)
+		s.endedAt.CompareAndSwap(0, s.wd.Now()+1)
 		s.mu.Lock()
 		s.ended = true
 		s.code, s.reason = code, reason
@@ -516,7 +448,7 @@ func (s *session) end(code websocket.StatusCode, reason string) {
 			conn.Close()
 		}
 		if ws != nil {
-			closeWS(ws, bc, code, reason)
+			wsbridge.CloseWS(ws, bc, code, reason)
 		}
 	})
 }
@@ -524,7 +456,7 @@ func (s *session) end(code websocket.StatusCode, reason string) {
 // endLater ends the session from the watchdog: in a goroutine of the
 // session's (serve waits for it), so that the watchdog goes on checking
 // during the close and cuts the connection if it takes longer than
-// closeTimeout.
+// a second.
 func (s *session) endLater(now int64, code websocket.StatusCode, reason string) {
 	if !s.endedAt.CompareAndSwap(0, now+1) {
 		return // ending already
@@ -538,12 +470,12 @@ func (s *session) endLater(now int64, code websocket.StatusCode, reason string) 
 
 // setWS records the WebSocket and its connection; it reports false if the
 // session already ended, and then closes ws itself.
-func (s *session) setWS(ws *websocket.Conn, bc *batchConn) bool {
+func (s *session) setWS(ws *websocket.Conn, bc *wsbridge.BatchConn) bool {
 	s.mu.Lock()
 	if s.ended {
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
-		closeWS(ws, bc, code, reason)
+		wsbridge.CloseWS(ws, bc, code, reason)
 		return false
 	}
 	s.ws, s.bc = ws, bc
@@ -565,25 +497,25 @@ func (s *session) setConn(c *netcode.Conn) bool {
 	return true
 }
 
-func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
+func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote string) {
 	if !s.setWS(ws, bc) {
 		return
 	}
 	h := s.h
-	h.log.Debug("netcode bridge: session start", "remote", remote)
-	s.deadline.Store(s.wd.now() + int64(h.cfg.HandshakeTimeout))
-	s.wd.run(s.watch)
+	h.log.Debug("netcode/bridge: session start", "remote", remote)
+	s.deadline.Store(s.wd.Now() + int64(h.cfg.HandshakeTimeout))
+	s.wd.Run(s.watch)
 	defer func() {
 		// The first end wins; this one only waits for it to finish. The
 		// watchdog runs until then: it bounds the close too.
 		s.end(websocket.StatusNormalClosure, "")
-		s.wd.stop()
+		s.wd.Stop()
 		s.wg.Wait()
 		s.mu.Lock()
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
-		h.log.Debug("netcode bridge: session end", "remote", remote,
-			"code", int(code), "reason", reason, "duration", time.Since(s.wd.start))
+		h.log.Debug("netcode/bridge: session end", "remote", remote,
+			"code", int(code), "reason", reason, "duration", time.Duration(s.wd.Now()))
 	}()
 
 	// The connect token: one binary message of exactly 2048 bytes.
@@ -594,9 +526,9 @@ func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
 			tokenBufs.Put(tb)
 		}
 	}()
-	typ, n, err := readMessage(ws, tb[:])
+	typ, n, err := wsbridge.ReadMessage(ws, tb[:])
 	if err != nil {
-		s.end(readEnd(err))
+		s.end(wsbridge.ReadEnd(err))
 		return
 	}
 	if typ != websocket.MessageBinary || n != netcode.ConnectTokenBytes {
@@ -611,7 +543,7 @@ func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
 	}
 	for _, a := range tok.ServerAddrs {
 		if !h.allows(a) {
-			s.end(CodeServerNotAllowed, "netcode bridge: server "+a.String()+" not allowed")
+			s.end(CodeServerNotAllowed, "netcode/bridge: server "+a.String()+" not allowed")
 			return
 		}
 	}
@@ -622,7 +554,7 @@ func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
 	s.wg.Add(1)
 	go s.readLoop()
 
-	s.deadline.Store(s.wd.now() + int64(h.cfg.DialTimeout))
+	s.deadline.Store(s.wd.Now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
 	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
 	tokenBufs.Put(tb) // parsed: the dial keeps no reference to it
@@ -635,7 +567,7 @@ func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
 	if !s.setConn(conn) {
 		return
 	}
-	s.wd.active()
+	s.wd.Active()
 	s.phase.Store(phaseConnected)
 	close(s.ready)
 
@@ -667,8 +599,8 @@ func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
 // the session) if that failed. A message written counts as activity for the
 // idle timeout.
 func (s *session) write(typ websocket.MessageType, p []byte) bool {
-	if err := s.wd.writeMessage(s.ws, typ, p); err != nil {
-		s.end(websocket.StatusGoingAway, "netcode bridge: write to browser failed")
+	if err := s.wd.WriteMessage(s.ws, typ, p); err != nil {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
 		return false
 	}
 	return true
@@ -679,21 +611,21 @@ func (s *session) readLoop() {
 	defer s.wg.Done()
 	limit := netcode.MaxPayloadBytes
 	for {
-		typ, n, err := readMessage(s.ws, s.in[:])
+		typ, n, err := wsbridge.ReadMessage(s.ws, s.in[:])
 		if err != nil {
-			s.end(readEnd(err))
+			s.end(wsbridge.ReadEnd(err))
 			return
 		}
-		s.wd.active()
+		s.wd.Active()
 		switch {
 		case typ != websocket.MessageBinary:
-			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are relayed")
+			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are relayed")
 			return
 		case n == 0:
-			s.end(websocket.StatusPolicyViolation, "netcode bridge: empty message")
+			s.end(websocket.StatusPolicyViolation, "netcode/bridge: empty message")
 			return
 		case n > limit:
-			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1200 bytes")
+			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1200 bytes")
 			return
 		}
 		select {
@@ -710,38 +642,38 @@ func (s *session) readLoop() {
 }
 
 // watch applies the handshake, dial, idle and write timeouts, and cuts
-// the connection of a session whose end has taken closeTimeout (the
+// the connection of a session whose end has taken a second (the
 // connection's deadline should have done it already). It runs every
 // period from the session's watchdog until serve stops it, once the
 // session has ended.
 func (s *session) watch(now int64) bool {
 	if e := s.endedAt.Load(); e != 0 {
-		if now-(e-1) >= int64(closeTimeout) {
-			s.bc.cut()
+		if now-(e-1) >= int64(wsbridge.CloseTimeout) {
+			s.bc.Cut()
 		}
 		return true
 	}
 	switch s.phase.Load() {
 	case phaseToken:
 		if now >= s.deadline.Load() {
-			s.endLater(now, CodeHandshakeTimeout, "netcode bridge: no connect token within the handshake timeout")
+			s.endLater(now, CodeHandshakeTimeout, "netcode/bridge: no connect token within the handshake timeout")
 			return true
 		}
 	case phaseDial:
 		if now >= s.deadline.Load() {
-			s.endLater(now, CodeHandshakeTimeout, "netcode bridge: dial timed out")
+			s.endLater(now, CodeHandshakeTimeout, "netcode/bridge: dial timed out")
 			return true
 		}
 	case phaseConnected:
-		if s.wd.idleFor(now) {
-			s.endLater(now, CodeIdleTimeout, "netcode bridge: idle timeout")
+		if s.wd.IdleFor(now) {
+			s.endLater(now, CodeIdleTimeout, "netcode/bridge: idle timeout")
 			return true
 		}
 	}
-	if s.wd.stalled(now) {
+	if s.wd.Stalled(now) {
 		// The browser does not read: no close handshake is possible.
-		s.bc.cut()
-		s.endLater(now, websocket.StatusGoingAway, "netcode bridge: write timeout")
+		s.bc.Cut()
+		s.endLater(now, websocket.StatusGoingAway, "netcode/bridge: write timeout")
 	}
 	return true
 }
@@ -758,9 +690,9 @@ func closeFor(err error) (websocket.StatusCode, string) {
 	case errors.Is(err, io.EOF):
 		return CodeDisconnected, "netcode: disconnected by the server"
 	case errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
-		return websocket.StatusGoingAway, "netcode bridge: session closed"
+		return websocket.StatusGoingAway, "netcode/bridge: session closed"
 	}
-	return websocket.StatusInternalError, "netcode bridge: upstream error"
+	return websocket.StatusInternalError, "netcode/bridge: upstream error"
 }
 
 var errorCodes = []struct {

@@ -61,8 +61,12 @@ func TestNewUsesBatcher(t *testing.T) {
 		wrap   func(*net.UDPConn, *calls) net.PacketConn
 		single Conn
 	}{
-		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn { return hookedAP{apOnly{uc}, Batched{batchingAP{apOnly{uc}, c}}} }, &apConn{}},
-		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn { return hookedPlain{hidden{uc}, Batched{batchingPlain{hidden{uc}, c}}} }, &genericConn{}},
+		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn {
+			return hookedAP{apOnly{uc}, Batched{batchingAP{apOnly{uc}, c}}}
+		}, &apConn{}},
+		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn {
+			return hookedPlain{hidden{uc}, Batched{batchingPlain{hidden{uc}, c}}}
+		}, &genericConn{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := new(calls)

@@ -1,7 +1,8 @@
-package bridge
+package transport
 
 import (
 	"errors"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,53 +14,25 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
-	"github.com/gonetcode/netcode/internal/transport"
+	dgram "github.com/gonetcode/netcode/internal/transport"
 )
-
-// Defaults for the zero fields of MuxConfig.
-const (
-	// DefaultMuxReadQueue is the least read queue: 0 means the larger of
-	// it and DefaultMuxReadQueuePerSession × MaxSessions.
-	DefaultMuxReadQueue = 1024
-	// DefaultMuxReadQueuePerSession is the read queue's room per session
-	// of the cap when MuxConfig.ReadQueue is 0: a connected client sends
-	// about 20 datagrams a second (10 keep-alives or payloads, and its
-	// payloads at a game's rate), so this is a couple of hundred
-	// milliseconds of every session at once, for the server's reader to
-	// be late by. The room costs nothing until used (the queue's buffers
-	// are pooled and its ring grows as needed).
-	DefaultMuxReadQueuePerSession = 4
-	DefaultMuxSendQueue           = 256
-)
-
-// muxSessionShare is how many of one WebSocket session's datagrams may
-// wait in the read queue at once; past it, the session's new ones are
-// dropped (counted in Dropped). A peer that floods cannot take the room of
-// the others and of the UDP clients.
-const muxSessionShare = 64
-
-// muxEndGrace is how long an ended session of a Mux has to write what is
-// queued for it and finish the close handshake before its connection is
-// cut (a peer that does not read, or that declared a frame longer than it
-// sent, would otherwise hold it, and Close, for as long as it likes).
-const muxEndGrace = 2 * time.Second
 
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
-	// DefaultMaxSessions. Past it, the handler accepts the WebSocket and
+	// 1024 (bridge.DefaultMaxSessions). Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response
-	// carries RefusedHeader, and DialTransport fails at once with
-	// ErrBridgeFull.
+	// carries bridge.RefusedHeader, and Dial fails at once with
+	// bridge.ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from
 	// the peer or to it) for this long (a connected netcode client and its
 	// server both send keep-alives ten times a second); 0 means
-	// DefaultIdleTimeout, negative disables it.
+	// 30 s, negative disables it.
 	IdleTimeout time.Duration
 	// WriteTimeout ends a session whose peer does not take a message within
-	// this long (a stalled TCP connection); 0 means DefaultWriteTimeout,
+	// this long (a stalled TCP connection); 0 means 10 s,
 	// negative disables it.
 	WriteTimeout time.Duration
 	// OriginPatterns lists the origins, besides the request's own host,
@@ -85,17 +58,17 @@ type MuxConfig struct {
 
 // Mux is a net.PacketConn that merges a UDP socket with WebSocket clients
 // of the end-to-end encrypted transport (subprotocol
-// [TransportSubprotocol]), so that one netcode server serves both:
+// [Subprotocol]), so that one netcode server serves both:
 //
 //	udp, _ := net.ListenUDP("udp", addr)
-//	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+//	mux := transport.NewMux(udp, nil)
 //	ln, _ := netcode.NewListener(mux, cfg) // the Listener owns mux
 //	http.Handle("/netcode", mux.Handler())
 //
 // ReadFrom returns datagrams from the UDP socket and from every WebSocket
 // session (one binary message is one datagram). WebSocket peers are known by
 // synthetic addresses from the IPv6 discard-only prefix 100::/64 (see
-// [IsTransportAddr]), one per session, never reused; WriteTo sends to such
+// [IsSessionAddr]), one per session, never reused; WriteTo sends to such
 // an address as a binary message on that session's WebSocket, and to any
 // other address over UDP. LocalAddr is the UDP socket's address, so the
 // netcode server checks connect tokens against its UDP address: tokens for
@@ -121,42 +94,43 @@ type Mux struct {
 	batchHook // the batched I/O a netcode Listener finds: muxBatcher
 
 	udp    net.PacketConn
-	tc     transport.Conn // udp, with batched I/O where the platform has it
+	tc     dgram.Conn // udp, with batched I/O where the platform has it
 	cfg    MuxConfig
 	log    *slog.Logger
-	accept websocket.AcceptOptions
-	refuse websocket.AcceptOptions // accept's, agreeing to transportFullSubprotocol if offered
-	period time.Duration           // how often a session's watchdog checks
+	gate   wsbridge.Gate // admission, shared with the relay
+	period time.Duration // how often a session's watchdog checks
 
 	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
 	once sync.Once
 	err  error
 
-	// Lock order: mu, then a session's queue or watchdog (leaves).
+	// Lock order: the gate's lock, then mu, then a session's queue or
+	// watchdog (leaves).
 	mu       sync.RWMutex
 	sessions map[netip.AddrPort]*muxSession
-	active   int // sessions from the cap check to their end
 	closed   bool
 	next     uint64
 
 	wg          sync.WaitGroup // the UDP reader
-	swg         sync.WaitGroup // ServeHTTP calls in progress, and the sessions they started
-	refusing    atomic.Int64
-	sessDropped atomic.Uint64 // send queue drops of the sessions that have ended; guarded by mu
-	overShare   atomic.Uint64 // datagrams dropped because their session had its share queued
+	sessDropped atomic.Uint64  // send queue drops of the sessions that have ended; guarded by mu
+	overShare   atomic.Uint64  // datagrams dropped because their session had its share queued
 }
 
 // NewMux returns a Mux over the UDP socket udp, which it owns: Close closes
-// it. It starts a goroutine that reads udp.
-func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
+// it. A nil config is the zero MuxConfig: every default. It starts a goroutine that reads udp.
+func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
+	var cfg MuxConfig
+	if config != nil {
+		cfg = *config
+	}
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
+		cfg.MaxSessions = wsbridge.DefaultMaxSessions
 	}
 	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
+		cfg.IdleTimeout = wsbridge.DefaultIdleTimeout
 	}
 	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
+		cfg.WriteTimeout = wsbridge.DefaultWriteTimeout
 	}
 	if cfg.ReadQueue <= 0 {
 		cfg.ReadQueue = max(DefaultMuxReadQueue, DefaultMuxReadQueuePerSession*cfg.MaxSessions)
@@ -165,15 +139,10 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		cfg.SendQueue = DefaultMuxSendQueue
 	}
 	m := &Mux{
-		udp: udp,
-		tc:  transport.New(udp),
-		cfg: cfg,
-		log: cfg.Logger,
-		accept: websocket.AcceptOptions{
-			Subprotocols:    []string{TransportSubprotocol},
-			OriginPatterns:  cfg.OriginPatterns,
-			CompressionMode: websocket.CompressionDisabled,
-		},
+		udp:      udp,
+		tc:       dgram.New(udp),
+		cfg:      cfg,
+		log:      cfg.Logger,
 		q:        packetq.New(cfg.ReadQueue),
 		sessions: make(map[netip.AddrPort]*muxSession),
 	}
@@ -181,37 +150,48 @@ func NewMux(udp net.PacketConn, cfg MuxConfig) *Mux {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.batchHook = batchHook{B: muxBatcher{m}}
-	m.refuse = m.accept
-	m.refuse.Subprotocols = []string{transportFullSubprotocol, TransportSubprotocol}
-	m.period = watchPeriod(muxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
+	m.gate = wsbridge.Gate{
+		Subprotocol: Subprotocol,
+		Max:         cfg.MaxSessions,
+		Accept: websocket.AcceptOptions{
+			Subprotocols:    []string{Subprotocol},
+			OriginPatterns:  cfg.OriginPatterns,
+			CompressionMode: websocket.CompressionDisabled,
+		},
+		Log:  m.log,
+		Name: "transport",
+	}
+	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
+	// does: a client that cannot read the response's headers (in a
+	// browser) tells the refusal from a session at once by that. A client
+	// that offers only Subprotocol gets it, and the close.
+	m.gate.Refuse = m.gate.Accept
+	m.gate.Refuse.Subprotocols = []string{fullSubprotocol, Subprotocol}
+	m.period = wsbridge.WatchPeriod(wsbridge.MuxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
 	m.wg.Add(1)
 	go m.readUDP()
 	return m
 }
-
-// muxReadBatch is how many UDP datagrams the Mux's reader takes from the
-// socket at once.
-const muxReadBatch = 64
 
 // readUDP feeds UDP datagrams to the read queue until Close. If the socket
 // fails for good, it ends the queue with the error: ReadFrom returns what
 // is queued, then that error.
 func (m *Mux) readUDP() {
 	defer m.wg.Done()
-	err := transport.ReadLoop(m.tc, muxReadBatch, m.q.Done(), m.pushUDP, func(err error) {
-		m.log.Debug("netcode bridge: UDP read error, retrying", "addr", m.udp.LocalAddr().String(), "err", err)
+	err := dgram.ReadLoop(m.tc, muxReadBatch, m.q.Done(), m.pushUDP, func(err error) {
+		m.log.Debug("netcode/bridge: UDP read error, retrying", "addr", m.udp.LocalAddr().String(), "err", err)
 	})
 	if err != nil {
-		m.log.Error("netcode bridge: UDP socket failed; the Mux stops", "addr", m.udp.LocalAddr().String(), "err", err)
+		m.log.Error("netcode/bridge: UDP socket failed; the Mux stops", "addr", m.udp.LocalAddr().String(), "err", err)
 		m.q.End(err)
 	}
 }
 
 // pushUDP queues datagrams read from the UDP socket.
-func (m *Mux) pushUDP(ms []transport.Message) {
+func (m *Mux) pushUDP(ms []dgram.Message) {
 	for i := range ms {
 		// Nobody can send from the reserved prefix: forged.
-		if a := ms[i].Addr; a.IsValid() && !IsTransportAddr(a) {
+		if a := ms[i].Addr; a.IsValid() && !IsSessionAddr(a) {
 			m.q.Push(a, ms[i].Buf)
 		}
 	}
@@ -251,7 +231,7 @@ func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	if err != nil {
 		return 0, netip.AddrPort{}, m.opError("read", nil, err)
 	}
-	if IsTransportAddr(addr) {
+	if IsSessionAddr(addr) {
 		m.mu.RLock()
 		m.dequeued(addr)
 		m.mu.RUnlock()
@@ -274,7 +254,7 @@ func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
 // dropped). It allocates nothing.
 func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	var err error
-	if IsTransportAddr(addr) {
+	if IsSessionAddr(addr) {
 		err = m.toSession(b, addr)
 	} else {
 		err = m.tc.WriteTo(b, addr)
@@ -291,7 +271,7 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	switch {
 	case len(b) == 0:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
-	case len(b) > MaxTransportMessage:
+	case len(b) > MaxMessage:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
 	}
 	m.mu.RLock()
@@ -313,14 +293,14 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 // ms[i].Buf[:cap(ms[i].Buf)], truncated if longer; Buf is resliced to it
 // and Addr is its sender. A netcode Listener over a Mux reads with it.
 // The errors are those of ReadFromUDPAddrPort. It allocates nothing.
-func (m *Mux) readBatch(ms []transport.Message) (int, error) {
+func (m *Mux) readBatch(ms []dgram.Message) (int, error) {
 	n, err := m.q.ReadBatch(ms)
 	if err != nil {
 		return 0, m.opError("read", nil, err)
 	}
 	locked := false
 	for i := range ms[:n] {
-		if IsTransportAddr(ms[i].Addr) {
+		if IsSessionAddr(ms[i].Addr) {
 			if !locked {
 				m.mu.RLock()
 				locked = true
@@ -348,10 +328,10 @@ func (m *Mux) dequeued(addr netip.AddrPort) {
 // sessions' send queues, as WriteToUDPAddrPort does. It returns how many
 // were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
 // nothing.
-func (m *Mux) writeBatch(ms []transport.Message) (int, error) {
+func (m *Mux) writeBatch(ms []dgram.Message) (int, error) {
 	sent := 0
 	for sent < len(ms) {
-		if IsTransportAddr(ms[sent].Addr) {
+		if IsSessionAddr(ms[sent].Addr) {
 			if err := m.toSession(ms[sent].Buf, ms[sent].Addr); err != nil {
 				return sent, err
 			}
@@ -359,7 +339,7 @@ func (m *Mux) writeBatch(ms []transport.Message) (int, error) {
 			continue
 		}
 		end := sent + 1
-		for end < len(ms) && !IsTransportAddr(ms[end].Addr) {
+		for end < len(ms) && !IsSessionAddr(ms[end].Addr) {
 			end++
 		}
 		n, err := m.tc.WriteBatch(ms[sent:end])
@@ -371,14 +351,14 @@ func (m *Mux) writeBatch(ms []transport.Message) (int, error) {
 	return sent, nil
 }
 
-var _ transport.Batcher = muxBatcher{}
+var _ dgram.Batcher = muxBatcher{}
 
 // WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
 // the form "host:port".
 func (m *Mux) WriteTo(b []byte, addr net.Addr) (int, error) {
-	ap := transport.AddrPortOf(addr)
+	ap := dgram.AddrPortOf(addr)
 	if !ap.IsValid() {
-		return 0, m.opError("write", addr, errors.New("netcode bridge: not an IP address"))
+		return 0, m.opError("write", addr, errors.New("netcode/bridge: not an IP address"))
 	}
 	return m.WriteToUDPAddrPort(b, ap)
 }
@@ -414,6 +394,7 @@ func (m *Mux) Close() error {
 	first := false
 	m.once.Do(func() {
 		first = true
+		m.gate.Close()
 		m.mu.Lock()
 		m.closed = true
 		ss := make([]*muxSession, 0, len(m.sessions))
@@ -423,10 +404,10 @@ func (m *Mux) Close() error {
 		m.mu.Unlock()
 		m.q.Close()
 		for _, s := range ss {
-			s.end(websocket.StatusGoingAway, "netcode bridge: shutting down")
+			s.end(websocket.StatusGoingAway, "netcode/bridge: shutting down")
 		}
 		m.err = m.udp.Close()
-		m.swg.Wait()
+		m.gate.Wait()
 		m.wg.Wait()
 	})
 	if !first {
@@ -436,9 +417,9 @@ func (m *Mux) Close() error {
 }
 
 // Handler returns the http.Handler that accepts WebSocket sessions of the
-// transport (subprotocol [TransportSubprotocol]; a request that does not
+// transport (subprotocol [Subprotocol]; a request that does not
 // offer it is refused with HTTP 400). Each binary message is one netcode
-// packet of 1 to [MaxTransportMessage] bytes; a longer message ends the
+// packet of 1 to [MaxMessage] bytes; a longer message ends the
 // session with 1009, a text message with 1003, and empty messages are
 // ignored.
 func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
@@ -448,67 +429,30 @@ type muxHandler Mux
 // ServeHTTP upgrades the request and serves the session until it ends.
 func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
-	if !offers(r, TransportSubprotocol) {
-		http.Error(w, "netcode bridge: WebSocket subprotocol "+TransportSubprotocol+" required", http.StatusBadRequest)
-		return
-	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		http.Error(w, "netcode bridge: shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	m.swg.Add(1)
-	if m.active >= m.cfg.MaxSessions {
-		m.mu.Unlock()
-		defer m.swg.Done()
-		m.refuseSession(w, r)
-		return
-	}
-	m.active++
-	m.mu.Unlock()
-	release := func() {
+	m.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
+		ws.SetReadLimit(MaxMessage)
 		m.mu.Lock()
-		m.active--
+		m.next++
+		s := &muxSession{
+			m:          m,
+			ws:         ws,
+			bc:         bc,
+			addr:       sessionAddr(m.next),
+			out:        packetq.New(m.cfg.SendQueue),
+			wd:         wsbridge.NewWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
+			writerDone: make(chan struct{}),
+		}
+		m.sessions[s.addr] = s
 		m.mu.Unlock()
-		m.swg.Done()
-	}
-
-	clearDeadlines(w)
-	ws, bc, err := accept(w, r, &m.accept)
-	if err != nil {
-		release()
-		return // Accept has answered the request.
-	}
-	ws.SetReadLimit(MaxTransportMessage)
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		closeWS(ws, bc, websocket.StatusGoingAway, "netcode bridge: shutting down")
-		release()
-		return
-	}
-	m.next++
-	s := &muxSession{
-		m:          m,
-		ws:         ws,
-		bc:         bc,
-		addr:       transportAddr(m.next),
-		out:        packetq.New(m.cfg.SendQueue),
-		wd:         newWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
-		writerDone: make(chan struct{}),
-	}
-	m.sessions[s.addr] = s
-	m.mu.Unlock()
-
-	// The session goes on in goroutines of its own (Close waits for
-	// them), and net/http's for the connection ends, with what it holds.
-	remote := r.RemoteAddr
-	go func() {
-		defer release()
-		s.serve(remote)
-	}()
+		// The session goes on in goroutines of its own (Close waits for
+		// them), and net/http's for the connection ends, with what it
+		// holds.
+		remote := r.RemoteAddr
+		go func() {
+			defer release()
+			s.serve(remote)
+		}()
+	})
 }
 
 // serve runs the session until it ends: it reads the peer, and its writer
@@ -516,63 +460,53 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *muxSession) serve(remote string) {
 	m := s.m
 	start := time.Now()
-	m.log.Debug("netcode bridge: transport session start", "remote", remote, "addr", s.addr)
-	s.wd.run(s.watch)
+	m.log.Debug("netcode/bridge: transport session start", "remote", remote, "addr", s.addr)
+	s.wd.Run(s.watch)
 	go s.writer()
 	s.readLoop()
 	s.end(websocket.StatusNormalClosure, "")
 	<-s.writerDone
-	s.wd.stop()
+	s.wd.Stop()
 	s.out.Close() // frees what the writer left
 	m.mu.Lock()
 	delete(m.sessions, s.addr)
 	m.sessDropped.Add(s.out.Dropped())
 	m.mu.Unlock()
-	m.log.Debug("netcode bridge: transport session end", "remote", remote, "addr", s.addr,
+	m.log.Debug("netcode/bridge: transport session end", "remote", remote, "addr", s.addr,
 		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
-}
-
-// refuse turns a request away because of the session cap.
-// The WebSocket of a refusal agrees to transportFullSubprotocol if the
-// client offers it, as DialTransport does: a client that cannot read the
-// response's headers (in a browser) tells the refusal from a session at
-// once by that. A client that offers only TransportSubprotocol gets it,
-// and the close.
-func (m *Mux) refuseSession(w http.ResponseWriter, r *http.Request) {
-	refuseOverCap(w, r, &m.refusing, &m.refuse, m.log, "netcode bridge: too many transport sessions")
 }
 
 // errSessionEnded ends a session's send queue: its writer writes what is
 // queued, then closes the WebSocket.
-var errSessionEnded = errors.New("netcode bridge: session ended")
+var errSessionEnded = errors.New("netcode/bridge: session ended")
 
 // muxSession is one WebSocket peer of a Mux.
 type muxSession struct {
 	m    *Mux
 	ws   *websocket.Conn
-	bc   *batchConn // under ws
+	bc   *wsbridge.BatchConn // under ws
 	addr netip.AddrPort
 	out  *packetq.Queue // datagrams for the peer; ended when the session ends
-	wd   *watchdog
+	wd   *wsbridge.Watchdog
 
 	endOnce    sync.Once
 	code       websocket.StatusCode
 	reason     string // code and reason are written before out is ended
 	writerDone chan struct{}
 
-	endedAt atomic.Int64 // wd.now() + 1 of the end; 0 while running
+	endedAt atomic.Int64 // wd.Now() + 1 of the end; 0 while running
 	queued  atomic.Int32 // datagrams of the session in the Mux's read queue
 }
 
 // end ends the session once, recording why; the writer then writes what is
 // queued and closes the WebSocket with code and reason, all within
-// muxEndGrace: the connection's deadline bounds them (and the watchdog
+// wsbridge.MuxEndGrace: the connection's deadline bounds them (and the watchdog
 // cuts the connection if that did not do).
 func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
-		s.endedAt.Store(s.wd.now() + 1)
-		s.bc.closeBy(time.Now().Add(muxEndGrace))
+		s.endedAt.Store(s.wd.Now() + 1)
+		s.bc.CloseBy(time.Now().Add(wsbridge.MuxEndGrace))
 		s.out.End(errSessionEnded)
 	})
 }
@@ -584,11 +518,11 @@ func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 // writer writes the queued datagrams to the WebSocket until the session
 // ends, then the rest of the queue, then closes the WebSocket. When several
 // are queued, their messages go out together, in one write to the
-// connection (up to batchBytes).
+// connection (up to wsbridge.BatchBytes).
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
-	defer s.bc.release()
-	buf := make([]byte, MaxTransportMessage)
+	defer s.bc.Release()
+	buf := make([]byte, MaxMessage)
 	for s.writeBatch(buf) {
 	}
 	s.ws.Close(s.code, s.reason)
@@ -605,7 +539,7 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 	if s.out.Len() == 0 {
 		return s.write(buf[:n])
 	}
-	s.bc.hold()
+	s.bc.Hold()
 	ok := s.write(buf[:n])
 	for ok && s.out.Len() > 0 {
 		// Only this goroutine reads: what Len counts is there.
@@ -614,8 +548,8 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 		}
 		ok = s.write(buf[:n])
 	}
-	if err := s.wd.flush(s.bc); err != nil && ok {
-		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
+	if err := s.wd.Flush(s.bc); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
 		return false
 	}
 	return ok
@@ -625,8 +559,8 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 // if that failed. A datagram written counts as activity for the idle
 // timeout.
 func (s *muxSession) write(p []byte) bool {
-	if err := s.wd.writeMessage(s.ws, websocket.MessageBinary, p); err != nil {
-		s.end(websocket.StatusGoingAway, "netcode bridge: write failed")
+	if err := s.wd.WriteMessage(s.ws, websocket.MessageBinary, p); err != nil {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
 		return false
 	}
 	return true
@@ -635,24 +569,24 @@ func (s *muxSession) write(p []byte) bool {
 // readLoop feeds the peer's messages to the Mux's read queue until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
-	buf := make([]byte, MaxTransportMessage+1)
+	buf := make([]byte, MaxMessage+1)
 	for {
-		typ, n, err := readMessage(s.ws, buf)
+		typ, n, err := wsbridge.ReadMessage(s.ws, buf)
 		if err != nil {
-			s.end(readEnd(err))
+			s.end(wsbridge.ReadEnd(err))
 			return
 		}
 		switch {
 		case typ != websocket.MessageBinary:
-			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
+			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
 			return
 		case n == 0:
 			continue // not a datagram, and not activity either
-		case n > MaxTransportMessage:
-			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
+		case n > MaxMessage:
+			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1300 bytes")
 			return
 		}
-		s.wd.active()
+		s.wd.Active()
 		select {
 		case <-s.out.Done():
 			return
@@ -669,35 +603,35 @@ func (s *muxSession) readLoop() {
 }
 
 // watch applies the idle and write timeouts, and cuts the connection of a
-// session that ended more than muxEndGrace ago but is still writing or
+// session that ended more than wsbridge.MuxEndGrace ago but is still writing or
 // closing. It runs every period from the session's watchdog until the
 // session is gone, so that Close, which waits for every session, cannot
 // wait forever.
 func (s *muxSession) watch(now int64) bool {
 	if e := s.endedAt.Load(); e != 0 {
-		if now-(e-1) >= int64(muxEndGrace) {
+		if now-(e-1) >= int64(wsbridge.MuxEndGrace) {
 			// Ended long ago and still writing or closing: the writer
 			// and the reader return once the connection is gone. (Not
 			// CloseNow, which waits for a Close in progress.)
-			s.bc.cut()
+			s.bc.Cut()
 		}
-	} else if s.wd.idleFor(now) {
-		s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
+	} else if s.wd.IdleFor(now) {
+		s.end(wsbridge.CodeIdleTimeout, "netcode/bridge: idle timeout")
 	}
-	if s.wd.stalled(now) {
+	if s.wd.Stalled(now) {
 		// The peer does not read: no close handshake is possible.
-		s.bc.cut()
-		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
+		s.bc.Cut()
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write timeout")
 	}
 	return true
 }
 
 // batchHook is the hook a Mux embeds under an unexported name, so that it
 // exports no method of internal types.
-type batchHook = transport.Batched
+type batchHook = dgram.Batched
 
 // muxBatcher is a Mux's batched I/O for a netcode Listener over it.
 type muxBatcher struct{ m *Mux }
 
-func (b muxBatcher) ReadBatch(ms []transport.Message) (int, error)  { return b.m.readBatch(ms) }
-func (b muxBatcher) WriteBatch(ms []transport.Message) (int, error) { return b.m.writeBatch(ms) }
+func (b muxBatcher) ReadBatch(ms []dgram.Message) (int, error)  { return b.m.readBatch(ms) }
+func (b muxBatcher) WriteBatch(ms []dgram.Message) (int, error) { return b.m.writeBatch(ms) }
