@@ -67,6 +67,12 @@
 //
 // # Goroutines, locks and queues
 //
+// Every goroutine, by the function it runs (TestGoroutineInventory fails
+// if another runs):
+//
+//	reliable.(*conn).readLoop  per Session or Stream: reads datagrams into the core
+//	reliable.(*conn).fire      its timer callback, only while something is due
+//
 // A Session or Stream runs one goroutine of its own, which reads datagrams
 // from the message connection, and one timer (time.AfterFunc), whose
 // callback runs only when the connection has work due: an ack owed
