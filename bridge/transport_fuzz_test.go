@@ -13,7 +13,7 @@ import (
 
 // FuzzMuxMessage sends hostile messages over the WebSocket transport into
 // a Mux with a netcode server behind it: nothing may panic, a binary
-// message of at most MaxTransportMessage bytes never ends the session, any
+// message of at most transport.MaxMessage bytes never ends the session, any
 // other message ends it with the documented code, and the server keeps
 // serving real clients. Every input costs a WebSocket round trip, so run it
 // with a bounded minimization, for example

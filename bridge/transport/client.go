@@ -106,7 +106,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
 // that dials url with Dial, so that the netcode client runs over
 // the WebSocket transport:
 //
-//	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket("wss://game.example.com/netcode", nil)}
+//	d := netcode.Dialer{ListenPacket: transport.ListenPacket("wss://game.example.com/netcode", nil)}
 //	conn, err := d.DialContext(ctx, connectToken)
 func ListenPacket(url string, opts *Options) func(ctx context.Context, network, localAddr string) (net.PacketConn, error) {
 	return func(ctx context.Context, _, _ string) (net.PacketConn, error) {

@@ -11,7 +11,7 @@ import (
 // encrypted transport: every binary message is one netcode packet (1 to
 // protocol.MaxPacketBytes bytes), exactly as it would travel in a UDP
 // datagram. The server side is a [Mux]; the client side is [Dial].
-// Unlike the relay ([Handler]), nothing between the netcode client (for
+// Unlike the relay (bridge.Handler), nothing between the netcode client (for
 // example the Go client compiled to WebAssembly, running in a browser) and
 // the netcode server can read or forge the payloads.
 //
