@@ -52,11 +52,11 @@ const (
 	// CodeIdleTimeout: nothing was relayed in either direction (no message
 	// from the browser, no payload to it) within Config.IdleTimeout, or
 	// (Mux) no message went either way within MuxConfig.IdleTimeout.
-	CodeIdleTimeout websocket.StatusCode = wsbridge.CodeIdleTimeout
+	CodeIdleTimeout websocket.StatusCode = wsbridge.CodeIdleTimeout // 4012
 	// CodeBridgeFull is WebSocket's 1013 (try again later): the bridge has
 	// its MaxSessions open (ErrBridgeFull, the reason). The session is
 	// refused right after the upgrade; see also RefusedHeader.
-	CodeBridgeFull = wsbridge.CodeFull
+	CodeBridgeFull = wsbridge.CodeFull // 1013
 )
 
 // Config configures a Handler. The zero value refuses every token: name the
@@ -285,4 +285,4 @@ var ErrBridgeFull = wsbridge.ErrFull
 // (then closed with 1013) as on the 503 one: its value is "full". Clients
 // that can read response headers (Go's, not a browser's) tell the refusal
 // apart at once; transport.Dial does.
-const RefusedHeader = wsbridge.RefusedHeader
+const RefusedHeader = wsbridge.RefusedHeader // "Netcode-Bridge-Refused"

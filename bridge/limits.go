@@ -12,11 +12,11 @@ import (
 
 // Defaults for the zero fields of Config.
 const (
-	DefaultMaxSessions      = wsbridge.DefaultMaxSessions
+	DefaultMaxSessions      = wsbridge.DefaultMaxSessions // 1024
 	DefaultHandshakeTimeout = 5 * time.Second
 	DefaultDialTimeout      = 30 * time.Second
-	DefaultIdleTimeout      = wsbridge.DefaultIdleTimeout
-	DefaultWriteTimeout     = wsbridge.DefaultWriteTimeout
+	DefaultIdleTimeout      = wsbridge.DefaultIdleTimeout  // 30 s
+	DefaultWriteTimeout     = wsbridge.DefaultWriteTimeout // 10 s
 	// DefaultSocketBuffer is the default of Config.SocketBuffer: a
 	// relayed session carries one browser's traffic, far from what the
 	// 4 MiB of a dialed netcode client's socket are for.
