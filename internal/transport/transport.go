@@ -101,6 +101,12 @@ func New(pc net.PacketConn) Conn {
 	if b, ok := pc.(batched); ok && b.batcher() != nil {
 		return &batcherConn{Conn: c, b: b.batcher()}
 	}
+	if b, ok := pc.(Batcher); ok {
+		// A type inside the module (a test's, say) with the methods
+		// itself; no public type has them, since its users could not
+		// name Message.
+		return &batcherConn{Conn: c, b: b}
+	}
 	return c
 }
 
