@@ -444,7 +444,11 @@ func (ch *Channel) Receive(b []byte) (int, error) {
 		cn.mu.Lock()
 		n, ok, err := ch.take(cs, b)
 		if ok || err != nil {
+			fatal := cn.c.err
 			cn.unlock()
+			if fatal != nil {
+				cn.end(fatal) // closes the message connection: not under mu
+			}
 			if err != nil {
 				return 0, cn.opErr("receive", err)
 			}
@@ -484,9 +488,7 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 		r.msgLen = int(binary.LittleEndian.Uint32(hdr[:]))
 		if r.msgLen > cs.spec.maxMessage {
 			ch.cn.c.fail(fmt.Errorf("%w: a %d-byte message on channel %d", ErrProtocol, r.msgLen, ch.i))
-			err := ch.cn.c.err
-			ch.cn.end(err)
-			return 0, false, err
+			return 0, false, ch.cn.c.err // the caller ends the connection
 		}
 	}
 	if r.ready < r.msgLen {
