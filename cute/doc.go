@@ -22,4 +22,13 @@
 // (internal/core), on the crypto of internal/hydro and the wire format of
 // internal/wire; the adapters share the netcode adapter's read loop, send
 // queue, Conn machinery and token history.
+//
+// Every goroutine, by the function it runs (TestGoroutineInventory in the
+// root package fails if another runs); Close stops those it owns:
+//
+//	cute.(*Listener).readLoop  a Listener's reader
+//	cute.(*Listener).updater   a Listener's timer: the core's Update when due
+//	cute.(*dialConn).readLoop  a dialed Conn's reader
+//	cute.(*dialConn).updater   a dialed Conn's timer: the core's Update when due
+//	sendq.(*Queue).writer      the writer of each socket (internal/sendq)
 package cute
