@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 )
 
@@ -133,17 +132,17 @@ func TestMuxUDPErrors(t *testing.T) {
 }
 
 // TestMuxReadQueueFromCap: by default the read queue has room for
-// DefaultMuxReadQueuePerSession datagrams per session of the cap, and at
-// least DefaultMuxReadQueue; past the room, datagrams are dropped.
+// 4 datagrams per session of the cap, and at least 1024, as MuxConfig
+// documents; past the room, datagrams are dropped.
 func TestMuxReadQueueFromCap(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  transport.MuxConfig
 		room int
 	}{
-		{"floor", transport.MuxConfig{MaxSessions: 100}, transport.DefaultMuxReadQueue},
-		{"per session", transport.MuxConfig{MaxSessions: 600}, 600 * transport.DefaultMuxReadQueuePerSession},
-		{"default cap", transport.MuxConfig{}, bridge.DefaultMaxSessions * transport.DefaultMuxReadQueuePerSession},
+		{"floor", transport.MuxConfig{MaxSessions: 100}, 1024},
+		{"per session", transport.MuxConfig{MaxSessions: 600}, 600 * 4},
+		{"default cap", transport.MuxConfig{}, 1024 * 4},
 		{"explicit", transport.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
 	}
 	for _, tt := range tests {
