@@ -44,7 +44,7 @@ func TestEndpointAllocs(t *testing.T) {
 		a.ClearAcks()
 		b.ClearAcks()
 	}
-	for range 2 * DefaultConfig().FragmentReassemblyBufferSize {
+	for range 2 * defaultConfig().FragmentReassemblyBufferSize {
 		step()
 	}
 	if n := testing.AllocsPerRun(200, step); n != 0 {

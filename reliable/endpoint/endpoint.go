@@ -7,8 +7,8 @@ import (
 )
 
 // Config configures an Endpoint. Its fields are those of the reference's
-// reliable_config_t; a zero field takes the reference's default (see
-// DefaultConfig).
+// reliable_config_t; a zero field takes the reference's default, given on
+// each field.
 type Config struct {
 	// Name appears in errors.
 	Name string
@@ -61,8 +61,8 @@ type Config struct {
 	Process func(sequence uint16, payload []byte) bool
 }
 
-// DefaultConfig returns the reference's default configuration.
-func DefaultConfig() Config {
+// defaultConfig returns the reference's default configuration.
+func defaultConfig() Config {
 	return Config{
 		Name:                         "endpoint",
 		MaxPacketSize:                16 * 1024,
@@ -83,7 +83,7 @@ func DefaultConfig() Config {
 
 // withDefaults fills zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
+	d := defaultConfig()
 	setInt := func(v *int, def int) {
 		if *v == 0 {
 			*v = def
@@ -284,9 +284,6 @@ func New(cfg Config, now float64) (*Endpoint, error) {
 	}
 	return e, nil
 }
-
-// Config returns the endpoint's configuration, defaults filled in.
-func (e *Endpoint) Config() Config { return e.cfg }
 
 // NextSequence returns the sequence the next sent packet will have.
 func (e *Endpoint) NextSequence() uint16 { return e.sequence }

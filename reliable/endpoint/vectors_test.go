@@ -324,11 +324,11 @@ func TestVectorConstants(t *testing.T) {
 	v := loadVectors(t)
 	c := v.Constants
 	assert.Equal(t, MaxPacketHeaderBytes, c.MaxPacketHeaderBytes)
-	assert.Equal(t, MinPacketHeaderBytes, c.MinPacketHeaderBytes)
+	assert.Equal(t, minPacketHeaderBytes, c.MinPacketHeaderBytes)
 	assert.Equal(t, FragmentHeaderBytes, c.FragmentHeaderBytes)
 	assert.Equal(t, int(numCounters), c.NumCounters)
 	assert.Equal(t, MaxFragmentsLimit, c.Derived.MaxFragmentsHardLimit)
-	d := DefaultConfig()
+	d := defaultConfig()
 	assert.Equal(t, c.DefaultConfig.Name, d.Name)
 	want := c.DefaultConfig.config()
 	want.Name = c.DefaultConfig.Name
@@ -452,7 +452,7 @@ func TestVectorInvalidPackets(t *testing.T) {
 	require.Len(t, v.InvalidPackets.Cases, 60)
 	for _, c := range v.InvalidPackets.Cases {
 		t.Run(fmt.Sprintf("%d_%s", c.Index, c.Name), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := defaultConfig()
 			if c.ConfigValues != nil {
 				cfg = c.ConfigValues.config()
 			}
