@@ -10,7 +10,7 @@ import (
 // reliable_config_t; a zero field takes the reference's default, given on
 // each field.
 type Config struct {
-	// Name appears in errors.
+	// Name appears in errors. Default "endpoint".
 	Name string
 	// MaxPacketSize is the largest payload SendPacket accepts and
 	// ReceivePacket delivers. Default 16384.
