@@ -87,7 +87,7 @@ func TestDialRefusedSaysWhatHappened(t *testing.T) {
 						require.NoError(t, err)
 						defer l.Close()
 					}
-					tok, err := token.Generate(p)
+					tok, err := token.Generate(&p)
 					require.NoError(t, err)
 					port := uint16(5000)
 					dialer := func() *netcode.Dialer {

@@ -99,7 +99,7 @@ func mint(t testing.TB, addr net.Addr, opts ...tokenOpt) []byte {
 	for _, o := range opts {
 		o(&p)
 	}
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	require.NoError(t, err)
 	return tok
 }

@@ -475,7 +475,7 @@ func soakToken(server netip.AddrPort, clientID uint64) ([]byte, error) {
 		TimeoutSeconds: 5,
 	}
 	copy(p.UserData[:], "hello user data")
-	return token.Generate(p)
+	return token.Generate(&p)
 }
 
 // isEcho reports whether got is an earlier echo of this client's session

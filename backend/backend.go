@@ -43,6 +43,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -112,7 +113,7 @@ type Config struct {
 	// PrivateKey is the key shared with the game servers (see
 	// crypto.ReadKeyFile). Tokens are sealed with it. During a key
 	// rotation it is the new key, once every server accepts it.
-	PrivateKey [token.KeyBytes]byte
+	PrivateKey crypto.Key
 
 	// Authenticate identifies the caller; required. It returns an error
 	// wrapping ErrUnauthorized or ErrForbidden to refuse the caller; any
@@ -166,7 +167,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Authenticate == nil {
 		return nil, errors.New("netcode/backend: Config.Authenticate is required")
 	}
-	if cfg.PrivateKey == ([token.KeyBytes]byte{}) {
+	if cfg.PrivateKey == (crypto.Key{}) {
 		return nil, errors.New("netcode/backend: Config.PrivateKey is all zeros")
 	}
 	if cfg.ChooseServers == nil {
@@ -299,7 +300,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		TimeoutSeconds: h.cfg.TimeoutSeconds,
 	}
 	copy(p.UserData[:], id.UserData)
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	if err != nil {
 		h.fail(w, r, "generate", err)
 		return

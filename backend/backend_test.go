@@ -20,6 +20,7 @@ import (
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -128,7 +129,7 @@ func TestStatusCodes(t *testing.T) {
 				body, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(body)))
 				require.NoError(t, err)
 			}
-			require.Len(t, body, netcode.ConnectTokenBytes)
+			require.Len(t, body, token.ConnectTokenBytes)
 			ct, err := token.Parse(body)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(protocolID), ct.ProtocolID)
@@ -144,10 +145,10 @@ func TestStatusCodes(t *testing.T) {
 }
 
 // openPrivate opens a token's private part as a server does.
-func openPrivate(t *testing.T, ct *token.ConnectToken, key crypto.Key) *token.Private {
+func openPrivate(t *testing.T, ct *token.ConnectToken, key crypto.Key) *tokenwire.Private {
 	t.Helper()
-	var priv token.Private
-	require.NoError(t, token.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
+	var priv tokenwire.Private
+	require.NoError(t, tokenwire.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
 	return &priv
 }
 

@@ -268,7 +268,7 @@ func NewHandler(cfg Config) *Handler {
 		if sb <= 0 {
 			sb = DefaultSocketBuffer
 		}
-		h.dialer = &netcode.Dialer{SocketBuffer: sb}
+		h.dialer = &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: sb}}
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -454,7 +454,7 @@ type session struct {
 // tokenBuf holds a connect token as read, with one byte more to tell a
 // longer message. Sessions borrow one from tokenBufs only until the dial
 // has parsed it, so that connected sessions do not carry one each.
-type tokenBuf [netcode.ConnectTokenBytes + 1]byte
+type tokenBuf [token.ConnectTokenBytes + 1]byte
 
 var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
 
@@ -540,7 +540,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	}()
 
 	// The connect token: one binary message of exactly 2048 bytes.
-	ws.SetReadLimit(netcode.ConnectTokenBytes)
+	ws.SetReadLimit(token.ConnectTokenBytes)
 	tb := tokenBufs.Get().(*tokenBuf)
 	defer func() {
 		if tb != nil {
@@ -552,7 +552,7 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 		s.end(readEnd(err))
 		return
 	}
-	if typ != websocket.MessageBinary || n != netcode.ConnectTokenBytes {
+	if typ != websocket.MessageBinary || n != token.ConnectTokenBytes {
 		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}

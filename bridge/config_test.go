@@ -12,7 +12,7 @@ import (
 // buffer per session, Config.SocketBuffer if set; a Dialer given keeps its
 // own.
 func TestRelaySocketBuffer(t *testing.T) {
-	given := &netcode.Dialer{SocketBuffer: 1 << 20}
+	given := &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: 1 << 20}}
 	tests := []struct {
 		name string
 		cfg  Config
@@ -27,7 +27,7 @@ func TestRelaySocketBuffer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := NewHandler(tt.cfg)
 			defer h.Close()
-			assert.Equal(t, tt.want, h.dialer.SocketBuffer)
+			assert.Equal(t, tt.want, h.dialer.Socket.Buffer)
 			if tt.cfg.Dialer != nil {
 				assert.Same(t, tt.cfg.Dialer, h.dialer)
 			}

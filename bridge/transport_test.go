@@ -34,7 +34,7 @@ type muxServer struct {
 	mux  *bridge.Mux
 	http *httptest.Server
 	url  string
-	key  [netcode.KeyBytes]byte
+	key  crypto.Key
 	addr netip.AddrPort
 
 	mu    sync.Mutex
@@ -104,7 +104,7 @@ func (s *muxServer) token(t testing.TB, addrs ...netip.AddrPort) []byte {
 	if len(addrs) == 0 {
 		addrs = []netip.AddrPort{s.addr}
 	}
-	b, err := token.Generate(token.Params{
+	b, err := token.Generate(&token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       nextClientID(),
 		PrivateKey:     s.key,

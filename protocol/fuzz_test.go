@@ -119,7 +119,7 @@ func checkAccepted(t *testing.T, s *fuzzSide, in []byte, p *Packet, pid uint64) 
 		}
 	}
 	n := int(in[0] >> 4)
-	if n < 1 || n > 8 || len(in) < 1+n+MACBytes {
+	if n < 1 || n > 8 || len(in) < 1+n+crypto.MACBytes {
 		t.Fatalf("%s: accepted bad framing % x", s.name, in[:1])
 	}
 	if n != SequenceBytes(p.Sequence) {
@@ -162,7 +162,7 @@ func FuzzRoundTrip(f *testing.F) {
 			body = body[:MaxPacketBytes]
 		}
 		pkt := AppendEncrypted(nil, c2s, pt, seq, body)
-		if len(pkt) != 1+SequenceBytes(seq)+len(body)+MACBytes {
+		if len(pkt) != 1+SequenceBytes(seq)+len(body)+crypto.MACBytes {
 			t.Fatalf("packet of %d bytes", len(pkt))
 		}
 		var rp ReplayProtection

@@ -106,7 +106,7 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 	if n < 1 || n > MaxSequenceBytes {
 		return ErrSequenceBytes
 	}
-	if len(data) < 1+n+MACBytes {
+	if len(data) < 1+n+crypto.MACBytes {
 		return ErrLength
 	}
 	var seq uint64
@@ -165,7 +165,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if r.TokenAEAD == nil {
 		return ErrNoKey
 	}
-	if [crypto.VersionInfoBytes]byte(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
+	if string(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
 		return ErrVersionInfo
 	}
 	if binary.LittleEndian.Uint64(data[requestProtocolAt:]) != r.ProtocolID {
@@ -175,7 +175,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if expire <= now {
 		return ErrExpired
 	}
-	nonce := (*[TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
+	nonce := (*[crypto.TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
 	sealed := data[requestPrivateAt:ConnectionRequestBytes]
 	if r.PreviousTokenAEAD != nil {
 		copy(r.keep[:], sealed)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/reliable"
 )
 
@@ -67,7 +68,7 @@ func ExampleSession() {
 }
 
 var (
-	privateKey   [netcode.KeyBytes]byte
+	privateKey   crypto.Key
 	connectToken []byte
 )
 

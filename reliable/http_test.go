@@ -48,7 +48,7 @@ func skipWithoutIPv6(t testing.TB, network string) {
 // mint returns a connect token for the server at addr.
 func mint(t testing.TB, addr netip.AddrPort) []byte {
 	t.Helper()
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     testProtocolID,
 		ClientID:       42,
 		PrivateKey:     testKey,

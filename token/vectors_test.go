@@ -168,10 +168,10 @@ func key(t testing.TB, b []byte) crypto.Key {
 	return crypto.Key(b)
 }
 
-func nonce(t testing.TB, b []byte) [token.NonceBytes]byte {
+func nonce(t testing.TB, b []byte) [crypto.TokenNonceBytes]byte {
 	t.Helper()
-	require.Len(t, b, token.NonceBytes)
-	return [token.NonceBytes]byte(b)
+	require.Len(t, b, crypto.TokenNonceBytes)
+	return [crypto.TokenNonceBytes]byte(b)
 }
 
 func userData(t testing.TB, b []byte) [token.UserDataBytes]byte {

@@ -203,7 +203,7 @@ func TestKeygenTokenParse(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	b, err := os.ReadFile(tokFile)
 	require.NoError(t, err)
-	require.Len(t, b, netcode.ConnectTokenBytes)
+	require.Len(t, b, token.ConnectTokenBytes)
 	tok, err := token.Parse(b)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0x1234, tok.ProtocolID)
