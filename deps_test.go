@@ -10,8 +10,8 @@ import (
 // the standard library, golang.org/x/crypto, golang.org/x/sys,
 // golang.org/x/net (ipv4 and ipv6, for packet tagging) and its own packages
 // only. Prometheus (package metrics), net/http and
-// x/time/rate (package backend) and WebSocket (package bridge) must stay
-// out of it.
+// x/time/rate (package backend), WebSocket (package bridge) and go-redis
+// (package fleet) must stay out of it.
 func TestImportGraph(t *testing.T) {
 	// go test puts its own toolchain's bin directory first in PATH.
 	goTool, err := exec.LookPath("go")
@@ -35,6 +35,9 @@ func TestImportGraph(t *testing.T) {
 		"github.com/gonetcode/netcode/metrics",
 		"github.com/gonetcode/netcode/backend",
 		"github.com/gonetcode/netcode/bridge",
+		"github.com/gonetcode/netcode/fleet",
+		"github.com/redis/",
+		"github.com/go-redis/",
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) == 0 {

@@ -36,6 +36,15 @@ type Dialer struct {
 	// and a Control hook. With ListenPacket, only what SocketConfig says
 	// applies to a caller's transport does.
 	Socket SocketConfig
+	// RequestTimeout bounds the time the Dialer sends connection requests
+	// before any of the token's servers answers one (with a challenge or a
+	// denial); past it, the dial fails with ErrConnectionRequestTimedOut.
+	// A server answers only a token it can open, so a forged token, whose
+	// public part may claim any timeout, costs this long of requests and
+	// no more. Set it when dialing tokens from untrusted hands, as a
+	// bridge's relay does; 0 means only the token's own timeouts and the
+	// context bound the dial.
+	RequestTimeout time.Duration
 }
 
 // Dial connects with a connect token, trying the token's servers in order,
@@ -102,6 +111,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	dc.turn = make(chan struct{}, 1)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, log)
+	dc.core.SetRequestTimeout(d.RequestTimeout)
 	if dc.core.State() != client.SendingConnectionRequest {
 		tc.Close()
 		return nil, opError("dial", nil, first, ErrInvalidConnectToken)

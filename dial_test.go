@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/stacks"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
+	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,4 +145,42 @@ func TestDialedConnIdle(t *testing.T) {
 		synctest.Wait()
 		require.Zero(t, dialConnGoroutines(), "goroutines after Close")
 	})
+}
+
+// TestDialRequestTimeout covers Dialer.RequestTimeout over real UDP, IPv4
+// and IPv6: a token the server cannot open (sealed with another key) and
+// claiming no timeout fails with ErrConnectionRequestTimedOut once the
+// bound has passed, rather than running on until the context's deadline;
+// a genuine token connects as usual.
+func TestDialRequestTimeout(t *testing.T) {
+	for _, network := range []string{"udp4", "udp6"} {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "udp6" {
+				addr = "[::1]:0"
+			}
+			l := listen(t, network, addr, nil)
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			d := netcode.Dialer{RequestTimeout: 300 * time.Millisecond}
+			forged := mint(t, l.Addr(), withTimeout(-1), func(p *token.Params) { p.PrivateKey = crypto.Key{9} })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := d.DialContext(ctx, forged)
+			require.Nil(t, c)
+			require.ErrorIs(t, err, netcode.ErrConnectionRequestTimedOut)
+			require.NoError(t, ctx.Err(), "the bound, not the context, ended the dial")
+
+			c, err = d.DialContext(ctx, mint(t, l.Addr(), withTimeout(-1)))
+			require.NoError(t, err)
+			c.Close()
+		})
+	}
 }

@@ -29,6 +29,7 @@ import (
 	_ "github.com/gonetcode/netcode/bridge"
 	_ "github.com/gonetcode/netcode/crypto"
 	_ "github.com/gonetcode/netcode/cute"
+	_ "github.com/gonetcode/netcode/fleet"
 	_ "github.com/gonetcode/netcode/metrics"
 	_ "github.com/gonetcode/netcode/reliable"
 	_ "github.com/gonetcode/netcode/token"
@@ -68,6 +69,7 @@ var readmeImports = map[string]string{
 	"crypto":   "github.com/gonetcode/netcode/crypto",
 	"cute":     "github.com/gonetcode/netcode/cute",
 	"errors":   "errors",
+	"fleet":    "github.com/gonetcode/netcode/fleet",
 	"fmt":      "fmt",
 	"http":     "net/http",
 	"io":       "io",
@@ -77,6 +79,7 @@ var readmeImports = map[string]string{
 	"netcode":  "github.com/gonetcode/netcode",
 	"netip":    "net/netip",
 	"os":       "os",
+	"redis":    "github.com/redis/go-redis/v9",
 	"reliable": "github.com/gonetcode/netcode/reliable",
 	"slog":     "log/slog",
 	"time":     "time",

@@ -29,6 +29,7 @@
 package backend
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -146,6 +147,13 @@ type Config struct {
 	// until one refills.
 	MaxUsers int
 
+	// Limiter, if set, holds the per-user rate instead of the in-memory
+	// limiter, which holds it per replica only: a limiter shared by every
+	// replica, such as fleet.RateLimiter (in Redis). When it returns an
+	// error the request is limited in memory instead, and the error is
+	// logged.
+	Limiter Limiter
+
 	// Challenge is the WWW-Authenticate header sent with a 401, such as
 	// `Bearer realm="game"`; empty sends none.
 	Challenge string
@@ -153,6 +161,13 @@ type Config struct {
 	// Logger receives a debug line per token and the reasons for 500s; nil
 	// is silent.
 	Logger *slog.Logger
+}
+
+// Limiter is a per-user rate limit shared by backend replicas.
+type Limiter interface {
+	// Allow takes one token from the user's bucket; if there is none it
+	// says how long until there is.
+	Allow(ctx context.Context, clientID uint64) (ok bool, retryAfter time.Duration, err error)
 }
 
 // Handler is the token endpoint. Make one with NewHandler.
@@ -266,7 +281,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "authenticate", fmt.Errorf("%d bytes of user data, at most %d", len(id.UserData), token.UserDataBytes))
 		return
 	}
-	if ok, wait := h.limits.allow(id.ClientID, time.Now()); !ok {
+	if ok, wait := h.allow(r, id.ClientID); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
 		httpError(w, http.StatusTooManyRequests)
 		return
@@ -316,6 +331,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("Content-Length", strconv.Itoa(len(tok)))
 	w.Write(tok)
+}
+
+// allow applies the rate limit: Config.Limiter's, or the in-memory one
+// when there is none or it fails.
+func (h *Handler) allow(r *http.Request, user uint64) (bool, time.Duration) {
+	if h.cfg.Limiter != nil {
+		ok, wait, err := h.cfg.Limiter.Allow(r.Context(), user)
+		if err == nil {
+			return ok, wait
+		}
+		h.log.Warn("netcode/backend: shared rate limiter failed; limiting in memory", "client_id", user, "err", err)
+	}
+	return h.limits.allow(user, time.Now())
 }
 
 // fail answers 500 and logs why.

@@ -74,6 +74,13 @@
 // queued for it in one write to the connection, and has its fair share of
 // the read queue. Refusals for MaxSessions are named: [ErrBridgeFull],
 // [CodeBridgeFull], [RefusedHeader].
+//
+// Whatever a client sends or withholds, its session ends within a bound
+// and frees its slot: closing a WebSocket (a relay session's or a
+// refusal's, 1 s; a Mux session's, 2 s, what is queued for it included)
+// has a deadline on the TCP connection, which is cut when it passes, even
+// if the client declared a frame longer than it sent. So Handler.Close
+// and Mux.Close return within about those bounds.
 package bridge
 
 import (
@@ -176,7 +183,12 @@ type Config struct {
 	// many refusals are already in progress, answers HTTP 503.
 	MaxSessions int
 	// HandshakeTimeout is how long the browser has to send its connect
-	// token after the upgrade; 0 means DefaultHandshakeTimeout.
+	// token after the upgrade, and then how long the token's servers have
+	// to answer the connection request (the dial fails with
+	// CodeConnectionRequestTimedOut past it). A server answers only a
+	// token it can open: a forged token costs this long of connection
+	// requests (10 a second, about 1 KB each), whatever timeout its public
+	// part claims. 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// DialTimeout bounds the netcode handshake with the servers, on top of
 	// the protocol's own timeouts; 0 means DefaultDialTimeout.
@@ -195,7 +207,9 @@ type Config struct {
 	// DefaultWriteTimeout, negative disables it.
 	WriteTimeout time.Duration
 	// Dialer dials the servers; nil means a netcode.Dialer whose
-	// SocketBuffer is Config.SocketBuffer (a UDP socket per session).
+	// SocketBuffer is Config.SocketBuffer (a UDP socket per session). The
+	// Handler dials with a copy, whose RequestTimeout, if 0, is
+	// HandshakeTimeout.
 	Dialer *netcode.Dialer
 	// SocketBuffer is the receive and send buffer size in bytes that each
 	// session's UDP socket asks for, when Dialer is nil (a Dialer given
@@ -269,6 +283,14 @@ func NewHandler(cfg Config) *Handler {
 			sb = DefaultSocketBuffer
 		}
 		h.dialer = &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: sb}}
+	} else {
+		d := *h.dialer // the caller's stays as it is
+		h.dialer = &d
+	}
+	if h.dialer.RequestTimeout == 0 {
+		// A forged token makes the dial send requests that no server
+		// answers: for this long, not for the whole DialTimeout.
+		h.dialer.RequestTimeout = cfg.HandshakeTimeout
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -298,7 +320,10 @@ func (h *Handler) Sessions() int {
 
 // Close ends every session (with 1001, going away, and a clean netcode
 // disconnect), refuses new ones with HTTP 503, and waits until every
-// session's goroutines have exited. It does not close the http.Server.
+// session's goroutines have exited. It returns within about a second
+// whatever the browsers do: a session's close handshake (and a refusal's)
+// has a second, after which its TCP connection is cut. It does not close
+// the http.Server.
 func (h *Handler) Close() error {
 	h.mu.Lock()
 	h.closed = true
@@ -350,7 +375,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	clearDeadlines(w)
-	ws, _, err := accept(w, r, &h.accept)
+	ws, bc, err := accept(w, r, &h.accept)
 	if err != nil {
 		// Accept has answered the request.
 		s.end(websocket.StatusInternalError, "")
@@ -362,7 +387,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	remote := r.RemoteAddr
 	go func() {
 		defer forget()
-		s.serve(ws, remote)
+		s.serve(ws, bc, remote)
 	}()
 }
 
@@ -400,7 +425,7 @@ const RefusedHeader = "Netcode-Bridge-Refused"
 // tell apart from a network failure, or, when refusing counts more than
 // maxRefusing of those in progress, with a plain HTTP 503 that costs less.
 // Both responses carry RefusedHeader.
-func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, accept *websocket.AcceptOptions, log *slog.Logger, msg string) {
+func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int64, opts *websocket.AcceptOptions, log *slog.Logger, msg string) {
 	w.Header().Set(RefusedHeader, "full")
 	if refusing.Add(1) > maxRefusing {
 		refusing.Add(-1)
@@ -410,12 +435,14 @@ func refuseOverCap(w http.ResponseWriter, r *http.Request, refusing *atomic.Int6
 	}
 	defer refusing.Add(-1)
 	clearDeadlines(w)
-	ws, err := websocket.Accept(w, r, accept)
+	ws, bc, err := accept(w, r, opts)
 	if err != nil {
 		return
 	}
 	log.Debug(msg, "remote", r.RemoteAddr)
-	ws.Close(CodeBridgeFull, ErrBridgeFull.Error())
+	// Bounded like any close: a client that pipelined a long frame
+	// after its request, or does not answer, is cut at closeTimeout.
+	closeWS(ws, bc, CodeBridgeFull, ErrBridgeFull.Error())
 }
 
 // Session phases, for the watchdog.
@@ -434,6 +461,7 @@ type session struct {
 
 	mu     sync.Mutex
 	ws     *websocket.Conn
+	bc     *batchConn // under ws; set with it
 	conn   *netcode.Conn
 	ended  bool
 	code   websocket.StatusCode
@@ -446,6 +474,7 @@ type session struct {
 
 	phase    atomic.Int32
 	deadline atomic.Int64 // phaseToken, phaseDial: wd.now() when it ends
+	endedAt  atomic.Int64 // wd.now() + 1 when the end began; 0 before
 
 	in  [netcode.MaxPayloadBytes + 1]byte // browser → server
 	out [netcode.MaxPayloadBytes]byte     // server → browser
@@ -471,13 +500,15 @@ func newSession(h *Handler) *session {
 
 // end ends the session once: it records why, stops a dial in progress,
 // disconnects from the server and closes the WebSocket with code and
-// reason. Later calls wait for the first to finish and do nothing.
+// reason, within closeTimeout (see closeWS). Later calls wait for the
+// first to finish and do nothing.
 func (s *session) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
+		s.endedAt.CompareAndSwap(0, s.wd.now()+1)
 		s.mu.Lock()
 		s.ended = true
 		s.code, s.reason = code, reason
-		ws, conn := s.ws, s.conn
+		ws, bc, conn := s.ws, s.bc, s.conn
 		s.mu.Unlock()
 		close(s.done)
 		s.stop()
@@ -485,22 +516,37 @@ func (s *session) end(code websocket.StatusCode, reason string) {
 			conn.Close()
 		}
 		if ws != nil {
-			ws.Close(code, reason)
+			closeWS(ws, bc, code, reason)
 		}
 	})
 }
 
-// setWS records the WebSocket; it reports false if the session already
-// ended, and then closes ws itself.
-func (s *session) setWS(ws *websocket.Conn) bool {
+// endLater ends the session from the watchdog: in a goroutine of the
+// session's (serve waits for it), so that the watchdog goes on checking
+// during the close and cuts the connection if it takes longer than
+// closeTimeout.
+func (s *session) endLater(now int64, code websocket.StatusCode, reason string) {
+	if !s.endedAt.CompareAndSwap(0, now+1) {
+		return // ending already
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.end(code, reason)
+	}()
+}
+
+// setWS records the WebSocket and its connection; it reports false if the
+// session already ended, and then closes ws itself.
+func (s *session) setWS(ws *websocket.Conn, bc *batchConn) bool {
 	s.mu.Lock()
 	if s.ended {
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
-		ws.Close(code, reason)
+		closeWS(ws, bc, code, reason)
 		return false
 	}
-	s.ws = ws
+	s.ws, s.bc = ws, bc
 	s.mu.Unlock()
 	return true
 }
@@ -519,8 +565,8 @@ func (s *session) setConn(c *netcode.Conn) bool {
 	return true
 }
 
-func (s *session) serve(ws *websocket.Conn, remote string) {
-	if !s.setWS(ws) {
+func (s *session) serve(ws *websocket.Conn, bc *batchConn, remote string) {
+	if !s.setWS(ws, bc) {
 		return
 	}
 	h := s.h
@@ -528,7 +574,8 @@ func (s *session) serve(ws *websocket.Conn, remote string) {
 	s.deadline.Store(s.wd.now() + int64(h.cfg.HandshakeTimeout))
 	s.wd.run(s.watch)
 	defer func() {
-		// The first end wins; this one only waits for it to finish.
+		// The first end wins; this one only waits for it to finish. The
+		// watchdog runs until then: it bounds the close too.
 		s.end(websocket.StatusNormalClosure, "")
 		s.wd.stop()
 		s.wg.Wait()
@@ -662,39 +709,39 @@ func (s *session) readLoop() {
 	}
 }
 
-// watch applies the handshake, dial, idle and write timeouts; it runs
-// every period from the session's watchdog until the session ends.
+// watch applies the handshake, dial, idle and write timeouts, and cuts
+// the connection of a session whose end has taken closeTimeout (the
+// connection's deadline should have done it already). It runs every
+// period from the session's watchdog until serve stops it, once the
+// session has ended.
 func (s *session) watch(now int64) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
+	if e := s.endedAt.Load(); e != 0 {
+		if now-(e-1) >= int64(closeTimeout) {
+			s.bc.cut()
+		}
+		return true
 	}
 	switch s.phase.Load() {
 	case phaseToken:
 		if now >= s.deadline.Load() {
-			s.end(CodeHandshakeTimeout, "netcode bridge: no connect token within the handshake timeout")
-			return false
+			s.endLater(now, CodeHandshakeTimeout, "netcode bridge: no connect token within the handshake timeout")
+			return true
 		}
 	case phaseDial:
 		if now >= s.deadline.Load() {
-			s.end(CodeHandshakeTimeout, "netcode bridge: dial timed out")
-			return false
+			s.endLater(now, CodeHandshakeTimeout, "netcode bridge: dial timed out")
+			return true
 		}
 	case phaseConnected:
 		if s.wd.idleFor(now) {
-			s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
-			return false
+			s.endLater(now, CodeIdleTimeout, "netcode bridge: idle timeout")
+			return true
 		}
 	}
 	if s.wd.stalled(now) {
 		// The browser does not read: no close handshake is possible.
-		s.mu.Lock()
-		c := s.ws
-		s.mu.Unlock()
-		c.CloseNow()
-		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
-		return false
+		s.bc.cut()
+		s.endLater(now, websocket.StatusGoingAway, "netcode bridge: write timeout")
 	}
 	return true
 }

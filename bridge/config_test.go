@@ -10,7 +10,8 @@ import (
 
 // TestRelaySocketBuffer: the relay's own Dialer asks for a modest socket
 // buffer per session, Config.SocketBuffer if set; a Dialer given keeps its
-// own.
+// own. Either way the relay's Dialer gives up on a token no server answers
+// after HandshakeTimeout (RequestTimeout), the given one is left as it is.
 func TestRelaySocketBuffer(t *testing.T) {
 	given := &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: 1 << 20}}
 	tests := []struct {
@@ -28,8 +29,9 @@ func TestRelaySocketBuffer(t *testing.T) {
 			h := NewHandler(tt.cfg)
 			defer h.Close()
 			assert.Equal(t, tt.want, h.dialer.Socket.Buffer)
+			assert.Equal(t, DefaultHandshakeTimeout, h.dialer.RequestTimeout)
 			if tt.cfg.Dialer != nil {
-				assert.Same(t, tt.cfg.Dialer, h.dialer)
+				assert.Zero(t, tt.cfg.Dialer.RequestTimeout, "the caller's Dialer changed")
 			}
 		})
 	}

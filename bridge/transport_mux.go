@@ -40,8 +40,8 @@ const muxSessionShare = 64
 
 // muxEndGrace is how long an ended session of a Mux has to write what is
 // queued for it and finish the close handshake before its connection is
-// cut (a peer that does not read would otherwise hold it, and Close, for
-// as long as it likes when WriteTimeout is disabled).
+// cut (a peer that does not read, or that declared a frame longer than it
+// sent, would otherwise hold it, and Close, for as long as it likes).
 const muxEndGrace = 2 * time.Second
 
 // MuxConfig configures a Mux.
@@ -403,10 +403,10 @@ func (m *Mux) SetWriteDeadline(t time.Time) error { return m.udp.SetWriteDeadlin
 // Close ends every session with 1001 (going away) after writing what is
 // queued for it, closes the UDP socket, and waits until every goroutine of
 // the Mux, including the handlers of its sessions, has exited. A session
-// whose peer does not take what is queued and the close frame within about
-// two seconds has its connection cut, whatever WriteTimeout says, so Close
-// returns in bounded time. Later calls return an error wrapping
-// net.ErrClosed.
+// whose peer does not take what is queued and finish the close handshake
+// within two seconds has its TCP connection cut, whatever WriteTimeout
+// says and whatever the peer sends, so Close returns within about two
+// seconds. Later calls return an error wrapping net.ErrClosed.
 func (m *Mux) Close() error {
 	first := false
 	m.once.Do(func() {
@@ -482,7 +482,7 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		ws.Close(websocket.StatusGoingAway, "netcode bridge: shutting down")
+		closeWS(ws, bc, websocket.StatusGoingAway, "netcode bridge: shutting down")
 		release()
 		return
 	}
@@ -562,11 +562,14 @@ type muxSession struct {
 }
 
 // end ends the session once, recording why; the writer then writes what is
-// queued and closes the WebSocket with code and reason.
+// queued and closes the WebSocket with code and reason, all within
+// muxEndGrace: the connection's deadline bounds them (and the watchdog
+// cuts the connection if that did not do).
 func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
 		s.endedAt.Store(s.wd.now() + 1)
+		s.bc.closeBy(time.Now().Add(muxEndGrace))
 		s.out.End(errSessionEnded)
 	})
 }
@@ -636,17 +639,17 @@ func (s *muxSession) readLoop() {
 			s.end(readEnd(err))
 			return
 		}
-		s.wd.active()
 		switch {
 		case typ != websocket.MessageBinary:
 			s.end(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
 			return
 		case n == 0:
-			continue
+			continue // not a datagram, and not activity either
 		case n > MaxTransportMessage:
 			s.end(websocket.StatusMessageTooBig, "netcode bridge: message larger than 1300 bytes")
 			return
 		}
+		s.wd.active()
 		select {
 		case <-s.out.Done():
 			return
@@ -671,15 +674,16 @@ func (s *muxSession) watch(now int64) bool {
 	if e := s.endedAt.Load(); e != 0 {
 		if now-(e-1) >= int64(muxEndGrace) {
 			// Ended long ago and still writing or closing: the writer
-			// and the reader return once the connection is gone.
-			s.ws.CloseNow()
+			// and the reader return once the connection is gone. (Not
+			// CloseNow, which waits for a Close in progress.)
+			s.bc.cut()
 		}
 	} else if s.wd.idleFor(now) {
 		s.end(CodeIdleTimeout, "netcode bridge: idle timeout")
 	}
 	if s.wd.stalled(now) {
 		// The peer does not read: no close handshake is possible.
-		s.ws.CloseNow()
+		s.bc.cut()
 		s.end(websocket.StatusGoingAway, "netcode bridge: write timeout")
 	}
 	return true

@@ -3,6 +3,8 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -141,5 +143,48 @@ func TestOffers(t *testing.T) {
 			r.Header.Add("Sec-WebSocket-Protocol", h)
 		}
 		assert.Equal(t, tt.want, offers(r, Subprotocol), "%q", tt.header)
+	}
+}
+
+// noDeadlines is a connection whose deadlines do nothing, so that only
+// the watchdog can end a close on it.
+type noDeadlines struct{ net.Conn }
+
+func (noDeadlines) SetDeadline(time.Time) error { return nil }
+
+// TestWatchCutsAClose checks that the watchdogs cover a close: a session
+// whose end began closeTimeout ago (the relay's) or muxEndGrace ago (a
+// Mux's) and is still closing has its connection cut by the check, even
+// where the connection's deadline did nothing; not before.
+func TestWatchCutsAClose(t *testing.T) {
+	tests := []struct {
+		name  string
+		grace time.Duration
+		watch func(bc *batchConn, endedAt int64) func(now int64) bool
+	}{
+		{"relay", closeTimeout, func(bc *batchConn, endedAt int64) func(int64) bool {
+			s := &session{bc: bc}
+			s.endedAt.Store(endedAt)
+			return s.watch
+		}},
+		{"mux", muxEndGrace, func(bc *batchConn, endedAt int64) func(int64) bool {
+			s := &muxSession{bc: bc, wd: newWatchdog(time.Second, -1, -1)}
+			s.endedAt.Store(endedAt)
+			return s.watch
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ours, peer := net.Pipe()
+			defer peer.Close()
+			bc := &batchConn{Conn: noDeadlines{ours}}
+			start := int64(time.Minute)
+			watch := tt.watch(bc, start+1)
+			// A pipe's SetReadDeadline fails once it is closed.
+			assert.True(t, watch(start+int64(tt.grace)-1), "the watchdog stops watching a close")
+			assert.NoError(t, ours.SetReadDeadline(time.Time{}), "cut before the grace")
+			assert.True(t, watch(start+int64(tt.grace)))
+			assert.ErrorIs(t, ours.SetReadDeadline(time.Time{}), io.ErrClosedPipe, "not cut at the grace")
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -99,6 +100,33 @@ func (c *batchConn) release() {
 		c.pending = nil
 	}
 }
+
+// closeTimeout bounds the close of a relay session's WebSocket, and of a
+// refused one: writing the close frame and waiting for the peer's. A peer
+// that does not answer, or that declared a frame longer than it sent
+// (coder/websocket's Close reads the rest of the frame first, with no
+// deadline of its own), has its TCP connection cut when it passes.
+const closeTimeout = time.Second
+
+// closeWS closes ws, over c, with code and reason, and returns within
+// closeTimeout: the connection's deadline bounds the close handshake, and
+// every read or write on it still in progress, after which they fail and
+// ws closes the connection. (A timer calling CloseNow would not do: it
+// does nothing while a Close is in progress.)
+func closeWS(ws *websocket.Conn, c *batchConn, code websocket.StatusCode, reason string) {
+	c.closeBy(time.Now().Add(closeTimeout))
+	ws.Close(code, reason)
+}
+
+// closeBy sets the connection's deadline for the close: every read and
+// write, and those in progress, fail once t has passed.
+func (c *batchConn) closeBy(t time.Time) { _ = c.Conn.SetDeadline(t) }
+
+// cut closes the TCP connection at once, whatever its WebSocket is doing:
+// a read or write in progress fails, and so does the close handshake,
+// after which the WebSocket is closed. It never blocks, unlike CloseNow,
+// which waits for a Close in progress.
+func (c *batchConn) cut() { _ = c.Conn.Close() }
 
 // Buffer sizes of a session's WebSocket. A frame of the bridge (a message
 // of up to 1300 bytes and its header, a close frame) fits in the write

@@ -42,17 +42,25 @@ func (k ChannelKind) String() string {
 // Defaults.
 const (
 	// DefaultMaxReliableMessage is the default MaxMessageSize of a
-	// reliable-ordered channel: 1 MiB.
-	DefaultMaxReliableMessage = 1 << 20
-	// DefaultWindow is the default number of packets' worth of data a
-	// reliable channel keeps in flight (and its peer buffers out of order).
-	DefaultWindow = 4096
+	// reliable-ordered channel: 256 KiB.
+	DefaultMaxReliableMessage = 256 << 10
+	// DefaultWindowBytes is the default WindowBytes of a reliable channel:
+	// the data it keeps in flight, and what its peer can make it buffer
+	// out of order. It is sized for a server with hundreds of clients;
+	// bulk transfers over long paths want the bandwidth-delay product.
+	DefaultWindowBytes = 256 << 10
 	// DefaultSendBuffer is the default number of bytes a reliable channel
 	// queues before Send or Write blocks (at least one largest message).
 	DefaultSendBuffer = 256 << 10
 	// DefaultQueue is the default number of messages an unreliable
 	// channel queues each way.
 	DefaultQueue = 256
+	// DefaultQueueBytes is the default QueueBytes of an unreliable
+	// channel: the bytes its messages waiting each way may hold.
+	DefaultQueueBytes = 64 << 10
+	// DefaultAckTimeout is the default AckTimeout: how long reliable data
+	// may go unacknowledged before the connection gives up on the peer.
+	DefaultAckTimeout = 10 * time.Second
 	// DefaultTickInterval is the default period of the connection's timer:
 	// statistics, resends that are due, and acks not yet sent.
 	DefaultTickInterval = 10 * time.Millisecond
@@ -76,6 +84,7 @@ const (
 	messageLenBytes  = 4 // a reliable message's length prefix in its stream
 	fragmentsPerMsg  = 16
 	minPacketBytes   = 64
+	maxWindowBytes   = 1 << 30
 	layoutVersion    = "gonetcode-reliable/1"
 )
 
@@ -84,12 +93,17 @@ const (
 type ChannelConfig struct {
 	// Kind is ReliableOrdered or Unreliable.
 	Kind ChannelKind
-	// MaxMessageSize is the largest message. Reliable default 1 MiB;
+	// MaxMessageSize is the largest message. Reliable default 256 KiB;
 	// unreliable default and maximum: 16 fragments of a packet.
 	MaxMessageSize int
-	// Window (reliable) is how many packets' worth of data are in flight
-	// at most; it is raised to hold one largest message. Default 4096.
-	Window int
+	// WindowBytes (reliable) is the receive window: how many bytes of
+	// data the peer may have in flight, which is what it can make this
+	// end buffer while it withholds an earlier chunk. It is rounded up to
+	// whole chunks (a packet's worth each, 1168 bytes with the defaults)
+	// and raised to hold one largest message (plus a chunk) on a
+	// reliable-ordered channel. Both ends must agree on it. Default
+	// Config.WindowBytes.
+	WindowBytes int
 	// SendBuffer (reliable) is how many bytes Send queues before it
 	// blocks; it is raised to hold one largest message. Default 256 KiB.
 	SendBuffer int
@@ -97,6 +111,12 @@ type ChannelConfig struct {
 	// many received wait for Receive, before more are refused or dropped.
 	// Default 256.
 	Queue int
+	// QueueBytes (unreliable) bounds the buffers of the messages waiting
+	// each way, in bytes; a received message past it is dropped (counted
+	// in SessionStats.UnreliableDropped), a Send past it fails with
+	// ErrSendQueueFull. It is raised to hold one largest message. Default
+	// DefaultQueueBytes (64 KiB).
+	QueueBytes int
 }
 
 // Config configures a Session or a Stream. The zero value is usable.
@@ -119,6 +139,20 @@ type Config struct {
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
 	Linger time.Duration
+	// WindowBytes is a Stream's receive window, and that of the reliable
+	// channels whose own ChannelConfig.WindowBytes is 0 (see there):
+	// what the peer can make this end buffer. Default DefaultWindowBytes
+	// (256 KiB); a bulk transfer over a long path wants the
+	// bandwidth-delay product, on both ends.
+	WindowBytes int
+	// AckTimeout gives up on a peer that does not acknowledge reliable
+	// data, as TCP's user timeout does: when a chunk has gone
+	// unacknowledged this long since it was first sent, and was resent
+	// at least 5 times, the connection ends with ErrAckTimeout. (A peer
+	// whose netcode connection is silent altogether is noticed sooner by
+	// netcode's own timeout.) Default DefaultAckTimeout (10 s); negative
+	// never gives up.
+	AckTimeout time.Duration
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -140,6 +174,10 @@ var ErrMessageTooLarge = errors.New("reliable: message too large")
 // messages are already waiting: unreliable sends never block.
 var ErrSendQueueFull = errors.New("reliable: send queue full")
 
+// ErrAckTimeout is the error of a connection whose peer left reliable data
+// unacknowledged for Config.AckTimeout: it is gone, or hostile.
+var ErrAckTimeout = errors.New("reliable: peer did not acknowledge data within the ack timeout")
+
 // ErrUnexpectedEOF is the error of a Stream's Read when the message
 // connection ended before the peer closed the stream.
 var ErrUnexpectedEOF = errors.New("reliable: connection ended before the peer closed the stream")
@@ -148,9 +186,10 @@ var ErrUnexpectedEOF = errors.New("reliable: connection ended before the peer cl
 type chanSpec struct {
 	kind       ChannelKind
 	maxMessage int
-	window     int
+	window     int // in chunks
 	sendBuffer int
 	queue      int
+	queueBytes int
 }
 
 // resolved is a Config with defaults applied and sizes derived.
@@ -162,6 +201,7 @@ type resolved struct {
 	tick       time.Duration
 	rate       float64
 	linger     time.Duration
+	ackTimeout time.Duration // <= 0: never give up
 	log        *slog.Logger
 	layout     uint32
 	endpoint   EndpointConfig
@@ -173,11 +213,12 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		c = *cfg
 	}
 	r := &resolved{
-		maxPacket: c.MaxPacketBytes,
-		tick:      c.TickInterval,
-		rate:      float64(c.SendRate),
-		linger:    c.Linger,
-		log:       c.Logger,
+		maxPacket:  c.MaxPacketBytes,
+		tick:       c.TickInterval,
+		rate:       float64(c.SendRate),
+		linger:     c.Linger,
+		ackTimeout: c.AckTimeout,
+		log:        c.Logger,
 	}
 	if r.maxPacket == 0 {
 		r.maxPacket = netcode.MaxPayloadBytes
@@ -193,6 +234,9 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	}
 	if r.linger <= 0 {
 		r.linger = DefaultLinger
+	}
+	if r.ackTimeout == 0 {
+		r.ackTimeout = DefaultAckTimeout
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -222,8 +266,8 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	h := fnv.New32a()
 	h.Write([]byte(layoutVersion))
 	for i, ch := range chans {
-		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, window: ch.Window, sendBuffer: ch.SendBuffer, queue: ch.Queue}
-		if s.maxMessage < 0 || s.window < 0 || s.sendBuffer < 0 || s.queue < 0 || s.window > 1<<20 {
+		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, sendBuffer: ch.SendBuffer, queue: ch.Queue, queueBytes: ch.QueueBytes}
+		if s.maxMessage < 0 || ch.WindowBytes < 0 || c.WindowBytes < 0 || c.WindowBytes > maxWindowBytes || s.sendBuffer < 0 || s.queue < 0 || s.queueBytes < 0 || ch.WindowBytes > maxWindowBytes {
 			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
 		}
 		switch ch.Kind {
@@ -231,9 +275,14 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			if s.maxMessage == 0 {
 				s.maxMessage = DefaultMaxReliableMessage
 			}
-			if s.window == 0 {
-				s.window = DefaultWindow
+			wb := ch.WindowBytes
+			if wb == 0 {
+				wb = c.WindowBytes
 			}
+			if wb == 0 {
+				wb = DefaultWindowBytes
+			}
+			s.window = max((wb+r.chunkMax-1)/r.chunkMax, 2)
 			if s.sendBuffer == 0 {
 				s.sendBuffer = DefaultSendBuffer
 			}
@@ -253,6 +302,10 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			if s.queue == 0 {
 				s.queue = DefaultQueue
 			}
+			if s.queueBytes == 0 {
+				s.queueBytes = DefaultQueueBytes
+			}
+			s.queueBytes = max(s.queueBytes, s.maxMessage)
 		default:
 			return nil, fmt.Errorf("%w: channel %d: kind %v", ErrConfig, i, ch.Kind)
 		}

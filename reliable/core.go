@@ -29,16 +29,19 @@ type core struct {
 	refs    []chunkRef  // chunks in pkt
 	data    bool        // pkt carries more than the layout and windows
 	rr      int         // round-robin start among reliable channels
-	retx    []uint32    // per reliable channel: where the resend scan is in this flush
 	fresh   bool        // this flush was started by a tick
 
 	tokens     float64
 	lastRefill time.Time
 
+	lastTrim time.Time
+
 	srtt, rttvar time.Duration
 	haveRTT      bool
 	highestAcked uint16
 	anyAcked     bool
+	lostScan     uint16 // the next sent packet markLost looks at
+	looks        uint64 // in-flight chunks looked at to pick resends and copies (tests)
 
 	recvSinceSend int
 	ackNow        bool   // a packet came out of order: ack at once
@@ -144,15 +147,41 @@ type relSend struct {
 	peerLimit  uint32 // the peer takes chunks below this
 	finWanted  bool
 	finCut     bool
+	used       bool // written to or cut from since the last trim
+	// Every chunk in flight (sent, not acked) is in one of lists, in the
+	// order of its last send: lists[k] for those sent k+1 times (the
+	// last for sendLevels times or more), lists[fastList] for those the
+	// acks of later packets show lost. A list's chunks share a resend
+	// timeout, so its head is the first due: picking a resend looks at
+	// the heads only, whatever the window.
+	lists [fastList + 1]chunkList
+}
+
+// sendLevels is how many resend timeouts the lists tell apart: from
+// minRTO, doubling, the timeout reaches maxRTO by the tenth send.
+const sendLevels = 10
+
+// fastList is the index of the list of chunks shown lost by later acks.
+const fastList = sendLevels
+
+// chunkList is a list of in-flight chunks, linked by sequence through
+// their slots (so that growing the ring keeps it).
+type chunkList struct {
+	head, tail uint32
+	n          int
 }
 
 type sendSlot struct {
 	seq     uint32
 	fin     bool
 	acked   bool
+	list    uint8  // 1 + the index of its list in relSend.lists; 0: none
+	prev    uint32 // the chunks before and after it in its list
+	next    uint32
 	lastPkt uint16
 	sends   uint32
-	sentAt  int64 // nanoseconds since the core started
+	firstAt int64 // first sent, in nanoseconds since the core started
+	sentAt  int64 // last sent, likewise
 	data    []byte
 }
 
@@ -161,6 +190,8 @@ type sendSlot struct {
 // counts the bytes from the read position to the frontier.
 type relRecv struct {
 	slots     []recvSlot // a ring indexed by chunk modulo its length, grown up to window
+	held      int        // slots present (received, not yet read)
+	used      bool       // a chunk was stored since the last trim
 	window    uint32
 	next      uint32
 	off       int
@@ -178,10 +209,16 @@ type recvSlot struct {
 	data    []byte
 }
 
-// msgQueue is a bounded ring of messages, its buffers reused.
+// msgQueue is a ring of at most len(bufs) messages whose buffers are
+// reused, and hold at most limit bytes of capacity between them (as
+// allocated, before the allocator's rounding): a peer that fills the queue
+// with its largest messages pins limit bytes, not len(bufs) of them.
 type msgQueue struct {
 	bufs       [][]byte
 	head, size int
+	held       int  // the capacity of bufs, in bytes
+	limit      int  // the most held may be
+	used       bool // a message was pushed since the last trim
 }
 
 func (q *msgQueue) push(b []byte) bool {
@@ -189,9 +226,35 @@ func (q *msgQueue) push(b []byte) bool {
 		return false
 	}
 	i := (q.head + q.size) % len(q.bufs)
+	if cap(q.bufs[i]) < len(b) {
+		q.held -= cap(q.bufs[i])
+		q.bufs[i] = nil
+		// Take the room from the buffers of free slots if need be.
+		for k := q.size + 1; k < len(q.bufs) && q.held+len(b) > q.limit; k++ {
+			j := (q.head + k) % len(q.bufs)
+			q.held -= cap(q.bufs[j])
+			q.bufs[j] = nil
+		}
+		if q.held+len(b) > q.limit {
+			return false
+		}
+		q.bufs[i] = make([]byte, 0, len(b))
+		q.held += len(b)
+	}
 	q.bufs[i] = append(q.bufs[i][:0], b...)
 	q.size++
+	q.used = true
 	return true
+}
+
+// trim frees every buffer of a queue that has stayed empty since the last
+// trim.
+func (q *msgQueue) trim() {
+	if q.size == 0 && !q.used {
+		clear(q.bufs)
+		q.held = 0
+	}
+	q.used = false
 }
 
 func (q *msgQueue) peek() []byte { return q.bufs[q.head] }
@@ -214,6 +277,7 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		pkt:        make([]byte, 0, cfg.maxPayload),
 		tokens:     cfg.rate * cfg.tick.Seconds(),
 		lastRefill: now,
+		lastTrim:   now,
 		lastSend:   now,
 		lastActive: now,
 	}
@@ -233,8 +297,8 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		ch.readable = make(chan struct{}, 1)
 		ch.writable = make(chan struct{}, 1)
 		if s.kind == Unreliable {
-			ch.usnd.bufs = make([][]byte, s.queue)
-			ch.urcv.bufs = make([][]byte, s.queue)
+			ch.usnd = msgQueue{bufs: make([][]byte, s.queue), limit: s.queueBytes}
+			ch.urcv = msgQueue{bufs: make([][]byte, s.queue), limit: s.queueBytes}
 			continue
 		}
 		c.rel = append(c.rel, i)
@@ -242,7 +306,6 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		ch.snd = relSend{limit: s.sendBuffer, slots: make([]sendSlot, min(w, initialSlots)), window: w, peerLimit: w}
 		ch.rcv = relRecv{slots: make([]recvSlot, min(w, initialSlots)), window: w, advert: w, msgLen: -1}
 	}
-	c.retx = make([]uint32, len(c.chans))
 	return c, nil
 }
 
@@ -274,14 +337,96 @@ func (c *core) setTime(now time.Time) {
 	}
 }
 
-// tick runs the periodic work: the Endpoint's statistics, resends due and
-// acks owed.
+// tick runs the periodic work: the Endpoint's statistics, the ack
+// timeout, resends due and acks owed, and, every trimEvery, the trim of
+// buffers left from traffic that is over.
 func (c *core) tick(now time.Time) {
 	c.setTime(now)
 	c.ep.Update(c.now.Sub(c.start).Seconds())
+	c.checkAckTimeout()
+	if c.now.Sub(c.lastTrim) >= trimEvery {
+		c.lastTrim = c.now
+		c.trim()
+	}
 	c.fresh = true
 	c.flush()
 	c.fresh = false
+}
+
+// giveUpResends is how many times a chunk must have been resent, besides
+// being unacknowledged for the ack timeout, before the connection gives
+// up: a process that was paused longer than the timeout gets its resends
+// a chance first.
+const giveUpResends = 5
+
+// checkAckTimeout ends the connection with ErrAckTimeout if the oldest
+// unacknowledged chunk of a reliable channel has waited for its ack
+// longer than the ack timeout (chunks are first sent in order, so the
+// oldest is at base: one look per channel).
+func (c *core) checkAckTimeout() {
+	if c.cfg.ackTimeout <= 0 {
+		return
+	}
+	for _, i := range c.rel {
+		s := &c.chans[i].snd
+		if s.base == s.next {
+			continue
+		}
+		slot := &s.slots[s.base%uint32(len(s.slots))]
+		if !slot.acked && slot.sends > giveUpResends && c.since(slot.firstAt) >= c.cfg.ackTimeout {
+			c.fail(ErrAckTimeout)
+			return
+		}
+	}
+}
+
+// trimEvery is how often the buffers of traffic that is over are freed.
+const trimEvery = time.Second
+
+// trim frees what traffic that is over left behind: a reliable channel's
+// rings shrink back to initialSlots once empty (their chunk buffers go),
+// its send queue's buffer goes once empty, and an unreliable queue's
+// buffers go once it has stayed empty since the last trim. A connection
+// back to idle costs little more than a new one.
+func (c *core) trim() {
+	for i := range c.chans {
+		cs := &c.chans[i]
+		if cs.spec.kind == Unreliable {
+			cs.usnd.trim()
+			cs.urcv.trim()
+			continue
+		}
+		cs.snd.trim()
+		cs.rcv.trim()
+	}
+}
+
+// trim, if nothing was written since the last trim and nothing is in
+// flight, shrinks the ring to initialSlots, dropping its chunk buffers,
+// and drops the queue's buffer.
+func (s *relSend) trim() {
+	if !s.used && s.base == s.next && s.queued() == 0 {
+		if len(s.slots) > initialSlots {
+			s.slots = make([]sendSlot, initialSlots)
+		} else {
+			clear(s.slots)
+		}
+		s.queue, s.qhead = nil, 0
+	}
+	s.used = false
+}
+
+// trim, if nothing arrived since the last trim and everything received
+// was read, shrinks the ring to initialSlots, dropping its chunk buffers.
+func (r *relRecv) trim() {
+	if !r.used && r.held == 0 {
+		if len(r.slots) > initialSlots {
+			r.slots = make([]recvSlot, initialSlots)
+		} else {
+			clear(r.slots)
+		}
+	}
+	r.used = false
 }
 
 // receive takes one datagram from the message connection.
@@ -292,6 +437,7 @@ func (c *core) receive(now time.Time, b []byte) {
 		c.acked(s)
 	}
 	c.ep.ClearAcks()
+	c.markLost()
 	c.flush()
 }
 
@@ -343,6 +489,7 @@ func (c *core) ackChunk(ch int, seq uint32) {
 		return
 	}
 	slot.acked = true
+	s.unlink(slot)
 	freed := false
 	for s.base != s.next && s.slots[s.base%uint32(len(s.slots))].acked {
 		s.base++
@@ -490,6 +637,8 @@ func (r *relRecv) store(seq uint32, fin bool, data []byte, cs *chanState) {
 	}
 	slot.present, slot.fin = true, fin
 	slot.data = append(slot.data[:0], data...)
+	r.held++
+	r.used = true
 	moved := false
 	for !r.finReady {
 		s := &r.slots[r.frontier%w]
@@ -549,6 +698,7 @@ func (r *relRecv) read(b []byte, consume bool) int {
 		if off == len(s.data) {
 			if consume {
 				s.present = false
+				r.held--
 			}
 			next++
 			off = 0
@@ -587,6 +737,7 @@ func (s *relSend) write(b ...[]byte) {
 	for _, p := range b {
 		s.queue = append(s.queue, p...)
 	}
+	s.used = true
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -716,9 +867,6 @@ func (c *core) flush() {
 		}
 	}
 	if len(c.rel) > 0 {
-		for _, i := range c.rel {
-			c.retx[i] = c.chans[i].snd.base
-		}
 		for progressed := true; progressed && c.tokens > 0; {
 			progressed = false
 			for k := range c.rel {
@@ -777,29 +925,15 @@ func (c *core) flushUnreliable(i int) {
 func (c *core) flushChunk(i int) bool {
 	cs := &c.chans[i]
 	s := &cs.snd
-	w := uint32(len(s.slots))
-	for ; s.next != c.retx[i]; c.retx[i]++ {
-		slot := &s.slots[c.retx[i]%w]
-		if slot.acked {
-			continue
-		}
-		// Lost if three later packets were acked and its own ack is
-		// overdue, allowing for reordering and the peer's ack delay.
-		age := c.since(slot.sentAt)
-		fast := c.anyAcked && greaterThan(c.highestAcked, slot.lastPkt+2) && age >= c.srtt+2*c.rttvar+ackDelay
-		if !fast && age < c.rto(int(slot.sends)) {
-			continue
-		}
-		if !c.addChunk(i, slot) {
-			return false
-		}
+	if slot, fast := c.dueResend(s); slot != nil {
+		c.addChunk(i, slot, false)
 		c.stats.Resent++
 		if fast {
 			c.stats.FastResent++
 		}
-		c.retx[i]++
 		return true
 	}
+	w := uint32(len(s.slots))
 	if !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
 		return false
 	}
@@ -817,18 +951,124 @@ func (c *core) flushChunk(i int) bool {
 		c.sendPacket()
 	}
 	slot := &s.slots[s.next%w]
-	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin}
+	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin, firstAt: c.stamp()}
 	s.qhead += n
 	if s.qhead == len(s.queue) {
 		s.queue, s.qhead = s.queue[:0], 0
 	}
 	s.finCut = s.finCut || fin
 	s.next++
-	c.retx[i] = s.next
 	if n > 0 {
 		signal(cs.writable)
 	}
-	return c.addChunk(i, slot)
+	c.addChunk(i, slot, false)
+	return true
+}
+
+// dueResend returns the in-flight chunk of s whose resend is the most
+// overdue, if one is due, and whether the acks of later packets showed it
+// lost. It looks at the head of each list only.
+func (c *core) dueResend(s *relSend) (slot *sendSlot, fast bool) {
+	var best *sendSlot
+	bestList := 0
+	for k := range s.lists {
+		l := &s.lists[k]
+		if l.n == 0 {
+			continue
+		}
+		c.looks++
+		h := s.slot(l.head)
+		var due time.Duration
+		if k == fastList {
+			// Lost if three later packets were acked and its own ack
+			// is overdue, allowing for reordering and the peer's ack
+			// delay.
+			due = min(c.srtt+2*c.rttvar+ackDelay, maxRTO)
+		} else {
+			due = c.rto(k + 1)
+		}
+		if c.since(h.sentAt) >= due && (best == nil || h.sentAt < best.sentAt) {
+			best, bestList = h, k
+		}
+	}
+	return best, best != nil && bestList == fastList
+}
+
+// markLost moves to the fast list the in-flight chunks last sent in
+// packets now three or more behind the highest acked (the ack of later
+// packets shows them lost, allowing for reordering). It looks at each
+// packet sent once, when it falls that far behind.
+func (c *core) markLost() {
+	if !c.anyAcked {
+		return
+	}
+	if oldest := c.highestAcked - uint16(len(c.recs)); lessThan(c.lostScan, oldest) {
+		c.lostScan = oldest // older records are gone
+	}
+	end := c.ep.NextSequence()
+	for c.lostScan != end && greaterThan(c.highestAcked, c.lostScan+2) {
+		p := c.lostScan
+		c.lostScan++
+		rec := &c.recs[int(p)%len(c.recs)]
+		if !rec.valid || rec.seq != p {
+			continue
+		}
+		for _, r := range rec.refs[:rec.n] {
+			s := &c.chans[r.ch].snd
+			if seqBefore(r.seq, s.base) || !seqBefore(r.seq, s.next) {
+				continue
+			}
+			slot := s.slot(r.seq)
+			if slot.seq != r.seq || slot.acked || slot.lastPkt != p || slot.list == fastList+1 {
+				continue
+			}
+			s.unlink(slot)
+			s.push(slot, fastList)
+		}
+	}
+}
+
+// slot returns the slot of chunk seq.
+func (s *relSend) slot(seq uint32) *sendSlot { return &s.slots[seq%uint32(len(s.slots))] }
+
+// level is the list of a chunk sent sends times.
+func level(sends uint32) int { return int(min(max(sends, 1), sendLevels)) - 1 }
+
+// push appends slot to list k.
+func (s *relSend) push(slot *sendSlot, k int) {
+	l := &s.lists[k]
+	slot.list = uint8(k + 1)
+	if l.n == 0 {
+		l.head = slot.seq
+	} else {
+		s.slot(l.tail).next = slot.seq
+		slot.prev = l.tail
+	}
+	l.tail = slot.seq
+	l.n++
+}
+
+// unlink takes slot out of its list, if it is in one.
+func (s *relSend) unlink(slot *sendSlot) {
+	if slot.list == 0 {
+		return
+	}
+	l := &s.lists[slot.list-1]
+	slot.list = 0
+	l.n--
+	if l.n == 0 {
+		return
+	}
+	if slot.seq == l.head {
+		l.head = slot.next
+	} else {
+		s.slot(slot.prev).next = slot.next
+	}
+	if slot.seq == l.tail {
+		l.tail = slot.prev
+	} else {
+		s.slot(slot.next).prev = slot.prev
+	}
 }
 
 // piggyback fills the room left in a packet that goes anyway with chunks
@@ -836,31 +1076,58 @@ func (c *core) flushChunk(i int) bool {
 // yojimbo does with its messages: a lost small message is then repaired by
 // the next packet rather than after a timeout, and bulk transfers, whose
 // packets are full, pay nothing.
+//
+// The candidates are taken from the heads of the in-flight lists, oldest
+// send first (each list is in the order of its sends), and at most
+// piggybackLooks are looked at: the cost does not grow with the window.
 func (c *core) piggyback() {
 	gap := max(c.srtt/4, ackDelay)
 	for _, i := range c.rel {
 		s := &c.chans[i].snd
-		w := uint32(len(s.slots))
-		for seq := s.base; seq != s.next; seq++ {
+		// A cursor and a count per list: a chunk copied goes to the
+		// tail of its list, past its cursor's count.
+		var cur [fastList + 1]uint32
+		var left [fastList + 1]int
+		for k := range s.lists {
+			cur[k], left[k] = s.lists[k].head, s.lists[k].n
+		}
+		for range piggybackLooks {
 			room := c.cfg.maxPayload - len(c.pkt)
 			if room <= chunkEntryHeader || len(c.refs) == maxRefs || c.tokens <= 0 {
 				return
 			}
-			slot := &s.slots[seq%w]
-			if slot.acked || c.since(slot.sentAt) < gap || chunkEntryHeader+len(slot.data) > room {
+			var slot *sendSlot
+			k := -1
+			for j := range cur {
+				if left[j] == 0 {
+					continue
+				}
+				if h := s.slot(cur[j]); slot == nil || h.sentAt < slot.sentAt {
+					slot, k = h, j
+				}
+			}
+			if slot == nil || c.since(slot.sentAt) < gap {
+				break // the others were sent later still
+			}
+			c.looks++
+			cur[k], left[k] = slot.next, left[k]-1
+			if chunkEntryHeader+len(slot.data) > room {
 				continue
 			}
-			sends := slot.sends
-			c.addChunk(i, slot)
-			slot.sends = sends // a copy, not a resend: no backoff
+			c.addChunk(i, slot, true)
 			c.stats.Piggybacked++
 		}
 	}
 }
 
+// piggybackLooks bounds the chunks piggyback looks at for a packet.
+const piggybackLooks = 4 * maxRefs
+
 // addChunk appends a chunk entry for slot to the packet, sending the
-// packet first if the entry does not fit.
-func (c *core) addChunk(i int, slot *sendSlot) bool {
+// packet first if the entry does not fit, and moves slot to the tail of
+// its list. A duplicate (piggyback) is not counted as a send: no
+// backoff.
+func (c *core) addChunk(i int, slot *sendSlot, dup bool) {
 	if chunkEntryHeader+len(slot.data) > c.cfg.maxPayload-len(c.pkt) || len(c.refs) == maxRefs {
 		c.sendPacket()
 	}
@@ -875,8 +1142,12 @@ func (c *core) addChunk(i int, slot *sendSlot) bool {
 	c.refs = append(c.refs, chunkRef{ch: uint8(i), seq: slot.seq})
 	c.data = true
 	slot.sentAt = c.stamp()
-	slot.sends++
-	return true
+	if !dup {
+		slot.sends++
+	}
+	s := &c.chans[i].snd
+	s.unlink(slot)
+	s.push(slot, level(slot.sends))
 }
 
 // sessionStats returns the figures.

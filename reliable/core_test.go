@@ -151,7 +151,9 @@ func FuzzSessionPayload(f *testing.F) {
 // arrives in the tick it was sent (simulated time, no I/O).
 func TestBudgetUnreliableFirst(t *testing.T) {
 	const tick = 10 * time.Millisecond
-	r, err := (&Config{SendRate: 1 << 20, TickInterval: tick}).resolve(false)
+	r, err := (&Config{SendRate: 1 << 20, TickInterval: tick, Channels: []ChannelConfig{
+		{Kind: ReliableOrdered, MaxMessageSize: 1 << 20}, {Kind: Unreliable},
+	}}).resolve(false)
 	require.NoError(t, err)
 	now := time.Unix(1000, 0)
 	var toA, toB wire
@@ -160,7 +162,7 @@ func TestBudgetUnreliableFirst(t *testing.T) {
 	b, err := newCore(r, now, toA.push)
 	require.NoError(t, err)
 
-	big := selfChecking(0, DefaultMaxReliableMessage)
+	big := selfChecking(0, 1<<20)
 	var hdr [messageLenBytes]byte
 	binary.LittleEndian.PutUint32(hdr[:], uint32(len(big)))
 	a.chans[0].snd.limit = len(big) + len(hdr)

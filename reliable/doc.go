@@ -15,7 +15,7 @@
 //     Use it for downloads, uploads, RPC, chat: anything that is a stream.
 //
 //   - Session carries channels, each reliable-ordered (every message
-//     delivered exactly once and in order, up to 1 MiB by default) or
+//     delivered exactly once and in order, up to 256 KiB by default) or
 //     unreliable (each message delivered at most once, whole or not at
 //     all, never delayed by resends). Use it for a game: state updates on
 //     an unreliable channel, events and chat on a reliable one, over one
@@ -50,6 +50,18 @@
 // Errors are *net.OpError values naming both addresses; after Close calls
 // fail with net.ErrClosed, and a Stream reads io.EOF after the peer's
 // Close.
+//
+// # What a peer can make a connection hold
+//
+// Memory is bounded by configuration, not by what the peer withholds. A
+// reliable channel buffers at most its receive window (WindowBytes, 256
+// KiB by default, rounded up to whole chunks): a peer that withholds the
+// first chunk and sends every later one the window takes makes it hold
+// about 295 KB with the defaults. An unreliable channel's receive queue
+// holds at most QueueBytes (64 KiB by default) of messages. Buffers left
+// by traffic that is over are freed within two seconds. A peer that
+// leaves reliable data unacknowledged for AckTimeout (10 s by default,
+// after at least five resends) ends the connection with ErrAckTimeout.
 //
 // # Goroutines
 //

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"time"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
@@ -24,7 +25,16 @@ func ExampleListener() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(http.Serve(streams, http.FileServer(http.Dir("assets"))))
+	// Each Stream holds one of the server's MaxClients slots: the
+	// timeouts cut a client that sends half a request header
+	// (ReadHeaderTimeout) or keeps an idle connection (IdleTimeout), so
+	// that a few slow or idle clients cannot hold every slot.
+	srv := &http.Server{
+		Handler:           http.FileServer(http.Dir("assets")),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	log.Fatal(srv.Serve(streams))
 }
 
 // Fetch over netcode with net/http: the Dialer gets a connect token for

@@ -204,10 +204,22 @@ func TestSessionOverUDP(t *testing.T) {
 			srv, err := NewSession(ns, nil)
 			require.NoError(t, err)
 			sizes := []int{8, 1000, 5000, 100_000}
-			for i := range 20 {
-				require.NoError(t, cli.Channel(0).Send(selfChecking(i, sizes[i%len(sizes)])))
-				require.NoError(t, cli.Channel(1).Send(selfChecking(i, 8+i*100)))
-			}
+			// More than the send buffer and the window hold (256 KiB
+			// each): Send blocks until the receiver reads.
+			sent := make(chan error, 1)
+			go func() {
+				for i := range 20 {
+					if err := cli.Channel(1).Send(selfChecking(i, 8+i*100)); err != nil {
+						sent <- err
+						return
+					}
+					if err := cli.Channel(0).Send(selfChecking(i, sizes[i%len(sizes)])); err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
 			buf := make([]byte, 100_000)
 			for i := range 20 {
 				n, err := srv.Channel(0).Receive(buf)
@@ -216,6 +228,7 @@ func TestSessionOverUDP(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, i, got)
 			}
+			require.NoError(t, <-sent)
 			// Loopback loses nothing here, but unreliable is unreliable:
 			// check what came, not that everything did.
 			require.NoError(t, srv.Channel(1).SetReadDeadline(time.Now().Add(200*time.Millisecond)))

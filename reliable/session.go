@@ -326,7 +326,7 @@ func (ch *Channel) SetWriteDeadline(t time.Time) error {
 // timeout nothing of the message was queued.
 //
 // On an unreliable channel Send never blocks: it fails with
-// ErrSendQueueFull when Queue messages are waiting to go.
+// ErrSendQueueFull when Queue messages, or QueueBytes, are waiting to go.
 func (ch *Channel) Send(msg []byte) error {
 	cn := ch.cn
 	cs := &cn.c.chans[ch.i]

@@ -183,7 +183,7 @@ func TestLayoutMismatch(t *testing.T) {
 }
 
 func TestSendBackpressure(t *testing.T) {
-	cfg := &Config{Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 10000, SendBuffer: 30000, Window: 8}}}
+	cfg := &Config{Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 10000, SendBuffer: 30000, WindowBytes: 8 * 1168}}}
 	sa, sb := sessionPair(t, 0, cfg, cfg)
 	ch := sa.Channel(0)
 	require.NoError(t, ch.SetWriteDeadline(time.Now().Add(300*time.Millisecond)))
@@ -271,7 +271,8 @@ func TestConfigErrors(t *testing.T) {
 		{Channels: []ChannelConfig{}},
 		{Channels: []ChannelConfig{{Kind: 9}}},
 		{Channels: []ChannelConfig{{Kind: Unreliable, MaxMessageSize: 1 << 20}}},
-		{Channels: []ChannelConfig{{Kind: ReliableOrdered, Window: -1}}},
+		{Channels: []ChannelConfig{{Kind: ReliableOrdered, WindowBytes: -1}}},
+		{Channels: []ChannelConfig{{Kind: Unreliable, QueueBytes: -1}}},
 	} {
 		_, err := NewSession(a, cfg)
 		assert.ErrorIs(t, err, ErrConfig, "%+v", cfg)

@@ -8,6 +8,8 @@
 //	netcode token -key KEY -server host:port [-server ...] [-client-id N] [-o file] [-base64]
 //	netcode inspect TOKEN-FILE|-
 //	netcode serve -key KEY [-addr :40000] [-max-clients 256] [-chat] [-metrics ADDR] [-drain 25s] [-v]
+//	              [-registry redis://HOST:PORT -region R -tags T,U]
+//	netcode fleet -registry redis://HOST:PORT [-region R]
 //	netcode client [-auth BEARER] [-ca FILE] [-echo N -size B -rate R] TOKEN-FILE|-|URL
 //	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-tls-cert FILE -tls-key FILE] [-v]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
@@ -46,6 +48,7 @@ var commands = []command{
 	{"serve", "run an echo (or -chat) server", runServe},
 	{"client", "connect with a token: a line client, or a scripted echo client", runClient},
 	{"bridge", "relay browser WebSocket sessions to netcode servers", runBridge},
+	{"fleet", "list the game servers registered in a fleet registry (Redis)", runFleet},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
 	{"version", "print the release, module version and VCS revision of this build", runVersion},
 }

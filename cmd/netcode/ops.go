@@ -29,8 +29,16 @@ var opsReady func(net.Addr)
 //	/readyz   200 while the server listens and is not draining, else 503
 type opsServer struct {
 	srv   *http.Server
+	reg   *prometheus.Registry
 	ready atomic.Bool
 	done  chan error
+}
+
+// collect adds a collector to /metrics; nothing without -metrics.
+func (o *opsServer) collect(c prometheus.Collector) {
+	if o != nil {
+		o.reg.MustRegister(c)
+	}
 }
 
 // startOps serves the endpoint on addr for l.
@@ -41,7 +49,7 @@ func startOps(addr string, l *netcode.Listener, log *slog.Logger) (*opsServer, e
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	o := &opsServer{done: make(chan error, 1)}
+	o := &opsServer{reg: reg, done: make(chan error, 1)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/fleet"
 )
 
 // serveReady, if set, is told the server's address once it listens (tests).
@@ -30,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	verbose := fs.Bool("v", false, "log connections and protocol events to stderr, one line each")
 	chat := fs.Bool("chat", false, "chat mode: send each payload to every other client instead of echoing it to its sender")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
+	regFlags := addRegistryFlags(fs)
 	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -68,6 +70,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	reg, err := regFlags.register(ctx, l, uint64(proto), *public, log)
+	if err != nil {
+		l.Close()
+		return errors.Join(err, ops.close())
+	}
+	if reg != nil {
+		ops.collect(fleet.NewServerCollector(reg.srv, nil))
+	}
 	if serveReady != nil {
 		serveReady(l.Addr())
 	}
@@ -80,13 +90,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	<-ctx.Done()
 	// Deny first, then report not ready: whoever sees /readyz turn 503
 	// can rely on new clients being denied.
-	l.Drain()
+	reg.drain(l) // the Listener, and the registry's entry
 	ops.setDraining()
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	drain(l, *drainFor, again, log)
 	signal.Stop(again)
-	err = l.Close()
+	err = errors.Join(reg.close(), l.Close())
 	wg.Wait()
 	err = errors.Join(err, ops.close())
 	st := l.Stats()

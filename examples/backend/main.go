@@ -12,6 +12,13 @@
 //
 //	curl --cacert CERT -X POST -H "Authorization: Bearer SECRET" https://127.0.0.1:8443/token -o player.token
 //
+// With -registry redis://HOST:PORT it names, instead of -server, the least
+// loaded of the game servers registered in Redis (`netcode serve
+// -registry`; package fleet) in the -region, and holds each player's rate
+// in Redis too, so that it holds across every replica of the backend:
+//
+//	go run ./examples/backend -key server.key -registry redis://127.0.0.1:6379 -region eu -users users.txt
+//
 // Without -tls-cert and -tls-key it makes a self-signed certificate for
 // localhost and writes it to a temporary file so that clients can trust
 // it; give a real certificate in production. Without -users it makes up a
@@ -47,6 +54,7 @@ import (
 
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/fleet"
 	"github.com/gonetcode/netcode/internal/devcert"
 )
 
@@ -107,12 +115,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	perSecond := fs.Float64("rate", 1, "tokens per second each player may get in the long run")
 	burst := fs.Int("burst", 5, "tokens each player may get at once")
 	verbose := fs.Bool("v", false, "log every token")
+	registry := fs.String("registry", "", "Redis URL of the fleet registry (package fleet): name the least loaded registered servers instead of -server, and limit rates in Redis across replicas")
+	region := fs.String("region", fleet.DefaultRegion, "with -registry: the region whose servers tokens name")
+	tags := fs.String("tags", "", "with -registry: comma-separated tags every named server must have")
+	count := fs.Int("count", fleet.DefaultCount, "with -registry: servers a token names (1 to 32)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *keyFile == "" || len(servers) == 0 {
+	if *keyFile == "" || (len(servers) == 0) == (*registry == "") {
 		fs.Usage()
-		return errors.New("-key and at least one -server are required")
+		return errors.New("-key and either -server (at least one) or -registry are required")
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -131,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	if err != nil {
 		return err
 	}
-	h, err := backend.NewHandler(backend.Config{
+	cfg := backend.Config{
 		ProtocolID:     *proto,
 		PrivateKey:     key,
 		Authenticate:   auth.authenticate,
@@ -142,7 +154,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Burst:          *burst,
 		Challenge:      `Bearer realm="netcode"`,
 		Logger:         log,
-	})
+	}
+	if *registry != "" {
+		closeFleet, err := useFleet(ctx, &cfg, *registry, *region, *tags, *count, log)
+		if err != nil {
+			return err
+		}
+		defer closeFleet()
+	}
+	h, err := backend.NewHandler(cfg)
 	if err != nil {
 		return err
 	}
@@ -185,7 +205,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		WriteTimeout:      30 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}
-	log.Info("netcode token backend serving", "url", "https://"+ln.Addr().String()+"/token", "servers", servers.String())
+	log.Info("netcode token backend serving", "url", "https://"+ln.Addr().String()+"/token", "servers", servers.String(), "registry", *registry)
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -203,6 +223,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		err = serr
 	}
 	return err
+}
+
+// useFleet makes cfg choose servers from the registry at url and limit
+// rates there; the function it returns closes the Redis client and the
+// Chooser.
+func useFleet(ctx context.Context, cfg *backend.Config, url, region, tags string, count int, log *slog.Logger) (func(), error) {
+	tagList, err := fleet.ParseTags(tags)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := fleet.NewClient(url)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := fleet.NewRateLimiter(rdb, "", cfg.Rate, cfg.Burst)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	ch, err := fleet.NewChooser(ctx, fleet.ChooserConfig{
+		Client:     rdb,
+		ProtocolID: cfg.ProtocolID,
+		Regions:    []string{region},
+		Count:      count,
+		Query: func(*http.Request, backend.Identity) (fleet.Query, error) {
+			return fleet.Query{Tags: tagList}, nil
+		},
+		Logger: log,
+	})
+	if ch == nil {
+		rdb.Close()
+		return nil, err
+	}
+	if err != nil {
+		// Redis may come up after the backend: it answers 503 until then.
+		log.Warn("the registry cannot be read yet; answering 503 until it can", "err", err)
+	}
+	cfg.Servers = nil
+	cfg.ChooseServers = ch.ChooseServers
+	cfg.Limiter = lim
+	return func() {
+		ch.Close()
+		rdb.Close()
+	}, nil
 }
 
 // user is a player known by the SHA-256 of its bearer secret.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"io"
 	"net"
@@ -19,8 +20,11 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/fleet"
 	"github.com/gonetcode/netcode/internal/devcert"
 	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/token"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -152,4 +156,81 @@ func TestServerFlag(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:40000,203.0.113.7:40000=10.0.0.7:40000", l.String())
 	assert.Error(t, l.Set("localhost:40000"))
 	assert.Error(t, l.Set("203.0.113.7:40000=nat"))
+}
+
+// TestBackendRegistry runs the example with -registry against a real
+// redis-server: a token names the registered server of the region with
+// the tag, and the rate limit is kept in Redis.
+func TestBackendRegistry(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	rdb, err := fleet.NewClient(redisSrv.URL())
+	require.NoError(t, err)
+	defer rdb.Close()
+	dir := t.TempDir()
+	key, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	keyFile := filepath.Join(dir, "server.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(hex.EncodeToString(key[:])+"\n"), 0o600))
+	users := filepath.Join(dir, "users.txt")
+	require.NoError(t, os.WriteFile(users, []byte("42 0123456789abcdef-alice\n"), 0o600))
+
+	const proto = 0x6e6574636f646531
+	var ls []*netcode.Listener
+	for _, tags := range [][]string{nil, {"ranked"}} {
+		l, err := netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{ProtocolID: proto, PrivateKey: key})
+		require.NoError(t, err)
+		defer l.Close()
+		reg, err := fleet.Register(context.Background(), l, fleet.ServerConfig{Client: rdb, ProtocolID: proto, Region: "eu", Tags: tags})
+		require.NoError(t, err)
+		defer reg.Close()
+		ls = append(ls, l)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	var logs bytes.Buffer // read only after run returns
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-key", keyFile, "-registry", redisSrv.URL(), "-region", "eu", "-tags", "ranked",
+			"-users", users, "-burst", "2", "-rate", "0.1"}, io.Discard, &logs, func(a net.Addr) { addrc <- a })
+	}()
+	var url string
+	select {
+	case a := <-addrc:
+		url = "https://" + a.String() + "/token"
+	case err := <-done:
+		t.Fatalf("backend ended: %v\n%s", err, logs.String())
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the example's own self-signed certificate
+	defer client.CloseIdleConnections()
+	post := func() (*http.Response, []byte) {
+		req, err := http.NewRequest("POST", url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer 0123456789abcdef-alice")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, b
+	}
+	resp, tok := post()
+	require.Equal(t, 200, resp.StatusCode, "%s", tok)
+	ct, err := token.Parse(tok)
+	require.NoError(t, err)
+	assert.Equal(t, []string{ls[1].Addr().String()}, []string{ct.ServerAddrs[0].String()}, "the one server with the tag")
+	assert.Len(t, ct.ServerAddrs, 1)
+	s := loopback.Connect(t, ls[1], tok)
+	assert.Equal(t, uint64(42), s.ClientID())
+	resp, _ = post()
+	assert.Equal(t, 200, resp.StatusCode)
+	resp, _ = post()
+	assert.Equal(t, 429, resp.StatusCode)
+	keys, err := rdb.Keys(context.Background(), "*netcode:fleet:rate:42").Result()
+	require.NoError(t, err)
+	assert.Len(t, keys, 1, "the rate is kept in Redis")
+
+	cancel()
+	require.NoError(t, <-done)
 }

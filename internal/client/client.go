@@ -174,11 +174,15 @@ type Client struct {
 	replay     protocol.ReplayProtection
 	seq        uint64
 
-	expireAfter  time.Duration // connect token lifetime: expire - create
-	timeout      time.Duration // <= 0: none
-	connectStart time.Time
-	lastSend     time.Time
-	lastRecv     time.Time
+	expireAfter time.Duration // connect token lifetime: expire - create
+	timeout     time.Duration // <= 0: none
+	// requestTimeout bounds the time until a server first answers a
+	// connection request (answered); <= 0: none.
+	requestTimeout time.Duration
+	answered       bool
+	connectStart   time.Time
+	lastSend       time.Time
+	lastRecv       time.Time
 
 	challengeSeq   uint64
 	challengeToken [tokenwire.ChallengeTokenBytes]byte
@@ -251,6 +255,19 @@ func firstSequence(now time.Time, createTimestamp uint64) uint64 {
 		return 0
 	}
 	return binary.LittleEndian.Uint64(b[:])
+}
+
+// SetRequestTimeout bounds the time the client sends connection requests
+// before any of the token's servers answers one (with a challenge or a
+// denial): past d from New, the client fails with
+// ConnectionRequestTimedOut. A server answers only a token it can open, so
+// this stops a forged token early, whatever timeout the token's public part
+// claims. d <= 0 means no bound but the token's own. Call it before the
+// first Update.
+func (c *Client) SetRequestTimeout(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requestTimeout = d
 }
 
 // SetSequence sets the sequence number of the next packet the client
@@ -345,6 +362,11 @@ func (c *Client) next() time.Time {
 			next = t
 		}
 	}
+	if c.requestTimeout > 0 && !c.answered {
+		if t := c.connectStart.Add(c.requestTimeout); t.Before(next) {
+			next = t
+		}
+	}
 	if c.timeout > 0 {
 		if t := c.lastRecv.Add(c.timeout); t.Before(next) {
 			next = t
@@ -419,6 +441,7 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *O
 		if c.state == SendingConnectionRequest || c.state == SendingConnectionResponse {
 			c.pending = ConnectionDenied
 			c.lastRecv = now
+			c.answered = true
 		}
 	case protocol.ConnectionChallenge:
 		if c.state == SendingConnectionRequest && len(p.ChallengeToken) == tokenwire.ChallengeTokenBytes {
@@ -426,6 +449,7 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *O
 			copy(c.challengeToken[:], p.ChallengeToken)
 			c.lastRecv = now
 			c.lastSend = now.Add(-time.Second) // answer at the next Update
+			c.answered = true
 			c.setState(SendingConnectionResponse)
 		}
 	case protocol.KeepAlive:
@@ -483,6 +507,10 @@ func (c *Client) Update(now time.Time, out *Output) {
 	}
 	if c.state < Connected && now.Sub(c.connectStart) >= c.expireAfter {
 		c.setState(ConnectTokenExpired)
+		return
+	}
+	if c.requestTimeout > 0 && !c.answered && now.Sub(c.connectStart) >= c.requestTimeout {
+		c.setState(ConnectionRequestTimedOut)
 		return
 	}
 	if c.timeout > 0 && now.Sub(c.lastRecv) >= c.timeout {

@@ -10,6 +10,7 @@ import (
 	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -270,6 +271,49 @@ func TestDisconnectDuringHandshake(t *testing.T) {
 			}
 			require.Equal(t, tt.want, c.c.State())
 			require.Equal(t, tt.wantPath, c.states)
+		})
+	}
+}
+
+// TestRequestTimeout covers SetRequestTimeout: a client whose servers never
+// answer its requests (a forged token: no server can open it) fails with
+// ConnectionRequestTimedOut at the bound, across all the token's servers,
+// long before the token's own timeout; a server that answers lifts the
+// bound for the rest of the handshake.
+func TestRequestTimeout(t *testing.T) {
+	const bound = 800 * time.Millisecond
+	tests := []struct {
+		name   string
+		answer bool
+		want   State // at epoch + 2 s
+	}{
+		{"never answered", false, ConnectionRequestTimedOut},
+		{"answered", true, SendingConnectionResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newTestClient(t, srvA, srvB)
+			d.c.SetRequestTimeout(bound)
+			srv := serverPackets{key: crypto.NewPacketAEAD(&s2cKey, protocolID)}
+			now := epoch
+			for now.Before(epoch.Add(2 * time.Second)) {
+				d.Update(now)
+				if tt.answer && now.Equal(epoch.Add(100*time.Millisecond)) {
+					d.Receive(now, srvA, srv.challenge())
+				}
+				if d.c.State() <= Disconnected {
+					break
+				}
+				next := d.c.Next()
+				require.False(t, next.After(epoch.Add(bound)) && !tt.answer && now.Before(epoch.Add(bound)),
+					"Update due at %v, past the bound", next.Sub(epoch))
+				now = next
+			}
+			require.Equal(t, tt.want, d.c.State())
+			if !tt.answer {
+				assert.Equal(t, epoch.Add(bound), now, "failed at the bound, not later")
+				assert.LessOrEqual(t, len(d.pkts), int(bound/SendInterval)+1, "requests sent")
+			}
 		})
 	}
 }

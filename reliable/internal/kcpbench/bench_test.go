@@ -22,8 +22,10 @@ const chunk = 1 << 20
 // mtu is the datagram size both reliable and kcp use (netcode's payload).
 const mtu = netcode.MaxPayloadBytes
 
-// window is the packets in flight both use.
-const window = reliable.DefaultWindow
+// window is the packets in flight both use: a bulk transfer's window (the
+// bandwidth-delay product of about 40 MB/s at 100 ms), set on reliable's
+// side as WindowBytes, a chunk (1168 bytes) per packet.
+const window = 4096
 
 // goodput writes b.N chunks into w and reads them from r.
 func goodput(b *testing.B, w io.Writer, r io.Reader) {
@@ -161,7 +163,8 @@ func simConns(b *testing.B) (*netsim.Conn, *netsim.Conn, func()) {
 // BenchmarkGoodput runs every contender in one run, for a side-by-side
 // table.
 func BenchmarkGoodput(b *testing.B) {
-	fast := &reliable.Config{SendRate: 1 << 30}
+	fast := &reliable.Config{SendRate: 1 << 30, WindowBytes: window * 1168}
+	bulk := &reliable.Config{WindowBytes: window * 1168}
 	b.Run("loopback/reliable-over-netcode", func(b *testing.B) {
 		x, y, stop := netcodePair(b)
 		defer stop()
@@ -202,7 +205,7 @@ func BenchmarkGoodput(b *testing.B) {
 	b.Run("netsim-5%loss-50msRTT/reliable", func(b *testing.B) {
 		x, y, stop := simConns(b)
 		defer stop()
-		sx, sy := streams(b, &simConn{x, addrB}, &simConn{y, addrA}, nil)
+		sx, sy := streams(b, &simConn{x, addrB}, &simConn{y, addrA}, bulk)
 		goodput(b, sx, sy)
 		sx.Close()
 		sy.Close()

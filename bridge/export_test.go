@@ -1,0 +1,7 @@
+package bridge
+
+// Bounds the external tests check.
+const (
+	CloseTimeout = closeTimeout
+	MuxEndGrace  = muxEndGrace
+)

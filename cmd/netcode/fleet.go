@@ -1,0 +1,194 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/fleet"
+)
+
+// registryFlags are serve's flags for the fleet registry.
+type registryFlags struct {
+	url, region, tags, id string
+}
+
+func addRegistryFlags(fs *flagSet) *registryFlags {
+	f := &registryFlags{}
+	fs.StringVar(&f.url, "registry", "", "register this server in the fleet registry at this Redis URL (redis://HOST:PORT[/DB], rediss://, redis+sentinel://HOST:PORT/MASTER, or redis://HOST:PORT?addr=HOST2:PORT2 for a Cluster), so that token backends name it; off if empty")
+	fs.StringVar(&f.region, "region", fleet.DefaultRegion, "with -registry: the region backends choose this server by")
+	fs.StringVar(&f.tags, "tags", "", "with -registry: comma-separated tags backends may ask for (ranked,map=dust)")
+	fs.StringVar(&f.id, "id", "", "with -registry: this server's id in the registry (default: random)")
+	return f
+}
+
+// registration is a server's presence in the registry, with its client.
+type registration struct {
+	rdb redis.UniversalClient
+	srv *fleet.Server
+	log *slog.Logger
+}
+
+// register adds l to the registry the flags name; nil without -registry.
+// Redis being unreachable is not an error: the server serves, and the
+// heartbeat registers it once Redis answers.
+func (f *registryFlags) register(ctx context.Context, l *netcode.Listener, proto uint64, public string, log *slog.Logger) (*registration, error) {
+	if f.url == "" {
+		return nil, nil
+	}
+	tags, err := fleet.ParseTags(f.tags)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := fleet.NewClient(f.url)
+	if err != nil {
+		return nil, err
+	}
+	quietRedis(log)
+	cfg := fleet.ServerConfig{Client: rdb, ID: f.id, ProtocolID: proto, Region: f.region, Tags: tags, Logger: log}
+	if public != "" {
+		cfg.Addrs = []string{public}
+	}
+	srv, err := fleet.Register(ctx, l, cfg)
+	if srv == nil {
+		rdb.Close()
+		return nil, err
+	}
+	if err != nil {
+		log.Warn("registry unreachable; serving anyway and retrying", "registry", redactURL(f.url), "err", err)
+	}
+	log.Info("registered in the fleet", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "tags", f.tags)
+	return &registration{rdb: rdb, srv: srv, log: log}, nil
+}
+
+// drain marks the server draining in the registry (and drains the
+// Listener); without a registration it drains l.
+func (r *registration) drain(l *netcode.Listener) {
+	if r == nil {
+		l.Drain()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := r.srv.Drain(ctx); err != nil {
+		r.log.Warn("could not mark the server draining in the registry; backends drop it when its entry expires", "err", err)
+	}
+}
+
+// close removes the server from the registry.
+func (r *registration) close() error {
+	if r == nil {
+		return nil
+	}
+	err := r.srv.Close()
+	return errors.Join(err, r.rdb.Close())
+}
+
+// quietRedis sends go-redis's own log lines (each failed dial, while Redis
+// is down) to log at debug level instead of stderr: the fleet package
+// says once at Warn level that the registry is unreachable.
+func quietRedis(log *slog.Logger) { redis.SetLogger(redisLogger{log}) }
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...))
+}
+
+// redactURL hides a password in a Redis URL.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return u
+	}
+	if name, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + name + ":xxxxx@" + host
+	}
+	return u
+}
+
+func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fleet", "-registry URL [-region R[,R...]]\n\nLists the game servers registered in the fleet registry (netcode serve -registry)\nas a table, one line per server, least loaded first in each region.", stdout, stderr)
+	url := fs.String("registry", "", "Redis URL of the fleet registry (required)")
+	regions := fs.String("region", "", "comma-separated regions to list (default: every region found)")
+	prefix := fs.String("prefix", fleet.DefaultPrefix, "key prefix of the registry")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *url == "" {
+		fmt.Fprintln(stderr, "-registry is required")
+		fs.usage(stderr)
+		return errUsage
+	}
+	rdb, err := fleet.NewClient(*url)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	quietRedis(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var names []string
+	if *regions != "" {
+		names = strings.Split(*regions, ",")
+	} else if names, err = fleet.Regions(ctx, rdb, *prefix); err != nil {
+		return fmt.Errorf("listing regions in %s: %w", redactURL(*url), err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REGION\tID\tADDRESSES\tPROTOCOL\tCLIENTS\tSTATE\tVERSION\tTAGS\tEXPIRES IN")
+	servers, clients, slots, draining := 0, 0, 0, 0
+	now := time.Now()
+	for _, r := range names {
+		infos, err := fleet.List(ctx, rdb, *prefix, strings.TrimSpace(r))
+		if err != nil {
+			return fmt.Errorf("reading region %s from %s: %w", r, redactURL(*url), err)
+		}
+		sortByLoad(infos)
+		for _, i := range infos {
+			state := "ready"
+			switch {
+			case i.Draining:
+				state = "draining"
+				draining++
+			case i.Free() == 0:
+				state = "full"
+			}
+			servers++
+			clients += i.Connected
+			slots += i.MaxClients
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%#x\t%d/%d\t%s\t%s\t%s\t%v\n", i.Region, i.ID, strings.Join(i.Addrs, ","), i.ProtocolID,
+				i.Connected, i.MaxClients, state, i.Version, strings.Join(i.Tags, ","), i.Expires.Sub(now).Round(100*time.Millisecond))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d servers in %d regions, %d of %d slots taken, %d draining\n", servers, len(names), clients, slots, draining)
+	return nil
+}
+
+// sortByLoad orders servers as a backend prefers them: least loaded
+// first, draining ones last.
+func sortByLoad(infos []*fleet.Info) {
+	key := func(i *fleet.Info) float64 {
+		if i.Draining || i.MaxClients <= 0 {
+			return 2
+		}
+		return float64(i.Connected) / float64(i.MaxClients)
+	}
+	slices.SortStableFunc(infos, func(a, b *fleet.Info) int { return cmp.Compare(key(a), key(b)) })
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/redistest"
+)
+
+// TestServeRegistryAndFleet: `serve -registry` registers the server with
+// its region and tags, `fleet` lists it, a signal marks it draining while
+// a client stays, and it leaves the registry when it stops.
+func TestServeRegistryAndFleet(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	code, _, errs := cli(t, "keygen", "-o", keyFile)
+	require.Equal(t, 0, code, errs)
+
+	ready, opsAddr := make(chan net.Addr, 1), make(chan net.Addr, 1)
+	serveReady = func(a net.Addr) { ready <- a }
+	opsReady = func(a net.Addr) { opsAddr <- a }
+	defer func() { serveReady, opsReady = nil, nil }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var serr bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-key", keyFile, "-max-clients", "8",
+			"-registry", redisSrv.URL(), "-region", "eu", "-tags", "ranked,map=dust", "-id", "s1", "-drain", "30s",
+			"-metrics", "127.0.0.1:0"}, &bytes.Buffer{}, &serr)
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case c := <-done:
+		t.Fatalf("serve exited with %d: %s", c, serr.String())
+	}
+	fleetRow := func(args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append([]string{"fleet", "-registry", redisSrv.URL()}, args...)...)
+		require.Equal(t, 0, code, errs)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[1] == "s1" {
+				return line, out
+			}
+		}
+		return "", out
+	}
+	row, out := fleetRow()
+	require.NotEmpty(t, row, "registered before serve is ready:\n%s", out)
+	assert.True(t, strings.HasPrefix(out, "REGION"), out)
+	for _, want := range []string{"eu", addr.String(), "0x6e6574636f646531", "0/8", "ready", netcode.Version, "ranked,map=dust"} {
+		assert.Contains(t, row, want)
+	}
+	assert.Contains(t, out, "1 servers in 1 regions, 0 of 8 slots taken, 0 draining")
+	row, _ = fleetRow("-region", "us")
+	assert.Empty(t, row, "another region")
+	resp, err := http.Get("http://" + (<-opsAddr).String() + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(body), "netcode_fleet_heartbeats_total", "the registration's metrics beside the server's")
+	assert.Contains(t, string(body), "netcode_fleet_draining 0")
+
+	code, tok, errs := cli(t, "token", "-key", keyFile, "-server", addr.String(), "-client-id", "7")
+	require.Equal(t, 0, code, errs)
+	c, err := netcode.Dial([]byte(tok))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Eventually(t, func() bool { row, _ := fleetRow("-region", "eu"); return strings.Contains(row, "1/8") },
+		10*time.Second, 20*time.Millisecond, "the heartbeat carries the client")
+
+	cancel() // as SIGTERM: drain, with the client still connected
+	require.Eventually(t, func() bool { row, _ := fleetRow(); return strings.Contains(row, "draining") },
+		10*time.Second, 20*time.Millisecond, "marked draining")
+	require.NoError(t, c.Close())
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, serr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop once its client left")
+	}
+	row, out = fleetRow()
+	assert.Empty(t, row, "removed when serve stopped:\n%s", out)
+	assert.Contains(t, serr.String(), "registered in the fleet")
+
+	code, _, errs = cli(t, "fleet")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "-registry is required")
+	code, _, errs = cli(t, "serve", "-key", keyFile, "-addr", "127.0.0.1:0", "-registry", redisSrv.URL(), "-tags", "a b")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "tag")
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379":            "redis://127.0.0.1:6379",
+		"redis://:hunter2@127.0.0.1:6379/0": "redis://:xxxxx@127.0.0.1:6379/0",
+		"rediss://me:hunter2@host:6380":     "rediss://me:xxxxx@host:6380",
+		"redis://me@host:6380":              "redis://me@host:6380",
+	} {
+		assert.Equal(t, want, redactURL(in))
+	}
+}

@@ -1,0 +1,321 @@
+package fleet
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gonetcode/netcode"
+)
+
+// Source is the game server a Server registers: a *netcode.Listener.
+type Source interface {
+	Addr() net.Addr
+	MaxClients() int
+	Stats() netcode.ServerStats
+	Drain()
+}
+
+// ServerConfig configures a server's registration.
+type ServerConfig struct {
+	// Client is the registry; required.
+	Client redis.UniversalClient
+	// Prefix begins the keys; "" means DefaultPrefix.
+	Prefix string
+	// ID names the server in its region; "" means 16 random hex digits.
+	ID string
+	// Addrs are the "host:port" addresses tokens should name the server
+	// by (its netcode.ServerConfig.PublicAddr, for one). Empty means the
+	// Listener's address, which must then be a concrete one, not a
+	// wildcard.
+	Addrs []string
+	// ProtocolID is the server's protocol id (netcode.ServerConfig's).
+	ProtocolID uint64
+	// Region is what backends choose servers by; "" means DefaultRegion.
+	Region string
+	// Tags are further properties backends may ask for ("ranked",
+	// "map=dust"): up to 32, each up to 64 printable ASCII bytes without
+	// spaces, commas or braces.
+	Tags []string
+	// Version is written in the entry; "" means netcode.Version.
+	Version string
+	// Heartbeat is how often the entry is refreshed; 0 means
+	// DefaultHeartbeat.
+	Heartbeat time.Duration
+	// TTL is how long the entry outlives its last heartbeat; 0 means
+	// DefaultTTL. It must exceed Heartbeat.
+	TTL time.Duration
+	// MaxBackoff bounds the wait between heartbeats that fail (Redis
+	// unreachable or failing over): the first retry follows after an
+	// eighth of Heartbeat, and the wait doubles on each failure up to
+	// MaxBackoff, each wait jittered by ±25% so that servers that lost
+	// Redis together do not come back in step. 0 means Heartbeat: a
+	// server then retries no more often than it heartbeats, and is back
+	// in the registry within one heartbeat of Redis answering again.
+	MaxBackoff time.Duration
+	// Logger receives a line when the registry becomes unreachable and
+	// when it is reachable again; nil is silent.
+	Logger *slog.Logger
+}
+
+// Server is a game server's presence in the registry. Make one with
+// Register. Drain the game server through Server.Drain rather than
+// Listener.Drain, so that the registry and the backends know at once; a
+// Listener drained directly is marked at the next heartbeat. The
+// heartbeat goroutine runs until Close.
+type Server struct {
+	src  Source
+	c    redis.UniversalClient
+	k    keys
+	cfg  ServerConfig
+	info Info // fixed fields; Connected and Draining are filled per beat
+	log  *slog.Logger
+
+	draining atomic.Bool
+	beats    atomic.Uint64 // heartbeats written
+	failures atomic.Uint64 // heartbeats that failed
+
+	now     chan struct{} // capacity 1: beat now (Drain)
+	closing chan struct{}
+	done    chan struct{} // closed when the heartbeat goroutine has exited
+	once    sync.Once
+}
+
+// Register adds src to the registry and keeps it there with a heartbeat
+// until Close. It writes the first heartbeat before it returns; if Redis
+// cannot be reached it still returns the Server (the game server keeps
+// serving and the heartbeat retries with backoff), with the error.
+func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("netcode/fleet: ServerConfig.Client is required")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.ID == "" {
+		var b [8]byte
+		crand.Read(b[:])
+		cfg.ID = hex.EncodeToString(b[:])
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	if cfg.Version == "" {
+		cfg.Version = netcode.Version
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = cfg.Heartbeat
+	}
+	switch {
+	case cfg.Heartbeat < time.Millisecond || cfg.TTL <= cfg.Heartbeat:
+		return nil, fmt.Errorf("netcode/fleet: heartbeat %v and TTL %v: want 1 ms <= heartbeat < TTL", cfg.Heartbeat, cfg.TTL)
+	case cfg.MaxBackoff < cfg.Heartbeat/8:
+		return nil, fmt.Errorf("netcode/fleet: MaxBackoff %v below an eighth of the heartbeat %v", cfg.MaxBackoff, cfg.Heartbeat)
+	}
+	for _, check := range []error{checkName("id", cfg.ID), checkName("region", cfg.Region), checkTags(cfg.Tags)} {
+		if check != nil {
+			return nil, check
+		}
+	}
+	addrs := slices.Clone(cfg.Addrs)
+	if len(addrs) == 0 {
+		ap, err := netip.ParseAddrPort(src.Addr().String())
+		if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
+			return nil, fmt.Errorf("netcode/fleet: the Listener's address %v is not one a token can name: set ServerConfig.Addrs", src.Addr())
+		}
+		addrs = []string{ap.String()}
+	}
+	if len(addrs) > MaxCount {
+		return nil, fmt.Errorf("netcode/fleet: %d addresses, at most %d", len(addrs), MaxCount)
+	}
+	for i, a := range addrs {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
+			return nil, fmt.Errorf("netcode/fleet: address %q is not a concrete ip:port", a)
+		}
+		addrs[i] = ap.String()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		src: src,
+		c:   cfg.Client,
+		k:   regionKeys(cfg.Prefix, cfg.Region),
+		cfg: cfg,
+		info: Info{
+			ID:         cfg.ID,
+			Addrs:      addrs,
+			ProtocolID: cfg.ProtocolID,
+			Region:     cfg.Region,
+			Tags:       slices.Clone(cfg.Tags),
+			MaxClients: src.MaxClients(),
+			Version:    cfg.Version,
+			Started:    time.Now().UTC().Truncate(time.Second),
+		},
+		log:     log.With("id", cfg.ID, "region", cfg.Region),
+		now:     make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	err := s.beat(ctx)
+	go s.loop(err)
+	return s, err
+}
+
+// ID returns the server's id in the registry.
+func (s *Server) ID() string { return s.info.ID }
+
+// Info returns the entry the next heartbeat writes.
+func (s *Server) Info() Info {
+	i := s.info
+	st := s.src.Stats()
+	i.Connected = st.Connected
+	i.Draining = s.draining.Load() || st.Draining
+	return i
+}
+
+// Heartbeats returns how many heartbeats were written, and how many
+// failed.
+func (s *Server) Heartbeats() (written, failed uint64) { return s.beats.Load(), s.failures.Load() }
+
+// callTimeout bounds one call to Redis: up to a second (a loaded or
+// failing-over Redis), but never past the TTL, when the entry is gone
+// anyway.
+func (s *Server) callTimeout() time.Duration {
+	return min(max(s.cfg.Heartbeat, time.Second), s.cfg.TTL)
+}
+
+// beat writes the entry once.
+func (s *Server) beat(ctx context.Context) error {
+	body, err := json.Marshal(s.Info())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	defer cancel()
+	err = heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
+		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds()).Err()
+	if err != nil {
+		s.failures.Add(1)
+		return fmt.Errorf("netcode/fleet: heartbeat of %s: %w", s.info.ID, err)
+	}
+	s.beats.Add(1)
+	return nil
+}
+
+// loop heartbeats until Close; failed is the first beat's error.
+func (s *Server) loop(failed error) {
+	defer close(s.done)
+	fails := 0
+	next := func(err error) time.Duration {
+		if err == nil {
+			if fails > 0 {
+				s.log.Info("netcode/fleet: registry reachable again", "failed_heartbeats", fails)
+			}
+			fails = 0
+			return s.cfg.Heartbeat
+		}
+		if fails == 0 {
+			s.log.Warn("netcode/fleet: registry unreachable; the server keeps serving and retries", "err", err)
+		}
+		fails++
+		d := (s.cfg.Heartbeat / 8) << min(fails-1, 16)
+		if d > s.cfg.MaxBackoff || d <= 0 {
+			d = s.cfg.MaxBackoff
+		}
+		// Jitter: servers that lost Redis together do not come back in step.
+		return d*3/4 + rand.N(d/2+1)
+	}
+	t := time.NewTimer(next(failed))
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.closing
+		cancel()
+	}()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		case <-s.now:
+			t.Stop()
+		}
+		t.Reset(next(s.beat(ctx)))
+	}
+}
+
+// Drain drains the Listener (it denies new clients from now on) and marks
+// the entry draining: it writes the entry and tells the backends on the
+// region's channel before it returns, so that a Chooser stops naming the
+// server as soon as the message reaches it. The heartbeat goes on, so the
+// entry stays, draining, until Close. If Redis cannot be reached the
+// Listener is drained all the same, the heartbeat writes the mark once
+// Redis is back, and Drain returns the error.
+func (s *Server) Drain(ctx context.Context) error {
+	s.src.Drain()
+	s.draining.Store(true)
+	select {
+	case <-s.closing:
+		return ErrClosed
+	default:
+	}
+	err := s.beat(ctx)
+	if err == nil {
+		err = s.c.Publish(ctx, s.k.events, eventDrain+s.info.ID).Err()
+	}
+	if err != nil {
+		select {
+		case s.now <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// Close stops the heartbeat and removes the entry (and tells the
+// backends), so that no new token names the server. It does not close the
+// Listener. If Redis cannot be reached the entry expires after the TTL.
+func (s *Server) Close() error {
+	first := false
+	s.once.Do(func() {
+		first = true
+		close(s.closing)
+	})
+	if !first {
+		return ErrClosed
+	}
+	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout())
+	defer cancel()
+	err := s.c.HDel(ctx, s.k.servers, s.info.ID).Err()
+	if err == nil {
+		err = s.c.Publish(ctx, s.k.events, eventGone+s.info.ID).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("netcode/fleet: removing %s: %w", s.info.ID, err)
+	}
+	return nil
+}
