@@ -73,7 +73,7 @@ func newHandler(t *testing.T, mod func(*backend.Config)) *backend.Handler {
 	if mod != nil {
 		mod(&cfg)
 	}
-	h, err := backend.NewHandler(cfg)
+	h, err := backend.NewHandler(&cfg)
 	require.NoError(t, err)
 	return h
 }
@@ -236,11 +236,11 @@ func TestNewHandlerErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.mod(&cfg)
-			_, err := backend.NewHandler(cfg)
+			_, err := backend.NewHandler(&cfg)
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := backend.NewHandler(ok)
+	_, err := backend.NewHandler(&ok)
 	assert.NoError(t, err)
 }
 
@@ -290,14 +290,14 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 200, w.Code)
 	ct, err := token.Parse(w.Body.Bytes())
 	require.NoError(t, err)
-	assert.Equal(t, uint64(backend.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
+	assert.Equal(t, uint64(token.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
 	assert.Equal(t, int32(backend.DefaultTimeoutSeconds), ct.TimeoutSeconds)
 }
 
 // BenchmarkHandler is one token request through the handler: the hook,
 // the rate limit, Generate and the response.
 func BenchmarkHandler(b *testing.B) {
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID:   protocolID,
 		PrivateKey:   testKey,
 		Authenticate: func(*http.Request) (backend.Identity, error) { return backend.Identity{ClientID: 1}, nil },

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -98,22 +97,9 @@ type vectors struct {
 	Accepted       []vecAccepted      `json:"accepted_edge_cases"`
 }
 
-var (
-	vecOnce sync.Once
-	vecData *vectors
-	vecErr  error
-)
-
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
-	vecOnce.Do(func() {
-		var v vectors
-		vecErr = vectortest.Load(vectortest.Path("netcode-1.02.json"), &v)
-		vecData = &v
-	})
-	require.NoError(t, vecErr)
-	require.Equal(t, "netcode-1.02-golden-vectors", vecData.Format)
-	return vecData
+	return vectortest.Once[vectors](t, "netcode-1.02.json", vectortest.Load)
 }
 
 func key(t testing.TB, b []byte) *crypto.Key {

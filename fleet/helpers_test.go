@@ -236,7 +236,7 @@ func startBackend(t *testing.T, rdb redis.UniversalClient, mod func(*fleet.Choos
 	ch, err := fleet.NewChooser(context.Background(), ccfg)
 	require.NoError(t, err)
 	bcfg.ChooseServers = ch.ChooseServers
-	h, err := backend.NewHandler(bcfg)
+	h, err := backend.NewHandler(&bcfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {

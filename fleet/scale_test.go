@@ -94,7 +94,7 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 
 	var mu sync.Mutex
 	var choice, total []time.Duration
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID:   protocolID,
 		PrivateKey:   testKey,
 		Authenticate: userHeader,

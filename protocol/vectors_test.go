@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,17 +184,9 @@ type vectorFile struct {
 	} `json:"replay_protection"`
 }
 
-var loadVectors = sync.OnceValues(func() (*vectorFile, error) {
-	v := new(vectorFile)
-	return v, vectortest.Load(vectortest.Path("netcode-1.02.json"), v)
-})
-
 func vectors(tb testing.TB) *vectorFile {
 	tb.Helper()
-	v, err := loadVectors()
-	require.NoError(tb, err)
-	require.Equal(tb, "netcode-1.02-golden-vectors", v.Format)
-	return v
+	return vectortest.Once[vectorFile](tb, "netcode-1.02.json", vectortest.Load)
 }
 
 func toKey(tb testing.TB, b []byte) *crypto.Key {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,22 +143,9 @@ type vectors struct {
 	ChallengeTokens      []vecChallenge      `json:"challenge_tokens"`
 }
 
-var (
-	vecOnce sync.Once
-	vecData *vectors
-	vecErr  error
-)
-
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
-	vecOnce.Do(func() {
-		var v vectors
-		vecErr = vectortest.Load(vectortest.Path("netcode-1.02.json"), &v)
-		vecData = &v
-	})
-	require.NoError(t, vecErr)
-	require.Equal(t, "netcode-1.02-golden-vectors", vecData.Format)
-	return vecData
+	return vectortest.Once[vectors](t, "netcode-1.02.json", vectortest.Load)
 }
 
 func key(t testing.TB, b []byte) crypto.Key {

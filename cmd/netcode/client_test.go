@@ -253,7 +253,7 @@ func TestChatThroughBackend(t *testing.T) {
 	key, err := parseKey(keyFile, io.Discard)
 	require.NoError(t, err)
 	users := map[string]uint64{"alice-secret": 1, "bob-secret": 2}
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID: defaultProtocolID,
 		PrivateKey: key,
 		Authenticate: func(r *http.Request) (backend.Identity, error) {
