@@ -65,7 +65,7 @@
 //	                      or its write deadline passes
 //	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
 //
-// With ReadShards > 1 each socket has its own reader, send queue and
+// With Socket.ReadShards > 1 each socket has its own reader, send queue and
 // writer: a reader's replies, and the Writes of the connections whose
 // handshake it heard, leave from its socket; the ticker's keep-alives and
 // Close's disconnects leave from the first. All the sockets share one

@@ -86,7 +86,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
-	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.ReadShards)")
+	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ type child struct {
 	key    crypto.Key
 	proto  uint64
 	max    int
-	shards int // ServerConfig.ReadShards
+	shards int // ServerConfig.Socket.ReadShards
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
