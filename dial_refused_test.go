@@ -14,7 +14,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )

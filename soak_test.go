@@ -20,7 +20,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/bridge"
-	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/internal/testing/browsertest"
 )
 
 // TestBrowserSeesRefusal checks, in headless Chromium, what a page's

@@ -23,7 +23,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/aead"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 )
 
 // hexBytes is a byte string written as hex in the vectors file.

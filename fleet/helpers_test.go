@@ -26,7 +26,7 @@ import (
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/fleet"
-	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/internal/testing/redistest"
 	"github.com/gonetcode/netcode/token"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/fleet"
-	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/internal/testing/redistest"
 )
 
 // simServer is a game server that exists only in the registry: the scale

@@ -22,7 +22,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/metrics"
 	nctoken "github.com/gonetcode/netcode/token"
 )

@@ -11,13 +11,13 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/aead"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 )
 
 // The golden vectors produced by the C reference; see testdata/ and
 // /work/shared/vectors/README.md for their description.
 
-// The vectors' JSON types (see internal/vectortest).
+// The vectors' JSON types (see internal/testing/vectortest).
 type (
 	u64      = vectortest.U64
 	hexBytes = vectortest.Hex

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 )
 

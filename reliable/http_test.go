@@ -16,7 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

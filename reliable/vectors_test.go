@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -15,8 +15,8 @@ import (
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/aead"
 	"github.com/gonetcode/netcode/internal/testing/tokentest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/gonetcode/netcode/internal/tokenwire"
-	"github.com/gonetcode/netcode/internal/vectortest"
 	"github.com/gonetcode/netcode/token"
 )
 

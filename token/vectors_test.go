@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/gonetcode/netcode/token"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

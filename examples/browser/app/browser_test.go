@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gonetcode/netcode/examples/browser/app"
-	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/internal/testing/browsertest"
 	"github.com/gonetcode/netcode/token"
 )
 

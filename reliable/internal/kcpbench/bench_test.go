@@ -10,7 +10,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/reliable"
 	"github.com/gonetcode/netcode/token"
 	kcp "github.com/xtaci/kcp-go/v5"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/client"
-	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"

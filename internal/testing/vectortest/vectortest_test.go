@@ -83,14 +83,14 @@ var vectorFiles = []struct {
 	name   string
 	copies []string
 }{
-	{"netcode-1.02.json", []string{"internal/vectortest"}},
-	{"reliable-vectors.json", []string{"internal/vectortest"}},
-	{"cute/README.md", []string{"internal/vectortest"}},
-	{"cute/primitives.json", []string{"internal/vectortest"}},
-	{"cute/token.json", []string{"internal/vectortest"}},
-	{"cute/packets.json", []string{"internal/vectortest"}},
-	{"cute/replay.json", []string{"internal/vectortest"}},
-	{"cute/transcript.json", []string{"internal/vectortest"}},
+	{"netcode-1.02.json", []string{"internal/testing/vectortest"}},
+	{"reliable-vectors.json", []string{"internal/testing/vectortest"}},
+	{"cute/README.md", []string{"internal/testing/vectortest"}},
+	{"cute/primitives.json", []string{"internal/testing/vectortest"}},
+	{"cute/token.json", []string{"internal/testing/vectortest"}},
+	{"cute/packets.json", []string{"internal/testing/vectortest"}},
+	{"cute/replay.json", []string{"internal/testing/vectortest"}},
+	{"cute/transcript.json", []string{"internal/testing/vectortest"}},
 }
 
 // TestCopiesMatchShared checks that every copy of the vectors in the module
@@ -115,7 +115,7 @@ func checkCopies(t *testing.T, root, name string, dirs []string) {
 		t.Skipf("skipped, nothing is wrong: this check compares the module's copy of the golden vectors "+
 			"(%s) with its source, %s, which a plain clone does not have; "+
 			"the tests that use the copy still ran. The project's CI has the source beside the module",
-			filepath.Join("internal", "vectortest", "testdata", name), shared)
+			filepath.Join("internal", "testing", "vectortest", "testdata", name), shared)
 	}
 	require.NoError(t, err)
 
