@@ -116,7 +116,7 @@ func TestKeygen(t *testing.T) {
 }
 
 func TestParseKey(t *testing.T) {
-	var key [32]byte
+	var key crypto.Key
 	for i := range key {
 		key[i] = byte(i * 7)
 	}
