@@ -84,24 +84,28 @@ const (
 	ConnectionRequestBytes = 1 + len(crypto.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
 	ChallengeTokenBytes = 300
-	// ChallengeBodyBytes is the plaintext body of a challenge or response:
-	// the challenge token sequence and the sealed challenge token.
-	ChallengeBodyBytes = 8 + ChallengeTokenBytes // 308
-	// KeepAliveBodyBytes is the plaintext body of a keep-alive: client index
-	// and max clients.
-	KeepAliveBodyBytes = 8
-	// MinEncryptedPacketBytes is the smallest encrypted packet: prefix, one
-	// sequence byte and the MAC.
-	MinEncryptedPacketBytes = 1 + 1 + crypto.MACBytes // 18
-	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
-	PrivateTokenPlainBytes = PrivateTokenBytes - crypto.MACBytes // 1008
 	// PrivateTokenBytes is the size of a sealed private connect token.
 	PrivateTokenBytes = 1024
-	// ReplayWindow is the number of recent sequence numbers replay
+	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
+	PrivateTokenPlainBytes = PrivateTokenBytes - crypto.MACBytes // 1008
+)
+
+// Sizes the package doc's wire layout shows, and the replay window.
+const (
+	// challengeBodyBytes is the plaintext body of a challenge or response:
+	// the challenge token sequence and the sealed challenge token.
+	challengeBodyBytes = 8 + ChallengeTokenBytes // 308
+	// keepAliveBodyBytes is the plaintext body of a keep-alive: client index
+	// and max clients.
+	keepAliveBodyBytes = 8
+	// minEncryptedPacketBytes is the smallest encrypted packet: prefix, one
+	// sequence byte and the MAC.
+	minEncryptedPacketBytes = 1 + 1 + crypto.MACBytes // 18
+	// maxSequenceBytes is the most bytes a sequence number takes on the wire.
+	maxSequenceBytes = 8
+	// replayWindow is the number of recent sequence numbers replay
 	// protection remembers.
-	ReplayWindow = 256
-	// MaxSequenceBytes is the most bytes a sequence number takes on the wire.
-	MaxSequenceBytes = 8
+	replayWindow = 256
 )
 
 // Offsets inside a connection request.

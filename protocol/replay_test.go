@@ -77,7 +77,7 @@ func TestForgeryDoesNotAdvanceReplay(t *testing.T) {
 		{"next", last + 1},
 		{"gap", last + 10},
 		{"out of order", last - 1},
-		{"past the window", last + 10*ReplayWindow},
+		{"past the window", last + 10*replayWindow},
 	}
 	for _, tc := range tests {
 		for _, f := range forgeries {

@@ -241,20 +241,20 @@ func TestConstants(t *testing.T) {
 	assert.Equal(t, PrivateTokenPlainBytes, c.ConnectTokenPrivateBytes-c.MACBytes)
 	assert.Equal(t, crypto.TokenNonceBytes, c.ConnectTokenNonceBytes)
 	assert.Equal(t, ChallengeTokenBytes, c.ChallengeTokenBytes)
-	assert.Equal(t, ChallengeBodyBytes, 8+c.ChallengeTokenBytes)
+	assert.Equal(t, challengeBodyBytes, 8+c.ChallengeTokenBytes)
 	assert.Equal(t, crypto.KeyBytes, c.KeyBytes)
 	assert.Equal(t, crypto.MACBytes, c.MACBytes)
 	assert.Equal(t, crypto.MACBytes, c.MACBytes)
 	assert.Equal(t, MaxPayloadBytes, c.MaxPayloadBytes)
 	assert.Equal(t, MaxPacketBytes, c.MaxPacketBytes)
-	assert.Equal(t, ReplayWindow, c.ReplayProtectionBufferSize)
-	assert.Equal(t, ReplayWindow, vectors(t).ReplayProtection.BufferSize)
+	assert.Equal(t, replayWindow, c.ReplayProtectionBufferSize)
+	assert.Equal(t, replayWindow, vectors(t).ReplayProtection.BufferSize)
 	assert.Equal(t, ConnectionRequestBytes, c.ConnectionRequestPacketBytes)
-	assert.Equal(t, MinEncryptedPacketBytes, c.MinEncryptedPacketBytes)
+	assert.Equal(t, minEncryptedPacketBytes, c.MinEncryptedPacketBytes)
 	assert.Equal(t, serverGlobalSequenceStart, uint64(c.ServerGlobalSequenceStart))
 	assert.Equal(t, 1078, ConnectionRequestBytes)
-	assert.Equal(t, 308, ChallengeBodyBytes)
-	assert.Equal(t, 8, KeepAliveBodyBytes)
+	assert.Equal(t, 308, challengeBodyBytes)
+	assert.Equal(t, 8, keepAliveBodyBytes)
 	assert.Equal(t, 1008, PrivateTokenPlainBytes)
 }
 
@@ -304,10 +304,10 @@ func TestPacketVectors(t *testing.T) {
 			assert.Equal(t, 1+v.SequenceBytes+v.PlaintextBodyBytes+crypto.MACBytes, v.PacketBytes)
 			switch v.PacketType {
 			case ConnectionChallenge, ConnectionResponse:
-				require.Len(t, v.PlaintextBody, ChallengeBodyBytes)
+				require.Len(t, v.PlaintextBody, challengeBodyBytes)
 				assert.Equal(t, uint64(v.ChallengeTokenSequence), leUint64(v.PlaintextBody))
 			case KeepAlive:
-				assert.Equal(t, KeepAliveBodyBytes, v.PlaintextBodyBytes)
+				assert.Equal(t, keepAliveBodyBytes, v.PlaintextBodyBytes)
 			case Payload:
 				assert.Equal(t, v.PayloadBytes, v.PlaintextBodyBytes)
 				assert.Equal(t, []byte(vs.CommonInputs.Payload1200[:v.PayloadBytes]), []byte(v.PlaintextBody))
@@ -410,7 +410,7 @@ func TestSequenceEncoding(t *testing.T) {
 			pkt := AppendKeepAlive(nil, key, seq, 1, 2)
 			assert.Equal(t, v.PrefixByte, pkt[0])
 			assert.Equal(t, []byte(v.Encoded), pkt[1:1+v.SequenceBytes])
-			assert.Len(t, pkt, 1+v.SequenceBytes+KeepAliveBodyBytes+crypto.MACBytes)
+			assert.Len(t, pkt, 1+v.SequenceBytes+keepAliveBodyBytes+crypto.MACBytes)
 			r := Reader{ProtocolID: uint64(vs.CommonInputs.ProtocolID), Allowed: ClientAccepts}
 			var p Packet
 			require.NoError(t, r.Read(pkt, 0, key, nil, &p))

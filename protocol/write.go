@@ -95,7 +95,7 @@ func appendChallengeBody(dst []byte, key *crypto.PacketAEAD, t PacketType, seq, 
 	if len(challengeToken) != ChallengeTokenBytes {
 		panic("netcode/protocol: challenge token must be 300 bytes")
 	}
-	dst, n, start := begin(dst, seq, ChallengeBodyBytes)
+	dst, n, start := begin(dst, seq, challengeBodyBytes)
 	body := dst[start+1+n:]
 	copy(body[8:], challengeToken) // first: challengeToken may alias dst's spare capacity
 	binary.LittleEndian.PutUint64(body, challengeSeq)
@@ -105,7 +105,7 @@ func appendChallengeBody(dst []byte, key *crypto.PacketAEAD, t PacketType, seq, 
 // AppendKeepAlive appends a keep-alive packet to dst. Servers send the
 // client's slot index and their slot count; clients send zeros.
 func AppendKeepAlive(dst []byte, key *crypto.PacketAEAD, seq uint64, clientIndex, maxClients uint32) []byte {
-	dst, n, start := begin(dst, seq, KeepAliveBodyBytes)
+	dst, n, start := begin(dst, seq, keepAliveBodyBytes)
 	body := dst[start+1+n:]
 	binary.LittleEndian.PutUint32(body, clientIndex)
 	binary.LittleEndian.PutUint32(body[4:], maxClients)
