@@ -45,9 +45,9 @@ type Listener struct {
 
 	// sends are the send paths (sendqueue.go), one per socket, each with
 	// its writer goroutine: sends[i] writes from shards[i]. A reader's
-	// replies and the Writes of the connections it accepted go through
-	// its socket's; the ticker's keep-alives and Close's disconnects
-	// through the first.
+	// replies and the Writes and Close of the connections it accepted go
+	// through its socket's; the ticker's keep-alives and Listener.Close's
+	// disconnects through the first.
 	sends []*sendQueue
 	// outs holds the server core's Outputs for the calls made outside the
 	// readers, the ticker and Conn.Write, which own one each (Conn.Close,
@@ -260,6 +260,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
 	var out server.Output
+	var fresh []*server.Client // clients whose handshake this batch completed
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		l.received.addAll(ms)
 		now := time.Now()
@@ -268,11 +269,24 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 				continue
 			}
 			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
-				l.connected(sc, &out, q)
-				l.wakeTicker()
+				fresh = append(fresh, sc)
 			}
 		}
 		l.actOn(q, &out, noWait, nil, nil)
+		if len(fresh) == 0 {
+			return
+		}
+		// Only now, with the keep-alives that confirm them handed to q,
+		// may Accept see the new Conns: a Write or Close right after
+		// Accept goes through the same queue, behind them, so the client
+		// hears that it is connected before any payload or disconnect.
+		for i, sc := range fresh {
+			l.connected(sc, &out, q)
+			fresh[i] = nil
+		}
+		fresh = fresh[:0]
+		l.wakeTicker()
+		l.actOn(q, &out, noWait, nil, nil) // disconnects of a full backlog
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -631,6 +645,8 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 func (e *serverEndpoint) close() {
 	out := e.l.getOut()
 	e.l.core.Disconnect(e.c, out)
-	e.l.act(out, noWait, nil) // Close never waits on the socket
+	// Through the Conn's own queue, behind its Writes and the keep-alive
+	// that confirmed it; Close never waits on the socket.
+	e.l.actOn(e.q, out, noWait, nil, nil)
 	e.l.putOut(out)
 }
