@@ -101,4 +101,13 @@
 // crypto/tls does) → the core's lock; the timer's lock is a leaf. Its
 // payloads wait in its own packetq.Queue. Close on either side stops
 // every goroutine it owns before it returns.
+//
+// Every goroutine, by the function it runs (TestGoroutineInventory fails
+// if another runs):
+//
+//	netcode.(*Listener).readLoop  a Listener's reader, one per socket
+//	netcode.(*Listener).tickLoop  a Listener's ticker
+//	netcode.(*sendQueue).writer   a Listener's writer, one per socket
+//	netcode.(*dialConn).readLoop  a dialed Conn's reader
+//	netcode.(*dialConn).fire      a dialed Conn's timer callback, while it runs
 package netcode

@@ -166,7 +166,7 @@ func fetchToken(url string) ([]byte, error) {
 
 // NewListener serves netcode over a datagram socket made by the caller,
 // here one from a net.ListenConfig (where socket options would be set); any
-// net.PacketConn works, such as a bridge.Mux for browser clients.
+// net.PacketConn works, such as a transport.Mux for browser clients.
 func ExampleNewListener() {
 	const protocolID = 0x1122334455667788
 	key, err := crypto.GenerateKey()

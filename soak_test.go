@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
@@ -29,7 +29,7 @@ var soakFor = flag.Duration("soak", 0, "wall-clock duration of the long soak tes
 
 // soakEnd is what TestSoakNetsim's oracle knows when a session ends.
 type soakEnd struct {
-	ws        bool // the client reaches the server over the WebSocket transport (a bridge.Mux)
+	ws        bool // the client reaches the server over the WebSocket transport (a transport.Mux)
 	restarted bool // the listener was closed (and a new one opened) since the client began dialing, or was closing then
 	wsLost    bool // the dial's WebSocket ended from the server's side before the dial did
 	kicked    bool // the server closed this client's conn (client side: its server conn)
@@ -113,7 +113,7 @@ func TestSoakNetsimOracle(t *testing.T) {
 
 // TestSoakNetsim runs the real Listener and Dialer, with all their
 // goroutines, over an in-memory network with 10% loss, jitter, duplication
-// and reordering; and over the WebSocket transport (a bridge.Mux on the
+// and reordering; and over the WebSocket transport (a transport.Mux on the
 // in-memory network, WebSockets on loopback, 10% of the datagrams lost at
 // the clients). 64 clients connect with fresh tokens, exchange payloads,
 // disconnect and reconnect at random, and the server kicks some. A quarter
@@ -231,7 +231,7 @@ func soakNetsim(t *testing.T, ws bool) {
 	// Over the transport, one HTTP server stays up across restarts and
 	// hands its WebSockets to the Mux of the listener of the moment.
 	var (
-		mux   atomic.Pointer[bridge.Mux]
+		mux   atomic.Pointer[transport.Mux]
 		wsURL string
 	)
 	if ws {
@@ -245,7 +245,7 @@ func soakNetsim(t *testing.T, ws bool) {
 		spc, err := nw.Listen(srvAP)
 		require.NoError(t, err)
 		if ws {
-			m := bridge.NewMux(spc, bridge.MuxConfig{})
+			m := transport.NewMux(spc, &transport.MuxConfig{})
 			mux.Store(m)
 			spc = m
 		}
@@ -403,11 +403,11 @@ wait:
 // dialTransport opens a WebSocket of the transport to url. A restart
 // closes the Mux behind url for a moment, so a failed attempt is retried a
 // few times: opening the WebSocket is not part of a netcode session.
-func dialTransport(ctx context.Context, url string) (*bridge.TransportConn, error) {
+func dialTransport(ctx context.Context, url string) (*transport.Conn, error) {
 	var err error
 	for range 50 {
-		var c *bridge.TransportConn
-		if c, err = bridge.DialTransport(ctx, url, nil); err == nil {
+		var c *transport.Conn
+		if c, err = transport.Dial(ctx, url, nil); err == nil {
 			return c, nil
 		}
 		select {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge"
+	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/transport"
 )
@@ -44,9 +44,9 @@ func listenLoopback(t testing.TB, network, addr string) *net.UDPConn {
 }
 
 // newMuxOn serves a Mux over a UDP socket on network.
-func newMuxOn(t testing.TB, network, addr string, cfg bridge.MuxConfig) (*bridge.Mux, string) {
+func newMuxOn(t testing.TB, network, addr string, cfg bridgetransport.MuxConfig) (*bridgetransport.Mux, string) {
 	t.Helper()
-	mux := bridge.NewMux(listenLoopback(t, network, addr), cfg)
+	mux := bridgetransport.NewMux(listenLoopback(t, network, addr), &cfg)
 	hs := httptest.NewServer(mux.Handler())
 	t.Cleanup(func() {
 		mux.Close()
@@ -72,7 +72,7 @@ func TestMuxReadBatch(t *testing.T) {
 	for _, lb := range loopbacks {
 		t.Run(lb.network, func(t *testing.T) {
 			const limit = 10
-			mux, url := newMuxOn(t, lb.network, lb.addr, bridge.MuxConfig{ReadQueue: limit})
+			mux, url := newMuxOn(t, lb.network, lb.addr, bridgetransport.MuxConfig{ReadQueue: limit})
 			tc := transport.New(mux)
 			require.NoError(t, tc.SetReadDeadline(time.Now().Add(5*time.Second)))
 			peer := transport.New(listenLoopback(t, lb.network, lb.addr))
@@ -98,7 +98,7 @@ func TestMuxReadBatch(t *testing.T) {
 			}
 
 			// WebSocket and UDP together.
-			ws, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+			ws, err := bridgetransport.Dial(ctxT(t, 5*time.Second), url, nil)
 			require.NoError(t, err)
 			defer ws.Close()
 			for i := range 4 {
@@ -114,7 +114,7 @@ func TestMuxReadBatch(t *testing.T) {
 			var wsFrom netip.AddrPort
 			nextWS, nextUDP := 0, 0
 			for _, m := range ms[:n] {
-				if bridge.IsTransportAddr(m.Addr) {
+				if bridgetransport.IsSessionAddr(m.Addr) {
 					if !wsFrom.IsValid() {
 						wsFrom = m.Addr
 					}
@@ -143,18 +143,18 @@ func TestMuxReadBatch(t *testing.T) {
 func TestMuxWriteBatch(t *testing.T) {
 	for _, lb := range loopbacks {
 		t.Run(lb.network, func(t *testing.T) {
-			mux, url := newMuxOn(t, lb.network, lb.addr, bridge.MuxConfig{})
+			mux, url := newMuxOn(t, lb.network, lb.addr, bridgetransport.MuxConfig{})
 			tc := transport.New(mux)
 			server := apOf(mux.LocalAddr())
 			p1 := transport.New(listenLoopback(t, lb.network, lb.addr))
 			defer p1.Close()
 			p2 := transport.New(listenLoopback(t, lb.network, lb.addr))
 			defer p2.Close()
-			var ws [2]*bridge.TransportConn
+			var ws [2]*bridgetransport.Conn
 			var wsAddr [2]netip.AddrPort
 			require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 			for i := range ws {
-				c, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+				c, err := bridgetransport.Dial(ctxT(t, 5*time.Second), url, nil)
 				require.NoError(t, err)
 				defer c.Close()
 				ws[i] = c
@@ -202,7 +202,7 @@ func TestMuxWriteBatch(t *testing.T) {
 			n, err = tc.WriteBatch([]transport.Message{
 				{Buf: []byte("ok"), Addr: wsAddr[0]},
 				{Buf: []byte("ok"), Addr: apOf(p1.LocalAddr())},
-				{Buf: make([]byte, bridge.MaxTransportMessage+1), Addr: wsAddr[1]},
+				{Buf: make([]byte, bridgetransport.MaxMessage+1), Addr: wsAddr[1]},
 				{Buf: []byte("not sent"), Addr: wsAddr[1]},
 			})
 			assert.Equal(t, 2, n)
@@ -225,10 +225,10 @@ func TestMuxWriteBatch(t *testing.T) {
 // call.
 var viaTransport = []struct {
 	name string
-	via  func(*bridge.Mux) net.PacketConn
+	via  func(*bridgetransport.Mux) net.PacketConn
 }{
-	{"batched", func(m *bridge.Mux) net.PacketConn { return m }},
-	{"single", func(m *bridge.Mux) net.PacketConn {
+	{"batched", func(m *bridgetransport.Mux) net.PacketConn { return m }},
+	{"single", func(m *bridgetransport.Mux) net.PacketConn {
 		return struct {
 			net.PacketConn
 			addrPort
@@ -247,7 +247,7 @@ type addrPort interface {
 func BenchmarkMuxRead(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridge.MuxConfig{})
+			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 			tc := transport.New(v.via(mux))
 			peer := transport.New(listenLoopback(b, "udp4", "127.0.0.1:0"))
 			defer peer.Close()
@@ -282,7 +282,7 @@ func BenchmarkMuxRead(b *testing.B) {
 func BenchmarkMuxWrite(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridge.MuxConfig{})
+			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 			tc := transport.New(v.via(mux))
 			peer := listenLoopback(b, "udp4", "127.0.0.1:0") // never read: the kernel drops
 			defer peer.Close()
@@ -310,7 +310,7 @@ func BenchmarkMuxWrite(b *testing.B) {
 func BenchmarkMuxListenerEcho(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			s := newMuxServerVia(b, 32, bridge.MuxConfig{}, v.via)
+			s := newMuxServerVia(b, 32, bridgetransport.MuxConfig{}, v.via)
 			const clients, inFlight = 16, 8
 			conns := make([]*netcode.Conn, clients)
 			for i := range conns {
@@ -355,7 +355,7 @@ func BenchmarkMuxListenerEcho(b *testing.B) {
 // nothing in steady state, its UDP reader included.
 func TestMuxBatchAllocs(t *testing.T) {
 	race.Skip(t)
-	mux, _ := newMuxOn(t, "udp4", "127.0.0.1:0", bridge.MuxConfig{})
+	mux, _ := newMuxOn(t, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 	tc := transport.New(mux)
 	peer := transport.New(listenLoopback(t, "udp4", "127.0.0.1:0"))
 	defer peer.Close()

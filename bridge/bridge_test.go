@@ -122,7 +122,7 @@ func nextClientID() uint64 {
 // newBridge serves a Handler with cfg over HTTP.
 func newBridge(t testing.TB, cfg bridge.Config) (*bridge.Handler, string) {
 	t.Helper()
-	h := bridge.NewHandler(cfg)
+	h := bridge.NewHandler(&cfg)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()
@@ -645,7 +645,8 @@ func TestIdleTimeout(t *testing.T) {
 
 func TestHandlerClose(t *testing.T) {
 	srv := newServer(t, 4, true)
-	h := bridge.NewHandler(allowOnly(srv))
+	cfg := allowOnly(srv)
+	h := bridge.NewHandler(&cfg)
 	hs := httptest.NewServer(h)
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
@@ -721,7 +722,8 @@ func BenchmarkRelayEcho(b *testing.B) {
 
 func TestServerTimeoutsDoNotCutSessions(t *testing.T) {
 	srv := newServer(t, 4, true)
-	h := bridge.NewHandler(allowOnly(srv))
+	cfg := allowOnly(srv)
+	h := bridge.NewHandler(&cfg)
 	hs := httptest.NewUnstartedServer(h)
 	hs.Config.ReadTimeout = 200 * time.Millisecond
 	hs.Config.WriteTimeout = 200 * time.Millisecond

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/browsertest"
 )
 
@@ -30,9 +31,9 @@ func TestBrowserSeesRefusal(t *testing.T) {
 	srv := newServer(t, 4, true)
 	cfg := allowOnly(srv)
 	cfg.MaxSessions = 1
-	relay := bridge.NewHandler(cfg)
+	relay := bridge.NewHandler(&cfg)
 	defer relay.Close()
-	ms := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+	ms := newMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
 	ms.dialWS(t) // the Mux is full
 
 	mux := http.NewServeMux()
@@ -51,15 +52,15 @@ func TestBrowserSeesRefusal(t *testing.T) {
 	defer ncancel()
 	require.NoError(t, chromedp.Do(nctx, chromedp.Navigate(hs.URL+"/")))
 
-	full := bridge.TransportSubprotocol + ".full"
+	full := transport.Subprotocol + ".full"
 	tests := []struct {
 		name, path string
 		offer      []string
 		agreed     string
 	}{
 		{"relay", "/relay", []string{bridge.Subprotocol}, bridge.Subprotocol},
-		{"transport", "/transport", []string{bridge.TransportSubprotocol}, bridge.TransportSubprotocol},
-		{"transport, offering full", "/transport", []string{bridge.TransportSubprotocol, full}, full},
+		{"transport", "/transport", []string{transport.Subprotocol}, transport.Subprotocol},
+		{"transport, offering full", "/transport", []string{transport.Subprotocol, full}, full},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

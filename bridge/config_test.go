@@ -26,7 +26,7 @@ func TestRelaySocketBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHandler(tt.cfg)
+			h := NewHandler(&tt.cfg)
 			defer h.Close()
 			assert.Equal(t, tt.want, h.dialer.Socket.Buffer)
 			assert.Equal(t, DefaultHandshakeTimeout, h.dialer.RequestTimeout)

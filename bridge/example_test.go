@@ -43,7 +43,7 @@ func ExampleHandler() {
 	}
 
 	// The bridge dials only the servers it is told about.
-	relay := bridge.NewHandler(bridge.Config{AllowedServers: []netip.AddrPort{server}})
+	relay := bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{server}})
 	defer relay.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/relay", relay)

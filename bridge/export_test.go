@@ -1,7 +1,9 @@
 package bridge
 
+import "github.com/gonetcode/netcode/bridge/internal/wsbridge"
+
 // Bounds the external tests check.
 const (
-	CloseTimeout = closeTimeout
-	MuxEndGrace  = muxEndGrace
+	CloseTimeout = wsbridge.CloseTimeout
+	MuxEndGrace  = wsbridge.MuxEndGrace
 )

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
@@ -188,8 +189,8 @@ func closesWithin(t testing.TB, d time.Duration, closeFn func() error) {
 func noSessionGoroutines(t testing.TB) {
 	t.Helper()
 	within(t, slack, func() bool {
-		return stacks.Count("bridge.(*session)") == 0 && stacks.Count("bridge.(*muxSession)") == 0 &&
-			stacks.Count("bridge.refuseOverCap") == 0 && stacks.Count("websocket.(*Conn).Close") == 0
+		return stacks.Count("bridge.(*session)") == 0 && stacks.Count("transport.(*muxSession)") == 0 &&
+			stacks.Count("wsbridge.(*Gate).refuseOverCap") == 0 && stacks.Count("websocket.(*Conn).Close") == 0
 	}, "session goroutines left")
 }
 
@@ -224,7 +225,7 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		return target{h.Sessions, url, bridge.CloseTimeout}, srv
 	}
 	mux := func(t *testing.T) (target, *testServer) {
-		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", bridge.MuxConfig{})
+		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
 		return target{m.Sessions, url, bridge.MuxEndGrace}, nil
 	}
 	tests := []struct {
@@ -240,8 +241,8 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		{"relay token text", relay, bridge.Subprotocol, false, 1, 100, bridge.CodeInvalidConnectToken},
 		{"relay connected 1201 bytes", relay, bridge.Subprotocol, true, 2, netcode.MaxPayloadBytes + 1, websocket.StatusMessageTooBig},
 		{"relay connected text", relay, bridge.Subprotocol, true, 1, 100, websocket.StatusUnsupportedData},
-		{"mux 1301 bytes", mux, bridge.TransportSubprotocol, false, 2, bridge.MaxTransportMessage + 1, websocket.StatusMessageTooBig},
-		{"mux text", mux, bridge.TransportSubprotocol, false, 1, 100, websocket.StatusUnsupportedData},
+		{"mux 1301 bytes", mux, transport.Subprotocol, false, 2, transport.MaxMessage + 1, websocket.StatusMessageTooBig},
+		{"mux text", mux, transport.Subprotocol, false, 1, 100, websocket.StatusUnsupportedData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,17 +276,17 @@ func TestCloseWithStalledFrame(t *testing.T) {
 		connected := connectRaw(t, url, srv.token(t, 30))
 		connected.stall(2, 1000)
 		within(t, 5*time.Second, func() bool {
-			return stacks.Blocked("IO wait", "bridge.(*session).readLoop") && stacks.Blocked("IO wait", "bridge.(*session).serve", "bridge.readMessage")
+			return stacks.Blocked("IO wait", "bridge.(*session).readLoop") && stacks.Blocked("IO wait", "bridge.(*session).serve", "wsbridge.ReadMessage")
 		}, "sessions not reading the frames")
 		closesWithin(t, bridge.CloseTimeout+slack, h.Close)
 		assert.Equal(t, 0, h.Sessions())
 		noSessionGoroutines(t)
 	})
 	t.Run("mux", func(t *testing.T) {
-		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", bridge.MuxConfig{})
-		c := rawDial(t, url, bridge.TransportSubprotocol, nil)
+		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
+		c := rawDial(t, url, transport.Subprotocol, nil)
 		c.stall(2, 1000)
-		within(t, 5*time.Second, func() bool { return stacks.Blocked("IO wait", "bridge.(*muxSession).readLoop") }, "session not reading the frame")
+		within(t, 5*time.Second, func() bool { return stacks.Blocked("IO wait", "transport.(*muxSession).readLoop") }, "session not reading the frame")
 		closesWithin(t, bridge.MuxEndGrace+slack, m.Close)
 		assert.Equal(t, 0, m.Sessions())
 		noSessionGoroutines(t)
@@ -309,9 +310,9 @@ func TestRefusalWithPipelinedFrame(t *testing.T) {
 			require.Equal(t, 1, h.Sessions())
 			return url, h.Close
 		}},
-		{"mux", bridge.TransportSubprotocol, func(t *testing.T) (string, func() error) {
-			m, url := newMuxOn(t, "udp4", "127.0.0.1:0", bridge.MuxConfig{MaxSessions: 1, IdleTimeout: time.Hour})
-			rawDial(t, url, bridge.TransportSubprotocol, nil)
+		{"mux", transport.Subprotocol, func(t *testing.T) (string, func() error) {
+			m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{MaxSessions: 1, IdleTimeout: time.Hour})
+			rawDial(t, url, transport.Subprotocol, nil)
 			within(t, 5*time.Second, func() bool { return m.Sessions() == 1 }, "session not open")
 			return url, m.Close
 		}},
@@ -322,7 +323,7 @@ func TestRefusalWithPipelinedFrame(t *testing.T) {
 			c := rawDial(t, url, tt.proto, frame(2, 1<<30, make([]byte, 100)))
 			assert.Equal(t, bridge.CodeBridgeFull, c.readClose())
 			c.cutWithin(bridge.CloseTimeout + slack)
-			within(t, slack, func() bool { return stacks.Count("bridge.refuseOverCap") == 0 }, "refusal goroutine left")
+			within(t, slack, func() bool { return stacks.Count("wsbridge.(*Gate).refuseOverCap") == 0 }, "refusal goroutine left")
 
 			// And a refusal in progress does not hold Close.
 			c = rawDial(t, url, tt.proto, frame(2, 1<<30, make([]byte, 100)))
@@ -353,8 +354,8 @@ func TestCloseHandshakeIgnored(t *testing.T) {
 // the session forever.
 func TestMuxEmptyMessagesAreNotActivity(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	m, url := newMuxOn(t, "udp4", "127.0.0.1:0", bridge.MuxConfig{IdleTimeout: idle})
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+	m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{IdleTimeout: idle})
+	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
 	require.NoError(t, err)
 	defer ws.CloseNow()
 	stop := sendEvery(idle/6, func() error { return ws.Write(ctxT(t, time.Second), websocket.MessageBinary, nil) })

@@ -17,12 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 )
 
 // TestMuxReadQueueDrops: past ReadQueue, datagrams are dropped and
 // counted, and the queued ones are read in order.
 func TestMuxReadQueueDrops(t *testing.T) {
-	mux, _ := newBareMux(t, bridge.MuxConfig{ReadQueue: 2})
+	mux, _ := newBareMux(t, transport.MuxConfig{ReadQueue: 2})
 	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer peer.Close()
@@ -48,7 +49,7 @@ func TestMuxReadQueueDrops(t *testing.T) {
 func TestTransportConnDrainsThenEnds(t *testing.T) {
 	closedWS := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{transport.Subprotocol}})
 		if err != nil {
 			return
 		}
@@ -59,7 +60,7 @@ func TestTransportConnDrainsThenEnds(t *testing.T) {
 		close(closedWS)
 	}))
 	defer hs.Close()
-	c, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	c, err := transport.Dial(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 	require.NoError(t, err)
 	<-closedWS // the close handshake is over: the client's reader has ended
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
@@ -112,7 +113,7 @@ func TestMuxUDPErrors(t *testing.T) {
 	f.steps <- fakeDatagram{[]byte("b"), peer}
 	f.steps <- boom
 	f.steps <- fakeDatagram{[]byte("never read"), peer}
-	mux := bridge.NewMux(f, bridge.MuxConfig{})
+	mux := transport.NewMux(f, &transport.MuxConfig{})
 	defer mux.Close()
 	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 	buf := make([]byte, 100)
@@ -137,13 +138,13 @@ func TestMuxUDPErrors(t *testing.T) {
 func TestMuxReadQueueFromCap(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  bridge.MuxConfig
+		cfg  transport.MuxConfig
 		room int
 	}{
-		{"floor", bridge.MuxConfig{MaxSessions: 100}, bridge.DefaultMuxReadQueue},
-		{"per session", bridge.MuxConfig{MaxSessions: 600}, 600 * bridge.DefaultMuxReadQueuePerSession},
-		{"default cap", bridge.MuxConfig{}, bridge.DefaultMaxSessions * bridge.DefaultMuxReadQueuePerSession},
-		{"explicit", bridge.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
+		{"floor", transport.MuxConfig{MaxSessions: 100}, transport.DefaultMuxReadQueue},
+		{"per session", transport.MuxConfig{MaxSessions: 600}, 600 * transport.DefaultMuxReadQueuePerSession},
+		{"default cap", transport.MuxConfig{}, bridge.DefaultMaxSessions * transport.DefaultMuxReadQueuePerSession},
+		{"explicit", transport.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestMuxReadQueueFromCap(t *testing.T) {
 // Once the server reads, the session has room again.
 func TestMuxSessionShare(t *testing.T) {
 	const share = 64
-	mux, url := newBareMux(t, bridge.MuxConfig{ReadQueue: 1024})
+	mux, url := newBareMux(t, transport.MuxConfig{ReadQueue: 1024})
 	flood := rawWS(t, url)
 	ctx := ctxT(t, 30*time.Second)
 	const sent = 200

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 )
 
 // TestRefusedWhenFull checks how a session past MaxSessions is refused, in
@@ -31,11 +32,11 @@ func TestRefusedWhenFull(t *testing.T) {
 		open(t, url, srv.token(t, 5))
 		return url, nil
 	}
-	transport := func(t *testing.T) (string, func() error) {
-		s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+	transportMux := func(t *testing.T) (string, func() error) {
+		s := newMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
 		s.dialWS(t)
 		return s.url, func() error {
-			d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+			d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
 			c, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
 			if err == nil {
 				c.Close()
@@ -43,7 +44,7 @@ func TestRefusedWhenFull(t *testing.T) {
 			return err
 		}
 	}
-	full := bridge.TransportSubprotocol + ".full"
+	full := transport.Subprotocol + ".full"
 	tests := []struct {
 		name   string
 		offer  []string
@@ -53,10 +54,10 @@ func TestRefusedWhenFull(t *testing.T) {
 		full func(t *testing.T) (url string, dial func() error)
 	}{
 		{"relay", []string{bridge.Subprotocol}, bridge.Subprotocol, relay},
-		{"transport", []string{bridge.TransportSubprotocol}, bridge.TransportSubprotocol, transport},
+		{"transport", []string{transport.Subprotocol}, transport.Subprotocol, transportMux},
 		// What DialTransport offers: the refusal agrees to ".full", which
 		// tells a client that cannot read the header (a browser's).
-		{"transport, offering full", []string{bridge.TransportSubprotocol, full}, full, transport},
+		{"transport, offering full", []string{transport.Subprotocol, full}, full, transportMux},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +77,7 @@ func TestRefusedWhenFull(t *testing.T) {
 			assert.Equal(t, bridge.ErrBridgeFull.Error(), ce.Reason)
 
 			if dialNetcode != nil {
-				_, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+				_, err := transport.Dial(ctxT(t, 5*time.Second), url, nil)
 				require.ErrorIs(t, err, bridge.ErrBridgeFull)
 				assert.ErrorIs(t, dialNetcode(), bridge.ErrBridgeFull, "named at once, not a handshake timeout")
 			}
@@ -89,14 +90,14 @@ func TestRefusedWhenFull(t *testing.T) {
 // fail with an error wrapping both net.ErrClosed and ErrBridgeFull.
 func TestTransportConnRefusedLater(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{transport.Subprotocol}})
 		if err != nil {
 			return
 		}
 		ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
 	}))
 	defer hs.Close()
-	c, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	c, err := transport.Dial(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 	require.NoError(t, err)
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -126,7 +127,7 @@ func TestDialTransportRefused503(t *testing.T) {
 				http.Error(w, "busy", http.StatusServiceUnavailable)
 			}))
 			defer hs.Close()
-			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+			_, err := transport.Dial(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 			require.Error(t, err)
 			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)
 		})
@@ -143,7 +144,7 @@ func TestDialTransportSubprotocols(t *testing.T) {
 		agree   []string
 		refused bool
 	}{
-		{"full", []string{bridge.TransportSubprotocol + ".full"}, true},
+		{"full", []string{transport.Subprotocol + ".full"}, true},
 		{"none", nil, false},
 	}
 	for _, tt := range tests {
@@ -156,7 +157,7 @@ func TestDialTransportSubprotocols(t *testing.T) {
 				ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
 			}))
 			defer hs.Close()
-			_, err := bridge.DialTransport(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+			_, err := transport.Dial(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 			require.Error(t, err)
 			assert.Equal(t, tt.refused, errors.Is(err, bridge.ErrBridgeFull), "%v", err)
 			if !tt.refused {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
@@ -134,9 +135,9 @@ func TestSessionCost(t *testing.T) {
 		// The client's side of the transport (TransportConn) has a reader
 		// goroutine too.
 		{"transport", 3, func(t *testing.T, n int) (func(int) io.Closer, func(int) io.Closer) {
-			s := newMuxServer(t, 2*n, bridge.MuxConfig{MaxSessions: n})
+			s := newMuxServer(t, 2*n, transport.MuxConfig{MaxSessions: n})
 			ws := func(int) io.Closer {
-				d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+				d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
 				c, err := d.DialContext(ctxT(t, 10*time.Second), s.token(t))
 				require.NoError(t, err)
 				echoOnce(t, c)

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gonetcode/netcode/bridge"
+	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // sessionPeer opens a raw WebSocket session to mux and returns it with its
 // transport address, learnt from a first message.
-func sessionPeer(t testing.TB, mux *bridge.Mux, url string) (*websocket.Conn, netip.AddrPort) {
+func sessionPeer(t testing.TB, mux *bridgetransport.Mux, url string) (*websocket.Conn, netip.AddrPort) {
 	t.Helper()
 	ws := rawWS(t, url)
 	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hello")))
@@ -27,7 +27,7 @@ func sessionPeer(t testing.TB, mux *bridge.Mux, url string) (*websocket.Conn, ne
 	buf := make([]byte, 16)
 	_, addr, err := mux.ReadFromUDPAddrPort(buf)
 	require.NoError(t, err)
-	require.True(t, bridge.IsTransportAddr(addr))
+	require.True(t, bridgetransport.IsSessionAddr(addr))
 	return ws, addr
 }
 
@@ -35,8 +35,8 @@ func sessionPeer(t testing.TB, mux *bridge.Mux, url string) (*websocket.Conn, ne
 // the WebSocket in batches) arrives whole and in order, message by message,
 // over several rounds.
 func TestMuxSessionBurst(t *testing.T) {
-	for _, size := range []int{1, 100, bridge.MaxTransportMessage} {
-		mux, url := newBareMux(t, bridge.MuxConfig{SendQueue: 256})
+	for _, size := range []int{1, 100, bridgetransport.MaxMessage} {
+		mux, url := newBareMux(t, bridgetransport.MuxConfig{SendQueue: 256})
 		ws, addr := sessionPeer(t, mux, url)
 		ctx := ctxT(t, 10*time.Second)
 		ms := make([]transport.Message, 200)
@@ -46,7 +46,7 @@ func TestMuxSessionBurst(t *testing.T) {
 				p[0] = byte(i)
 				ms[i] = transport.Message{Buf: p, Addr: addr}
 			}
-			n, err := mux.WriteBatch(ms)
+			n, err := transport.New(mux).WriteBatch(ms)
 			require.NoError(t, err)
 			require.Equal(t, len(ms), n)
 			for i := range ms {
@@ -64,7 +64,7 @@ func TestMuxSessionBurst(t *testing.T) {
 // WebSocket session, as a server answering many at once queues them, read
 // by the peer.
 func BenchmarkMuxSessionWrite(b *testing.B) {
-	mux, url := newBareMux(b, bridge.MuxConfig{})
+	mux, url := newBareMux(b, bridgetransport.MuxConfig{})
 	ws, addr := sessionPeer(b, mux, url)
 	const round = 32
 	ms := make([]transport.Message, round)
@@ -72,11 +72,12 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 		ms[i] = transport.Message{Buf: make([]byte, 100), Addr: addr}
 	}
 	ctx := context.Background() // no deadline: no timer per read
-	buf := make([]byte, bridge.MaxTransportMessage)
+	buf := make([]byte, bridgetransport.MaxMessage)
+	tc := transport.New(mux) // the batched I/O a Listener uses
 	b.ReportAllocs()
 	start := cpuTime()
 	for b.Loop() {
-		if _, err := mux.WriteBatch(ms); err != nil {
+		if _, err := tc.WriteBatch(ms); err != nil {
 			b.Fatal(err)
 		}
 		for range round {
@@ -98,20 +99,34 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 }
 
 // countingMux counts the calls a Listener makes: batched, and one
-// datagram per call.
+// datagram per call. It offers its counting batcher as the Mux offers its
+// own, through an embedded transport.Batched, which shadows the Mux's.
 type countingMux struct {
-	*bridge.Mux
+	*bridgetransport.Mux
+	transport.Batched
 	readBatches, writeBatches, singles atomic.Int64
 }
 
-func (c *countingMux) ReadBatch(ms []transport.Message) (int, error) {
-	c.readBatches.Add(1)
-	return c.Mux.ReadBatch(ms)
+func newCountingMux(m *bridgetransport.Mux) *countingMux {
+	c := &countingMux{Mux: m}
+	c.Batched = transport.Batched{B: countingBatcher{c, transport.New(m)}}
+	return c
 }
 
-func (c *countingMux) WriteBatch(ms []transport.Message) (int, error) {
-	c.writeBatches.Add(1)
-	return c.Mux.WriteBatch(ms)
+// countingBatcher is a countingMux's batched I/O: the Mux's, counted.
+type countingBatcher struct {
+	c     *countingMux
+	inner transport.Batcher
+}
+
+func (b countingBatcher) ReadBatch(ms []transport.Message) (int, error) {
+	b.c.readBatches.Add(1)
+	return b.inner.ReadBatch(ms)
+}
+
+func (b countingBatcher) WriteBatch(ms []transport.Message) (int, error) {
+	b.c.writeBatches.Add(1)
+	return b.inner.WriteBatch(ms)
 }
 
 func (c *countingMux) ReadFrom(b []byte) (int, net.Addr, error) {
@@ -139,8 +154,8 @@ func (c *countingMux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, er
 // WebSocket clients as for UDP ones, and never one datagram per call.
 func TestListenerUsesMuxBatches(t *testing.T) {
 	var cm *countingMux
-	s := newMuxServerVia(t, 4, bridge.MuxConfig{}, func(m *bridge.Mux) net.PacketConn {
-		cm = &countingMux{Mux: m}
+	s := newMuxServerVia(t, 4, bridgetransport.MuxConfig{}, func(m *bridgetransport.Mux) net.PacketConn {
+		cm = newCountingMux(m)
 		return cm
 	})
 	require.NoError(t, echo(t, s.dialWS(t), 0, 10, false))

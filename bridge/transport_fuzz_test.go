@@ -8,25 +8,25 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 )
 
 // FuzzMuxMessage sends hostile messages over the WebSocket transport into
 // a Mux with a netcode server behind it: nothing may panic, a binary
-// message of at most MaxTransportMessage bytes never ends the session, any
+// message of at most transport.MaxMessage bytes never ends the session, any
 // other message ends it with the documented code, and the server keeps
 // serving real clients. Every input costs a WebSocket round trip, so run it
 // with a bounded minimization, for example
 //
 //	go test -run='^$' -fuzz=FuzzMuxMessage -fuzztime=30s -fuzzminimizetime=50x ./bridge/
 func FuzzMuxMessage(f *testing.F) {
-	s := newMuxServer(f, 8, bridge.MuxConfig{})
+	s := newMuxServer(f, 8, transport.MuxConfig{})
 	tok := s.token(f)
 	f.Add(false, []byte{})
 	f.Add(false, []byte{0})
 	f.Add(false, tok[:1078])
-	f.Add(false, make([]byte, bridge.MaxTransportMessage))
-	f.Add(false, make([]byte, bridge.MaxTransportMessage+1))
+	f.Add(false, make([]byte, transport.MaxMessage))
+	f.Add(false, make([]byte, transport.MaxMessage+1))
 	f.Add(true, []byte("hello"))
 	for _, p := range []byte{1, 2, 3, 4, 5, 6, 7} {
 		f.Add(false, append([]byte{p}, make([]byte, 40)...))
@@ -35,7 +35,7 @@ func FuzzMuxMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text bool, msg []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ws, _, err := websocket.Dial(ctx, s.url, &websocket.DialOptions{Subprotocols: []string{bridge.TransportSubprotocol}})
+		ws, _, err := websocket.Dial(ctx, s.url, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
 		require.NoError(t, err)
 		defer ws.CloseNow()
 		typ := websocket.MessageBinary
@@ -43,7 +43,7 @@ func FuzzMuxMessage(f *testing.F) {
 			typ = websocket.MessageText
 		}
 		require.NoError(t, ws.Write(ctx, typ, msg))
-		if !text && len(msg) <= bridge.MaxTransportMessage {
+		if !text && len(msg) <= transport.MaxMessage {
 			// The session lives on: it still takes a message, and closes
 			// cleanly when asked.
 			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte{0}))

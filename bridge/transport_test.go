@@ -22,6 +22,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
@@ -31,7 +32,7 @@ import (
 // WebSocket transport over HTTP.
 type muxServer struct {
 	l    *netcode.Listener
-	mux  *bridge.Mux
+	mux  *transport.Mux
 	http *httptest.Server
 	url  string
 	key  crypto.Key
@@ -42,19 +43,19 @@ type muxServer struct {
 	wg    sync.WaitGroup
 }
 
-func newMuxServer(t testing.TB, maxClients int, cfg bridge.MuxConfig) *muxServer {
+func newMuxServer(t testing.TB, maxClients int, cfg transport.MuxConfig) *muxServer {
 	t.Helper()
-	return newMuxServerVia(t, maxClients, cfg, func(m *bridge.Mux) net.PacketConn { return m })
+	return newMuxServerVia(t, maxClients, cfg, func(m *transport.Mux) net.PacketConn { return m })
 }
 
 // newMuxServerVia is newMuxServer with the Listener over via(mux).
-func newMuxServerVia(t testing.TB, maxClients int, cfg bridge.MuxConfig, via func(*bridge.Mux) net.PacketConn) *muxServer {
+func newMuxServerVia(t testing.TB, maxClients int, cfg transport.MuxConfig, via func(*transport.Mux) net.PacketConn) *muxServer {
 	t.Helper()
 	key, err := crypto.GenerateKey()
 	require.NoError(t, err)
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
-	mux := bridge.NewMux(udp, cfg)
+	mux := transport.NewMux(udp, &cfg)
 	l, err := netcode.NewListener(via(mux), &netcode.ServerConfig{
 		ProtocolID: protocolID,
 		PrivateKey: key,
@@ -119,7 +120,7 @@ func (s *muxServer) token(t testing.TB, addrs ...netip.AddrPort) []byte {
 // dialWS connects a netcode client over the WebSocket transport.
 func (s *muxServer) dialWS(t testing.TB) *netcode.Conn {
 	t.Helper()
-	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+	d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
 	c, err := d.DialContext(ctxT(t, 10*time.Second), s.token(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
@@ -146,10 +147,10 @@ func (s *muxServer) serverConns() []*netcode.Conn {
 func rawWS(t testing.TB, url string) *websocket.Conn {
 	t.Helper()
 	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
-		Subprotocols: []string{bridge.TransportSubprotocol},
+		Subprotocols: []string{transport.Subprotocol},
 	})
 	require.NoError(t, err)
-	require.Equal(t, bridge.TransportSubprotocol, ws.Subprotocol())
+	require.Equal(t, transport.Subprotocol, ws.Subprotocol())
 	t.Cleanup(func() { ws.CloseNow() })
 	return ws
 }
@@ -199,7 +200,7 @@ func echo(t testing.TB, c *netcode.Conn, client, n int, udp bool) error {
 }
 
 func TestTransportEchoUDPAndWebSocket(t *testing.T) {
-	s := newMuxServer(t, 16, bridge.MuxConfig{})
+	s := newMuxServer(t, 16, transport.MuxConfig{})
 	const wsClients = 3
 	conns := []*netcode.Conn{s.dialUDP(t)}
 	for range wsClients {
@@ -211,16 +212,16 @@ func TestTransportEchoUDPAndWebSocket(t *testing.T) {
 	// The server sees WebSocket clients at transport addresses, the UDP
 	// client at its UDP address.
 	eventually(t, func() bool { return len(s.serverConns()) == 1+wsClients }, "accepted")
-	transport := 0
+	viaWS := 0
 	for _, c := range s.serverConns() {
 		ap := netip.MustParseAddrPort(c.RemoteAddr().String())
-		if bridge.IsTransportAddr(ap) {
-			transport++
+		if transport.IsSessionAddr(ap) {
+			viaWS++
 		} else {
 			assert.True(t, ap.Addr().IsLoopback(), "%v", ap)
 		}
 	}
-	assert.Equal(t, wsClients, transport)
+	assert.Equal(t, wsClients, viaWS)
 
 	// All at once, both ways, byte for byte.
 	const n = 300
@@ -247,7 +248,7 @@ func TestTransportEchoUDPAndWebSocket(t *testing.T) {
 }
 
 func TestTransportCloseFreesSlot(t *testing.T) {
-	s := newMuxServer(t, 4, bridge.MuxConfig{})
+	s := newMuxServer(t, 4, transport.MuxConfig{})
 	c := s.dialWS(t)
 	require.Equal(t, 1, s.l.Stats().Connected)
 	require.Equal(t, 1, s.mux.Sessions())
@@ -261,7 +262,7 @@ func TestTransportCloseFreesSlot(t *testing.T) {
 }
 
 func TestTransportSessionCap(t *testing.T) {
-	s := newMuxServer(t, 4, bridge.MuxConfig{MaxSessions: 1})
+	s := newMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
 	c := s.dialWS(t)
 	require.NoError(t, echo(t, c, 0, 5, false))
 
@@ -271,7 +272,7 @@ func TestTransportSessionCap(t *testing.T) {
 	assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
 
 	// A netcode client over a refused session fails to connect, saying why.
-	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(s.url, nil)}
+	d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
 	_, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
 	require.ErrorIs(t, err, bridge.ErrBridgeFull)
 
@@ -284,11 +285,11 @@ func TestTransportSessionCap(t *testing.T) {
 }
 
 func TestTransportBadMessages(t *testing.T) {
-	s := newMuxServer(t, 4, bridge.MuxConfig{})
+	s := newMuxServer(t, 4, transport.MuxConfig{})
 
 	t.Run("oversize", func(t *testing.T) {
 		ws := rawWS(t, s.url)
-		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, make([]byte, bridge.MaxTransportMessage+1)))
+		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, make([]byte, transport.MaxMessage+1)))
 		ce := closed(t, ws, 5*time.Second)
 		assert.Equal(t, websocket.StatusMessageTooBig, ce.Code)
 	})
@@ -302,7 +303,7 @@ func TestTransportBadMessages(t *testing.T) {
 		ws := rawWS(t, s.url)
 		ctx := ctxT(t, 5*time.Second)
 		for i := range 200 {
-			b := make([]byte, i*6%(bridge.MaxTransportMessage+1))
+			b := make([]byte, i*6%(transport.MaxMessage+1))
 			for j := range b {
 				b[j] = byte(i * j)
 			}
@@ -322,7 +323,7 @@ func TestTransportBadMessages(t *testing.T) {
 	})
 	t.Run("cross origin", func(t *testing.T) {
 		_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
-			Subprotocols: []string{bridge.TransportSubprotocol},
+			Subprotocols: []string{transport.Subprotocol},
 			HTTPHeader:   http.Header{"Origin": []string{"https://evil.example"}},
 		})
 		require.Error(t, err)
@@ -335,7 +336,7 @@ func TestTransportBadMessages(t *testing.T) {
 }
 
 func TestTransportIdleTimeout(t *testing.T) {
-	s := newMuxServer(t, 4, bridge.MuxConfig{IdleTimeout: 400 * time.Millisecond})
+	s := newMuxServer(t, 4, transport.MuxConfig{IdleTimeout: 400 * time.Millisecond})
 	ws := rawWS(t, s.url)
 	ce := closed(t, ws, 5*time.Second)
 	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
@@ -346,7 +347,7 @@ func TestTransportIdleTimeout(t *testing.T) {
 }
 
 func TestTransportListenerClose(t *testing.T) {
-	s := newMuxServer(t, 8, bridge.MuxConfig{})
+	s := newMuxServer(t, 8, transport.MuxConfig{})
 	udp := s.dialUDP(t)
 	ws1, ws2 := s.dialWS(t), s.dialWS(t)
 	require.Equal(t, 3, s.l.Stats().Connected)
@@ -362,7 +363,7 @@ func TestTransportListenerClose(t *testing.T) {
 	assert.ErrorIs(t, s.mux.Close(), net.ErrClosed)
 	// New sessions are refused.
 	_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
-		Subprotocols: []string{bridge.TransportSubprotocol},
+		Subprotocols: []string{transport.Subprotocol},
 	})
 	require.Error(t, err)
 	require.NotNil(t, resp)
@@ -372,7 +373,7 @@ func TestTransportListenerClose(t *testing.T) {
 func TestMuxPacketConn(t *testing.T) {
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
-	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+	mux := transport.NewMux(udp, &transport.MuxConfig{})
 	defer mux.Close()
 	hs := httptest.NewServer(mux.Handler())
 	defer hs.Close()
@@ -406,15 +407,15 @@ func TestMuxPacketConn(t *testing.T) {
 	assert.Equal(t, "udp pong", string(buf[:n]))
 
 	// Two WebSocket clients, told apart by their addresses.
-	c1, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+	c1, err := transport.Dial(ctxT(t, 5*time.Second), url, nil)
 	require.NoError(t, err)
 	defer c1.Close()
-	c2, err := bridge.DialTransport(ctxT(t, 5*time.Second), url, nil)
+	c2, err := transport.Dial(ctxT(t, 5*time.Second), url, nil)
 	require.NoError(t, err)
 	defer c2.Close()
 	server := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(udp.LocalAddr().String()))
 	addrs := map[string]net.Addr{}
-	for i, c := range []*bridge.TransportConn{c1, c2} {
+	for i, c := range []*transport.Conn{c1, c2} {
 		msg := fmt.Sprintf("ws ping %d", i)
 		_, err = c.WriteTo([]byte(msg), server)
 		require.NoError(t, err)
@@ -422,12 +423,12 @@ func TestMuxPacketConn(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, msg, string(buf[:n]))
 		ap := netip.MustParseAddrPort(from.String())
-		assert.True(t, bridge.IsTransportAddr(ap), "%v", ap)
+		assert.True(t, transport.IsSessionAddr(ap), "%v", ap)
 		addrs[msg] = from
 	}
 	require.Len(t, addrs, 2)
 	require.NotEqual(t, addrs["ws ping 0"].String(), addrs["ws ping 1"].String())
-	for i, c := range []*bridge.TransportConn{c1, c2} {
+	for i, c := range []*transport.Conn{c1, c2} {
 		msg := fmt.Sprintf("ws ping %d", i)
 		_, err = mux.WriteTo([]byte("pong "+msg), addrs[msg])
 		require.NoError(t, err)
@@ -448,11 +449,11 @@ func TestMuxPacketConn(t *testing.T) {
 		assert.Equal(t, "write", oe.Op)
 		assert.ErrorContains(t, err, why)
 	}
-	_, err = c1.WriteTo(make([]byte, bridge.MaxTransportMessage+1), server)
+	_, err = c1.WriteTo(make([]byte, transport.MaxMessage+1), server)
 	writeFails(err, "packet larger than 1300 bytes")
 	_, err = c1.WriteTo(nil, server)
 	writeFails(err, "empty packet")
-	_, err = mux.WriteTo(make([]byte, bridge.MaxTransportMessage+1), addrs["ws ping 0"])
+	_, err = mux.WriteTo(make([]byte, transport.MaxMessage+1), addrs["ws ping 0"])
 	writeFails(err, "packet larger than 1300 bytes")
 	// To a session that never existed: dropped, like UDP.
 	_, err = mux.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[100::ffff]:1")))
@@ -472,11 +473,11 @@ func TestMuxPacketConn(t *testing.T) {
 func BenchmarkTransportRoundTrip(b *testing.B) {
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(b, err)
-	mux := bridge.NewMux(udp, bridge.MuxConfig{})
+	mux := transport.NewMux(udp, &transport.MuxConfig{})
 	defer mux.Close()
 	hs := httptest.NewServer(mux.Handler())
 	defer hs.Close()
-	c, err := bridge.DialTransport(context.Background(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	c, err := transport.Dial(context.Background(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 	require.NoError(b, err)
 	defer c.Close()
 	server := netip.MustParseAddrPort(udp.LocalAddr().String())
@@ -548,7 +549,7 @@ func (f *fakeUDP) SetWriteDeadline(time.Time) error { return nil }
 
 func TestMuxDropsForgedTransportSources(t *testing.T) {
 	f := newFakeUDP()
-	mux := bridge.NewMux(f, bridge.MuxConfig{})
+	mux := transport.NewMux(f, &transport.MuxConfig{})
 	defer mux.Close()
 	forged := &net.UDPAddr{IP: net.ParseIP("100::1"), Port: 1}
 	peer := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 5000}
@@ -578,7 +579,7 @@ func TestMuxDropsForgedTransportSources(t *testing.T) {
 // BenchmarkTransportNetcodeEcho measures one payload's round trip between a
 // netcode client on the WebSocket transport and an echo server on a Mux.
 func BenchmarkTransportNetcodeEcho(b *testing.B) {
-	s := newMuxServer(b, 4, bridge.MuxConfig{})
+	s := newMuxServer(b, 4, transport.MuxConfig{})
 	c := s.dialWS(b)
 	p := make([]byte, 100)
 	buf := make([]byte, netcode.MaxPayloadBytes)
@@ -596,11 +597,11 @@ func BenchmarkTransportNetcodeEcho(b *testing.B) {
 }
 
 // newBareMux serves a Mux (without a Listener) over HTTP.
-func newBareMux(t testing.TB, cfg bridge.MuxConfig) (*bridge.Mux, string) {
+func newBareMux(t testing.TB, cfg transport.MuxConfig) (*transport.Mux, string) {
 	t.Helper()
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
-	mux := bridge.NewMux(udp, cfg)
+	mux := transport.NewMux(udp, &cfg)
 	hs := httptest.NewServer(mux.Handler())
 	t.Cleanup(func() {
 		mux.Close()
@@ -610,12 +611,12 @@ func newBareMux(t testing.TB, cfg bridge.MuxConfig) (*bridge.Mux, string) {
 }
 
 func TestMuxWriteTimeout(t *testing.T) {
-	mux, url := newBareMux(t, bridge.MuxConfig{WriteTimeout: 200 * time.Millisecond, SendQueue: 4})
+	mux, url := newBareMux(t, transport.MuxConfig{WriteTimeout: 200 * time.Millisecond, SendQueue: 4})
 	// A peer that sends one message and never reads.
 	_, from := peerOf(t, mux, url)
 	// Fill its TCP connection: writes never block the caller, the session's
 	// writer stalls, and the write timeout ends the session.
-	p := make([]byte, bridge.MaxTransportMessage)
+	p := make([]byte, transport.MaxMessage)
 	deadline := time.Now().Add(10 * time.Second)
 	for mux.Sessions() > 0 {
 		require.True(t, time.Now().Before(deadline), "session not ended")
@@ -635,7 +636,7 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 	const idle = time.Second
 	for _, muxSends := range []bool{true, false} {
 		t.Run(fmt.Sprintf("muxSends=%v", muxSends), func(t *testing.T) {
-			mux, url := newBareMux(t, bridge.MuxConfig{IdleTimeout: idle})
+			mux, url := newBareMux(t, transport.MuxConfig{IdleTimeout: idle})
 			ws, from := peerOf(t, mux, url)
 			if muxSends {
 				stop := sendEvery(idle/20, func() error {
@@ -659,7 +660,7 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 func TestMuxCloseWithStalledPeer(t *testing.T) {
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
-	mux := bridge.NewMux(udp, bridge.MuxConfig{WriteTimeout: -1, IdleTimeout: -1, SendQueue: 16})
+	mux := transport.NewMux(udp, &transport.MuxConfig{WriteTimeout: -1, IdleTimeout: -1, SendQueue: 16})
 	hs := httptest.NewServer(mux.Handler())
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
@@ -670,8 +671,8 @@ func TestMuxCloseWithStalledPeer(t *testing.T) {
 	// Queue large datagrams until the TCP buffers are full and the
 	// session's writer is parked in the poller inside a WebSocket write:
 	// with a peer that never reads, it stays there.
-	p := make([]byte, bridge.MaxTransportMessage)
-	for deadline := time.Now().Add(60 * time.Second); !stacks.Blocked("IO wait", "bridge.(*muxSession).write"); {
+	p := make([]byte, transport.MaxMessage)
+	for deadline := time.Now().Add(60 * time.Second); !stacks.Blocked("IO wait", "transport.(*muxSession).write"); {
 		require.True(t, time.Now().Before(deadline), "the writer never stalled")
 		for range 64 {
 			_, err := mux.WriteToUDPAddrPort(p, from)
@@ -691,7 +692,7 @@ func TestMuxCloseWithStalledPeer(t *testing.T) {
 }
 
 func TestMuxCloseWithBusySessions(t *testing.T) {
-	mux, url := newBareMux(t, bridge.MuxConfig{})
+	mux, url := newBareMux(t, transport.MuxConfig{})
 	var wg sync.WaitGroup
 	server := netip.MustParseAddrPort(mux.LocalAddr().String())
 	// An echo loop on the Mux.
@@ -713,7 +714,7 @@ func TestMuxCloseWithBusySessions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := bridge.DialTransport(context.Background(), url, nil)
+			c, err := transport.Dial(context.Background(), url, nil)
 			if err != nil {
 				ready <- struct{}{}
 				return
@@ -750,7 +751,7 @@ func TestMuxCloseWithBusySessions(t *testing.T) {
 
 // peerOf opens a raw WebSocket peer on url that sends one message, and
 // returns it with the address the Mux gives it, read from the Mux.
-func peerOf(t *testing.T, mux *bridge.Mux, url string) (*websocket.Conn, netip.AddrPort) {
+func peerOf(t *testing.T, mux *transport.Mux, url string) (*websocket.Conn, netip.AddrPort) {
 	t.Helper()
 	ws := rawWS(t, url)
 	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))

@@ -3,6 +3,7 @@ package reliable
 import (
 	"errors"
 	"fmt"
+	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
 	"log/slog"
 	"time"
@@ -38,38 +39,6 @@ func (k ChannelKind) String() string {
 	}
 	return fmt.Sprintf("ChannelKind(%d)", uint8(k))
 }
-
-// Defaults.
-const (
-	// DefaultMaxReliableMessage is the default MaxMessageSize of a
-	// reliable-ordered channel: 256 KiB.
-	DefaultMaxReliableMessage = 256 << 10
-	// DefaultWindowBytes is the default WindowBytes of a reliable channel:
-	// the data it keeps in flight, and what its peer can make it buffer
-	// out of order. It is sized for a server with hundreds of clients;
-	// bulk transfers over long paths want the bandwidth-delay product.
-	DefaultWindowBytes = 256 << 10
-	// DefaultSendBuffer is the default number of bytes a reliable channel
-	// queues before Send or Write blocks (at least one largest message).
-	DefaultSendBuffer = 256 << 10
-	// DefaultQueue is the default number of messages an unreliable
-	// channel queues each way.
-	DefaultQueue = 256
-	// DefaultQueueBytes is the default QueueBytes of an unreliable
-	// channel: the bytes its messages waiting each way may hold.
-	DefaultQueueBytes = 64 << 10
-	// DefaultAckTimeout is the default AckTimeout: how long reliable data
-	// may go unacknowledged before the connection gives up on the peer.
-	DefaultAckTimeout = 10 * time.Second
-	// DefaultTickInterval is the default period of the connection's timer:
-	// statistics, resends that are due, and acks not yet sent.
-	DefaultTickInterval = 10 * time.Millisecond
-	// DefaultSendRate is the default bandwidth budget, in bytes per second.
-	DefaultSendRate = 32 << 20
-	// DefaultLinger is how long Close waits by default for the peer to
-	// acknowledge what was sent.
-	DefaultLinger = 5 * time.Second
-)
 
 // Wire constants of the channel layer, inside each Endpoint packet.
 const (
@@ -127,7 +96,10 @@ type Config struct {
 	// MaxPacketBytes is the largest datagram the message connection
 	// carries; default netcode.MaxPayloadBytes (1200).
 	MaxPacketBytes int
-	// TickInterval is the period of the connection's timer. Default 10 ms.
+	// TickInterval is how long data the send budget holds back waits
+	// before the budget is refilled (a burst is two of them), and the
+	// grain added to resend timeouts. No timer ticks at this period: an
+	// idle connection sleeps until something is due. Default 10 ms.
 	TickInterval time.Duration
 	// SendRate is the bandwidth budget in bytes per second, shared by all
 	// channels; unreliable messages go first, so a large reliable
@@ -157,30 +129,33 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ErrConfig is the error of an invalid Config.
+var ErrConfig = errors.New("netcode/reliable: invalid config")
+
 // ErrConfigMismatch is the error of a connection whose peer has another
 // channel layout (or stream versus channels): its packets carry another
 // layout hash. The connection is closed.
-var ErrConfigMismatch = errors.New("reliable: peer's channel layout differs")
+var ErrConfigMismatch = errors.New("netcode/reliable: peer's channel layout differs")
 
 // ErrProtocol is the error of a connection whose peer sent a packet that
 // breaks the channel protocol. The connection is closed.
-var ErrProtocol = errors.New("reliable: protocol violation by peer")
+var ErrProtocol = errors.New("netcode/reliable: protocol violation by peer")
 
 // ErrMessageTooLarge is returned by Send for a message over the channel's
 // MaxMessageSize.
-var ErrMessageTooLarge = errors.New("reliable: message too large")
+var ErrMessageTooLarge = errors.New("netcode/reliable: message too large")
 
 // ErrSendQueueFull is returned by an unreliable channel's Send when Queue
 // messages are already waiting: unreliable sends never block.
-var ErrSendQueueFull = errors.New("reliable: send queue full")
+var ErrSendQueueFull = errors.New("netcode/reliable: send queue full")
 
 // ErrAckTimeout is the error of a connection whose peer left reliable data
 // unacknowledged for Config.AckTimeout: it is gone, or hostile.
-var ErrAckTimeout = errors.New("reliable: peer did not acknowledge data within the ack timeout")
+var ErrAckTimeout = errors.New("netcode/reliable: peer did not acknowledge data within the ack timeout")
 
 // ErrUnexpectedEOF is the error of a Stream's Read when the message
 // connection ended before the peer closed the stream.
-var ErrUnexpectedEOF = errors.New("reliable: connection ended before the peer closed the stream")
+var ErrUnexpectedEOF = errors.New("netcode/reliable: connection ended before the peer closed the stream")
 
 // chanSpec is a resolved ChannelConfig.
 type chanSpec struct {
@@ -204,7 +179,7 @@ type resolved struct {
 	ackTimeout time.Duration // <= 0: never give up
 	log        *slog.Logger
 	layout     uint32
-	endpoint   EndpointConfig
+	endpoint   endpoint.Config
 }
 
 func (cfg *Config) resolve(stream bool) (*resolved, error) {
@@ -256,8 +231,8 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			nrel++
 		}
 	}
-	fragmentSize := r.maxPacket - FragmentHeaderBytes - MaxPacketHeaderBytes
-	r.maxPayload = r.maxPacket - MaxPacketHeaderBytes
+	fragmentSize := r.maxPacket - endpoint.FragmentHeaderBytes - endpoint.MaxPacketHeaderBytes
+	r.maxPayload = r.maxPacket - endpoint.MaxPacketHeaderBytes
 	r.chunkMax = r.maxPayload - layoutBytes - nrel*windowEntryBytes - chunkEntryHeader
 	if r.chunkMax < 16 {
 		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", ErrConfig, nrel, r.maxPacket)
@@ -318,7 +293,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		h.Write(b[:])
 	}
 	r.layout = h.Sum32()
-	r.endpoint = EndpointConfig{
+	r.endpoint = endpoint.Config{
 		Name:                         "reliable",
 		MaxPacketSize:                fragmentsPerMsg * fragmentSize,
 		FragmentAbove:                r.maxPayload,

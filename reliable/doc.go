@@ -5,7 +5,9 @@
 //
 // # Which to use when
 //
-// The package has three layers; pick the highest one that fits.
+// There are three layers; pick the highest one that fits. This package
+// has the two upper ones; the lowest is package
+// [github.com/gonetcode/netcode/reliable/endpoint].
 //
 //   - Stream is a net.Conn: an ordered, reliable, flow-controlled byte
 //     stream, for code written against TCP. net/http, bufio, io.Copy,
@@ -25,7 +27,7 @@
 //     is detected on its first packet and the session ends with
 //     ErrConfigMismatch.
 //
-//   - Endpoint is a port of mas-bandwidth/reliable 1.4.0, byte for byte
+//   - endpoint.Endpoint is a port of mas-bandwidth/reliable 1.4.0, byte for byte
 //     compatible with it on the wire: sequence numbers and acks for the
 //     last 32 packets on every packet, fragmentation and reassembly of
 //     large packets, and RTT, packet loss and bandwidth estimates computed
@@ -33,8 +35,8 @@
 //     clock. Use it to talk to a C or C++ program that links reliable, or
 //     to build your own protocol on its acks.
 //
-// Stream and Session run on the Endpoint: each of their datagrams is an
-// Endpoint packet whose payload starts with a hash of the channel layout.
+// Stream and Session run on an endpoint.Endpoint: each of their datagrams
+// is an Endpoint packet whose payload starts with a hash of the channel layout.
 // Reliable data is cut into chunks that are resent when the Endpoint's
 // acks show them lost, after a timeout from the measured RTT, and copied
 // into spare room of packets sent anyway; a cumulative ack and a receive
@@ -63,10 +65,32 @@
 // leaves reliable data unacknowledged for AckTimeout (10 s by default,
 // after at least five resends) ends the connection with ErrAckTimeout.
 //
-// # Goroutines
+// # Goroutines, locks and queues
 //
-// A Session or Stream runs two goroutines, one reading datagrams and one
-// ticking (statistics, resends, delayed acks). Both end when the
-// connection ends: Close, the message connection's end (netcode's
-// disconnect or timeout), or a protocol error of the peer.
+// Every goroutine, by the function it runs (TestGoroutineInventory fails
+// if another runs):
+//
+//	reliable.(*conn).readLoop  per Session or Stream: reads datagrams into the core
+//	reliable.(*conn).fire      its timer callback, only while something is due
+//
+// A Session or Stream runs one goroutine of its own, which reads datagrams
+// from the message connection, and one timer (time.AfterFunc), whose
+// callback runs only when the connection has work due: an ack owed
+// (within a millisecond), a resend, the repeat of windows every 100 ms
+// for two seconds after the last data, the ack timeout, the trim of
+// buffers left by traffic, or pacing while the send budget holds back
+// data. An idle connection has none of these: it costs no wake-up at
+// all. Both end when the connection ends: Close, the message connection's
+// end (netcode's disconnect or timeout), or a protocol error of the peer;
+// Close waits for both.
+//
+// Locks, in order: a Channel's or Stream's read lock or write lock (one
+// per direction, serialising that direction's callers); then the
+// connection's state lock, held only to compute: the datagrams it makes
+// are written after it is released, by the goroutine that made them, so
+// no Write (netcode's AEAD and its system call) runs under it and a
+// reader never waits for a writer's system call; then the timer's lock,
+// a leaf. The queues: each reliable channel's send buffer (SendBuffer
+// bytes) and receive window (WindowBytes); each unreliable channel's send
+// and receive queues (Queue messages, QueueBytes).
 package reliable

@@ -256,9 +256,12 @@ func TestDialerErrors(t *testing.T) {
 	boom := errors.New("no token for you")
 	_, err = (&Dialer{Token: func(context.Context, string, string) ([]byte, error) { return nil, boom }}).DialContext(context.Background(), "udp", "x")
 	assert.ErrorIs(t, err, boom)
-	_, err = (&Dialer{}).Dial(context.Background(), []byte("not a token"))
+	tok := func(b []byte) func(context.Context, string, string) ([]byte, error) {
+		return func(context.Context, string, string) ([]byte, error) { return b, nil }
+	}
+	_, err = (&Dialer{Token: tok([]byte("not a token"))}).Dial("udp", "x")
 	assert.ErrorIs(t, err, netcode.ErrInvalidConnectToken)
-	_, err = (&Dialer{Config: &Config{MaxPacketBytes: 1}}).Dial(context.Background(), nil)
+	_, err = (&Dialer{Config: &Config{MaxPacketBytes: 1}, Token: tok(nil)}).DialContext(context.Background(), "udp", "x")
 	assert.ErrorIs(t, err, ErrConfig)
 	_, err = NewListener(nil, &Config{MaxPacketBytes: 1})
 	assert.ErrorIs(t, err, ErrConfig)

@@ -25,41 +25,89 @@ type MessageConn interface {
 	RemoteAddr() net.Addr
 }
 
-// conn runs a core over a MessageConn: a goroutine reading datagrams, one
-// ticking, both ending when the connection ends.
+// conn runs a core over a MessageConn: one goroutine reads datagrams, and
+// a timer runs the core's periodic work only when the core has some due
+// (nextDue), so an idle connection costs no wake-up. The timer's callback
+// runs on a goroutine of its own, only while it fires.
+//
+// Locks, in order: a Channel's or Stream's readMu or writeMu (one lock per
+// direction, serialising that direction's callers); then mu, which guards
+// the core and is held only to compute, never across a Write, a wait or a
+// log call: the datagrams the core makes under mu gather in pend and are
+// written by whoever held mu, after releasing it; then tmu, a leaf that
+// guards the timer.
 type conn struct {
 	mc MessageConn
-	// mu guards c. Lock order: a Channel's or Stream's readMu or writeMu,
-	// then mu. It is never held while waiting.
+
 	mu       sync.Mutex
 	c        *core
+	pend     *batch        // the core's datagrams while mu is held
 	progress chan struct{} // signalled when acks free send slots or data arrives (for Close)
-	ackKick  chan struct{} // signalled when an ack is owed: the tick loop sends it soon
-	done     chan struct{} // closed when the connection has ended
-	endOnce  sync.Once
-	err      error // why it ended; written before done is closed
-	closing  atomic.Bool
-	wg       sync.WaitGroup
+
+	done    chan struct{} // closed when the connection has ended
+	endOnce sync.Once
+	err     error // why it ended; written before done is closed
+	closing atomic.Bool
+	wg      sync.WaitGroup // the read loop
+
+	tmu     sync.Mutex
+	timer   *time.Timer    // runs fire; nil until first armed
+	at      time.Time      // when timer fires; zero if it is not armed
+	stopped bool           // set when the connection ends: arm no more
+	fires   sync.WaitGroup // fire calls scheduled or running
+	wakes   atomic.Uint64  // fire calls that ran the core (tests)
+}
+
+// batch is datagrams made under conn.mu, to write after it.
+type batch struct {
+	buf  []byte
+	ends []int
+}
+
+var batches = sync.Pool{New: func() any { return new(batch) }}
+
+func (b *batch) add(p []byte) {
+	b.buf = append(b.buf, p...)
+	b.ends = append(b.ends, len(b.buf))
 }
 
 func start(mc MessageConn, r *resolved) (*conn, error) {
-	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), ackKick: make(chan struct{}, 1)}
-	c, err := newCore(r, time.Now(), cn.send)
+	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: batches.Get().(*batch)}
+	c, err := newCore(r, time.Now(), func(p []byte) { cn.pend.add(p) })
 	if err != nil {
 		return nil, err
 	}
 	c.progress = cn.progress
 	cn.c = c
+	cn.mu.Lock()
 	c.hello()
-	cn.wg.Add(2)
+	cn.unlock()
+	cn.wg.Add(1)
 	go cn.readLoop()
-	go cn.tickLoop()
 	return cn, nil
 }
 
-// send is the core's sink; it runs under mu, but mu belongs to this
-// connection alone.
-func (cn *conn) send(p []byte) { _, _ = cn.mc.Write(p) }
+// unlock releases mu, then writes the datagrams the core made under it and
+// arms the timer for the core's next due time.
+func (cn *conn) unlock() {
+	var out *batch
+	if len(cn.pend.ends) > 0 {
+		out = cn.pend
+		cn.pend = batches.Get().(*batch)
+	}
+	next := cn.c.nextDue()
+	cn.mu.Unlock()
+	if out != nil {
+		from := 0
+		for _, end := range out.ends {
+			_, _ = cn.mc.Write(out.buf[from:end])
+			from = end
+		}
+		out.buf, out.ends = out.buf[:0], out.ends[:0]
+		batches.Put(out)
+	}
+	cn.schedule(next)
+}
 
 func (cn *conn) readLoop() {
 	defer cn.wg.Done()
@@ -73,67 +121,73 @@ func (cn *conn) readLoop() {
 		cn.mu.Lock()
 		cn.c.receive(time.Now(), buf[:n])
 		err = cn.c.err
-		owed := cn.c.recvSinceSend > 0
-		cn.mu.Unlock()
-		if owed {
-			signal(cn.ackKick)
-		}
+		cn.unlock()
 		if err != nil {
-			cn.c.cfg.log.Debug("reliable: ending connection", "peer", cn.mc.RemoteAddr(), "err", err)
+			cn.c.cfg.log.Debug("netcode/reliable: ending connection", "peer", cn.mc.RemoteAddr(), "err", err)
 			cn.end(err)
 			return
 		}
 	}
 }
 
-func (cn *conn) tickLoop() {
-	defer cn.wg.Done()
-	t := time.NewTicker(cn.c.cfg.tick)
-	defer t.Stop()
-	ack := time.NewTimer(time.Hour)
-	ack.Stop()
-	defer ack.Stop()
-	armed := false
-	for {
-		select {
-		case <-cn.done:
-			return
-		case <-cn.ackKick:
-			if !armed {
-				ack.Reset(ackDelay)
-				armed = true
-			}
-			continue
-		case now := <-ack.C:
-			armed = false
-			cn.mu.Lock()
-			cn.c.setTime(now)
-			if cn.c.recvSinceSend > 0 {
-				cn.c.ackNow = true
-				cn.c.flush()
-			}
-			cn.mu.Unlock()
-		case now := <-t.C:
-			cn.mu.Lock()
-			cn.c.tick(now)
-			cn.mu.Unlock()
-		}
-		cn.mu.Lock()
-		err := cn.c.err
-		cn.mu.Unlock()
-		if err != nil {
-			cn.end(err)
-			return
-		}
+// fire is the timer's callback: it runs the core's periodic work.
+func (cn *conn) fire() {
+	defer cn.fires.Done()
+	cn.tmu.Lock()
+	if !cn.at.After(time.Now()) {
+		cn.at = time.Time{} // this is that due time's call
+	}
+	stopped := cn.stopped
+	cn.tmu.Unlock()
+	if stopped {
+		return
+	}
+	cn.wakes.Add(1)
+	cn.mu.Lock()
+	cn.c.tick(time.Now())
+	err := cn.c.err
+	cn.unlock()
+	if err != nil {
+		cn.end(err)
 	}
 }
 
-// end marks the connection over with err and closes the message
-// connection, which stops the read loop.
+// schedule makes sure fire runs at next (the zero Time: never). A timer
+// armed for no later than next is left alone: when it fires, the core
+// tells the real next due time.
+func (cn *conn) schedule(next time.Time) {
+	if next.IsZero() {
+		return
+	}
+	cn.tmu.Lock()
+	defer cn.tmu.Unlock()
+	if cn.stopped || (!cn.at.IsZero() && !next.Before(cn.at)) {
+		return
+	}
+	cn.at = next
+	d := time.Until(next)
+	if cn.timer == nil {
+		cn.fires.Add(1)
+		cn.timer = time.AfterFunc(d, cn.fire)
+		return
+	}
+	if !cn.timer.Reset(d) {
+		cn.fires.Add(1) // a new call, not a moved one
+	}
+}
+
+// end marks the connection over with err, stops the timer and closes the
+// message connection, which stops the read loop.
 func (cn *conn) end(err error) {
 	cn.endOnce.Do(func() {
 		cn.err = err
 		close(cn.done)
+		cn.tmu.Lock()
+		cn.stopped = true
+		if cn.timer != nil && cn.timer.Stop() {
+			cn.fires.Done() // the call it cancelled
+		}
+		cn.tmu.Unlock()
 		_ = cn.mc.Close()
 	})
 }
@@ -199,7 +253,7 @@ func (cn *conn) close(fin bool) error {
 			// FIN, and may have closed already: the data is enough.
 			idle = idle && (cs.snd.idle() || cs.rcv.finReady && cs.snd.dataAcked())
 		}
-		cn.mu.Unlock()
+		cn.unlock()
 		if idle {
 			break
 		}
@@ -218,9 +272,10 @@ func (cn *conn) close(fin bool) error {
 		cn.c.setTime(time.Now())
 		cn.c.flush()
 	}
-	cn.mu.Unlock()
+	cn.unlock()
 	cn.end(net.ErrClosed)
 	cn.wg.Wait()
+	cn.fires.Wait()
 	return nil
 }
 
@@ -285,7 +340,7 @@ func (s *Session) RemoteAddr() net.Addr { return s.cn.mc.RemoteAddr() }
 // Stats returns the session's figures.
 func (s *Session) Stats() SessionStats {
 	s.cn.mu.Lock()
-	defer s.cn.mu.Unlock()
+	defer s.cn.unlock()
 	return s.cn.c.sessionStats()
 }
 
@@ -335,7 +390,7 @@ func (ch *Channel) Send(msg []byte) error {
 	}
 	if cs.spec.kind == Unreliable {
 		cn.mu.Lock()
-		defer cn.mu.Unlock()
+		defer cn.unlock()
 		if err := cn.ended(); err != nil || cn.closing.Load() {
 			return cn.endErr("send", err)
 		}
@@ -356,17 +411,17 @@ func (ch *Channel) Send(msg []byte) error {
 		}
 		cn.mu.Lock()
 		if err := cn.ended(); err != nil || cn.closing.Load() {
-			cn.mu.Unlock()
+			cn.unlock()
 			return cn.endErr("send", err)
 		}
 		if cs.snd.room() >= len(hdr)+len(msg) {
 			cs.snd.write(hdr[:], msg)
 			cn.c.setTime(time.Now())
 			cn.c.flush()
-			cn.mu.Unlock()
+			cn.unlock()
 			return nil
 		}
-		cn.mu.Unlock()
+		cn.unlock()
 		if err := cn.wait(cs.writable, &ch.wd); err != nil {
 			return cn.opErr("send", err)
 		}
@@ -389,17 +444,21 @@ func (ch *Channel) Receive(b []byte) (int, error) {
 		cn.mu.Lock()
 		n, ok, err := ch.take(cs, b)
 		if ok || err != nil {
-			cn.mu.Unlock()
+			fatal := cn.c.err
+			cn.unlock()
+			if fatal != nil {
+				cn.end(fatal) // closes the message connection: not under mu
+			}
 			if err != nil {
 				return 0, cn.opErr("receive", err)
 			}
 			return n, nil
 		}
 		if err := cn.ended(); err != nil || cn.closing.Load() {
-			cn.mu.Unlock()
+			cn.unlock()
 			return 0, cn.endErr("receive", err)
 		}
-		cn.mu.Unlock()
+		cn.unlock()
 		if err := cn.wait(cs.readable, &ch.rd); err != nil {
 			return 0, cn.opErr("receive", err)
 		}
@@ -429,9 +488,7 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 		r.msgLen = int(binary.LittleEndian.Uint32(hdr[:]))
 		if r.msgLen > cs.spec.maxMessage {
 			ch.cn.c.fail(fmt.Errorf("%w: a %d-byte message on channel %d", ErrProtocol, r.msgLen, ch.i))
-			err := ch.cn.c.err
-			ch.cn.end(err)
-			return 0, false, err
+			return 0, false, ch.cn.c.err // the caller ends the connection
 		}
 	}
 	if r.ready < r.msgLen {
@@ -450,4 +507,4 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 }
 
 // ErrWriteClosed is the error of a Stream's Write after CloseWrite.
-var ErrWriteClosed = errors.New("reliable: write after CloseWrite")
+var ErrWriteClosed = errors.New("netcode/reliable: write after CloseWrite")

@@ -75,15 +75,15 @@ func (s *Stream) Read(b []byte) (int, error) {
 				cn.c.setTime(time.Now())
 				cn.c.flush()
 			}
-			cn.mu.Unlock()
+			cn.unlock()
 			return n, nil
 		}
 		if r.atEOF() {
-			cn.mu.Unlock()
+			cn.unlock()
 			return 0, io.EOF
 		}
 		err := cn.ended()
-		cn.mu.Unlock()
+		cn.unlock()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = ErrUnexpectedEOF
@@ -114,14 +114,14 @@ func (s *Stream) Write(b []byte) (int, error) {
 		}
 		cn.mu.Lock()
 		if err := cn.ended(); err != nil {
-			cn.mu.Unlock()
+			cn.unlock()
 			if errors.Is(err, io.EOF) {
 				err = io.ErrClosedPipe
 			}
 			return n, cn.endErr("write", err)
 		}
 		if cs.snd.finWanted {
-			cn.mu.Unlock()
+			cn.unlock()
 			return n, cn.opErr("write", ErrWriteClosed)
 		}
 		if k := min(cs.snd.room(), len(b)-n); k > 0 {
@@ -130,7 +130,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 			cn.c.setTime(time.Now())
 			cn.c.flush()
 		}
-		cn.mu.Unlock()
+		cn.unlock()
 		if n == len(b) {
 			return n, nil
 		}
@@ -147,7 +147,7 @@ func (s *Stream) CloseWrite() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	cn.mu.Lock()
-	defer cn.mu.Unlock()
+	defer cn.unlock()
 	if err := cn.ended(); err != nil || cn.closing.Load() {
 		return cn.endErr("close", err)
 	}
@@ -193,7 +193,7 @@ func (s *Stream) SetWriteDeadline(t time.Time) error {
 // Stats returns the connection's figures.
 func (s *Stream) Stats() SessionStats {
 	s.cn.mu.Lock()
-	defer s.cn.mu.Unlock()
+	defer s.cn.unlock()
 	return s.cn.c.sessionStats()
 }
 
@@ -237,8 +237,10 @@ func (l *Listener) Close() error { return l.l.Close() }
 // Addr returns the wrapped listener's address.
 func (l *Listener) Addr() net.Addr { return l.l.Addr() }
 
-// Dialer opens Streams over netcode. Its DialContext has the signature of
-// http.Transport's DialContext.
+// Dialer opens Streams over netcode. It has net.Dialer's shape: its
+// DialContext fits http.Transport's DialContext, and each dial asks Token
+// for the connect token of the address (a token already in hand: a Token
+// that returns it).
 type Dialer struct {
 	// Netcode dials the netcode connection.
 	Netcode netcode.Dialer
@@ -249,26 +251,27 @@ type Dialer struct {
 	Token func(ctx context.Context, network, address string) ([]byte, error)
 }
 
+// Dial connects to address with a token from d.Token and returns a
+// *Stream; see DialContext.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
 // DialContext connects to address with a token from d.Token and returns
-// a *Stream.
+// a *Stream. The context bounds the token's fetch and the handshake.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	if d.Token == nil {
 		return nil, &net.OpError{Op: "dial", Net: "reliable", Err: errNoToken}
+	}
+	r, err := d.Config.resolve(true)
+	if err != nil {
+		return nil, err
 	}
 	tok, err := d.Token(ctx, network, address)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "reliable", Err: err}
 	}
-	return d.Dial(ctx, tok)
-}
-
-// Dial connects with a connect token and returns a *Stream.
-func (d *Dialer) Dial(ctx context.Context, connectToken []byte) (*Stream, error) {
-	r, err := d.Config.resolve(true)
-	if err != nil {
-		return nil, err
-	}
-	c, err := d.Netcode.DialContext(ctx, connectToken)
+	c, err := d.Netcode.DialContext(ctx, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -280,4 +283,4 @@ func (d *Dialer) Dial(ctx context.Context, connectToken []byte) (*Stream, error)
 	return s, nil
 }
 
-var errNoToken = errors.New("reliable: Dialer has no Token function")
+var errNoToken = errors.New("netcode/reliable: Dialer has no Token function")

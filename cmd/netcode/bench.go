@@ -44,10 +44,10 @@ millisecond, so a payload leaves up to 1 ms after its phase.
 With -bridge relay or -bridge transport it measures the browser bridge
 instead, as an operator runs it: a netcode echo server and the bridge run
 as child processes of this executable (in transport mode one process: the
-bridge.Mux is the server's socket), and N simulated browsers in this
+transport.Mux is the server's socket), and N simulated browsers in this
 process connect over WebSocket (relay: the relay protocol of
 bridge/js/netcode.js; transport: a netcode client per browser over
-bridge.DialTransport), send one -size message every 1/-rate seconds and
+transport.Dial), send one -size message every 1/-rate seconds and
 check the echo. After the connect phase, -idle runs an idle phase (everyone
 connected, nothing sent). It reports connect time, echoes/s, p50/p99, lost,
 the CPU of the bridge and the server processes (/proc/<pid>/stat) per echo

@@ -107,7 +107,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	h := bridge.NewHandler(cfg)
+	h := bridge.NewHandler(&cfg)
 	mux := http.NewServeMux()
 	mux.Handle(*path, h)
 	mux.Handle("/netcode.js", bridge.JSHandler())

@@ -2,8 +2,8 @@
 
 // Command wasm is a netcode client for the browser: the Go client compiled
 // to WebAssembly, connected to the server end to end encrypted over the
-// WebSocket transport (bridge.TransportListenPacket, served by a
-// bridge.Mux). Nothing between the page and the netcode server can read the
+// WebSocket transport (transport.ListenPacket, served by a
+// transport.Mux). Nothing between the page and the netcode server can read the
 // payloads: the WebSocket only carries netcode packets.
 //
 // Build it with
@@ -46,7 +46,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/reliable"
 	"github.com/gonetcode/netcode/token"
@@ -125,7 +125,7 @@ func run() (result, *reliable.Session, error) {
 
 	status("connecting", "connecting")
 	url := "ws" + strings.TrimPrefix(origin, "http") + "/netcode"
-	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket(url, nil)}
+	d := netcode.Dialer{ListenPacket: transport.ListenPacket(url, nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	conn, err := d.DialContext(ctx, tok)

@@ -41,6 +41,18 @@ type batchingPlain struct {
 func (b batchingPlain) ReadBatch(ms []Message) (int, error)  { return b.read(b.hidden, ms) }
 func (b batchingPlain) WriteBatch(ms []Message) (int, error) { return b.write(b.hidden, ms) }
 
+// hookedAP and hookedPlain offer those Batchers to New as a Mux does,
+// through an embedded Batched.
+type hookedAP struct {
+	apOnly
+	Batched
+}
+
+type hookedPlain struct {
+	hidden
+	Batched
+}
+
 // TestNewUsesBatcher: New hands batches to a connection's own batched I/O,
 // whatever else it has, and single writes to its one-datagram path.
 func TestNewUsesBatcher(t *testing.T) {
@@ -49,8 +61,12 @@ func TestNewUsesBatcher(t *testing.T) {
 		wrap   func(*net.UDPConn, *calls) net.PacketConn
 		single Conn
 	}{
-		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn { return batchingAP{apOnly{uc}, c} }, &apConn{}},
-		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn { return batchingPlain{hidden{uc}, c} }, &genericConn{}},
+		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn {
+			return hookedAP{apOnly{uc}, Batched{batchingAP{apOnly{uc}, c}}}
+		}, &apConn{}},
+		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn {
+			return hookedPlain{hidden{uc}, Batched{batchingPlain{hidden{uc}, c}}}
+		}, &genericConn{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := new(calls)

@@ -38,9 +38,9 @@ type Message struct {
 	Addr netip.AddrPort
 }
 
-// Batcher is batched datagram I/O. A net.PacketConn that has it of its
-// own (a multiplexer over several sockets, such as the WebSocket bridge's
-// Mux) is used through it by New.
+// Batcher is batched datagram I/O. A net.PacketConn of this module that
+// has it of its own (a multiplexer over several sockets, such as the
+// WebSocket bridge's Mux) offers it to New through a Batched it embeds.
 type Batcher interface {
 	// ReadBatch blocks until at least one datagram arrives and fills up to
 	// len(ms) messages, returning how many. Each ms[i].Buf must have a
@@ -51,6 +51,17 @@ type Batcher interface {
 	// skip it and call again with the rest.
 	WriteBatch(ms []Message) (int, error)
 }
+
+// Batched is embedded, under an unexported name, by a net.PacketConn of
+// this module that has batched I/O of its own: New finds B through its
+// unexported method, so the public type exports no method whose signature
+// names this package's types (which its users could not name).
+type Batched struct{ B Batcher }
+
+func (b Batched) batcher() Batcher { return b.B }
+
+// batched is what a type embedding Batched satisfies.
+type batched interface{ batcher() Batcher }
 
 // Conn is a datagram socket with batched I/O.
 type Conn interface {
@@ -89,7 +100,13 @@ func New(pc net.PacketConn) Conn {
 		}
 	}
 	c := newSingle(pc)
+	if b, ok := pc.(batched); ok && b.batcher() != nil {
+		return &batcherConn{Conn: c, b: b.batcher()}
+	}
 	if b, ok := pc.(Batcher); ok {
+		// A type inside the module (a test's, say) with the methods
+		// itself; no public type has them, since its users could not
+		// name Message.
 		return &batcherConn{Conn: c, b: b}
 	}
 	return c

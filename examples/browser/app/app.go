@@ -119,7 +119,7 @@ func New(cfg Config) (*App, error) {
 		addr:     addr,
 		mux:      http.NewServeMux(),
 	}
-	a.Bridge = bridge.NewHandler(bridge.Config{
+	a.Bridge = bridge.NewHandler(&bridge.Config{
 		AllowedServers: []netip.AddrPort{addr},
 		IdleTimeout:    cfg.IdleTimeout,
 		Logger:         cfg.Logger,

@@ -245,7 +245,7 @@ func TestBrowser(t *testing.T) {
 	step(t, ctx, 10*time.Second, "page sees the close",
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="reconnecting"]`)))
 	history := eval[[]string](t, ctx, 5*time.Second, `window.netcodeHistory`)
-	assert.Contains(t, history, "reconnecting: closed: GoingAway (1001): netcode bridge: shutting down; reconnecting in 0 s…")
+	assert.Contains(t, history, "reconnecting: closed: GoingAway (1001): netcode/bridge: shutting down; reconnecting in 0 s…")
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
 }
 

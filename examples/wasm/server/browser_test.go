@@ -20,7 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/examples/wasm/server"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/internal/testing/browsertest"
@@ -162,7 +162,7 @@ func TestWASMClientInBrowser(t *testing.T) {
 	udp := dialSession(t, hs.URL)
 	defer udp.Close()
 	require.Equal(t, 2, s.Listener.Stats().Connected)
-	assert.False(t, bridge.IsTransportAddr(netip.MustParseAddrPort(udp.LocalAddr().String())))
+	assert.False(t, transport.IsSessionAddr(netip.MustParseAddrPort(udp.LocalAddr().String())))
 
 	// The browser's echoes, through the module's API and the page's form.
 	got := eval[string](t, ctx, 10*time.Second, `netcodeEcho("hello, wasm ✓")`)
@@ -193,7 +193,7 @@ func TestWASMClientInBrowser(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(want[:]), rel.SHA256, "the page sent another message")
 	assert.True(t, rel.Intact, "the echo differs from the message")
 	r := serverGot(t, reports, reliableBytes)
-	assert.True(t, bridge.IsTransportAddr(netip.MustParseAddrPort(r.from.String())), "it came over the WebSocket transport: %v", r.from)
+	assert.True(t, transport.IsSessionAddr(netip.MustParseAddrPort(r.from.String())), "it came over the WebSocket transport: %v", r.from)
 
 	// The same through the page's button.
 	step(t, ctx, 20*time.Second, "reliable button",
@@ -259,7 +259,7 @@ func TestReliableEchoOverUDP(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, msg, buf[:n], "the echo differs from the message")
 			r := serverGot(t, reports, reliableBytes)
-			assert.False(t, bridge.IsTransportAddr(netip.MustParseAddrPort(r.from.String())))
+			assert.False(t, transport.IsSessionAddr(netip.MustParseAddrPort(r.from.String())))
 
 			uch := sess.Channel(wire.Unreliable)
 			require.NoError(t, uch.SetReadDeadline(time.Now().Add(5*time.Second)))

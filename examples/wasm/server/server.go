@@ -1,5 +1,5 @@
 // Package server is the server side of the WebAssembly example: a netcode
-// echo server whose Listener runs over a bridge.Mux, so that it serves UDP
+// echo server whose Listener runs over a transport.Mux, so that it serves UDP
 // clients and, end to end encrypted over WebSocket, the Go client compiled
 // to WebAssembly (package examples/wasm) running in a browser. Each
 // connection carries a reliable.Session with the channels of package wire;
@@ -11,7 +11,7 @@
 //	GET  /wasm_exec.js Go's WebAssembly support script
 //	GET  /main.wasm    the client
 //	POST /token        a fresh connect token for the echo server
-//	GET  /netcode      the WebSocket transport (bridge.Mux.Handler)
+//	GET  /netcode      the WebSocket transport (transport.Mux.Handler)
 //
 // The command in ../serve serves it; the browser test drives it in headless
 // Chromium.
@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/reliable"
@@ -74,7 +74,7 @@ type Server struct {
 	// Listener is the netcode echo server, over Mux.
 	Listener *netcode.Listener
 	// Mux merges the UDP socket and the WebSocket transport.
-	Mux *bridge.Mux
+	Mux *transport.Mux
 
 	key       crypto.Key
 	addr      netip.AddrPort
@@ -111,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: the echo server needs a concrete address, not %v", udp.LocalAddr())
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-	mux := bridge.NewMux(udp, bridge.MuxConfig{Logger: cfg.Logger})
+	mux := transport.NewMux(udp, &transport.MuxConfig{Logger: cfg.Logger})
 	l, err := netcode.NewListener(mux, &netcode.ServerConfig{
 		ProtocolID: ProtocolID,
 		PrivateKey: key,

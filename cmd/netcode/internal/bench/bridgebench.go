@@ -16,6 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -26,7 +27,7 @@ const (
 	// process for each of them.
 	ModeRelay = "relay"
 	// ModeTransport: each browser runs a netcode client over
-	// bridge.DialTransport to a bridge.Mux, which is the PacketConn of the
+	// transport.Dial to a transport.Mux, which is the PacketConn of the
 	// netcode echo server in the same process.
 	ModeTransport = "transport"
 )
@@ -596,7 +597,7 @@ func (b *bridgeRun) finish() error {
 
 // connect connects every browser, DialConcurrency at a time.
 func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
-	dialer := &netcode.Dialer{ListenPacket: bridge.TransportListenPacket(b.url, nil)}
+	dialer := &netcode.Dialer{ListenPacket: transport.ListenPacket(b.url, nil)}
 	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 		if b.cfg.Mode == ModeTransport {
 			return dialer.DialContext(ctx, tokens[i])

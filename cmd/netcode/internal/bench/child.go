@@ -22,6 +22,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -36,7 +37,7 @@ const ChildArg = "-bridge-child"
 const (
 	roleServer    = "server"    // a netcode echo server on UDP (relay mode's server)
 	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
-	roleTransport = "transport" // a netcode echo server on a bridge.Mux, and the Mux's http.Server
+	roleTransport = "transport" // a netcode echo server on a transport.Mux, and the Mux's http.Server
 )
 
 // sideBridge is the value of LabelKey on the transport child's bridge
@@ -165,7 +166,7 @@ type child struct {
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
-	mux   *bridge.Mux       // transport
+	mux   *transport.Mux    // transport
 	relay *bridge.Handler   // relay
 	web   *http.Server      // relay, transport
 	webWG sync.WaitGroup
@@ -195,7 +196,7 @@ func (c *child) startServer() error {
 }
 
 func (c *child) startRelay(server netip.AddrPort) error {
-	c.relay = bridge.NewHandler(bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
+	c.relay = bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
 	mux := http.NewServeMux()
 	mux.Handle("/relay", c.relay)
 	return c.startWeb(mux, "/relay")
@@ -208,7 +209,7 @@ func (c *child) startTransport() error {
 		if udp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err != nil {
 			return
 		}
-		c.mux = bridge.NewMux(udp, bridge.MuxConfig{MaxSessions: c.max})
+		c.mux = transport.NewMux(udp, &transport.MuxConfig{MaxSessions: c.max})
 	})
 	if err != nil {
 		return err

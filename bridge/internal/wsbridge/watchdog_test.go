@@ -1,10 +1,8 @@
-package bridge
+package wsbridge
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -30,56 +28,56 @@ func TestWatchPeriod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.ceiling, tt.timeouts), func(t *testing.T) {
-			assert.Equal(t, tt.want, watchPeriod(tt.ceiling, tt.timeouts...))
+			assert.Equal(t, tt.want, WatchPeriod(tt.ceiling, tt.timeouts...))
 		})
 	}
 }
 
 func TestWatchdogTimeouts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWatchdog(10*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond)
-		assert.False(t, w.idleFor(w.now()))
+		w := NewWatchdog(10*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond)
+		assert.False(t, w.IdleFor(w.Now()))
 		time.Sleep(100 * time.Millisecond)
-		assert.True(t, w.idleFor(w.now()), "silent for the idle timeout")
-		w.active()
-		assert.False(t, w.idleFor(w.now()))
-		assert.False(t, w.stalled(w.now()), "no write in progress")
-		w.writeStart.Store(w.now() + 1)
+		assert.True(t, w.IdleFor(w.Now()), "silent for the idle timeout")
+		w.Active()
+		assert.False(t, w.IdleFor(w.Now()))
+		assert.False(t, w.Stalled(w.Now()), "no write in progress")
+		w.writeStart.Store(w.Now() + 1)
 		time.Sleep(49 * time.Millisecond)
-		assert.False(t, w.stalled(w.now()))
+		assert.False(t, w.Stalled(w.Now()))
 		time.Sleep(time.Millisecond)
-		assert.True(t, w.stalled(w.now()), "a write in progress for the write timeout")
+		assert.True(t, w.Stalled(w.Now()), "a write in progress for the write timeout")
 
-		off := newWatchdog(10*time.Millisecond, -1, 0)
-		off.writeStart.Store(off.now() + 1)
+		off := NewWatchdog(10*time.Millisecond, -1, 0)
+		off.writeStart.Store(off.Now() + 1)
 		time.Sleep(time.Hour)
-		assert.False(t, off.idleFor(off.now()), "disabled")
-		assert.False(t, off.stalled(off.now()), "disabled")
+		assert.False(t, off.IdleFor(off.Now()), "disabled")
+		assert.False(t, off.Stalled(off.Now()), "disabled")
 	})
 }
 
 func TestWatchdogRunsUntilCheckSaysStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWatchdog(10*time.Millisecond, -1, -1)
+		w := NewWatchdog(10*time.Millisecond, -1, -1)
 		var checks atomic.Int32
 		var at []int64
-		w.run(func(now int64) bool {
+		w.Run(func(now int64) bool {
 			at = append(at, now)
 			return checks.Add(1) < 3
 		})
 		time.Sleep(time.Second)
 		assert.Equal(t, int32(3), checks.Load())
 		assert.Equal(t, []int64{int64(10 * time.Millisecond), int64(20 * time.Millisecond), int64(30 * time.Millisecond)}, at)
-		w.stop()
+		w.Stop()
 	})
 }
 
 func TestWatchdogStopWaitsForCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWatchdog(10*time.Millisecond, -1, -1)
+		w := NewWatchdog(10*time.Millisecond, -1, -1)
 		var checks atomic.Int32
 		release := make(chan struct{})
-		w.run(func(int64) bool {
+		w.Run(func(int64) bool {
 			checks.Add(1)
 			<-release
 			return true // would rearm, but stop comes first
@@ -88,7 +86,7 @@ func TestWatchdogStopWaitsForCheck(t *testing.T) {
 		synctest.Wait() // the first check is blocked
 		stopped := make(chan struct{})
 		go func() {
-			w.stop()
+			w.Stop()
 			close(stopped)
 		}()
 		synctest.Wait()
@@ -115,7 +113,7 @@ func TestReadEnd(t *testing.T) {
 		{errors.New("EOF"), websocket.StatusGoingAway},
 	}
 	for _, tt := range tests {
-		code, reason := readEnd(tt.err)
+		code, reason := ReadEnd(tt.err)
 		assert.Equal(t, tt.code, code, "%v", tt.err)
 		if tt.code == websocket.StatusNormalClosure || tt.code == 4000 {
 			assert.Empty(t, reason, "the peer closed: nothing to tell it")
@@ -126,6 +124,7 @@ func TestReadEnd(t *testing.T) {
 }
 
 func TestOffers(t *testing.T) {
+	const Subprotocol, TransportSubprotocol = "netcode.relay.v1", "netcode.transport.v1"
 	tests := []struct {
 		header []string
 		want   bool
@@ -142,49 +141,6 @@ func TestOffers(t *testing.T) {
 		for _, h := range tt.header {
 			r.Header.Add("Sec-WebSocket-Protocol", h)
 		}
-		assert.Equal(t, tt.want, offers(r, Subprotocol), "%q", tt.header)
-	}
-}
-
-// noDeadlines is a connection whose deadlines do nothing, so that only
-// the watchdog can end a close on it.
-type noDeadlines struct{ net.Conn }
-
-func (noDeadlines) SetDeadline(time.Time) error { return nil }
-
-// TestWatchCutsAClose checks that the watchdogs cover a close: a session
-// whose end began closeTimeout ago (the relay's) or muxEndGrace ago (a
-// Mux's) and is still closing has its connection cut by the check, even
-// where the connection's deadline did nothing; not before.
-func TestWatchCutsAClose(t *testing.T) {
-	tests := []struct {
-		name  string
-		grace time.Duration
-		watch func(bc *batchConn, endedAt int64) func(now int64) bool
-	}{
-		{"relay", closeTimeout, func(bc *batchConn, endedAt int64) func(int64) bool {
-			s := &session{bc: bc}
-			s.endedAt.Store(endedAt)
-			return s.watch
-		}},
-		{"mux", muxEndGrace, func(bc *batchConn, endedAt int64) func(int64) bool {
-			s := &muxSession{bc: bc, wd: newWatchdog(time.Second, -1, -1)}
-			s.endedAt.Store(endedAt)
-			return s.watch
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ours, peer := net.Pipe()
-			defer peer.Close()
-			bc := &batchConn{Conn: noDeadlines{ours}}
-			start := int64(time.Minute)
-			watch := tt.watch(bc, start+1)
-			// A pipe's SetReadDeadline fails once it is closed.
-			assert.True(t, watch(start+int64(tt.grace)-1), "the watchdog stops watching a close")
-			assert.NoError(t, ours.SetReadDeadline(time.Time{}), "cut before the grace")
-			assert.True(t, watch(start+int64(tt.grace)))
-			assert.ErrorIs(t, ours.SetReadDeadline(time.Time{}), io.ErrClosedPipe, "not cut at the grace")
-		})
+		assert.Equal(t, tt.want, Offers(r, Subprotocol), "%q", tt.header)
 	}
 }

@@ -1,4 +1,4 @@
-package bridge
+package wsbridge
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // WebSocket helpers shared by the relay (Handler), the transport's server
 // side (Mux) and its client side (TransportConn).
 
-// offers reports whether the request offers the WebSocket subprotocol p.
-func offers(r *http.Request, p string) bool {
+// Offers reports whether the request Offers the WebSocket subprotocol p.
+func Offers(r *http.Request, p string) bool {
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for q := range strings.SplitSeq(v, ",") {
 			if strings.TrimSpace(q) == p {
@@ -25,13 +25,13 @@ func offers(r *http.Request, p string) bool {
 	return false
 }
 
-// readMessage reads one message from ws into buf. n == len(buf) means the
+// ReadMessage reads one message from ws into buf. n == len(buf) means the
 // message did not fit (the rest is not read): give buf one byte more than
 // the largest message allowed. A text message is returned unread, with
 // n = 0.
-func readMessage(ws *websocket.Conn, buf []byte) (typ websocket.MessageType, n int, err error) {
+func ReadMessage(ws *websocket.Conn, buf []byte) (typ websocket.MessageType, n int, err error) {
 	// No deadline on the context: a cancellable one would cost a timer
-	// per message. The watchdog and the session's end (closing the
+	// per message. The Watchdog and the session's end (closing the
 	// WebSocket) unblock it.
 	typ, r, err := ws.Reader(context.Background())
 	if err != nil || typ != websocket.MessageBinary {
@@ -50,15 +50,15 @@ func readMessage(ws *websocket.Conn, buf []byte) (typ websocket.MessageType, n i
 	return typ, n, nil
 }
 
-// readEnd is the close code and reason a session ends with when reading
+// ReadEnd is the close code and reason a session ends with when reading
 // from its peer failed with err.
-func readEnd(err error) (websocket.StatusCode, string) {
+func ReadEnd(err error) (websocket.StatusCode, string) {
 	switch {
 	case websocket.CloseStatus(err) != -1:
 		// The peer closed the WebSocket (the reply is sent already).
 		return websocket.CloseStatus(err), ""
 	case errors.Is(err, websocket.ErrMessageTooBig):
-		return websocket.StatusMessageTooBig, "netcode bridge: message too big"
+		return websocket.StatusMessageTooBig, "netcode/bridge: message too big"
 	}
-	return websocket.StatusGoingAway, "netcode bridge: connection lost"
+	return websocket.StatusGoingAway, "netcode/bridge: connection lost"
 }

@@ -1,8 +1,9 @@
-package reliable
+package endpoint
 
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,9 +22,9 @@ func TestEndpointAllocs(t *testing.T) {
 		*n++
 	}
 	var err error
-	a, err = NewEndpoint(EndpointConfig{Transmit: func(_ uint16, p []byte) { push(&inB, &nB, p) }}, 0)
+	a, err = New(Config{Transmit: func(_ uint16, p []byte) { push(&inB, &nB, p) }}, 0)
 	require.NoError(t, err)
-	b, err = NewEndpoint(EndpointConfig{Transmit: func(_ uint16, p []byte) { push(&inA, &nA, p) }}, 0)
+	b, err = New(Config{Transmit: func(_ uint16, p []byte) { push(&inA, &nA, p) }}, 0)
 	require.NoError(t, err)
 	small, big := make([]byte, 100), make([]byte, 5000)
 	now := 0.0
@@ -43,7 +44,7 @@ func TestEndpointAllocs(t *testing.T) {
 		a.ClearAcks()
 		b.ClearAcks()
 	}
-	for range 2 * DefaultEndpointConfig().FragmentReassemblyBufferSize {
+	for range 2 * DefaultConfig().FragmentReassemblyBufferSize {
 		step()
 	}
 	if n := testing.AllocsPerRun(200, step); n != 0 {
@@ -51,4 +52,17 @@ func TestEndpointAllocs(t *testing.T) {
 	}
 	require.NotZero(t, a.Counters()[CounterPacketsAcked])
 	require.NotZero(t, b.Counters()[CounterFragmentsReceived])
+}
+
+// TestConfigErrors shows that New refuses every out-of-range field.
+func TestConfigErrors(t *testing.T) {
+	for _, bad := range []Config{
+		{MaxPacketSize: -1}, {FragmentAbove: -1}, {MaxFragments: 257}, {FragmentSize: -1},
+		{AckBufferSize: -1}, {SentPacketsBufferSize: 65537}, {ReceivedPacketsBufferSize: -1},
+		{FragmentReassemblyBufferSize: -1}, {RTTHistorySize: -1}, {RTTSmoothingFactor: -1},
+		{PacketHeaderSize: -1},
+	} {
+		_, err := New(bad, 0)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+	}
 }

@@ -1,9 +1,10 @@
-package bridge
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"net"
 	"net/netip"
 	"os"
@@ -13,30 +14,27 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
-	"github.com/gonetcode/netcode/internal/transport"
+	dgram "github.com/gonetcode/netcode/internal/transport"
 )
 
-// DefaultTransportReadQueue is the default of TransportOptions.ReadQueue.
-const DefaultTransportReadQueue = 256
-
-// TransportOptions configures DialTransport. The zero value is ready to use.
-type TransportOptions struct {
+// Options configures Dial. The zero value is ready to use.
+type Options struct {
 	// DialOptions are passed to websocket.Dial; its Subprotocols are
-	// replaced by TransportSubprotocol.
+	// replaced by Subprotocol.
 	DialOptions *websocket.DialOptions
 	// ReadQueue is how many received datagrams wait for ReadFrom; past it,
-	// new ones are dropped. 0 means DefaultTransportReadQueue.
+	// new ones are dropped. 0 means DefaultReadQueue.
 	ReadQueue int
 }
 
-// TransportConn is the client side of the end-to-end encrypted transport:
+// Conn is the client side of the end-to-end encrypted transport:
 // a net.PacketConn over one WebSocket to a [Mux]. WriteTo sends any datagram
 // as one binary message, whatever the address; ReadFrom returns the
 // server's datagrams attributed to the address last written to, which is
 // what a netcode client expects of its server. Use it as the transport of a
-// netcode.Dialer with [TransportListenPacket]. It works in browsers too
+// netcode.Dialer with [ListenPacket]. It works in browsers too
 // (GOOS=js GOARCH=wasm), over the browser's WebSocket.
-type TransportConn struct {
+type Conn struct {
 	ws       *websocket.Conn
 	url      string
 	q        *packetq.Queue // the server's datagrams; ended when the WebSocket is
@@ -47,16 +45,16 @@ type TransportConn struct {
 	wdl    atomic.Int64 // write deadline, Unix ns; 0 when none
 }
 
-// DialTransport opens a WebSocket to url (ws:// or wss://, or a path
+// Dial opens a WebSocket to url (ws:// or wss://, or a path
 // relative to the page in a browser) with the subprotocol
-// TransportSubprotocol and returns the connection. opts may be nil. A Mux
+// Subprotocol and returns the connection. opts may be nil. A Mux
 // that has its MaxSessions open refuses the session: the error wraps
-// ErrBridgeFull, at once (by RefusedHeader, or in a browser, which hides
+// bridge.ErrBridgeFull, at once (by bridge.RefusedHeader, or in a browser, which hides
 // the headers, by the subprotocol the refusal agrees to, see
-// TransportSubprotocol). Should a session be refused after it opened,
-// reads fail with an error wrapping ErrBridgeFull.
-func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*TransportConn, error) {
-	var o TransportOptions
+// Subprotocol). Should a session be refused after it opened,
+// reads fail with an error wrapping bridge.ErrBridgeFull.
+func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -64,37 +62,37 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	if o.DialOptions != nil {
 		do = *o.DialOptions
 	}
-	do.Subprotocols = []string{TransportSubprotocol, transportFullSubprotocol}
+	do.Subprotocols = []string{Subprotocol, fullSubprotocol}
 	if o.ReadQueue <= 0 {
-		o.ReadQueue = DefaultTransportReadQueue
+		o.ReadQueue = DefaultReadQueue
 	}
 	ws, resp, err := websocket.Dial(ctx, url, &do)
 	refused := false
 	if resp != nil {
-		refused = resp.Header.Get(RefusedHeader) != ""
+		refused = resp.Header.Get(wsbridge.RefusedHeader) != ""
 		if resp.Body != nil {
 			resp.Body.Close()
 		}
 	}
-	if refused || (ws != nil && ws.Subprotocol() == transportFullSubprotocol) {
+	if refused || (ws != nil && ws.Subprotocol() == fullSubprotocol) {
 		// Over the Mux's cap: it closes the WebSocket with 1013 at once,
 		// or answered 503. Say so now, not after a handshake timeout. In
 		// a browser, which hides the header, the subprotocol says it.
 		if ws != nil {
 			ws.CloseNow()
 		}
-		err = ErrBridgeFull
+		err = wsbridge.ErrFull
 	}
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url), Err: err}
+		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: netAddr(url), Err: err}
 	}
-	if ws.Subprotocol() != TransportSubprotocol {
-		ws.Close(websocket.StatusProtocolError, "netcode bridge: subprotocol "+TransportSubprotocol+" required")
-		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: transportNetAddr(url),
-			Err: fmt.Errorf("netcode bridge: server did not agree to subprotocol %s", TransportSubprotocol)}
+	if ws.Subprotocol() != Subprotocol {
+		ws.Close(websocket.StatusProtocolError, "netcode/bridge: subprotocol "+Subprotocol+" required")
+		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: netAddr(url),
+			Err: fmt.Errorf("netcode/bridge: server did not agree to subprotocol %s", Subprotocol)}
 	}
-	ws.SetReadLimit(MaxTransportMessage)
-	c := &TransportConn{
+	ws.SetReadLimit(MaxMessage)
+	c := &Conn{
 		ws:       ws,
 		url:      url,
 		q:        packetq.New(o.ReadQueue),
@@ -104,15 +102,15 @@ func DialTransport(ctx context.Context, url string, opts *TransportOptions) (*Tr
 	return c, nil
 }
 
-// TransportListenPacket returns a function for netcode.Dialer.ListenPacket
-// that dials url with DialTransport, so that the netcode client runs over
+// ListenPacket returns a function for netcode.Dialer.ListenPacket
+// that dials url with Dial, so that the netcode client runs over
 // the WebSocket transport:
 //
-//	d := netcode.Dialer{ListenPacket: bridge.TransportListenPacket("wss://game.example.com/netcode", nil)}
+//	d := netcode.Dialer{ListenPacket: transport.ListenPacket("wss://game.example.com/netcode", nil)}
 //	conn, err := d.DialContext(ctx, connectToken)
-func TransportListenPacket(url string, opts *TransportOptions) func(ctx context.Context, network, localAddr string) (net.PacketConn, error) {
+func ListenPacket(url string, opts *Options) func(ctx context.Context, network, localAddr string) (net.PacketConn, error) {
 	return func(ctx context.Context, _, _ string) (net.PacketConn, error) {
-		c, err := DialTransport(ctx, url, opts)
+		c, err := Dial(ctx, url, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -120,41 +118,41 @@ func TransportListenPacket(url string, opts *TransportOptions) func(ctx context.
 	}
 }
 
-func (c *TransportConn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "websocket", Addr: transportNetAddr(c.url), Err: err}
+func (c *Conn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "websocket", Addr: netAddr(c.url), Err: err}
 }
 
 // reader feeds the server's messages to the read queue, and ends it, when
 // the WebSocket ends, with an error wrapping net.ErrClosed that says why.
-func (c *TransportConn) reader() {
+func (c *Conn) reader() {
 	defer close(c.readDone)
-	buf := make([]byte, MaxTransportMessage+1)
+	buf := make([]byte, MaxMessage+1)
 	err := func() error {
 		for {
-			typ, n, err := readMessage(c.ws, buf)
+			typ, n, err := wsbridge.ReadMessage(c.ws, buf)
 			switch {
 			case err != nil:
 				return err
 			case typ != websocket.MessageBinary:
-				c.ws.Close(websocket.StatusUnsupportedData, "netcode bridge: only binary messages are accepted")
-				return errors.New("netcode bridge: text message from the server")
-			case n > MaxTransportMessage:
+				c.ws.Close(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
+				return errors.New("netcode/bridge: text message from the server")
+			case n > MaxMessage:
 				return errPacketTooBig
 			case n > 0:
 				c.q.Push(netip.AddrPort{}, buf[:n]) // full: dropped, as by a full socket buffer
 			}
 		}
 	}()
-	if websocket.CloseStatus(err) == CodeBridgeFull {
-		// Refused for the cap, where DialTransport could not see the
+	if websocket.CloseStatus(err) == wsbridge.CodeFull {
+		// Refused for the cap, where Dial could not see the
 		// header (a browser's WebSocket hides it).
-		err = ErrBridgeFull
+		err = wsbridge.ErrFull
 	}
 	c.q.End(fmt.Errorf("%w: %w", net.ErrClosed, err))
 }
 
 // serverAddr is the address the server's datagrams are attributed to.
-func (c *TransportConn) serverAddr() netip.AddrPort {
+func (c *Conn) serverAddr() netip.AddrPort {
 	if p := c.server.Load(); p != nil {
 		return *p
 	}
@@ -165,7 +163,7 @@ func (c *TransportConn) serverAddr() netip.AddrPort {
 // if b is short) and returns its length and the address last written to.
 // Once the WebSocket has closed and the queue is empty, it returns an
 // error wrapping net.ErrClosed.
-func (c *TransportConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, _, err := c.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, c.opError("read", err)
@@ -174,7 +172,7 @@ func (c *TransportConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, erro
 }
 
 // ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
-func (c *TransportConn) ReadFrom(b []byte) (int, net.Addr, error) {
+func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, addr, err := c.ReadFromUDPAddrPort(b)
 	if err != nil {
 		return 0, nil, err
@@ -182,16 +180,16 @@ func (c *TransportConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
-// WriteToUDPAddrPort sends b (1 to MaxTransportMessage bytes) as one
+// WriteToUDPAddrPort sends b (1 to MaxMessage bytes) as one
 // binary message and remembers addr as the server's address.
-func (c *TransportConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
 	switch {
 	case len(b) == 0:
 		return 0, c.opError("write", errEmptyPacket)
-	case len(b) > MaxTransportMessage:
+	case len(b) > MaxMessage:
 		return 0, c.opError("write", errPacketTooBig)
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
@@ -216,29 +214,29 @@ func (c *TransportConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, 
 }
 
 // WriteTo implements net.PacketConn.
-func (c *TransportConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	return c.WriteToUDPAddrPort(b, transport.AddrPortOf(addr))
+func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	return c.WriteToUDPAddrPort(b, dgram.AddrPortOf(addr))
 }
 
 // LocalAddr returns the WebSocket's URL as a net.Addr of network
 // "websocket".
-func (c *TransportConn) LocalAddr() net.Addr { return transportNetAddr(c.url) }
+func (c *Conn) LocalAddr() net.Addr { return netAddr(c.url) }
 
 // SetDeadline sets the read and write deadlines.
-func (c *TransportConn) SetDeadline(t time.Time) error {
+func (c *Conn) SetDeadline(t time.Time) error {
 	c.SetReadDeadline(t)
 	return c.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for ReadFrom.
-func (c *TransportConn) SetReadDeadline(t time.Time) error {
+func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.q.SetReadDeadline(t)
 	return nil
 }
 
 // SetWriteDeadline sets the deadline for WriteTo. Note that a write that
 // times out closes the WebSocket.
-func (c *TransportConn) SetWriteDeadline(t time.Time) error {
+func (c *Conn) SetWriteDeadline(t time.Time) error {
 	if t.IsZero() {
 		c.wdl.Store(0)
 	} else {
@@ -249,7 +247,7 @@ func (c *TransportConn) SetWriteDeadline(t time.Time) error {
 
 // Close closes the WebSocket (normal closure) and waits for the reader
 // goroutine to exit. Later calls return an error wrapping net.ErrClosed.
-func (c *TransportConn) Close() error {
+func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return c.opError("close", net.ErrClosed)
 	}

@@ -1,4 +1,4 @@
-package reliable
+package endpoint
 
 import (
 	"errors"
@@ -6,10 +6,10 @@ import (
 	"math"
 )
 
-// EndpointConfig configures an Endpoint. Its fields are those of the reference's
+// Config configures an Endpoint. Its fields are those of the reference's
 // reliable_config_t; a zero field takes the reference's default (see
-// DefaultEndpointConfig).
-type EndpointConfig struct {
+// DefaultConfig).
+type Config struct {
 	// Name appears in errors.
 	Name string
 	// MaxPacketSize is the largest payload SendPacket accepts and
@@ -61,9 +61,9 @@ type EndpointConfig struct {
 	Process func(sequence uint16, payload []byte) bool
 }
 
-// DefaultEndpointConfig returns the reference's default configuration.
-func DefaultEndpointConfig() EndpointConfig {
-	return EndpointConfig{
+// DefaultConfig returns the reference's default configuration.
+func DefaultConfig() Config {
+	return Config{
 		Name:                         "endpoint",
 		MaxPacketSize:                16 * 1024,
 		FragmentAbove:                1024,
@@ -81,9 +81,9 @@ func DefaultEndpointConfig() EndpointConfig {
 	}
 }
 
-// withDefaults fills zero fields from DefaultEndpointConfig.
-func (c EndpointConfig) withDefaults() EndpointConfig {
-	d := DefaultEndpointConfig()
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	setInt := func(v *int, def int) {
 		if *v == 0 {
 			*v = def
@@ -113,10 +113,10 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	return c
 }
 
-// ErrConfig is wrapped by NewEndpoint's error for an unusable EndpointConfig.
-var ErrConfig = errors.New("reliable: invalid config")
+// ErrConfig is wrapped by New's error for an unusable Config.
+var ErrConfig = errors.New("netcode/reliable/endpoint: invalid config")
 
-func (c *EndpointConfig) check() error {
+func (c *Config) check() error {
 	bad := func(what string, v any) error {
 		return fmt.Errorf("%w: %s %v", ErrConfig, what, v)
 	}
@@ -206,22 +206,22 @@ func resetReassembly(r *reassembly) {
 
 // ErrPacketTooLarge is returned by SendPacket for a payload above
 // MaxPacketSize (or needing more than MaxFragments fragments).
-var ErrPacketTooLarge = errors.New("reliable: packet too large")
+var ErrPacketTooLarge = errors.New("netcode/reliable/endpoint: packet too large")
 
 // ErrEmptyPacket is returned by SendPacket for an empty payload.
-var ErrEmptyPacket = errors.New("reliable: empty packet")
+var ErrEmptyPacket = errors.New("netcode/reliable/endpoint: empty packet")
 
 // Endpoint is one end of a reliable connection, byte for byte compatible
 // with mas-bandwidth/reliable 1.4.0: it puts a header with acks on every
 // packet, fragments and reassembles large packets, reports which of its
 // packets the peer acknowledged, and estimates RTT, packet loss and
 // bandwidth. It does no I/O and reads no clock: time is given in seconds
-// to NewEndpoint and Update, packets go out through EndpointConfig.Transmit and come
+// to New and Update, packets go out through Config.Transmit and come
 // in through ReceivePacket.
 //
 // An Endpoint is not safe for concurrent use.
 type Endpoint struct {
-	cfg      EndpointConfig
+	cfg      Config
 	time     float64
 	sequence uint16
 	acks     []uint16
@@ -235,9 +235,9 @@ type Endpoint struct {
 	scratch    []byte
 }
 
-// NewEndpoint returns an endpoint with cfg (zero fields defaulted) at time
+// New returns an endpoint with cfg (zero fields defaulted) at time
 // now, in seconds.
-func NewEndpoint(cfg EndpointConfig, now float64) (*Endpoint, error) {
+func New(cfg Config, now float64) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -258,8 +258,8 @@ func NewEndpoint(cfg EndpointConfig, now float64) (*Endpoint, error) {
 	return e, nil
 }
 
-// EndpointConfig returns the endpoint's configuration, defaults filled in.
-func (e *Endpoint) EndpointConfig() EndpointConfig { return e.cfg }
+// Config returns the endpoint's configuration, defaults filled in.
+func (e *Endpoint) Config() Config { return e.cfg }
 
 // NextSequence returns the sequence the next sent packet will have.
 func (e *Endpoint) NextSequence() uint16 { return e.sequence }
@@ -295,7 +295,7 @@ func (e *Endpoint) Reset() {
 }
 
 // SendPacket sends payload as one packet, or as fragments if it is longer
-// than FragmentAbove, through EndpointConfig.Transmit. A payload over MaxPacketSize
+// than FragmentAbove, through Config.Transmit. A payload over MaxPacketSize
 // is counted and refused without using a sequence number.
 func (e *Endpoint) SendPacket(payload []byte) error {
 	if len(payload) == 0 {

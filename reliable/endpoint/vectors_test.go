@@ -1,4 +1,4 @@
-package reliable
+package endpoint
 
 import (
 	"encoding/hex"
@@ -66,8 +66,8 @@ type vConfig struct {
 	PacketHeaderSize             int `json:"packet_header_size"`
 }
 
-func (v vConfig) config() EndpointConfig {
-	return EndpointConfig{
+func (v vConfig) config() Config {
+	return Config{
 		MaxPacketSize:                v.MaxPacketSize,
 		FragmentAbove:                v.FragmentAbove,
 		MaxFragments:                 v.MaxFragments,
@@ -134,12 +134,12 @@ type vScenario struct {
 
 type vectors struct {
 	Constants struct {
-		VersionFull           string `json:"version_full"`
-		MaxPacketHeaderBytes  int    `json:"max_packet_header_bytes"`
-		MinPacketHeaderBytes  int    `json:"min_packet_header_bytes"`
-		FragmentHeaderBytes   int    `json:"fragment_header_bytes"`
-		NumCounters           int    `json:"num_counters"`
-		DefaultEndpointConfig struct {
+		VersionFull          string `json:"version_full"`
+		MaxPacketHeaderBytes int    `json:"max_packet_header_bytes"`
+		MinPacketHeaderBytes int    `json:"min_packet_header_bytes"`
+		FragmentHeaderBytes  int    `json:"fragment_header_bytes"`
+		NumCounters          int    `json:"num_counters"`
+		DefaultConfig        struct {
 			Name string `json:"name"`
 			vConfig
 			RTTBits  hexBits `json:"rtt_smoothing_factor_bits"`
@@ -174,7 +174,7 @@ type vectors struct {
 		Cases   []struct {
 			Index          int      `json:"index"`
 			Description    string   `json:"description"`
-			EndpointConfig string   `json:"config"`
+			Config         string   `json:"config"`
 			PayloadBytes   int      `json:"payload_bytes"`
 			WarmupSends    int      `json:"sender_warmup_sends"`
 			ReceivedBefore []uint16 `json:"sender_received_before_send"`
@@ -210,7 +210,7 @@ type vectors struct {
 		Cases []struct {
 			Index          int              `json:"index"`
 			Name           string           `json:"name"`
-			EndpointConfig string           `json:"config"`
+			Config         string           `json:"config"`
 			ConfigValues   *vConfig         `json:"config_values"`
 			Setup          []vectortest.Hex `json:"setup"`
 			SetupDelivered int              `json:"setup_delivered"`
@@ -278,7 +278,7 @@ type recorder struct {
 	reject    map[uint16]bool
 }
 
-func newRecorder(t testing.TB, cfg EndpointConfig, now float64) *recorder {
+func newRecorder(t testing.TB, cfg Config, now float64) *recorder {
 	r := &recorder{reject: map[uint16]bool{}}
 	cfg.Transmit = func(_ uint16, p []byte) { r.sent = append(r.sent, slices.Clone(p)) }
 	cfg.Process = func(seq uint16, p []byte) bool {
@@ -287,7 +287,7 @@ func newRecorder(t testing.TB, cfg EndpointConfig, now float64) *recorder {
 		r.payloads = append(r.payloads, slices.Clone(p))
 		return ok
 	}
-	e, err := NewEndpoint(cfg, now)
+	e, err := New(cfg, now)
 	require.NoError(t, err)
 	r.Endpoint = e
 	return r
@@ -318,15 +318,15 @@ func TestVectorConstants(t *testing.T) {
 	assert.Equal(t, FragmentHeaderBytes, c.FragmentHeaderBytes)
 	assert.Equal(t, int(NumCounters), c.NumCounters)
 	assert.Equal(t, MaxFragmentsLimit, c.Derived.MaxFragmentsHardLimit)
-	d := DefaultEndpointConfig()
-	assert.Equal(t, c.DefaultEndpointConfig.Name, d.Name)
-	want := c.DefaultEndpointConfig.config()
-	want.Name = c.DefaultEndpointConfig.Name
+	d := DefaultConfig()
+	assert.Equal(t, c.DefaultConfig.Name, d.Name)
+	want := c.DefaultConfig.config()
+	want.Name = c.DefaultConfig.Name
 	assert.Equal(t, want, d)
-	assert.Equal(t, uint32(c.DefaultEndpointConfig.RTTBits), math.Float32bits(d.RTTSmoothingFactor))
-	assert.Equal(t, uint32(c.DefaultEndpointConfig.LossBits), math.Float32bits(d.PacketLossSmoothingFactor))
-	assert.Equal(t, uint32(c.DefaultEndpointConfig.BWBits), math.Float32bits(d.BandwidthSmoothingFactor))
-	e, err := NewEndpoint(EndpointConfig{}, t0)
+	assert.Equal(t, uint32(c.DefaultConfig.RTTBits), math.Float32bits(d.RTTSmoothingFactor))
+	assert.Equal(t, uint32(c.DefaultConfig.LossBits), math.Float32bits(d.PacketLossSmoothingFactor))
+	assert.Equal(t, uint32(c.DefaultConfig.BWBits), math.Float32bits(d.BandwidthSmoothingFactor))
+	e, err := New(Config{}, t0)
 	require.NoError(t, err)
 	assert.Len(t, e.scratch, c.Derived.TransmitBufferBytes)
 	assert.Equal(t, c.Derived.ReceiveSizeLimit, d.MaxPacketSize+MaxPacketHeaderBytes+FragmentHeaderBytes)
@@ -347,7 +347,7 @@ func TestVectorPacketHeaders(t *testing.T) {
 			assert.Equal(t, packetHeader{c.Decoded.Sequence, c.Decoded.Ack, uint32(c.Decoded.AckBits)}, h)
 
 			// The endpoint writes the same header when its state says so.
-			r := newRecorder(t, EndpointConfig{}, t0)
+			r := newRecorder(t, Config{}, t0)
 			r.sequence, r.Endpoint.sent.sequence = c.Sequence, c.Sequence // what warmup sends would do
 			ack, bits := c.Ack, uint32(c.AckBits)
 			r.received.sequence = ack + 1
@@ -376,8 +376,8 @@ func TestVectorFragments(t *testing.T) {
 	require.Len(t, v.Fragments.Cases, 20)
 	for _, c := range v.Fragments.Cases {
 		t.Run(fmt.Sprintf("%d_%s", c.Index, c.Description), func(t *testing.T) {
-			vc, ok := v.Fragments.Configs[c.EndpointConfig]
-			require.True(t, ok, c.EndpointConfig)
+			vc, ok := v.Fragments.Configs[c.Config]
+			require.True(t, ok, c.Config)
 			cfg := vc.config()
 			s := newRecorder(t, cfg, t0)
 			s.warmup(t, c.WarmupSends)
@@ -442,7 +442,7 @@ func TestVectorInvalidPackets(t *testing.T) {
 	require.Len(t, v.InvalidPackets.Cases, 60)
 	for _, c := range v.InvalidPackets.Cases {
 		t.Run(fmt.Sprintf("%d_%s", c.Index, c.Name), func(t *testing.T) {
-			cfg := DefaultEndpointConfig()
+			cfg := DefaultConfig()
 			if c.ConfigValues != nil {
 				cfg = c.ConfigValues.config()
 			}

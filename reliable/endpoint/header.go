@@ -1,4 +1,4 @@
-package reliable
+package endpoint
 
 import "encoding/binary"
 

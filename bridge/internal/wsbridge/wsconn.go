@@ -1,4 +1,4 @@
-package bridge
+package wsbridge
 
 import (
 	"bufio"
@@ -13,22 +13,19 @@ import (
 // The connection under a session's WebSocket, on the bridge's side (the
 // relay's and the Mux's): writes that can be held back and sent together.
 
-// batchBytes bounds what a session holds back to send in one write.
-const batchBytes = 16 << 10
-
 var batchBufs = sync.Pool{New: func() any {
-	b := make([]byte, 0, batchBytes)
+	b := make([]byte, 0, BatchBytes)
 	return &b
 }}
 
-// batchConn is a session's connection. While batching (between hold and
-// flush), what the WebSocket writes is appended to a pooled buffer instead
+// BatchConn is a session's connection. While batching (between hold and
+// Flush), what the WebSocket writes is appended to a pooled buffer instead
 // of going out, and flush sends it in one write: several messages, one
 // system call.
 //
 // Lock order: mu is a leaf; the WebSocket's own write lock is taken
 // outside it (its writes come here).
-type batchConn struct {
+type BatchConn struct {
 	net.Conn
 
 	mu      sync.Mutex // serializes the connection's writes
@@ -37,7 +34,7 @@ type batchConn struct {
 }
 
 // Write sends p, or holds it while batching.
-func (c *batchConn) Write(p []byte) (int, error) {
+func (c *BatchConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.holding {
@@ -58,15 +55,15 @@ func (c *batchConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// hold starts a batch: writes are held until flush.
-func (c *batchConn) hold() {
+// Hold starts a batch: writes are held until flush.
+func (c *BatchConn) Hold() {
 	c.mu.Lock()
 	c.holding = true
 	c.mu.Unlock()
 }
 
-// flush ends a batch, sending what it held in one write.
-func (c *batchConn) flush() error {
+// Flush ends a batch, sending what it held in one write.
+func (c *BatchConn) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holding = false
@@ -74,7 +71,7 @@ func (c *batchConn) flush() error {
 }
 
 // flushLocked sends what is held and returns the buffer to the pool.
-func (c *batchConn) flushLocked() error {
+func (c *BatchConn) flushLocked() error {
 	p := c.pending
 	if p == nil {
 		return nil
@@ -89,8 +86,8 @@ func (c *batchConn) flushLocked() error {
 	return err
 }
 
-// release returns a buffer still held (the session ended mid-batch).
-func (c *batchConn) release() {
+// Release returns a buffer still held (the session ended mid-batch).
+func (c *BatchConn) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holding = false
@@ -101,36 +98,29 @@ func (c *batchConn) release() {
 	}
 }
 
-// closeTimeout bounds the close of a relay session's WebSocket, and of a
-// refused one: writing the close frame and waiting for the peer's. A peer
-// that does not answer, or that declared a frame longer than it sent
-// (coder/websocket's Close reads the rest of the frame first, with no
-// deadline of its own), has its TCP connection cut when it passes.
-const closeTimeout = time.Second
-
-// closeWS closes ws, over c, with code and reason, and returns within
-// closeTimeout: the connection's deadline bounds the close handshake, and
+// CloseWS closes ws, over c, with code and reason, and returns within
+// CloseTimeout: the connection's deadline bounds the close handshake, and
 // every read or write on it still in progress, after which they fail and
 // ws closes the connection. (A timer calling CloseNow would not do: it
 // does nothing while a Close is in progress.)
-func closeWS(ws *websocket.Conn, c *batchConn, code websocket.StatusCode, reason string) {
-	c.closeBy(time.Now().Add(closeTimeout))
+func CloseWS(ws *websocket.Conn, c *BatchConn, code websocket.StatusCode, reason string) {
+	c.CloseBy(time.Now().Add(CloseTimeout))
 	ws.Close(code, reason)
 }
 
-// closeBy sets the connection's deadline for the close: every read and
+// CloseBy sets the connection's deadline for the close: every read and
 // write, and those in progress, fail once t has passed.
-func (c *batchConn) closeBy(t time.Time) { _ = c.Conn.SetDeadline(t) }
+func (c *BatchConn) CloseBy(t time.Time) { _ = c.Conn.SetDeadline(t) }
 
-// cut closes the TCP connection at once, whatever its WebSocket is doing:
+// Cut closes the TCP connection at once, whatever its WebSocket is doing:
 // a read or write in progress fails, and so does the close handshake,
 // after which the WebSocket is closed. It never blocks, unlike CloseNow,
 // which waits for a Close in progress.
-func (c *batchConn) cut() { _ = c.Conn.Close() }
+func (c *BatchConn) Cut() { _ = c.Conn.Close() }
 
 // Buffer sizes of a session's WebSocket. A frame of the bridge (a message
 // of up to 1300 bytes and its header, a close frame) fits in the write
-// buffer, so that a message is one write to the batchConn. Reads of a
+// buffer, so that a message is one write to the BatchConn. Reads of a
 // message larger than the read buffer go around it.
 const (
 	wsReadBuffer  = 1024
@@ -138,12 +128,12 @@ const (
 )
 
 // upgrader is the http.ResponseWriter handed to websocket.Accept: its
-// Hijack gives the WebSocket a batchConn to write to, and buffers of
+// Hijack gives the WebSocket a BatchConn to write to, and buffers of
 // its own, smaller than net/http's 4 KiB ones, which go with net/http's
 // connection once the handler returns (the session runs on without it).
 type upgrader struct {
 	http.ResponseWriter
-	conn *batchConn // set by Hijack
+	conn *BatchConn // set by Hijack
 }
 
 // Hijack implements http.Hijacker over the ResponseWriter's own.
@@ -156,7 +146,7 @@ func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		c.Close()
 		return nil, nil, err
 	}
-	u.conn = &batchConn{Conn: c}
+	u.conn = &BatchConn{Conn: c}
 	br := brw.Reader
 	if br.Buffered() == 0 {
 		// Nothing read past the request (a client waits for the 101).
@@ -165,8 +155,8 @@ func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return u.conn, bufio.NewReadWriter(br, bufio.NewWriterSize(u.conn, wsWriteBuffer)), nil
 }
 
-// accept upgrades the request to a WebSocket over a batchConn.
-func accept(w http.ResponseWriter, r *http.Request, opts *websocket.AcceptOptions) (*websocket.Conn, *batchConn, error) {
+// Accept upgrades the request to a WebSocket over a BatchConn.
+func Accept(w http.ResponseWriter, r *http.Request, opts *websocket.AcceptOptions) (*websocket.Conn, *BatchConn, error) {
 	u := &upgrader{ResponseWriter: w}
 	ws, err := websocket.Accept(u, r, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-package bridge
+package wsbridge
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"github.com/coder/websocket"
 )
 
-// watchdog enforces the timeouts of one session, of the relay or of a Mux:
+// Watchdog enforces the timeouts of one session, of the relay or of a Mux:
 // the session records its activity and writes in it, and it calls the
 // session's check every period, on a timer (no goroutine of its own),
 // until the check says to stop or stop is called.
 //
 // Lock order: mu is a leaf; a check runs without it.
-type watchdog struct {
+type Watchdog struct {
 	start  time.Time
 	period time.Duration
 	idle   time.Duration // the idle timeout; <= 0 disables it
@@ -31,9 +31,9 @@ type watchdog struct {
 	running sync.WaitGroup // a check in progress
 }
 
-// watchPeriod is how often a watchdog checks: an eighth of the shortest of
+// WatchPeriod is how often a Watchdog checks: an eighth of the shortest of
 // timeouts (those > 0), at least 5 ms and at most ceiling.
-func watchPeriod(ceiling time.Duration, timeouts ...time.Duration) time.Duration {
+func WatchPeriod(ceiling time.Duration, timeouts ...time.Duration) time.Duration {
 	shortest := ceiling * 8
 	for _, t := range timeouts {
 		if t > 0 {
@@ -43,63 +43,63 @@ func watchPeriod(ceiling time.Duration, timeouts ...time.Duration) time.Duration
 	return min(max(shortest/8, 5*time.Millisecond), ceiling)
 }
 
-// newWatchdog returns a watchdog whose session is active now.
-func newWatchdog(period, idle, write time.Duration) *watchdog {
-	w := &watchdog{start: time.Now(), period: period, idle: idle, write: write}
-	w.active()
+// NewWatchdog returns a Watchdog whose session is active now.
+func NewWatchdog(period, idle, write time.Duration) *Watchdog {
+	w := &Watchdog{start: time.Now(), period: period, idle: idle, write: write}
+	w.Active()
 	return w
 }
 
-// now is the monotonic time since the watchdog was made, in nanoseconds.
-func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
+// Now is the monotonic time since the Watchdog was made, in nanoseconds.
+func (w *Watchdog) Now() int64 { return int64(time.Since(w.start)) }
 
-// active records a message either way.
-func (w *watchdog) active() { w.lastActive.Store(w.now()) }
+// Active records a message either way.
+func (w *Watchdog) Active() { w.lastActive.Store(w.Now()) }
 
-// idleFor reports whether no message has gone either way for the idle
+// IdleFor reports whether no message has gone either way for the idle
 // timeout.
-func (w *watchdog) idleFor(now int64) bool {
+func (w *Watchdog) IdleFor(now int64) bool {
 	return w.idle > 0 && now-w.lastActive.Load() >= int64(w.idle)
 }
 
-// stalled reports whether a write has been in progress for the write
+// Stalled reports whether a write has been in progress for the write
 // timeout: the peer does not read, and no close handshake is possible.
-func (w *watchdog) stalled(now int64) bool {
+func (w *Watchdog) Stalled(now int64) bool {
 	ws := w.writeStart.Load()
 	return w.write > 0 && ws != 0 && now-(ws-1) >= int64(w.write)
 }
 
-// writeMessage writes one message to ws; a message written counts as
+// WriteMessage writes one message to ws; a message written counts as
 // activity. The context has no deadline, which costs nothing per write:
 // the check enforces the write timeout (see stalled).
-func (w *watchdog) writeMessage(ws *websocket.Conn, typ websocket.MessageType, p []byte) error {
-	w.writeStart.Store(w.now() + 1)
+func (w *Watchdog) WriteMessage(ws *websocket.Conn, typ websocket.MessageType, p []byte) error {
+	w.writeStart.Store(w.Now() + 1)
 	err := ws.Write(context.Background(), typ, p)
 	w.writeStart.Store(0)
 	if err == nil {
-		w.active()
+		w.Active()
 	}
 	return err
 }
 
-// flush sends what c holds (see batchConn), as writeMessage writes: the
+// Flush sends what c holds (see BatchConn), as writeMessage writes: the
 // check enforces the write timeout.
-func (w *watchdog) flush(c *batchConn) error {
-	w.writeStart.Store(w.now() + 1)
-	err := c.flush()
+func (w *Watchdog) Flush(c *BatchConn) error {
+	w.writeStart.Store(w.Now() + 1)
+	err := c.Flush()
 	w.writeStart.Store(0)
 	return err
 }
 
-// run calls check every period until it returns false or stop is called.
-func (w *watchdog) run(check func(now int64) bool) {
+// Run calls check every period until it returns false or stop is called.
+func (w *Watchdog) Run(check func(now int64) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.check = check
 	w.timer = time.AfterFunc(w.period, w.fire)
 }
 
-func (w *watchdog) fire() {
+func (w *Watchdog) fire() {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
@@ -109,7 +109,7 @@ func (w *watchdog) fire() {
 	defer w.running.Done()
 	check := w.check
 	w.mu.Unlock()
-	again := check(w.now())
+	again := check(w.Now())
 	w.mu.Lock()
 	if again && !w.stopped {
 		w.timer.Reset(w.period)
@@ -117,9 +117,9 @@ func (w *watchdog) fire() {
 	w.mu.Unlock()
 }
 
-// stop stops the checks and waits for one in progress to return. It must
+// Stop stops the checks and waits for one in progress to return. It must
 // not be called from a check.
-func (w *watchdog) stop() {
+func (w *Watchdog) Stop() {
 	w.mu.Lock()
 	w.stopped = true
 	if w.timer != nil {

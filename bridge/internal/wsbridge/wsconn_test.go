@@ -1,4 +1,4 @@
-package bridge
+package wsbridge
 
 import (
 	"bytes"
@@ -30,16 +30,16 @@ func TestBatchConn(t *testing.T) {
 	}{
 		{"not holding: one write each", false, [][]byte{msg(10, 1), msg(20, 2)}, []int{10, 20}},
 		{"holding: one write", true, [][]byte{msg(10, 1), msg(20, 2), msg(1310, 3)}, []int{1340}},
-		{"holding past the bound", true, [][]byte{msg(batchBytes-10, 1), msg(20, 2), msg(30, 3)}, []int{batchBytes - 10, 50}},
-		{"a message larger than the bound", true, [][]byte{msg(10, 1), msg(batchBytes+1, 2), msg(5, 3)}, []int{10, batchBytes + 1, 5}},
+		{"holding past the bound", true, [][]byte{msg(BatchBytes-10, 1), msg(20, 2), msg(30, 3)}, []int{BatchBytes - 10, 50}},
+		{"a message larger than the bound", true, [][]byte{msg(10, 1), msg(BatchBytes+1, 2), msg(5, 3)}, []int{10, BatchBytes + 1, 5}},
 		{"holding nothing", true, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cc := &countingConn{}
-			c := &batchConn{Conn: cc}
+			c := &BatchConn{Conn: cc}
 			if tt.hold {
-				c.hold()
+				c.Hold()
 			}
 			var want []byte
 			for _, m := range tt.msgs {
@@ -48,7 +48,7 @@ func TestBatchConn(t *testing.T) {
 				require.Equal(t, len(m), n)
 				want = append(want, m...)
 			}
-			require.NoError(t, c.flush())
+			require.NoError(t, c.Flush())
 			var sizes []int
 			var got []byte
 			for _, w := range cc.writes {
@@ -68,11 +68,11 @@ func TestBatchConn(t *testing.T) {
 
 	t.Run("release", func(t *testing.T) {
 		cc := &countingConn{}
-		c := &batchConn{Conn: cc}
-		c.hold()
+		c := &BatchConn{Conn: cc}
+		c.Hold()
 		_, err := c.Write(msg(10, 1))
 		require.NoError(t, err)
-		c.release()
+		c.Release()
 		assert.Nil(t, c.pending)
 		assert.Empty(t, cc.writes, "an ended session's batch is dropped")
 	})

@@ -1,4 +1,4 @@
-package reliable
+package endpoint
 
 // Sequence numbers are 16 bits and wrap. These are the reference's
 // comparisons: s1 is newer than s2 when it is ahead by at most half the

@@ -1,4 +1,4 @@
-package reliable
+package endpoint
 
 import (
 	"bytes"
@@ -57,7 +57,7 @@ func FuzzReassembly(f *testing.F) {
 	f.Add([]byte{1, 2, 0, 0, 3, 0xff, 0x00, 1, 2, 0, 1, 3, 9}, []byte{0, 1, 2, 3}, uint16(100))
 	f.Add([]byte{0x3e, 0, 0, 1, 0, 0, 0, 0, 5}, []byte{3, 2, 1, 0, 0}, uint16(65535))
 	f.Fuzz(func(t *testing.T, junk, order []byte, seq uint16) {
-		cfg := EndpointConfig{MaxPacketSize: 64, FragmentAbove: 16, MaxFragments: 4, FragmentSize: 16, FragmentReassemblyBufferSize: 4}
+		cfg := Config{MaxPacketSize: 64, FragmentAbove: 16, MaxFragments: 4, FragmentSize: 16, FragmentReassemblyBufferSize: 4}
 		var got [][]byte
 		cfg.Process = func(_ uint16, p []byte) bool {
 			if len(p) > 64 {
@@ -66,7 +66,7 @@ func FuzzReassembly(f *testing.F) {
 			got = append(got, bytes.Clone(p))
 			return true
 		}
-		r, err := NewEndpoint(cfg, 0)
+		r, err := New(cfg, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func FuzzReassembly(f *testing.F) {
 		scfg := cfg
 		scfg.Process = nil
 		scfg.Transmit = func(_ uint16, p []byte) { frags = append(frags, bytes.Clone(p)) }
-		s, err := NewEndpoint(scfg, 0)
+		s, err := New(scfg, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,145 @@
+package wsbridge
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ErrFull is why a session was refused: the bridge has its MaxSessions
+// open. Package bridge exports it as ErrBridgeFull.
+var ErrFull = errors.New("netcode/bridge: too many sessions")
+
+// CodeFull is the close code of a refusal for the cap: WebSocket's 1013,
+// try again later.
+const CodeFull = websocket.StatusTryAgainLater
+
+// RefusedHeader is the HTTP response header of a refusal for the cap;
+// its value is "full".
+const RefusedHeader = "Netcode-Bridge-Refused"
+
+// Gate is the one admission path of both bridges, the relay's Handler and
+// the transport's Mux: the subprotocol check (HTTP 400), the refusal after
+// Close (HTTP 503), the session cap and its refusals (RefuseOverCap), the
+// lifting of the http.Server's deadlines and the upgrade, each close
+// bounded by CloseTimeout. It counts the sessions it admitted until they
+// Release their slot, and Wait waits for them.
+//
+// Lock order: mu, then whatever the caller's start takes (its sessions'
+// lock); start runs under mu so that Close never misses a session.
+type Gate struct {
+	Subprotocol string
+	Max         int                     // sessions at once
+	Accept      websocket.AcceptOptions // the upgrade of a session
+	Refuse      websocket.AcceptOptions // the upgrade of a refusal
+	Log         *slog.Logger
+	Name        string // "relay" or "transport", in logs
+
+	mu       sync.Mutex
+	active   int // sessions from their admission to their release
+	closed   bool
+	refusing atomic.Int64 // refusals with an upgrade in progress
+	wg       sync.WaitGroup
+}
+
+// Admit answers r. If it admits a session, it calls start under the
+// gate's lock with the WebSocket, its connection and release, which the
+// session calls once when it has ended (its goroutines included); start
+// must not block. A request the gate turns away has been answered.
+func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, start func(ws *websocket.Conn, bc *BatchConn, release func())) {
+	if !Offers(r, g.Subprotocol) {
+		http.Error(w, "netcode/bridge: WebSocket subprotocol "+g.Subprotocol+" required", http.StatusBadRequest)
+		return
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		http.Error(w, "netcode/bridge: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	g.wg.Add(1)
+	if g.active >= g.Max {
+		g.mu.Unlock()
+		defer g.wg.Done()
+		g.refuseOverCap(w, r)
+		return
+	}
+	g.active++
+	g.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.active--
+			g.mu.Unlock()
+			g.wg.Done()
+		})
+	}
+	clearDeadlines(w)
+	ws, bc, err := Accept(w, r, &g.Accept)
+	if err != nil {
+		release()
+		return // Accept has answered the request.
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		CloseWS(ws, bc, websocket.StatusGoingAway, "netcode/bridge: shutting down")
+		release()
+		return
+	}
+	start(ws, bc, release)
+	g.mu.Unlock()
+}
+
+// Close makes the gate refuse every request from now on; the caller then
+// ends its sessions and calls Wait.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// Wait waits until every admitted session has released its slot and
+// every refusal has been answered.
+func (g *Gate) Wait() { g.wg.Wait() }
+
+// refuseOverCap turns a request away because of the session cap: with a
+// WebSocket closed at once with 1013 (try again later), which browsers can
+// tell apart from a network failure, or, when more than maxRefusing of
+// those are in progress, with a plain HTTP 503 that costs less. Both
+// responses carry RefusedHeader.
+func (g *Gate) refuseOverCap(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(RefusedHeader, "full")
+	if g.refusing.Add(1) > maxRefusing {
+		g.refusing.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, ErrFull.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer g.refusing.Add(-1)
+	clearDeadlines(w)
+	ws, bc, err := Accept(w, r, &g.Refuse)
+	if err != nil {
+		return
+	}
+	g.Log.Debug("netcode/bridge: session refused, too many", "bridge", g.Name, "remote", r.RemoteAddr)
+	// Bounded like any close: a client that pipelined a long frame
+	// after its request, or does not answer, is cut at CloseTimeout.
+	CloseWS(ws, bc, CodeFull, ErrFull.Error())
+}
+
+// clearDeadlines lifts the read and write deadlines an http.Server with
+// ReadTimeout or WriteTimeout has set on the connection: they would stay on
+// the hijacked connection and cut every session short. The session's own
+// timeouts apply instead.
+func clearDeadlines(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+}

@@ -1,0 +1,185 @@
+package transport
+
+import (
+	"errors"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/gonetcode/netcode/internal/packetq"
+)
+
+// serve runs the session until it ends: it reads the peer, and its writer
+// writes to it.
+func (s *muxSession) serve(remote string) {
+	m := s.m
+	start := time.Now()
+	m.log.Debug("netcode/bridge: transport session start", "remote", remote, "addr", s.addr)
+	s.wd.Run(s.watch)
+	go s.writer()
+	s.readLoop()
+	s.end(websocket.StatusNormalClosure, "")
+	<-s.writerDone
+	s.wd.Stop()
+	s.out.Close() // frees what the writer left
+	m.mu.Lock()
+	delete(m.sessions, s.addr)
+	m.sessDropped.Add(s.out.Dropped())
+	m.mu.Unlock()
+	m.log.Debug("netcode/bridge: transport session end", "remote", remote, "addr", s.addr,
+		"code", int(s.code), "reason", s.reason, "duration", time.Since(start))
+}
+
+// errSessionEnded ends a session's send queue: its writer writes what is
+// queued, then closes the WebSocket.
+var errSessionEnded = errors.New("netcode/bridge: session ended")
+
+// muxSession is one WebSocket peer of a Mux.
+type muxSession struct {
+	m    *Mux
+	ws   *websocket.Conn
+	bc   *wsbridge.BatchConn // under ws
+	addr netip.AddrPort
+	out  *packetq.Queue // datagrams for the peer; ended when the session ends
+	wd   *wsbridge.Watchdog
+
+	endOnce    sync.Once
+	code       websocket.StatusCode
+	reason     string // code and reason are written before out is ended
+	writerDone chan struct{}
+
+	endedAt atomic.Int64 // wd.Now() + 1 of the end; 0 while running
+	queued  atomic.Int32 // datagrams of the session in the Mux's read queue
+}
+
+// end ends the session once, recording why; the writer then writes what is
+// queued and closes the WebSocket with code and reason, all within
+// wsbridge.MuxEndGrace: the connection's deadline bounds them (and the watchdog
+// cuts the connection if that did not do).
+func (s *muxSession) end(code websocket.StatusCode, reason string) {
+	s.endOnce.Do(func() {
+		s.code, s.reason = code, reason
+		s.endedAt.Store(s.wd.Now() + 1)
+		s.bc.CloseBy(time.Now().Add(wsbridge.MuxEndGrace))
+		s.out.End(errSessionEnded)
+	})
+}
+
+// send queues a copy of p for the peer, or drops it (counted) if the queue
+// is full; after the end it is refused.
+func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
+
+// writer writes the queued datagrams to the WebSocket until the session
+// ends, then the rest of the queue, then closes the WebSocket. When several
+// are queued, their messages go out together, in one write to the
+// connection (up to wsbridge.BatchBytes).
+func (s *muxSession) writer() {
+	defer close(s.writerDone)
+	defer s.bc.Release()
+	buf := make([]byte, MaxMessage)
+	for s.writeBatch(buf) {
+	}
+	s.ws.Close(s.code, s.reason)
+}
+
+// writeBatch waits for a datagram and writes it with the others queued
+// behind it. It reports false once the session has ended and the queue is
+// drained, or a write failed: code and reason are set.
+func (s *muxSession) writeBatch(buf []byte) bool {
+	n, _, err := s.out.Read(buf)
+	if err != nil {
+		return false
+	}
+	if s.out.Len() == 0 {
+		return s.write(buf[:n])
+	}
+	s.bc.Hold()
+	ok := s.write(buf[:n])
+	for ok && s.out.Len() > 0 {
+		// Only this goroutine reads: what Len counts is there.
+		if n, _, err = s.out.Read(buf); err != nil {
+			break
+		}
+		ok = s.write(buf[:n])
+	}
+	if err := s.wd.Flush(s.bc); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
+		return false
+	}
+	return ok
+}
+
+// write writes one datagram; it reports false (having ended the session)
+// if that failed. A datagram written counts as activity for the idle
+// timeout.
+func (s *muxSession) write(p []byte) bool {
+	if err := s.wd.WriteMessage(s.ws, websocket.MessageBinary, p); err != nil {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
+		return false
+	}
+	return true
+}
+
+// readLoop feeds the peer's messages to the Mux's read queue until reading
+// fails or the session ends.
+func (s *muxSession) readLoop() {
+	buf := make([]byte, MaxMessage+1)
+	for {
+		typ, n, err := wsbridge.ReadMessage(s.ws, buf)
+		if err != nil {
+			s.end(wsbridge.ReadEnd(err))
+			return
+		}
+		switch {
+		case typ != websocket.MessageBinary:
+			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
+			return
+		case n == 0:
+			continue // not a datagram, and not activity either
+		case n > MaxMessage:
+			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1300 bytes")
+			return
+		}
+		s.wd.Active()
+		select {
+		case <-s.out.Done():
+			return
+		default:
+		}
+		if s.queued.Load() >= muxSessionShare {
+			s.m.overShare.Add(1)
+			continue
+		}
+		if s.m.q.Push(s.addr, buf[:n]) {
+			s.queued.Add(1)
+		}
+	}
+}
+
+// watch applies the idle and write timeouts, and cuts the connection of a
+// session that ended more than wsbridge.MuxEndGrace ago but is still writing or
+// closing. It runs every period from the session's watchdog until the
+// session is gone, so that Close, which waits for every session, cannot
+// wait forever.
+func (s *muxSession) watch(now int64) bool {
+	if e := s.endedAt.Load(); e != 0 {
+		if now-(e-1) >= int64(wsbridge.MuxEndGrace) {
+			// Ended long ago and still writing or closing: the writer
+			// and the reader return once the connection is gone. (Not
+			// CloseNow, which waits for a Close in progress.)
+			s.bc.Cut()
+		}
+	} else if s.wd.IdleFor(now) {
+		s.end(wsbridge.CodeIdleTimeout, "netcode/bridge: idle timeout")
+	}
+	if s.wd.Stalled(now) {
+		// The peer does not read: no close handshake is possible.
+		s.bc.Cut()
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write timeout")
+	}
+	return true
+}

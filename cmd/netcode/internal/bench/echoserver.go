@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/token"
+)
+
+// echoServer is the netcode phase's echo server: a Listener in this
+// process, with one echo goroutine per connection, or with
+// Config.ServerProcess one in a child process.
+type echoServer struct {
+	r        *run
+	addr     netip.AddrPort
+	l        *netcode.Listener // in this process
+	accepted chan struct{}     // a connection was accepted (in this process)
+	child    *childProc        // in a child process
+}
+
+// startEchoServer starts r's server; its goroutines in this process carry
+// the label bench=server.
+func startEchoServer(ctx context.Context, r *run, key crypto.Key) (*echoServer, error) {
+	cfg := r.cfg
+	s := &echoServer{r: r}
+	if cfg.ServerProcess {
+		argv := cfg.Child
+		if argv == nil {
+			var err error
+			if argv, err = defaultChild(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := startChild(argv, "server", roleServer, hex.EncodeToString(key[:]),
+			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients),
+			"-read-shards", strconv.Itoa(cfg.ReadShards))
+		if err != nil {
+			return nil, err
+		}
+		if s.addr, err = netip.ParseAddrPort(c.ready.UDP); err != nil {
+			c.stop()
+			return nil, fmt.Errorf("bench: the server process's address: %w", err)
+		}
+		s.child = c
+		return s, nil
+	}
+	var err error
+	s.accepted = make(chan struct{}, cfg.Clients)
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		s.l, err = netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
+			ProtocolID:   cfg.ProtocolID,
+			PrivateKey:   key,
+			MaxClients:   cfg.MaxClients,
+			Socket:       netcode.SocketConfig{ReadShards: cfg.ReadShards},
+			Logger:       cfg.Logger,
+			TickInterval: cfg.ServerTick,
+		})
+		if err != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := s.l.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case s.accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.addr = netip.MustParseAddrPort(s.l.Addr().String())
+	return s, nil
+}
+
+// close stops the server and waits for its goroutines or its process.
+func (s *echoServer) close() {
+	if s.child != nil {
+		s.child.stop()
+		return
+	}
+	s.l.Close()
+	s.r.echoes.Wait()
+}
+
+// cpu is the CPU time so far of a server process; 0 in this process.
+func (s *echoServer) cpu() time.Duration {
+	if s.child == nil {
+		return 0
+	}
+	d, _, _ := s.child.cpu()
+	return d
+}
+
+// waitAccepted waits (briefly) for the server to have accepted n clients.
+func (s *echoServer) waitAccepted(n int) {
+	if s.child != nil {
+		return // the clients' handshakes completed: the server holds them
+	}
+	for range n {
+		select {
+		case <-s.accepted:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// packets returns the server's payload datagrams so far (in + out): those
+// its echo goroutines read, twice, or for a server process two per echo
+// the clients received.
+func (s *echoServer) packets() uint64 {
+	if s.child != nil {
+		_, recv := s.r.totals()
+		return 2 * recv
+	}
+	return 2 * s.r.serverRecv()
+}
+
+// stats returns the server's counters; nil for a server process.
+func (s *echoServer) stats() *netcode.ServerStats {
+	if s.child != nil {
+		return nil
+	}
+	st := s.l.Stats()
+	return &st
+}
+
+// status is the server's part of a progress line.
+func (s *echoServer) status() string {
+	if s.child != nil {
+		return "server: in its own process"
+	}
+	st := s.l.Stats()
+	r := s.r
+	r.srvMu.Lock()
+	ends := 0
+	for _, v := range r.srvEnds {
+		ends += v
+	}
+	r.srvMu.Unlock()
+	return fmt.Sprintf("server: connected %d  ended %d  ignored %d", st.Connected, ends, st.Ignored)
+}
+
+// connectStats is what connectAll measured.
+type connectStats struct {
+	connected int
+	took      time.Duration  // from the first dial to the last connection
+	perSec    float64        // connected / took
+	errs      map[string]int // dial errors by text; nil if none
+}
+
+// mintTokens makes one connect token per client (client ids 1 to n) for
+// the server at addr, valid for an hour.
+func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key crypto.Key, addr netip.AddrPort) ([][]byte, error) {
+	tokens := make([][]byte, n)
+	for i := range tokens {
+		var err error
+		tokens[i], err = token.Generate(&token.Params{
+			ProtocolID:     protocolID,
+			ClientID:       uint64(i + 1),
+			PrivateKey:     key,
+			ServerAddrs:    []netip.AddrPort{addr},
+			ExpireSeconds:  3600,
+			TimeoutSeconds: timeoutSeconds,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}

@@ -1,0 +1,185 @@
+package netcode_test
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
+	"github.com/gonetcode/netcode/reliable"
+	"github.com/stretchr/testify/require"
+)
+
+// inventoryDocs are the package docs that list their package's goroutines,
+// by the function each runs, in a block that follows a line naming
+// TestGoroutineInventory: one goroutine a line, a tab, then the function
+// (package.(*Type).method) and what it does.
+var inventoryDocs = []string{"doc.go", "bridge/doc.go", "bridge/transport/doc.go", "reliable/doc.go"}
+
+// documentedGoroutines reads the lists of inventoryDocs.
+func documentedGoroutines(t *testing.T) map[string]bool {
+	t.Helper()
+	entry := regexp.MustCompile(`^//\t([a-z]+\.[\w().*]+)\s`)
+	doc := make(map[string]bool)
+	for _, f := range inventoryDocs {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		in, n := false, 0
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.Contains(line, "TestGoroutineInventory"):
+				in = true
+			case in && (line == "//" && n > 0 || !strings.HasPrefix(line, "//")):
+				in = false
+			case in:
+				if m := entry.FindStringSubmatch(line); m != nil {
+					doc[m[1]] = true
+					n++
+				}
+			}
+		}
+		require.NotZero(t, n, "%s lists no goroutine", f)
+	}
+	return doc
+}
+
+// closure matches the suffix of a function literal's name.
+var closure = regexp.MustCompile(`\.(func|gowrap)\d+(\.\d+)*$`)
+
+// runningGoroutines returns, for every goroutine of the module's library
+// code (not started by a test), the function it runs: the outermost of its
+// frames in the module that is not a function literal, named as
+// package.(*Type).method; and how many run each.
+func runningGoroutines() map[string]int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	const module = "github.com/gonetcode/netcode"
+	got := make(map[string]int)
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(strings.TrimSpace(g), "\n")
+		type frame struct{ fn, file string }
+		var frames []frame
+		byTest := false
+		for i := 1; i+1 < len(lines); i += 2 {
+			fn, file := lines[i], strings.TrimSpace(lines[i+1])
+			if strings.HasPrefix(fn, "created by ") {
+				byTest = strings.Contains(file, "_test.go") || strings.Contains(fn, "testing.")
+				break
+			}
+			if j := strings.LastIndex(fn, "("); j > 0 {
+				fn = fn[:j]
+			}
+			frames = append(frames, frame{fn, file})
+		}
+		if byTest {
+			continue
+		}
+		for _, f := range slices.Backward(frames) {
+			if !strings.HasPrefix(f.fn, module) || strings.Contains(f.file, "_test.go") || closure.MatchString(f.fn) {
+				continue
+			}
+			name := f.fn[strings.LastIndex(f.fn[:strings.Index(f.fn+".(", ".(")], "/")+1:]
+			got[name]++
+			break
+		}
+	}
+	return got
+}
+
+// TestGoroutineInventory starts a Listener with a client dialed to it, a
+// relay session, a transport session (a Mux and its client) and a
+// reliable Session, and checks that every goroutine they run is one their
+// package docs list: a goroutine nobody documented fails the test.
+func TestGoroutineInventory(t *testing.T) {
+	doc := documentedGoroutines(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// A Listener, a dialed Conn, and a reliable Session on each side of
+	// another.
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, _ := pair(t, l)
+	defer cli.Close()
+	rcfg := &reliable.Config{Channels: []reliable.ChannelConfig{{Kind: reliable.ReliableOrdered}}}
+	rc, rs := pair(t, l, withClientID(4))
+	sc, err := reliable.NewSession(rc, rcfg)
+	require.NoError(t, err)
+	defer sc.Close()
+	ss, err := reliable.NewSession(rs, rcfg)
+	require.NoError(t, err)
+	defer ss.Close()
+
+	// A relay session.
+	relay := bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{netip.MustParseAddrPort(l.Addr().String())}})
+	hs := httptest.NewServer(relay)
+	defer hs.Close()
+	defer relay.Close()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	require.NoError(t, ws.Write(ctx, websocket.MessageBinary, mint(t, l.Addr(), withClientID(2))))
+	typ, _, err := ws.Read(ctx)
+	require.NoError(t, err)
+	require.Equal(t, websocket.MessageText, typ, "connected")
+
+	// A transport session: a Listener over a Mux, a client over WebSocket.
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	mux := transport.NewMux(udp, nil)
+	ml, err := netcode.NewListener(mux, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 4})
+	require.NoError(t, err)
+	defer ml.Close()
+	go func() {
+		for {
+			c, err := ml.Accept()
+			if err != nil {
+				return
+			}
+			go echoUntilError(c)
+		}
+	}()
+	ms := httptest.NewServer(mux.Handler())
+	defer ms.Close()
+	d := netcode.Dialer{ListenPacket: transport.ListenPacket("ws"+strings.TrimPrefix(ms.URL, "http"), nil)}
+	wc, err := d.DialContext(ctx, mint(t, udp.LocalAddr(), withClientID(3)))
+	require.NoError(t, err)
+	defer wc.Close()
+
+	// Wait for no timer callback to be running, then take the inventory.
+	var got map[string]int
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got = runningGoroutines()
+		if _, settled := stacks.Settled(stacks.TimerCallback); settled || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("goroutines: %v", got)
+	for fn := range got {
+		if !doc[fn] {
+			t.Errorf("goroutine running %s is not in its package's documented list", fn)
+		}
+	}
+	for _, must := range []string{"netcode.(*dialConn).readLoop", "bridge.(*session).serve", "transport.(*Mux).readUDP", "transport.(*muxSession).serve", "reliable.(*conn).readLoop"} {
+		require.Contains(t, got, must, "the inventory misses a goroutine it should see")
+	}
+}

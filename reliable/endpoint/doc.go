@@ -1,0 +1,14 @@
+// Package endpoint is a byte-exact port of the Endpoint of the C library
+// reliable (mas-bandwidth/reliable), which netcode's users pair with it:
+// packet sequence numbers, acks of the last 33 packets in every header,
+// fragmentation and reassembly of packets larger than a datagram, and the
+// round-trip time, loss and bandwidth estimates. It sends and receives
+// nothing itself: its owner feeds it received packets and the time, and
+// it hands packets to send to Config.Transmit and received payloads to
+// Config.Process. Its headers and behaviour match the reference's golden
+// vectors.
+//
+// Package reliable builds Sessions and Streams, with reliable ordered
+// delivery, on top of an Endpoint; use this package directly only to
+// speak to a peer that uses the C library's Endpoint alone.
+package endpoint

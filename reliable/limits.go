@@ -1,0 +1,93 @@
+// The package's bounds, batch sizes and timer constants, in one place: the
+// defaults of the queues a user sizes (Config, ChannelConfig), then the
+// fixed ones.
+
+package reliable
+
+import "time"
+
+// initialSlots is the length of a reliable channel's rings until more
+// data is in flight: an idle connection does not pay for its window.
+const initialSlots = 64
+
+// maxRefs bounds the chunks one packet carries, so that a packet's record
+// has a fixed size.
+const maxRefs = 8
+
+// ackEvery is how many packets are received before an ack goes back at
+// once; fewer wait up to ackDelay.
+const ackEvery = 8
+
+// ackDelay is how long an ack owed waits for more packets to ack.
+const ackDelay = time.Millisecond
+
+// idleAck is how often a quiet connection still sends its acks and
+// windows, so a lost window update cannot stall the peer for long; it
+// stops idleActive after the last data either way, so idle connections
+// cost nothing.
+const (
+	idleAck    = 100 * time.Millisecond
+	idleActive = 2 * time.Second
+)
+
+// Resend timeouts.
+const (
+	initialRTO = 200 * time.Millisecond
+	minRTO     = 2 * time.Millisecond
+	maxRTO     = time.Second
+)
+
+// sendLevels is how many resend timeouts the lists tell apart: from
+// minRTO, doubling, the timeout reaches maxRTO by the tenth send.
+const sendLevels = 10
+
+// fastList is the index of the list of chunks shown lost by later acks.
+const fastList = sendLevels
+
+// giveUpResends is how many times a chunk must have been resent, besides
+// being unacknowledged for the ack timeout, before the connection gives
+// up: a process that was paused longer than the timeout gets its resends
+// a chance first.
+const giveUpResends = 5
+
+// trimEvery is how often the buffers of traffic that is over are freed.
+const trimEvery = time.Second
+
+// maxBurstPackets bounds a burst, so that one does not overflow a socket's
+// receive buffer (Linux's default holds about 200 KB).
+const maxBurstPackets = 128
+
+// piggybackLooks bounds the chunks piggyback looks at for a packet.
+const piggybackLooks = 4 * maxRefs
+
+// Defaults.
+const (
+	// DefaultMaxReliableMessage is the default MaxMessageSize of a
+	// reliable-ordered channel: 256 KiB.
+	DefaultMaxReliableMessage = 256 << 10
+	// DefaultWindowBytes is the default WindowBytes of a reliable channel:
+	// the data it keeps in flight, and what its peer can make it buffer
+	// out of order. It is sized for a server with hundreds of clients;
+	// bulk transfers over long paths want the bandwidth-delay product.
+	DefaultWindowBytes = 256 << 10
+	// DefaultSendBuffer is the default number of bytes a reliable channel
+	// queues before Send or Write blocks (at least one largest message).
+	DefaultSendBuffer = 256 << 10
+	// DefaultQueue is the default number of messages an unreliable
+	// channel queues each way.
+	DefaultQueue = 256
+	// DefaultQueueBytes is the default QueueBytes of an unreliable
+	// channel: the bytes its messages waiting each way may hold.
+	DefaultQueueBytes = 64 << 10
+	// DefaultAckTimeout is the default AckTimeout: how long reliable data
+	// may go unacknowledged before the connection gives up on the peer.
+	DefaultAckTimeout = 10 * time.Second
+	// DefaultTickInterval is the default TickInterval: the step of the
+	// send budget's pacing and the grain of resend timeouts.
+	DefaultTickInterval = 10 * time.Millisecond
+	// DefaultSendRate is the default bandwidth budget, in bytes per second.
+	DefaultSendRate = 32 << 20
+	// DefaultLinger is how long Close waits by default for the peer to
+	// acknowledge what was sent.
+	DefaultLinger = 5 * time.Second
+)
