@@ -24,7 +24,7 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -35,7 +35,7 @@ type muxServer struct {
 	mux  *transport.Mux
 	http *httptest.Server
 	url  string
-	key  [netcode.KeyBytes]byte
+	key  crypto.Key
 	addr netip.AddrPort
 
 	mu    sync.Mutex
@@ -105,7 +105,7 @@ func (s *muxServer) token(t testing.TB, addrs ...netip.AddrPort) []byte {
 	if len(addrs) == 0 {
 		addrs = []netip.AddrPort{s.addr}
 	}
-	b, err := token.Generate(token.Params{
+	b, err := token.Generate(&token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       nextClientID(),
 		PrivateKey:     s.key,
