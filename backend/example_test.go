@@ -25,7 +25,7 @@ func ExampleNewHandler() {
 		log.Fatal(err)
 	}
 	secret := sha256.Sum256([]byte("s3cret-of-player-42"))
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID: 0x6e6574636f646531,
 		PrivateKey: key,
 		Authenticate: func(r *http.Request) (backend.Identity, error) {

@@ -174,7 +174,7 @@ func NewHandler(config *Config) *Handler {
 		if sb <= 0 {
 			sb = defaultSocketBuffer
 		}
-		h.dialer = &netcode.Dialer{SocketBuffer: sb}
+		h.dialer = &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: sb}}
 	} else {
 		d := *h.dialer // the caller's stays as it is
 		h.dialer = &d

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // payload back; every accepted connection is also passed on conns.
 type testServer struct {
 	l     *netcode.Listener
-	key   [netcode.KeyBytes]byte
+	key   crypto.Key
 	addr  netip.AddrPort
 	conns chan *netcode.Conn
 	wg    sync.WaitGroup
@@ -94,7 +94,7 @@ func (s *testServer) token(t testing.TB, timeout int32, addrs ...netip.AddrPort)
 	if len(addrs) == 0 {
 		addrs = []netip.AddrPort{s.addr}
 	}
-	b, err := token.Generate(token.Params{
+	b, err := token.Generate(&token.Params{
 		ProtocolID:     bridgetest.ProtocolID,
 		ClientID:       bridgetest.NextClientID(),
 		PrivateKey:     s.key,
@@ -318,7 +318,7 @@ func TestBadFirstMessage(t *testing.T) {
 		{"long", websocket.MessageBinary, append(append([]byte(nil), good...), 0), bridge.CodeInvalidConnectToken},
 		{"huge", websocket.MessageBinary, make([]byte, 64<<10), bridge.CodeInvalidConnectToken},
 		{"empty", websocket.MessageBinary, nil, bridge.CodeInvalidConnectToken},
-		{"garbage", websocket.MessageBinary, make([]byte, netcode.ConnectTokenBytes), bridge.CodeInvalidConnectToken},
+		{"garbage", websocket.MessageBinary, make([]byte, token.ConnectTokenBytes), bridge.CodeInvalidConnectToken},
 		{"corrupt version", websocket.MessageBinary, corrupt, bridge.CodeInvalidConnectToken},
 		{"nothing", 0, nil, bridge.CodeHandshakeTimeout},
 	}

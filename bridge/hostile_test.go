@@ -20,7 +20,8 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -237,7 +238,7 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		n     int
 		code  websocket.StatusCode
 	}{
-		{"relay token 2049 bytes", relay, bridge.Subprotocol, false, 2, netcode.ConnectTokenBytes + 1, bridge.CodeInvalidConnectToken},
+		{"relay token 2049 bytes", relay, bridge.Subprotocol, false, 2, token.ConnectTokenBytes + 1, bridge.CodeInvalidConnectToken},
 		{"relay token text", relay, bridge.Subprotocol, false, 1, 100, bridge.CodeInvalidConnectToken},
 		{"relay connected 1201 bytes", relay, bridge.Subprotocol, true, 2, netcode.MaxPayloadBytes + 1, websocket.StatusMessageTooBig},
 		{"relay connected text", relay, bridge.Subprotocol, true, 1, 100, websocket.StatusUnsupportedData},
@@ -388,9 +389,9 @@ func TestForgedTokenDialBounded(t *testing.T) {
 		}
 	}()
 	addr := netip.MustParseAddrPort(udp.LocalAddr().String())
-	var key [netcode.KeyBytes]byte
+	var key crypto.Key
 	_, _ = rand.Read(key[:])
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     bridgetest.ProtocolID,
 		ClientID:       bridgetest.NextClientID(),
 		PrivateKey:     key,

@@ -17,8 +17,8 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/race"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
 
 var scaleSessions = flag.Int("bridge.sessions", 200, "sessions TestSessionCost opens in each mode")

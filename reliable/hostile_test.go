@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -289,7 +289,7 @@ func TestHTTPSlowlorisNeedsTimeouts(t *testing.T) {
 			addr := netip.MustParseAddrPort(l.Addr().String())
 			var id atomic.Uint64
 			d := &Dialer{Token: func(context.Context, string, string) ([]byte, error) {
-				return token.Generate(token.Params{
+				return token.Generate(&token.Params{
 					ProtocolID: testProtocolID, ClientID: id.Add(1), PrivateKey: testKey,
 					ExpireSeconds: 30, TimeoutSeconds: 5, ServerAddrs: []netip.AddrPort{addr},
 				})

@@ -15,7 +15,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/transport"
 )
 

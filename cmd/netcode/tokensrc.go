@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/token"
 )
 
 // maxTokenText bounds what the tool reads as a connect token: the 2048 raw
@@ -27,16 +27,16 @@ var errTokenTooLarge = fmt.Errorf("more than %d bytes: not a connect token", max
 // decodeToken accepts a connect token as its raw bytes or as base64 text
 // (standard or URL alphabet, padded or not, line breaks allowed).
 func decodeToken(b []byte) ([]byte, error) {
-	if len(b) == netcode.ConnectTokenBytes {
+	if len(b) == token.ConnectTokenBytes {
 		return b, nil
 	}
 	text := strings.Join(strings.Fields(string(b)), "")
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if d, err := enc.DecodeString(text); err == nil && len(d) == netcode.ConnectTokenBytes {
+		if d, err := enc.DecodeString(text); err == nil && len(d) == token.ConnectTokenBytes {
 			return d, nil
 		}
 	}
-	return nil, fmt.Errorf("%d bytes, neither a %d-byte connect token nor one in base64", len(b), netcode.ConnectTokenBytes)
+	return nil, fmt.Errorf("%d bytes, neither a %d-byte connect token nor one in base64", len(b), token.ConnectTokenBytes)
 }
 
 // readBounded reads r to its end, failing with errTokenTooLarge after

@@ -98,7 +98,7 @@ func (h *tokenHistory) add(mac *[crypto.MACBytes]byte, addr netip.AddrPort, expi
 	}
 	e := &h.slab[i]
 	*e = historyEntry{mac: *mac, addr: addr, expire: expire, next: -1}
-	if expire != token.NeverExpires {
+	if expire != token.NeverExpireTimestamp {
 		b := &h.buckets[expire%wheelSlots]
 		e.next, *b = *b, i
 		e.bucketed = true

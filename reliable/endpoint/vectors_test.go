@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -251,20 +250,11 @@ type vectors struct {
 	} `json:"rtt_loss"`
 }
 
-var loaded *vectors
-
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
-	if loaded != nil {
-		return loaded
-	}
-	b, err := os.ReadFile(vectortest.Path("reliable-vectors.json"))
-	require.NoError(t, err)
-	var v vectors
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := vectortest.Once[vectors](t, "reliable-vectors.json", vectortest.Decode)
 	require.Equal(t, "1.4.0", v.Constants.VersionFull)
-	loaded = &v
-	return loaded
+	return v
 }
 
 // t0 is the creation time of the vectors' endpoints unless a scenario says

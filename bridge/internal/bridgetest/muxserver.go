@@ -25,7 +25,7 @@ type MuxServer struct {
 	Mux  *transport.Mux
 	HTTP *httptest.Server
 	URL  string // the Mux's WebSocket URL
-	Key  [netcode.KeyBytes]byte
+	Key  crypto.Key
 	Addr netip.AddrPort
 
 	mu    sync.Mutex
@@ -98,7 +98,7 @@ func (s *MuxServer) Token(t testing.TB, addrs ...netip.AddrPort) []byte {
 	if len(addrs) == 0 {
 		addrs = []netip.AddrPort{s.Addr}
 	}
-	b, err := token.Generate(token.Params{
+	b, err := token.Generate(&token.Params{
 		ProtocolID:     ProtocolID,
 		ClientID:       NextClientID(),
 		PrivateKey:     s.Key,
