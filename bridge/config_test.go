@@ -19,9 +19,9 @@ func TestRelaySocketBuffer(t *testing.T) {
 		cfg  Config
 		want int
 	}{
-		{"default", Config{}, DefaultSocketBuffer},
+		{"default", Config{}, defaultSocketBuffer},
 		{"set", Config{SocketBuffer: 64 << 10}, 64 << 10},
-		{"negative is the default", Config{SocketBuffer: -1}, DefaultSocketBuffer},
+		{"negative is the default", Config{SocketBuffer: -1}, defaultSocketBuffer},
 		{"dialer given", Config{Dialer: given, SocketBuffer: 64 << 10}, 1 << 20},
 	}
 	for _, tt := range tests {
@@ -29,7 +29,7 @@ func TestRelaySocketBuffer(t *testing.T) {
 			h := NewHandler(&tt.cfg)
 			defer h.Close()
 			assert.Equal(t, tt.want, h.dialer.Socket.Buffer)
-			assert.Equal(t, DefaultHandshakeTimeout, h.dialer.RequestTimeout)
+			assert.Equal(t, defaultHandshakeTimeout, h.dialer.RequestTimeout)
 			if tt.cfg.Dialer != nil {
 				assert.Zero(t, tt.cfg.Dialer.RequestTimeout, "the caller's Dialer changed")
 			}
