@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/stretchr/testify/require"
 )
 

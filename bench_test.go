@@ -1,7 +1,7 @@
 package netcode_test
 
 import (
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"testing"
 
 	"github.com/gonetcode/netcode"

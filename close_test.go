@@ -11,6 +11,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
@@ -131,14 +132,14 @@ func handshake(tb testing.TB, srv netip.AddrPort, n int, send func([]byte), recv
 	tb.Helper()
 	c2s := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 1}
 	s2c := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 2}
-	tok, err := token.GenerateWith(token.Params{
+	tok, err := tokentest.GenerateWith(token.Params{
 		ProtocolID:     testProtocolID,
 		ClientID:       uint64(n + 1),
 		PrivateKey:     testKey,
 		ServerAddrs:    []netip.AddrPort{srv},
 		ExpireSeconds:  300,
 		TimeoutSeconds: token.NoTimeout,
-	}, uint64(time.Now().Unix()), [token.NonceBytes]byte{0: byte(n), 1: byte(n >> 8), 23: 7}, c2s, s2c)
+	}, uint64(time.Now().Unix()), [crypto.TokenNonceBytes]byte{0: byte(n), 1: byte(n >> 8), 23: 7}, c2s, s2c)
 	require.NoError(tb, err)
 	ct, err := token.Parse(tok)
 	require.NoError(tb, err)

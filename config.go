@@ -1,28 +1,21 @@
 package netcode
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
-	"github.com/gonetcode/netcode/token"
 )
 
-// Sizes fixed by the protocol (each defined once, in the package that
-// implements its part of the protocol).
-const (
-	// MaxPayloadBytes is the largest payload one Write may send: 1200.
-	MaxPayloadBytes = protocol.MaxPayloadBytes
-	// KeyBytes is the size of the private key shared by servers and the
-	// token backend: 32.
-	KeyBytes = crypto.KeyBytes
-	// UserDataBytes is the size of the user data carried in connect
-	// tokens: 256.
-	UserDataBytes = token.UserDataBytes
-	// ConnectTokenBytes is the size of a connect token: 2048.
-	ConnectTokenBytes = token.ConnectTokenBytes
-)
+// MaxPayloadBytes is the largest payload one Write may send: 1200, the
+// protocol's limit (protocol.MaxPayloadBytes).
+const MaxPayloadBytes = protocol.MaxPayloadBytes
 
 // ServerConfig configures a Listener.
 type ServerConfig struct {
@@ -31,12 +24,12 @@ type ServerConfig struct {
 	// PrivateKey is shared with the token backend; never ship it to clients.
 	// It must not be all zeros: Listen and NewListener refuse that with
 	// ErrZeroKey.
-	PrivateKey [KeyBytes]byte
+	PrivateKey crypto.Key
 	// PreviousPrivateKey, if not all zeros, opens connect tokens too. Set
 	// it to the retiring key during a key rotation, for as long as tokens
 	// sealed with it may still be presented (their lifetime), then clear
 	// it. See the README's token backend section.
-	PreviousPrivateKey [KeyBytes]byte
+	PreviousPrivateKey crypto.Key
 	// PublicAddr is the "host:port" clients were told in their tokens,
 	// where it differs from the bound address (a wildcard bind, NAT, a load
 	// balancer). A connection request is answered only if its token's
@@ -69,20 +62,77 @@ type ServerConfig struct {
 	// none is), doing work for the clients that are due, not for every
 	// slot. 0 means 10 ms; a negative value means the same.
 	TickInterval time.Duration
+	// Socket sets up the server's UDP sockets: their buffers, packet
+	// tagging, read shards and a Control hook.
+	Socket SocketConfig
+}
+
+// SocketConfig is how a Listener or a dialed Conn sets up its UDP socket.
+// ServerConfig.Socket and Dialer.Socket hold one; its zero value is the
+// default everywhere.
+//
+// The settings apply to the sockets the package opens (Listen, and Dial
+// without Dialer.ListenPacket). On a transport the caller brings
+// (NewListener, or Dialer.ListenPacket), Buffer and PacketTagging apply if it
+// is a *net.UDPConn (Buffer, if set, is refused on anything else), Control
+// cannot apply and is refused, and ReadShards is ignored: that is one
+// transport.
+type SocketConfig struct {
+	// Buffer is the receive and send buffer size in bytes each socket asks
+	// for (best effort; the system may cap it); 0 means 4 MiB. Processes
+	// that dial many Conns, such as a bridge's relay, save kernel memory
+	// with a smaller one.
+	Buffer int
+	// PacketTagging marks every packet sent with DSCP 46 (expedited
+	// forwarding) in the IPv4 TOS or IPv6 traffic class byte, as the
+	// reference's packet tagging does, so that networks that honour it
+	// queue game traffic ahead of bulk traffic. Off by default, as in the
+	// reference. Where the operating system refuses it, the socket still
+	// works and says so at Warn level in the log.
+	PacketTagging bool
 	// ReadShards is how many sockets Listen opens on the address, each read
 	// by its own goroutine, so that that many cores decrypt at once; 0 or
 	// 1 means one. With more than one (Linux only; elsewhere Listen opens
 	// one), the sockets share the port with SO_REUSEPORT and the kernel
 	// spreads clients over them by address, each client always to the
 	// same socket. SO_REUSEPORT lets another process of the same user
-	// bind the port too. NewListener always reads the one socket it is
-	// given. Set it to the cores the server may use (runtime.NumCPU()).
+	// bind the port too. Set it to the cores the server may use
+	// (runtime.NumCPU()). A dialed Conn has one socket.
 	ReadShards int
-	// PacketTagging marks every packet the server sends with DSCP 46
-	// (expedited forwarding) in the IPv4 TOS or IPv6 traffic class byte,
-	// as the reference's packet tagging does, so that networks that honour
-	// it queue game traffic ahead of bulk traffic. Off by default, as in
-	// the reference. Where the operating system refuses it, the Listener
-	// still works and says so at Warn level in the log.
-	PacketTagging bool
+	// Control, if not nil, is called with each socket after it is created
+	// and before it is bound, as net.ListenConfig.Control is: to set socket
+	// options this package does not. An error from it fails Listen or Dial.
+	Control func(network, address string, c syscall.RawConn) error
+}
+
+// errControlTransport refuses a Control hook for a transport the caller
+// opened: the hook could never run.
+var errControlTransport = errors.New("netcode: SocketConfig.Control applies only to sockets netcode opens, not to NewListener's or Dialer.ListenPacket's transport")
+
+// applyTo applies the settings that can apply to a transport the caller
+// opened, pc: Buffer (a *net.UDPConn only; 0 leaves its buffers alone) and
+// PacketTagging. It refuses Control.
+func (s *SocketConfig) applyTo(pc net.PacketConn, log *slog.Logger) error {
+	if s.Control != nil {
+		return errControlTransport
+	}
+	if s.Buffer > 0 {
+		uc, ok := pc.(*net.UDPConn)
+		if !ok {
+			return fmt.Errorf("netcode: SocketConfig.Buffer needs a UDP socket; the transport is a %T", pc)
+		}
+		transport.SetBuffers(uc, s.Buffer)
+	}
+	if s.PacketTagging {
+		tagSocket(pc, log)
+	}
+	return nil
+}
+
+// discardIfNil returns log, or a silent logger for nil.
+func discardIfNil(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }

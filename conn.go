@@ -6,6 +6,8 @@ import (
 
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/packetq"
+
+	"github.com/gonetcode/netcode/token"
 )
 
 // DefaultReadQueue is how many received payloads a connection holds for Read
@@ -50,7 +52,7 @@ type Conn struct {
 	clientID    uint64
 	clientIndex int
 	maxClients  int
-	userData    [UserDataBytes]byte
+	userData    [token.UserDataBytes]byte
 }
 
 // newConn returns a Conn that reads the payloads q receives.
@@ -122,7 +124,7 @@ func (c *Conn) MaxClients() int { return c.maxClients }
 
 // UserData returns the user data from the connect token. It is known on the
 // server side only; on the client side it is all zeros.
-func (c *Conn) UserData() [UserDataBytes]byte { return c.userData }
+func (c *Conn) UserData() [token.UserDataBytes]byte { return c.userData }
 
 // Dropped returns how many received payloads were dropped because the read
 // queue was full.

@@ -128,3 +128,38 @@ func TestImportGraphCute(t *testing.T) {
 		}
 	}
 }
+
+// TestTestingScaffoldStaysInTests: internal/testing holds test scaffolding
+// (simulated networks, scenario runners, vector loaders, token minting for
+// tests); no library package, command or example program may import it
+// outside its tests. The scaffold's packages may import each other.
+func TestTestingScaffoldStaysInTests(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on this machine: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const scaffold = "github.com/gonetcode/netcode/internal/testing/"
+	pkgs := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pkgs++
+		if strings.HasPrefix(f[0], scaffold) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, scaffold) {
+				t.Errorf("%s imports %s outside its tests", f[0], imp)
+			}
+		}
+	}
+	if pkgs == 0 {
+		t.Fatal("go list printed no packages")
+	}
+}

@@ -28,26 +28,16 @@ type Dialer struct {
 	// ListenPacket, if set, opens the datagram transport the client uses
 	// instead of a UDP socket (an in-memory network in tests, or a tunnel).
 	// network is "udp", "udp4" or "udp6" as the token's addresses need; the
-	// Conn owns the result and closes it.
+	// Conn owns the result and closes it. Socket applies to it as
+	// SocketConfig says for a caller's transport.
 	ListenPacket func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
 	// ReadQueue is how many received payloads the Conn holds for Read;
 	// 0 means DefaultReadQueue.
 	ReadQueue int
-	// TickInterval is ignored.
-	//
-	// Deprecated: a dialed Conn no longer ticks: it wakes only when the
-	// protocol has something due (a send, a timeout or the token's expiry).
-	TickInterval time.Duration
-	// SocketBuffer is the receive and send buffer size in bytes the Conn's
-	// UDP socket asks for (best effort; the system may cap it); 0 means
-	// 4 MiB. Processes that dial many Conns, such as a bridge's relay, save
-	// kernel memory with a smaller one. It has no effect with ListenPacket.
-	SocketBuffer int
-	// PacketTagging marks every packet the client sends with DSCP 46
-	// (expedited forwarding), as ServerConfig.PacketTagging does. Off by
-	// default; an operating system's refusal is logged at Warn level and
-	// the Conn works untagged.
-	PacketTagging bool
+	// Socket sets up the Conn's UDP socket: its buffers, packet tagging
+	// and a Control hook. With ListenPacket, only what SocketConfig says
+	// applies to a caller's transport does.
+	Socket SocketConfig
 	// RequestTimeout bounds the time the Dialer sends connection requests
 	// before any of the token's servers answers one (with a challenge or a
 	// denial); past it, the dial fails with ErrConnectionRequestTimedOut.
@@ -89,26 +79,29 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	// Errors name the server tried: the first until the handshake moves on.
 	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
 	laddr := d.LocalAddr
+	log := discardIfNil(d.Logger)
 	var pc net.PacketConn
 	if d.ListenPacket != nil {
+		if d.Socket.Control != nil {
+			return nil, opError("dial", nil, first, errControlTransport)
+		}
 		pc, err = d.ListenPacket(ctx, network, laddr)
+		if err == nil {
+			if err = d.Socket.applyTo(pc, log); err != nil {
+				pc.Close()
+			}
+		}
 	} else {
 		if laddr == "" {
 			laddr = ":0"
 		}
-		pc, err = transport.ListenUDP(network, laddr, d.SocketBuffer)
+		pc, err = transport.ListenUDP(network, laddr, d.Socket.Buffer, d.Socket.Control)
+		if err == nil && d.Socket.PacketTagging {
+			tagSocket(pc, log)
+		}
 	}
 	if err != nil {
 		return nil, opError("dial", nil, first, err)
-	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if d.PacketTagging {
-		if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
-			log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
-		}
 	}
 	tc := transport.New(pc)
 	dc := &dialConn{

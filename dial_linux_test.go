@@ -4,6 +4,7 @@ package netcode_test
 
 import (
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"testing"
@@ -58,7 +59,7 @@ func socketBuffers(t *testing.T, local net.Addr) (rcv, snd int) {
 }
 
 // TestDialerSocketBuffer: the dialed Conn's socket has the buffers
-// Dialer.SocketBuffer asks for. Linux reports twice the size asked (the
+// Dialer.Socket.Buffer asks for. Linux reports twice the size asked (the
 // kernel's bookkeeping overhead, see socket(7)); the sizes here are below
 // the usual net.core.rmem_max, so no privilege is needed to get them. The
 // default (4 MiB, or as much as the system allows) is larger than either.
@@ -76,7 +77,7 @@ func TestDialerSocketBuffer(t *testing.T) {
 				{"64 KiB", 64 << 10},
 			} {
 				t.Run(tt.name, func(t *testing.T) {
-					cli, srv := dialWith(t, &netcode.Dialer{SocketBuffer: tt.size}, l, mint(t, l.Addr()))
+					cli, srv := dialWith(t, &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: tt.size}}, l, mint(t, l.Addr()))
 					rcv, snd := socketBuffers(t, cli.LocalAddr())
 					if tt.size == 0 {
 						dflt = rcv
@@ -96,6 +97,31 @@ func TestDialerSocketBuffer(t *testing.T) {
 					require.Equal(t, "ping", string(buf[:n]))
 				})
 			}
+		})
+	}
+}
+
+// TestListenSocketBuffer: SocketConfig.Buffer sizes the socket Listen opens
+// and, when set, the UDP socket given to NewListener.
+func TestListenSocketBuffer(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.Socket.Buffer = 32 << 10 })
+			rcv, snd := socketBuffers(t, l.Addr())
+			require.Equal(t, 2*(32<<10), rcv, "receive buffer")
+			require.Equal(t, 2*(32<<10), snd, "send buffer")
+
+			uc, err := net.ListenUDP(f.network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(f.addr)))
+			require.NoError(t, err)
+			nl, err := netcode.NewListener(uc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, Socket: netcode.SocketConfig{Buffer: 48 << 10}})
+			if err != nil {
+				uc.Close()
+			}
+			require.NoError(t, err)
+			defer nl.Close()
+			rcv, snd = socketBuffers(t, nl.Addr())
+			require.Equal(t, 2*(48<<10), rcv, "receive buffer")
+			require.Equal(t, 2*(48<<10), snd, "send buffer")
 		})
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
@@ -87,7 +87,7 @@ func TestDialRefusedSaysWhatHappened(t *testing.T) {
 						require.NoError(t, err)
 						defer l.Close()
 					}
-					tok, err := token.Generate(p)
+					tok, err := token.Generate(&p)
 					require.NoError(t, err)
 					port := uint16(5000)
 					dialer := func() *netcode.Dialer {

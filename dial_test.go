@@ -12,8 +12,8 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"

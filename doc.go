@@ -65,10 +65,12 @@
 //	                      or its write deadline passes
 //	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
 //
-// With ReadShards > 1 each socket has its own reader, send queue and
-// writer: a reader's replies, and the Writes of the connections whose
-// handshake it heard, leave from its socket; the ticker's keep-alives and
-// Close's disconnects leave from the first. All the sockets share one
+// With Socket.ReadShards > 1 each socket has its own reader, send queue and
+// writer: a reader's replies, and the Writes and Close of the connections
+// whose handshake it heard, leave from its socket; the ticker's keep-alives
+// and Listener.Close's disconnects leave from the first. A new Conn reaches
+// Accept only once the keep-alive that confirms it to the client is in its
+// socket's queue, so nothing the Conn sends can overtake it. All the sockets share one
 // address, so a client cannot tell which one a packet came from.
 //
 // Locks, in the order they may be taken, each one's job by where it is

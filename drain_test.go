@@ -81,7 +81,7 @@ func ExampleListener_Drain() {
 		log.Fatal(err)
 	}
 	mint := func(id uint64) []byte {
-		tok, err := token.Generate(token.Params{ProtocolID: 0x1234, ClientID: id, PrivateKey: key,
+		tok, err := token.Generate(&token.Params{ProtocolID: 0x1234, ClientID: id, PrivateKey: key,
 			ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(l.Addr().String())}, ExpireSeconds: 30, TimeoutSeconds: 5})
 		if err != nil {
 			log.Fatal(err)

@@ -48,7 +48,7 @@ func Example() {
 	}()
 
 	// The token backend mints a token for the client.
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       42,
 		PrivateKey:     key,
@@ -80,7 +80,7 @@ func Example() {
 // names the server by PublicAddr in its tokens. (This example needs port
 // 40000 and runs until stopped, so it is compiled but not run.)
 func ExampleListen() {
-	var key [netcode.KeyBytes]byte // from "netcode keygen", shared with the token backend only
+	var key crypto.Key // from "netcode keygen", shared with the token backend only
 	l, err := netcode.Listen("udp", "0.0.0.0:40000", &netcode.ServerConfig{
 		ProtocolID: 0x1122334455667788,
 		PrivateKey: key,
@@ -161,7 +161,7 @@ func fetchToken(url string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("token backend: %s", resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, netcode.ConnectTokenBytes))
+	return io.ReadAll(io.LimitReader(resp.Body, token.ConnectTokenBytes))
 }
 
 // NewListener serves netcode over a datagram socket made by the caller,
@@ -192,7 +192,7 @@ func ExampleNewListener() {
 		}
 		accepted <- c.ClientID()
 	}()
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       7,
 		PrivateKey:     key,
@@ -225,7 +225,7 @@ func ExampleListener_ConnectLoopback() {
 	}
 	defer l.Close()
 
-	var userData [netcode.UserDataBytes]byte
+	var userData [token.UserDataBytes]byte
 	copy(userData[:], "host player")
 	srv, player, err := l.ConnectLoopback(1, userData)
 	if err != nil {

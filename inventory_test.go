@@ -18,7 +18,7 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/cute"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/reliable"
 	"github.com/stretchr/testify/require"
 )

@@ -26,7 +26,7 @@ const readBatch = 64
 // *Conn for every client that completes the handshake.
 //
 // A Listener owns one goroutine per socket that reads it (one socket, or
-// ServerConfig.ReadShards of them), one that sends keep-alives and
+// ServerConfig.Socket.ReadShards of them), one that sends keep-alives and
 // applies timeouts, which sleeps until one is due, and the send queue's
 // writer; Close stops them all. The package doc draws them with their
 // locks.
@@ -46,9 +46,9 @@ type Listener struct {
 
 	// sends are the send paths (sendqueue.go), one per socket, each with
 	// its writer goroutine: sends[i] writes from shards[i]. A reader's
-	// replies and the Writes of the connections it accepted go through
-	// its socket's; the ticker's keep-alives and Close's disconnects
-	// through the first.
+	// replies and the Writes and Close of the connections it accepted go
+	// through its socket's; the ticker's keep-alives and Listener.Close's
+	// disconnects through the first.
 	sends []*sendQueue
 	// outs holds the server core's Outputs for the calls made outside the
 	// readers, the ticker and Conn.Write, which own one each (Conn.Close,
@@ -70,17 +70,21 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	shards := cfg.ReadShards
+	sock := &cfg.Socket
+	shards := sock.ReadShards
 	if shards > 1 && !transport.ReusePortSupported {
 		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
 	}
-	ucs, err := transport.ListenUDPShards(network, address, shards)
+	ucs, err := transport.ListenUDPShards(network, address, shards, sock.Buffer, sock.Control)
 	if err != nil {
 		return nil, err
 	}
 	pcs := make([]net.PacketConn, len(ucs))
 	for i, uc := range ucs {
 		pcs[i] = uc
+		if sock.PacketTagging {
+			tagSocket(uc, discardIfNil(cfg.Logger))
+		}
 	}
 	l, err := newListener(pcs, cfg)
 	if err != nil {
@@ -94,8 +98,13 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 
 // NewListener makes a netcode server on any datagram transport. The
 // Listener owns pc: Close closes it. On an error pc is left open.
+// cfg.Socket applies to pc as SocketConfig says: Buffer and PacketTagging if
+// pc is a *net.UDPConn; a Control hook is refused; ReadShards is ignored.
 func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Socket.applyTo(pc, discardIfNil(cfg.Logger)); err != nil {
 		return nil, err
 	}
 	return newListener([]net.PacketConn{pc}, cfg)
@@ -106,7 +115,7 @@ func checkConfig(cfg *ServerConfig) error {
 	switch {
 	case cfg == nil:
 		return errors.New("netcode: nil ServerConfig")
-	case cfg.PrivateKey == [KeyBytes]byte{}:
+	case cfg.PrivateKey == crypto.Key{}:
 		return ErrZeroKey
 	}
 	return nil
@@ -125,19 +134,13 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if c.AcceptBacklog <= 0 {
 		c.AcceptBacklog = c.MaxClients
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := discardIfNil(c.Logger)
 	addrs, err := serverAddrs(c.PublicAddr, pc.LocalAddr())
 	if err != nil {
 		return nil, err
 	}
 	var shards []transport.Conn
 	for _, p := range pcs {
-		if c.PacketTagging {
-			tagSocket(p, log)
-		}
 		shards = append(shards, transport.New(p))
 	}
 	tc := shards[0]
@@ -154,8 +157,8 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
 		ProtocolID:         c.ProtocolID,
-		PrivateKey:         crypto.Key(c.PrivateKey),
-		PreviousPrivateKey: crypto.Key(c.PreviousPrivateKey),
+		PrivateKey:         c.PrivateKey,
+		PreviousPrivateKey: c.PreviousPrivateKey,
 		MaxClients:         c.MaxClients,
 		ReadQueue:          c.ReadQueue,
 		EndErrors:          endErrors,
@@ -258,6 +261,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	defer l.wg.Done()
 	rcv := l.core.NewReceiver()
 	var out server.Output
+	var fresh []*server.Client // clients whose handshake this batch completed
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
 		l.received.AddAll(ms)
 		now := time.Now()
@@ -266,11 +270,24 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 				continue
 			}
 			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
-				l.connected(sc, &out, q)
-				l.wakeTicker()
+				fresh = append(fresh, sc)
 			}
 		}
 		l.actOn(q, &out, noWait, nil, nil)
+		if len(fresh) == 0 {
+			return
+		}
+		// Only now, with the keep-alives that confirm them handed to q,
+		// may Accept see the new Conns: a Write or Close right after
+		// Accept goes through the same queue, behind them, so the client
+		// hears that it is connected before any payload or disconnect.
+		for i, sc := range fresh {
+			l.connected(sc, &out, q)
+			fresh[i] = nil
+		}
+		fresh = fresh[:0]
+		l.wakeTicker()
+		l.actOn(q, &out, noWait, nil, nil) // disconnects of a full backlog
 	}, func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
 	})
@@ -408,6 +425,13 @@ func (l *Listener) Close() error {
 
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
+
+// AddrPort returns the listener's local address as a netip.AddrPort, an
+// IPv4-mapped address unmapped. A Listener bound to a wildcard address
+// returns the unspecified address with the bound port: mint tokens with an
+// address clients can reach and this port. It is the zero AddrPort when the
+// transport given to NewListener has no IP address.
+func (l *Listener) AddrPort() netip.AddrPort { return transport.AddrPortOf(l.addr) }
 
 // Drain starts a graceful shutdown: from now on every connection request
 // is answered with a connection-denied packet, so a client dialing with a
@@ -623,6 +647,8 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 func (e *serverEndpoint) close() {
 	out := e.l.getOut()
 	e.l.core.Disconnect(e.c, out)
-	e.l.act(out, noWait, nil) // Close never waits on the socket
+	// Through the Conn's own queue, behind its Writes and the keep-alive
+	// that confirmed it; Close never waits on the socket.
+	e.l.actOn(e.q, out, noWait, nil, nil)
 	e.l.putOut(out)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/server"
+
+	"github.com/gonetcode/netcode/token"
 )
 
 // ConnectLoopback connects a loopback client: a client in the server's own
@@ -25,7 +27,7 @@ import (
 // given here. It fails with ErrFull when every slot is taken, with
 // ErrClientIDInUse when a client with that id is connected, and with
 // net.ErrClosed after Close.
-func (l *Listener) ConnectLoopback(clientID uint64, userData [UserDataBytes]byte) (srv, cli *Conn, err error) {
+func (l *Listener) ConnectLoopback(clientID uint64, userData [token.UserDataBytes]byte) (srv, cli *Conn, err error) {
 	out := l.getOut()
 	sc, err := l.core.ConnectLoopback(clientID, userData, out)
 	l.act(out, nil, nil) // its log record

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,7 +99,7 @@ func mint(t testing.TB, addr net.Addr, opts ...tokenOpt) []byte {
 	for _, o := range opts {
 		o(&p)
 	}
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	require.NoError(t, err)
 	return tok
 }

@@ -138,7 +138,7 @@ func (h *logRecords) at(level slog.Level) []string {
 // and the loopback connection ends, frees its slot and fails as a network
 // connection does.
 func TestLoopback(t *testing.T) {
-	var ud [netcode.UserDataBytes]byte
+	var ud [token.UserDataBytes]byte
 	copy(ud[:], "local player")
 	for _, f := range families {
 		t.Run(f.name+"/slots", func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestLoopback(t *testing.T) {
 			// As for a client over the network, the client's end knows its
 			// slot but not its id or user data.
 			assert.Zero(t, cliL.ClientID())
-			assert.Equal(t, [netcode.UserDataBytes]byte{}, cliL.UserData())
+			assert.Equal(t, [token.UserDataBytes]byte{}, cliL.UserData())
 			assert.Equal(t, srvL.ClientIndex(), cliL.ClientIndex())
 			assert.Equal(t, 2, srvL.MaxClients())
 			assert.Equal(t, 2, cliL.MaxClients())
@@ -327,10 +327,10 @@ func TestPacketTagging(t *testing.T) {
 				suc, err := net.ListenUDP(f.network, local)
 				require.NoError(t, err)
 				l, err := netcode.NewListener(wrap(suc), &netcode.ServerConfig{
-					ProtocolID:    testProtocolID,
-					PrivateKey:    testKey,
-					PacketTagging: tt.tagging,
-					Logger:        slog.New(srvLog),
+					ProtocolID: testProtocolID,
+					PrivateKey: testKey,
+					Socket:     netcode.SocketConfig{PacketTagging: tt.tagging},
+					Logger:     slog.New(srvLog),
 				})
 				if err != nil {
 					suc.Close()
@@ -340,8 +340,8 @@ func TestPacketTagging(t *testing.T) {
 
 				var cuc *net.UDPConn
 				d := &netcode.Dialer{
-					PacketTagging: tt.tagging,
-					Logger:        slog.New(cliLog),
+					Socket: netcode.SocketConfig{PacketTagging: tt.tagging},
+					Logger: slog.New(cliLog),
 					ListenPacket: func(_ context.Context, network, _ string) (net.PacketConn, error) {
 						uc, err := net.ListenUDP(network, local)
 						if err != nil {
@@ -618,7 +618,7 @@ func TestKeyRotation(t *testing.T) {
 func TestReadShards(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.ReadShards = 4 })
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.Socket.ReadShards = 4 })
 			const clients = 16
 			var clis, srvs []*netcode.Conn
 			for i := range clients {

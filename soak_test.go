@@ -20,7 +20,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
 )
@@ -475,7 +475,7 @@ func soakToken(server netip.AddrPort, clientID uint64) ([]byte, error) {
 		TimeoutSeconds: 5,
 	}
 	copy(p.UserData[:], "hello user data")
-	return token.Generate(p)
+	return token.Generate(&p)
 }
 
 // isEcho reports whether got is an earlier echo of this client's session

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the fleet tests (package fleet, cmd/netcode's fleet command)
 # need: Debian's redis-server, which the tests start themselves on a free
-# loopback port (internal/redistest). Idempotent: does nothing when
+# loopback port (internal/testing/redistest). Idempotent: does nothing when
 # redis-server is already there. .ci/run calls it before the tests; run it
 # by hand to test locally.
 set -euo pipefail

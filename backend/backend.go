@@ -44,6 +44,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
@@ -68,8 +69,6 @@ const (
 	DefaultBurst    = 5
 	DefaultMaxUsers = 100_000
 
-	// DefaultExpireSeconds is the token package's default lifetime.
-	DefaultExpireSeconds = token.DefaultExpireSeconds
 	// DefaultTimeoutSeconds is the backend's own default connection
 	// timeout, as the browser example's tokens had; the token package's
 	// is 5 s.
@@ -114,7 +113,7 @@ type Config struct {
 	// PrivateKey is the key shared with the game servers (see
 	// crypto.ReadKeyFile). Tokens are sealed with it. During a key
 	// rotation it is the new key, once every server accepts it.
-	PrivateKey [token.KeyBytes]byte
+	PrivateKey crypto.Key
 
 	// Authenticate identifies the caller; required. It returns an error
 	// wrapping ErrUnauthorized or ErrForbidden to refuse the caller; any
@@ -129,7 +128,7 @@ type Config struct {
 	// ErrNoServers answers 503.
 	ChooseServers func(r *http.Request, id Identity) ([]Server, error)
 
-	// ExpireSeconds is the tokens' lifetime; 0 means DefaultExpireSeconds.
+	// ExpireSeconds is the tokens' lifetime; 0 means token.DefaultExpireSeconds.
 	// A token must reach the client and the client a server within it.
 	ExpireSeconds int64
 	// TimeoutSeconds is the connections' timeout written in the tokens: how
@@ -197,8 +196,13 @@ type Handler struct {
 	limits *limiters
 }
 
-// NewHandler checks cfg and returns the handler.
-func NewHandler(cfg Config) (*Handler, error) {
+// NewHandler checks config and returns the handler. It keeps a copy of
+// *config: later changes to it have no effect.
+func NewHandler(config *Config) (*Handler, error) {
+	if config == nil {
+		return nil, errors.New("netcode/backend: nil Config")
+	}
+	cfg := *config
 	if cfg.Authenticate == nil {
 		return nil, errors.New("netcode/backend: Config.Authenticate is required")
 	}
@@ -206,7 +210,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		if cfg.Cute.SecretKey == (cute.SecretKey{}) {
 			return nil, errors.New("netcode/backend: Config.Cute.SecretKey is all zeros")
 		}
-	} else if cfg.PrivateKey == ([token.KeyBytes]byte{}) {
+	} else if cfg.PrivateKey == (crypto.Key{}) {
 		return nil, errors.New("netcode/backend: Config.PrivateKey is all zeros")
 	}
 	if cfg.ChooseServers == nil {
@@ -221,7 +225,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, errors.New("netcode/backend: negative ExpireSeconds or TimeoutSeconds")
 	}
 	if cfg.ExpireSeconds == 0 {
-		cfg.ExpireSeconds = DefaultExpireSeconds
+		cfg.ExpireSeconds = token.DefaultExpireSeconds
 	}
 	if cfg.TimeoutSeconds == 0 {
 		cfg.TimeoutSeconds = DefaultTimeoutSeconds
@@ -374,7 +378,7 @@ func (h *Handler) generate(id Identity, public, internal []netip.AddrPort) ([]by
 		TimeoutSeconds: h.cfg.TimeoutSeconds,
 	}
 	copy(p.UserData[:], id.UserData)
-	return token.Generate(p)
+	return token.Generate(&p)
 }
 
 // allow applies the rate limit: Config.Limiter's, or the in-memory one

@@ -21,7 +21,8 @@ import (
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
-	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -74,7 +75,7 @@ func newHandler(t *testing.T, mod func(*backend.Config)) *backend.Handler {
 	if mod != nil {
 		mod(&cfg)
 	}
-	h, err := backend.NewHandler(cfg)
+	h, err := backend.NewHandler(&cfg)
 	require.NoError(t, err)
 	return h
 }
@@ -130,7 +131,7 @@ func TestStatusCodes(t *testing.T) {
 				body, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(body)))
 				require.NoError(t, err)
 			}
-			require.Len(t, body, netcode.ConnectTokenBytes)
+			require.Len(t, body, token.ConnectTokenBytes)
 			ct, err := token.Parse(body)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(protocolID), ct.ProtocolID)
@@ -146,10 +147,10 @@ func TestStatusCodes(t *testing.T) {
 }
 
 // openPrivate opens a token's private part as a server does.
-func openPrivate(t *testing.T, ct *token.ConnectToken, key crypto.Key) *token.Private {
+func openPrivate(t *testing.T, ct *token.ConnectToken, key crypto.Key) *tokenwire.Private {
 	t.Helper()
-	var priv token.Private
-	require.NoError(t, token.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
+	var priv tokenwire.Private
+	require.NoError(t, tokenwire.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
 	return &priv
 }
 
@@ -237,11 +238,11 @@ func TestNewHandlerErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.mod(&cfg)
-			_, err := backend.NewHandler(cfg)
+			_, err := backend.NewHandler(&cfg)
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := backend.NewHandler(ok)
+	_, err := backend.NewHandler(&ok)
 	assert.NoError(t, err)
 }
 
@@ -291,14 +292,14 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 200, w.Code)
 	ct, err := token.Parse(w.Body.Bytes())
 	require.NoError(t, err)
-	assert.Equal(t, uint64(backend.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
+	assert.Equal(t, uint64(token.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
 	assert.Equal(t, int32(backend.DefaultTimeoutSeconds), ct.TimeoutSeconds)
 }
 
 // BenchmarkHandler is one token request through the handler: the hook,
 // the rate limit, Generate and the response.
 func BenchmarkHandler(b *testing.B) {
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID:   protocolID,
 		PrivateKey:   testKey,
 		Authenticate: func(*http.Request) (backend.Identity, error) { return backend.Identity{ClientID: 1}, nil },
@@ -357,6 +358,6 @@ func TestCuteTokens(t *testing.T) {
 			assert.Equal(t, "user dave", string(ud[:9]))
 		})
 	}
-	_, err := backend.NewHandler(backend.Config{Authenticate: bearer, Servers: servers, Cute: &backend.CuteTokens{}})
+	_, err := backend.NewHandler(&backend.Config{Authenticate: bearer, Servers: servers, Cute: &backend.CuteTokens{}})
 	require.ErrorContains(t, err, "all zeros")
 }

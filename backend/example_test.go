@@ -26,7 +26,7 @@ func ExampleNewHandler() {
 		log.Fatal(err)
 	}
 	secret := sha256.Sum256([]byte("s3cret-of-player-42"))
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID: 0x6e6574636f646531,
 		PrivateKey: key,
 		Authenticate: func(r *http.Request) (backend.Identity, error) {
@@ -77,7 +77,7 @@ func ExampleNewHandler() {
 // handler mint Cute Protocol tokens with the deployment's signing key.
 func ExampleNewHandler_cute() {
 	_, secretKey := cute.GenerateKeyPair() // the game servers hold the same pair
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		Cute: &backend.CuteTokens{ApplicationID: 0x1234, SecretKey: secretKey},
 		Authenticate: func(r *http.Request) (backend.Identity, error) {
 			return backend.Identity{ClientID: 42}, nil // your login check here

@@ -72,7 +72,7 @@ type Config struct {
 	// must be safe for concurrent use.
 	AllowServer func(netip.AddrPort) bool
 	// MaxSessions caps the sessions open at once, from the upgrade until
-	// the end; 0 means DefaultMaxSessions. Past it, the bridge accepts the
+	// the end; 0 means 1024. Past it, the bridge accepts the
 	// WebSocket and closes it at once with 1013 (try again later), or, when
 	// many refusals are already in progress, answers HTTP 503.
 	MaxSessions int
@@ -82,10 +82,10 @@ type Config struct {
 	// CodeConnectionRequestTimedOut past it). A server answers only a
 	// token it can open: a forged token costs this long of connection
 	// requests (10 a second, about 1 KB each), whatever timeout its public
-	// part claims. 0 means DefaultHandshakeTimeout.
+	// part claims. 0 means 5 s.
 	HandshakeTimeout time.Duration
 	// DialTimeout bounds the netcode handshake with the servers, on top of
-	// the protocol's own timeouts; 0 means DefaultDialTimeout.
+	// the protocol's own timeouts; 0 means 30 s.
 	DialTimeout time.Duration
 	// IdleTimeout ends a connected session when nothing has been relayed in
 	// either direction for this long: no message from the browser and no
@@ -93,12 +93,12 @@ type Config struct {
 	// is kept alive by the bridge (its keep-alives are not relayed), so
 	// this is what notices a session where neither side says anything; a
 	// browser that only receives stays connected, and one that stops
-	// reading is noticed by WriteTimeout. 0 means DefaultIdleTimeout,
+	// reading is noticed by WriteTimeout. 0 means DefaultIdleTimeout (30 s),
 	// negative disables it.
 	IdleTimeout time.Duration
 	// WriteTimeout ends a session whose browser does not take a message
 	// within this long (a stalled TCP connection); 0 means
-	// DefaultWriteTimeout, negative disables it.
+	// 10 s, negative disables it.
 	WriteTimeout time.Duration
 	// Dialer dials the servers; nil means a netcode.Dialer whose
 	// SocketBuffer is Config.SocketBuffer (a UDP socket per session). The
@@ -107,7 +107,7 @@ type Config struct {
 	Dialer *netcode.Dialer
 	// SocketBuffer is the receive and send buffer size in bytes that each
 	// session's UDP socket asks for, when Dialer is nil (a Dialer given
-	// has its own SocketBuffer); 0 means DefaultSocketBuffer. With
+	// has its own SocketBuffer); 0 means 256 KiB. With
 	// thousands of sessions, the netcode default of 4 MiB each would let
 	// the kernel hold gigabytes.
 	SocketBuffer int
@@ -145,19 +145,19 @@ func NewHandler(config *Config) *Handler {
 		cfg = *config
 	}
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
+		cfg.MaxSessions = defaultMaxSessions
 	}
 	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+		cfg.HandshakeTimeout = defaultHandshakeTimeout
 	}
 	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = DefaultDialTimeout
+		cfg.DialTimeout = defaultDialTimeout
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
+		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	h := &Handler{
 		cfg:      cfg,
@@ -172,9 +172,9 @@ func NewHandler(config *Config) *Handler {
 	if h.dialer == nil {
 		sb := cfg.SocketBuffer
 		if sb <= 0 {
-			sb = DefaultSocketBuffer
+			sb = defaultSocketBuffer
 		}
-		h.dialer = &netcode.Dialer{SocketBuffer: sb}
+		h.dialer = &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: sb}}
 	} else {
 		d := *h.dialer // the caller's stays as it is
 		h.dialer = &d

@@ -24,11 +24,10 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
-
-const protocolID = 0x1122334455667788
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 // payload back; every accepted connection is also passed on conns.
 type testServer struct {
 	l     *netcode.Listener
-	key   [netcode.KeyBytes]byte
+	key   crypto.Key
 	addr  netip.AddrPort
 	conns chan *netcode.Conn
 	wg    sync.WaitGroup
@@ -49,7 +48,7 @@ func newServer(t testing.TB, maxClients int, echo bool) *testServer {
 	key, err := crypto.GenerateKey()
 	require.NoError(t, err)
 	l, err := netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{
-		ProtocolID: protocolID,
+		ProtocolID: bridgetest.ProtocolID,
 		PrivateKey: key,
 		MaxClients: maxClients,
 	})
@@ -78,7 +77,7 @@ func newServer(t testing.TB, maxClients int, echo bool) *testServer {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				echoUntilError(c)
+				bridgetest.EchoUntilError(c)
 			}()
 		}
 	}()
@@ -95,9 +94,9 @@ func (s *testServer) token(t testing.TB, timeout int32, addrs ...netip.AddrPort)
 	if len(addrs) == 0 {
 		addrs = []netip.AddrPort{s.addr}
 	}
-	b, err := token.Generate(token.Params{
-		ProtocolID:     protocolID,
-		ClientID:       nextClientID(),
+	b, err := token.Generate(&token.Params{
+		ProtocolID:     bridgetest.ProtocolID,
+		ClientID:       bridgetest.NextClientID(),
 		PrivateKey:     s.key,
 		ServerAddrs:    addrs,
 		ExpireSeconds:  30,
@@ -105,18 +104,6 @@ func (s *testServer) token(t testing.TB, timeout int32, addrs ...netip.AddrPort)
 	})
 	require.NoError(t, err)
 	return b
-}
-
-var (
-	idMu     sync.Mutex
-	clientID uint64 = 1000
-)
-
-func nextClientID() uint64 {
-	idMu.Lock()
-	defer idMu.Unlock()
-	clientID++
-	return clientID
 }
 
 // newBridge serves a Handler with cfg over HTTP.
@@ -131,16 +118,10 @@ func newBridge(t testing.TB, cfg bridge.Config) (*bridge.Handler, string) {
 	return h, "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // dial opens a WebSocket offering the relay subprotocol.
 func dial(t testing.TB, url string) *websocket.Conn {
 	t.Helper()
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
+	ws, _, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{
 		Subprotocols: []string{bridge.Subprotocol},
 	})
 	require.NoError(t, err)
@@ -160,7 +141,7 @@ type connected struct {
 func open(t testing.TB, url string, tok []byte) (*websocket.Conn, connected) {
 	t.Helper()
 	ws := dial(t, url)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := bridgetest.Ctx(t, 10*time.Second)
 	require.NoError(t, ws.Write(ctx, websocket.MessageBinary, tok))
 	typ, msg, err := ws.Read(ctx)
 	require.NoError(t, err)
@@ -169,27 +150,6 @@ func open(t testing.TB, url string, tok []byte) (*websocket.Conn, connected) {
 	require.NoError(t, json.Unmarshal(msg, &c), "%s", msg)
 	require.Equal(t, "connected", c.Type)
 	return ws, c
-}
-
-// closed waits for the bridge to close ws and returns the close frame.
-func closed(t testing.TB, ws *websocket.Conn, within time.Duration) websocket.CloseError {
-	t.Helper()
-	ctx := ctxT(t, within)
-	for {
-		_, _, err := ws.Read(ctx)
-		if err == nil {
-			continue // payloads still in flight
-		}
-		var ce websocket.CloseError
-		require.True(t, errors.As(err, &ce), "want a close frame, got %v", err)
-		return ce
-	}
-}
-
-// eventually polls cond.
-func eventually(t testing.TB, cond func() bool, msg string) {
-	t.Helper()
-	require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, msg)
 }
 
 func allowOnly(s *testServer) bridge.Config {
@@ -204,7 +164,7 @@ func TestEcho(t *testing.T) {
 	assert.True(t, c.ClientIndex >= 0 && c.ClientIndex < 8, "clientIndex %d", c.ClientIndex)
 	assert.Equal(t, 1, h.Sessions())
 
-	ctx := ctxT(t, 30*time.Second)
+	ctx := bridgetest.Ctx(t, 30*time.Second)
 	const n = 2000
 	// A window of messages in flight, checked in order of arrival by
 	// content (UDP may reorder, but not on loopback in practice).
@@ -269,8 +229,8 @@ func TestEcho(t *testing.T) {
 	require.NoError(t, <-errc)
 
 	require.NoError(t, ws.Close(websocket.StatusNormalClosure, ""))
-	eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
-	eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
+	bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
+	bridgetest.Eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
 }
 
 func TestAllowList(t *testing.T) {
@@ -307,8 +267,8 @@ func TestAllowList(t *testing.T) {
 				return
 			}
 			ws := dial(t, url)
-			require.NoError(t, ws.Write(ctxT(t, time.Second), websocket.MessageBinary, tok))
-			ce := closed(t, ws, 5*time.Second)
+			require.NoError(t, ws.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, tok))
+			ce := bridgetest.Closed(t, ws, 5*time.Second)
 			assert.Equal(t, bridge.CodeServerNotAllowed, ce.Code)
 			assert.Contains(t, ce.Reason, "not allowed")
 			after := srv.l.Stats()
@@ -321,7 +281,7 @@ func TestSubprotocolRequired(t *testing.T) {
 	srv := newServer(t, 8, true)
 	_, url := newBridge(t, allowOnly(srv))
 	for _, protos := range [][]string{nil, {"other"}, {"netcode.relay.v2", "chat"}} {
-		ws, resp, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: protos})
+		ws, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: protos})
 		if ws != nil {
 			ws.CloseNow()
 		}
@@ -330,7 +290,7 @@ func TestSubprotocolRequired(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	}
 	// Offered among others, it is chosen.
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
+	ws, _, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{
 		Subprotocols: []string{"chat", bridge.Subprotocol},
 	})
 	require.NoError(t, err)
@@ -358,7 +318,7 @@ func TestBadFirstMessage(t *testing.T) {
 		{"long", websocket.MessageBinary, append(append([]byte(nil), good...), 0), bridge.CodeInvalidConnectToken},
 		{"huge", websocket.MessageBinary, make([]byte, 64<<10), bridge.CodeInvalidConnectToken},
 		{"empty", websocket.MessageBinary, nil, bridge.CodeInvalidConnectToken},
-		{"garbage", websocket.MessageBinary, make([]byte, netcode.ConnectTokenBytes), bridge.CodeInvalidConnectToken},
+		{"garbage", websocket.MessageBinary, make([]byte, token.ConnectTokenBytes), bridge.CodeInvalidConnectToken},
 		{"corrupt version", websocket.MessageBinary, corrupt, bridge.CodeInvalidConnectToken},
 		{"nothing", 0, nil, bridge.CodeHandshakeTimeout},
 	}
@@ -367,9 +327,9 @@ func TestBadFirstMessage(t *testing.T) {
 			ws := dial(t, url)
 			if tc.typ != 0 {
 				// A huge message may be cut short by the bridge's close.
-				_ = ws.Write(ctxT(t, 2*time.Second), tc.typ, tc.msg)
+				_ = ws.Write(bridgetest.Ctx(t, 2*time.Second), tc.typ, tc.msg)
 			}
-			ce := closed(t, ws, 5*time.Second)
+			ce := bridgetest.Closed(t, ws, 5*time.Second)
 			if tc.name == "huge" && ce.Code == websocket.StatusMessageTooBig {
 				return // the library's read limit may fire first
 			}
@@ -398,7 +358,7 @@ func TestMessageChecks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, _ := open(t, url, srv.token(t, 5))
 			sc := srv.accepted(t)
-			ctx := ctxT(t, 5*time.Second)
+			ctx := bridgetest.Ctx(t, 5*time.Second)
 			// The largest payload passes.
 			max := bytes.Repeat([]byte{7}, netcode.MaxPayloadBytes)
 			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, max))
@@ -407,7 +367,7 @@ func TestMessageChecks(t *testing.T) {
 			require.Equal(t, max, b)
 
 			_ = ws.Write(ctx, tc.typ, tc.msg)
-			ce := closed(t, ws, 5*time.Second)
+			ce := bridgetest.Closed(t, ws, 5*time.Second)
 			assert.Equal(t, tc.code, ce.Code, "reason %q", ce.Reason)
 			// The server sees a clean disconnect.
 			select {
@@ -418,7 +378,7 @@ func TestMessageChecks(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "slots not freed")
+	bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "slots not freed")
 }
 
 func TestSessionCap(t *testing.T) {
@@ -431,18 +391,18 @@ func TestSessionCap(t *testing.T) {
 	assert.Equal(t, 2, h.Sessions())
 
 	ws3 := dial(t, url)
-	ce := closed(t, ws3, 5*time.Second)
+	ce := bridgetest.Closed(t, ws3, 5*time.Second)
 	assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
 	assert.Contains(t, ce.Reason, "too many sessions")
 	assert.Equal(t, 2, srv.l.Stats().Connected)
 
 	// Room again after one leaves.
 	require.NoError(t, ws1.Close(websocket.StatusNormalClosure, ""))
-	eventually(t, func() bool { return h.Sessions() == 1 }, "session not released")
+	bridgetest.Eventually(t, func() bool { return h.Sessions() == 1 }, "session not released")
 	ws4, _ := open(t, url, srv.token(t, 5))
 	ws4.Close(websocket.StatusNormalClosure, "")
 	ws2.Close(websocket.StatusNormalClosure, "")
-	eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slots not freed")
+	bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slots not freed")
 }
 
 func TestUpstreamTimeout(t *testing.T) {
@@ -454,9 +414,9 @@ func TestUpstreamTimeout(t *testing.T) {
 	srv := newServer(t, 8, true) // only for its key
 	_, url := newBridge(t, bridge.Config{AllowedServers: []netip.AddrPort{dead}})
 	ws := dial(t, url)
-	require.NoError(t, ws.Write(ctxT(t, time.Second), websocket.MessageBinary, srv.token(t, 1, dead)))
+	require.NoError(t, ws.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, srv.token(t, 1, dead)))
 	start := time.Now()
-	ce := closed(t, ws, 10*time.Second)
+	ce := bridgetest.Closed(t, ws, 10*time.Second)
 	assert.Equal(t, bridge.CodeConnectionRequestTimedOut, ce.Code)
 	assert.Equal(t, netcode.ErrConnectionRequestTimedOut.Error(), ce.Reason)
 	assert.Less(t, time.Since(start), 5*time.Second)
@@ -470,8 +430,8 @@ func TestDialTimeout(t *testing.T) {
 	srv := newServer(t, 8, true)
 	_, url := newBridge(t, bridge.Config{AllowedServers: []netip.AddrPort{dead}, DialTimeout: 200 * time.Millisecond})
 	ws := dial(t, url)
-	require.NoError(t, ws.Write(ctxT(t, time.Second), websocket.MessageBinary, srv.token(t, 10, dead)))
-	ce := closed(t, ws, 5*time.Second)
+	require.NoError(t, ws.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, srv.token(t, 10, dead)))
+	ce := bridgetest.Closed(t, ws, 5*time.Second)
 	assert.Equal(t, bridge.CodeHandshakeTimeout, ce.Code)
 	assert.Contains(t, ce.Reason, "dial timed out")
 }
@@ -482,8 +442,8 @@ func TestDenied(t *testing.T) {
 	ws1, c := open(t, url, srv.token(t, 5))
 	assert.Equal(t, 1, c.MaxClients)
 	ws2 := dial(t, url)
-	require.NoError(t, ws2.Write(ctxT(t, time.Second), websocket.MessageBinary, srv.token(t, 5)))
-	ce := closed(t, ws2, 10*time.Second)
+	require.NoError(t, ws2.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, srv.token(t, 5)))
+	ce := bridgetest.Closed(t, ws2, 10*time.Second)
 	assert.Equal(t, bridge.CodeConnectionDenied, ce.Code)
 	assert.Equal(t, netcode.ErrConnectionDenied.Error(), ce.Reason)
 	ws1.Close(websocket.StatusNormalClosure, "")
@@ -496,7 +456,7 @@ func TestBrowserDisconnectReleasesSlot(t *testing.T) {
 			h, url := newBridge(t, allowOnly(srv))
 			ws, _ := open(t, url, srv.token(t, 30))
 			sc := srv.accepted(t)
-			ctx := ctxT(t, 5*time.Second)
+			ctx := bridgetest.Ctx(t, 5*time.Second)
 			// Mid-session: a payload each way.
 			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte("ping")))
 			buf := make([]byte, netcode.MaxPayloadBytes)
@@ -518,8 +478,8 @@ func TestBrowserDisconnectReleasesSlot(t *testing.T) {
 			// The server sees a clean disconnect (not a timeout: the token's is 30 s).
 			_, err = sc.Read(buf)
 			assert.ErrorIs(t, err, io.EOF)
-			eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
-			eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
+			bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
+			bridgetest.Eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
 		})
 	}
 }
@@ -530,9 +490,9 @@ func TestServerDisconnect(t *testing.T) {
 	ws, _ := open(t, url, srv.token(t, 30))
 	sc := srv.accepted(t)
 	require.NoError(t, sc.Close())
-	ce := closed(t, ws, 5*time.Second)
+	ce := bridgetest.Closed(t, ws, 5*time.Second)
 	assert.Equal(t, bridge.CodeDisconnected, ce.Code)
-	eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
+	bridgetest.Eventually(t, func() bool { return h.Sessions() == 0 }, "session not ended")
 }
 
 // blackhole is a server socket that can be made to drop everything, as if
@@ -564,20 +524,20 @@ func TestServerTimeout(t *testing.T) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	bh := &blackhole{PacketConn: pc}
-	l, err := netcode.NewListener(bh, &netcode.ServerConfig{ProtocolID: protocolID, PrivateKey: key, MaxClients: 4})
+	l, err := netcode.NewListener(bh, &netcode.ServerConfig{ProtocolID: bridgetest.ProtocolID, PrivateKey: key, MaxClients: 4})
 	require.NoError(t, err)
 	defer l.Close()
 	srv := &testServer{l: l, key: key, addr: netip.MustParseAddrPort(pc.LocalAddr().String())}
 	_, url := newBridge(t, allowOnly(srv))
 
 	ws := dial(t, url)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := bridgetest.Ctx(t, 10*time.Second)
 	require.NoError(t, ws.Write(ctx, websocket.MessageBinary, srv.token(t, 1)))
 	typ, _, err := ws.Read(ctx)
 	require.NoError(t, err)
 	require.Equal(t, websocket.MessageText, typ)
 	bh.drop.Store(true)
-	ce := closed(t, ws, 10*time.Second)
+	ce := bridgetest.Closed(t, ws, 10*time.Second)
 	assert.Equal(t, bridge.CodeConnectionTimedOut, ce.Code)
 	assert.Equal(t, netcode.ErrConnectionTimedOut.Error(), ce.Reason)
 }
@@ -597,8 +557,8 @@ func TestIdleTimeout(t *testing.T) {
 		talk func(t *testing.T, ws *websocket.Conn, sc *netcode.Conn, d time.Duration)
 	}{
 		{"browser only sends", func(t *testing.T, ws *websocket.Conn, sc *netcode.Conn, d time.Duration) {
-			ctx := ctxT(t, 30*time.Second)
-			stop := sendEvery(idle/20, func() error { return ws.Write(ctx, websocket.MessageBinary, []byte("tick")) })
+			ctx := bridgetest.Ctx(t, 30*time.Second)
+			stop := bridgetest.SendEvery(idle/20, func() error { return ws.Write(ctx, websocket.MessageBinary, []byte("tick")) })
 			defer stop()
 			buf := make([]byte, netcode.MaxPayloadBytes)
 			for until := time.Now().Add(d); time.Now().Before(until); {
@@ -609,12 +569,12 @@ func TestIdleTimeout(t *testing.T) {
 			}
 		}},
 		{"browser only receives", func(t *testing.T, ws *websocket.Conn, sc *netcode.Conn, d time.Duration) {
-			stop := sendEvery(idle/20, func() error {
+			stop := bridgetest.SendEvery(idle/20, func() error {
 				_, err := sc.Write([]byte("tick"))
 				return err
 			})
 			defer stop()
-			readTicks(t, ws, d, "a browser that only receives")
+			bridgetest.ReadTicks(t, ws, d, "a browser that only receives")
 		}},
 		{"both silent", nil},
 	}
@@ -635,10 +595,10 @@ func TestIdleTimeout(t *testing.T) {
 			// message a little before last; a session ended half an idle
 			// period later or sooner ignored the timeout.
 			last := time.Now()
-			ce := closed(t, ws, 10*idle)
+			ce := bridgetest.Closed(t, ws, 10*idle)
 			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
 			assert.GreaterOrEqual(t, time.Since(last), idle/2, "ended before the idle timeout")
-			eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "not released")
+			bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 && h.Sessions() == 0 }, "not released")
 		})
 	}
 }
@@ -666,8 +626,8 @@ func TestHandlerClose(t *testing.T) {
 	require.NoError(t, h.Close())
 	ce := <-done
 	assert.Equal(t, websocket.StatusGoingAway, ce.Code)
-	eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
-	_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
+	bridgetest.Eventually(t, func() bool { return srv.l.Stats().Connected == 0 }, "server slot not freed")
+	_, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
 	require.Error(t, err)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 }
@@ -676,7 +636,7 @@ func TestOrigin(t *testing.T) {
 	srv := newServer(t, 4, true)
 	_, url := newBridge(t, allowOnly(srv))
 	hdr := http.Header{"Origin": []string{"https://evil.example"}}
-	_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
+	_, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{
 		Subprotocols: []string{bridge.Subprotocol}, HTTPHeader: hdr,
 	})
 	require.Error(t, err)
@@ -685,7 +645,7 @@ func TestOrigin(t *testing.T) {
 	cfg := allowOnly(srv)
 	cfg.OriginPatterns = []string{"*.example"}
 	_, url2 := newBridge(t, cfg)
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url2, &websocket.DialOptions{
+	ws, _, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url2, &websocket.DialOptions{
 		Subprotocols: []string{bridge.Subprotocol}, HTTPHeader: hdr,
 	})
 	require.NoError(t, err)
@@ -733,7 +693,7 @@ func TestServerTimeoutsDoNotCutSessions(t *testing.T) {
 		hs.Close()
 	}()
 	ws, _ := open(t, "ws"+strings.TrimPrefix(hs.URL, "http"), srv.token(t, 30))
-	ctx := ctxT(t, 5*time.Second)
+	ctx := bridgetest.Ctx(t, 5*time.Second)
 	for range 6 {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte("still here")))
@@ -742,43 +702,6 @@ func TestServerTimeoutsDoNotCutSessions(t *testing.T) {
 		require.Equal(t, "still here", string(b))
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
-}
-
-// sendEvery calls send every period on a goroutine of its own until send
-// fails or the returned stop is called; stop waits for the goroutine.
-func sendEvery(period time.Duration, send func() error) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if send() != nil {
-				return
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
-}
-
-// readTicks reads the binary "tick" messages ws receives for d; the
-// session ending meanwhile fails the test.
-func readTicks(t *testing.T, ws *websocket.Conn, d time.Duration, who string) {
-	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
-	received := 0
-	for until := time.Now().Add(d); time.Now().Before(until); {
-		typ, b, err := ws.Read(ctx)
-		require.NoError(t, err, "session ended after %d messages to %s", received, who)
-		require.Equal(t, websocket.MessageBinary, typ)
-		require.Equal(t, "tick", string(b))
-		received++
-	}
 }
 
 // accepted returns the next connection the server accepts, failing the test
@@ -791,20 +714,5 @@ func (s *testServer) accepted(t *testing.T) *netcode.Conn {
 	case <-time.After(5 * time.Second):
 		t.Fatal("server did not accept")
 		return nil
-	}
-}
-
-// echoUntilError writes back every payload c reads, until a read or a
-// write fails (the connection ended).
-func echoUntilError(c net.Conn) {
-	buf := make([]byte, netcode.MaxPayloadBytes)
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(buf[:n]); err != nil {
-			return
-		}
 	}
 }

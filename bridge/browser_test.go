@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/internal/testing/browsertest"
 )
 
 // TestBrowserSeesRefusal checks, in headless Chromium, what a page's
@@ -33,12 +34,12 @@ func TestBrowserSeesRefusal(t *testing.T) {
 	cfg.MaxSessions = 1
 	relay := bridge.NewHandler(&cfg)
 	defer relay.Close()
-	ms := newMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
-	ms.dialWS(t) // the Mux is full
+	ms := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
+	ms.DialWS(t) // the Mux is full
 
 	mux := http.NewServeMux()
 	mux.Handle("/relay", relay)
-	mux.Handle("/transport", ms.mux.Handler())
+	mux.Handle("/transport", ms.Mux.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte("<!doctype html><title>refusal</title>"))

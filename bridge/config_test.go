@@ -13,23 +13,23 @@ import (
 // own. Either way the relay's Dialer gives up on a token no server answers
 // after HandshakeTimeout (RequestTimeout), the given one is left as it is.
 func TestRelaySocketBuffer(t *testing.T) {
-	given := &netcode.Dialer{SocketBuffer: 1 << 20}
+	given := &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: 1 << 20}}
 	tests := []struct {
 		name string
 		cfg  Config
 		want int
 	}{
-		{"default", Config{}, DefaultSocketBuffer},
+		{"default", Config{}, defaultSocketBuffer},
 		{"set", Config{SocketBuffer: 64 << 10}, 64 << 10},
-		{"negative is the default", Config{SocketBuffer: -1}, DefaultSocketBuffer},
+		{"negative is the default", Config{SocketBuffer: -1}, defaultSocketBuffer},
 		{"dialer given", Config{Dialer: given, SocketBuffer: 64 << 10}, 1 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := NewHandler(&tt.cfg)
 			defer h.Close()
-			assert.Equal(t, tt.want, h.dialer.SocketBuffer)
-			assert.Equal(t, DefaultHandshakeTimeout, h.dialer.RequestTimeout)
+			assert.Equal(t, tt.want, h.dialer.Socket.Buffer)
+			assert.Equal(t, defaultHandshakeTimeout, h.dialer.RequestTimeout)
 			if tt.cfg.Dialer != nil {
 				assert.Zero(t, tt.cfg.Dialer.RequestTimeout, "the caller's Dialer changed")
 			}

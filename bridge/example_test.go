@@ -36,7 +36,7 @@ func ExampleHandler() {
 	defer l.Close()
 	go echoServer(l)
 	server := netip.MustParseAddrPort(l.Addr().String())
-	tok, err := token.Generate(token.Params{ProtocolID: protocolID, ClientID: 1, PrivateKey: key,
+	tok, err := token.Generate(&token.Params{ProtocolID: protocolID, ClientID: 1, PrivateKey: key,
 		ServerAddrs: []netip.AddrPort{server}, ExpireSeconds: 30, TimeoutSeconds: 5})
 	if err != nil {
 		log.Fatal(err)

@@ -18,8 +18,10 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -224,7 +226,7 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		return target{h.Sessions, url, bridge.CloseTimeout}, srv
 	}
 	mux := func(t *testing.T) (target, *testServer) {
-		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
+		m, url := bridgetest.NewMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
 		return target{m.Sessions, url, bridge.MuxEndGrace}, nil
 	}
 	tests := []struct {
@@ -236,7 +238,7 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		n     int
 		code  websocket.StatusCode
 	}{
-		{"relay token 2049 bytes", relay, bridge.Subprotocol, false, 2, netcode.ConnectTokenBytes + 1, bridge.CodeInvalidConnectToken},
+		{"relay token 2049 bytes", relay, bridge.Subprotocol, false, 2, token.ConnectTokenBytes + 1, bridge.CodeInvalidConnectToken},
 		{"relay token text", relay, bridge.Subprotocol, false, 1, 100, bridge.CodeInvalidConnectToken},
 		{"relay connected 1201 bytes", relay, bridge.Subprotocol, true, 2, netcode.MaxPayloadBytes + 1, websocket.StatusMessageTooBig},
 		{"relay connected text", relay, bridge.Subprotocol, true, 1, 100, websocket.StatusUnsupportedData},
@@ -282,7 +284,7 @@ func TestCloseWithStalledFrame(t *testing.T) {
 		noSessionGoroutines(t)
 	})
 	t.Run("mux", func(t *testing.T) {
-		m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
+		m, url := bridgetest.NewMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{})
 		c := rawDial(t, url, transport.Subprotocol, nil)
 		c.stall(2, 1000)
 		within(t, 5*time.Second, func() bool { return stacks.Blocked("IO wait", "transport.(*muxSession).readLoop") }, "session not reading the frame")
@@ -310,7 +312,7 @@ func TestRefusalWithPipelinedFrame(t *testing.T) {
 			return url, h.Close
 		}},
 		{"mux", transport.Subprotocol, func(t *testing.T) (string, func() error) {
-			m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{MaxSessions: 1, IdleTimeout: time.Hour})
+			m, url := bridgetest.NewMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{MaxSessions: 1, IdleTimeout: time.Hour})
 			rawDial(t, url, transport.Subprotocol, nil)
 			within(t, 5*time.Second, func() bool { return m.Sessions() == 1 }, "session not open")
 			return url, m.Close
@@ -353,13 +355,13 @@ func TestCloseHandshakeIgnored(t *testing.T) {
 // the session forever.
 func TestMuxEmptyMessagesAreNotActivity(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	m, url := newMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{IdleTimeout: idle})
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
+	m, url := bridgetest.NewMuxOn(t, "udp4", "127.0.0.1:0", transport.MuxConfig{IdleTimeout: idle})
+	ws, _, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), url, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
 	require.NoError(t, err)
 	defer ws.CloseNow()
-	stop := sendEvery(idle/6, func() error { return ws.Write(ctxT(t, time.Second), websocket.MessageBinary, nil) })
+	stop := bridgetest.SendEvery(idle/6, func() error { return ws.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, nil) })
 	defer stop()
-	ce := closed(t, ws, idle+5*time.Second)
+	ce := bridgetest.Closed(t, ws, idle+5*time.Second)
 	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
 	within(t, bridge.MuxEndGrace+slack, func() bool { return m.Sessions() == 0 }, "slot still held")
 }
@@ -387,11 +389,11 @@ func TestForgedTokenDialBounded(t *testing.T) {
 		}
 	}()
 	addr := netip.MustParseAddrPort(udp.LocalAddr().String())
-	var key [netcode.KeyBytes]byte
+	var key crypto.Key
 	_, _ = rand.Read(key[:])
-	tok, err := token.Generate(token.Params{
-		ProtocolID:     protocolID,
-		ClientID:       nextClientID(),
+	tok, err := token.Generate(&token.Params{
+		ProtocolID:     bridgetest.ProtocolID,
+		ClientID:       bridgetest.NextClientID(),
 		PrivateKey:     key,
 		ServerAddrs:    []netip.AddrPort{addr},
 		ExpireSeconds:  300,
@@ -404,8 +406,8 @@ func TestForgedTokenDialBounded(t *testing.T) {
 		DialTimeout:      time.Minute,
 	})
 	ws := dial(t, url)
-	require.NoError(t, ws.Write(ctxT(t, time.Second), websocket.MessageBinary, tok))
-	ce := closed(t, ws, hs+5*time.Second)
+	require.NoError(t, ws.Write(bridgetest.Ctx(t, time.Second), websocket.MessageBinary, tok))
+	ce := bridgetest.Closed(t, ws, hs+5*time.Second)
 	assert.Equal(t, bridge.CodeConnectionRequestTimedOut, ce.Code, ce.Reason)
 	udp.Close()
 	const requestBytes = 1078

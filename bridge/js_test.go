@@ -17,6 +17,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/token"
 )
 
 // TestJSCloseCodes checks that the browser module names every close code
@@ -55,7 +56,7 @@ func TestJSCloseCodes(t *testing.T) {
 
 	for pattern, value := range map[string]string{
 		`SUBPROTOCOL = "([^"]+)"`:             bridge.Subprotocol,
-		`CONNECT_TOKEN_BYTES = (\d+)`:         strconv.Itoa(netcode.ConnectTokenBytes),
+		`CONNECT_TOKEN_BYTES = (\d+)`:         strconv.Itoa(token.ConnectTokenBytes),
 		`MAX_PAYLOAD_BYTES = (\d+)`:           strconv.Itoa(netcode.MaxPayloadBytes),
 		`DEFAULT_MAX_BUFFERED_AMOUNT = (\d+)`: strconv.Itoa(1 << 20),
 		`BACKPRESSURE = "([^"]+)"`:            "backpressure",

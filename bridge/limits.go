@@ -10,15 +10,19 @@ import (
 	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 )
 
-// Defaults for the zero fields of Config.
+// DefaultIdleTimeout is Config.IdleTimeout's default, 30 s: a game whose
+// browsers may stay silent for a while (a lobby, a turn) sizes its own
+// heartbeat by it.
+const DefaultIdleTimeout = wsbridge.DefaultIdleTimeout
+
+// Defaults for the other zero fields of Config, stated there too.
 const (
-	DefaultMaxSessions      = wsbridge.DefaultMaxSessions // 1024
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultDialTimeout      = 30 * time.Second
-	DefaultIdleTimeout      = wsbridge.DefaultIdleTimeout  // 30 s
-	DefaultWriteTimeout     = wsbridge.DefaultWriteTimeout // 10 s
-	// DefaultSocketBuffer is the default of Config.SocketBuffer: a
+	defaultMaxSessions      = wsbridge.DefaultMaxSessions // 1024
+	defaultHandshakeTimeout = 5 * time.Second
+	defaultDialTimeout      = 30 * time.Second
+	defaultWriteTimeout     = wsbridge.DefaultWriteTimeout // 10 s
+	// defaultSocketBuffer is the default of Config.SocketBuffer: a
 	// relayed session carries one browser's traffic, far from what the
 	// 4 MiB of a dialed netcode client's socket are for.
-	DefaultSocketBuffer = 256 << 10
+	defaultSocketBuffer = 256 << 10
 )

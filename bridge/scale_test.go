@@ -15,9 +15,10 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/race"
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
 
 var scaleSessions = flag.Int("bridge.sessions", 200, "sessions TestSessionCost opens in each mode")
@@ -93,7 +94,7 @@ func (f closerFunc) Close() error { return f() }
 // echoOnce sends one payload on c and waits for it back.
 func echoOnce(t testing.TB, c *netcode.Conn) {
 	t.Helper()
-	require.NoError(t, echo(t, c, 0, 1, false))
+	require.NoError(t, bridgetest.Echo(t, c, 0, 1, false))
 }
 
 // TestSessionCost measures what a browser's session costs the bridge, in
@@ -117,7 +118,7 @@ func TestSessionCost(t *testing.T) {
 			msg := make([]byte, 100)
 			relay := func(int) io.Closer {
 				ws, _ := open(t, url, srv.token(t, 30))
-				ctx := ctxT(t, 5*time.Second)
+				ctx := bridgetest.Ctx(t, 5*time.Second)
 				require.NoError(t, ws.Write(ctx, websocket.MessageBinary, msg))
 				_, got, err := ws.Read(ctx)
 				require.NoError(t, err)
@@ -125,7 +126,7 @@ func TestSessionCost(t *testing.T) {
 				return closerFunc(func() error { return ws.Close(websocket.StatusNormalClosure, "") })
 			}
 			direct := func(int) io.Closer {
-				c, err := netcode.DialContext(ctxT(t, 10*time.Second), srv.token(t, 30))
+				c, err := netcode.DialContext(bridgetest.Ctx(t, 10*time.Second), srv.token(t, 30))
 				require.NoError(t, err)
 				echoOnce(t, c)
 				return c
@@ -135,16 +136,16 @@ func TestSessionCost(t *testing.T) {
 		// The client's side of the transport (TransportConn) has a reader
 		// goroutine too.
 		{"transport", 3, func(t *testing.T, n int) (func(int) io.Closer, func(int) io.Closer) {
-			s := newMuxServer(t, 2*n, transport.MuxConfig{MaxSessions: n})
+			s := bridgetest.NewMuxServer(t, 2*n, transport.MuxConfig{MaxSessions: n})
 			ws := func(int) io.Closer {
-				d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
-				c, err := d.DialContext(ctxT(t, 10*time.Second), s.token(t))
+				d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.URL, nil)}
+				c, err := d.DialContext(bridgetest.Ctx(t, 10*time.Second), s.Token(t))
 				require.NoError(t, err)
 				echoOnce(t, c)
 				return c
 			}
 			direct := func(int) io.Closer {
-				c, err := netcode.DialContext(ctxT(t, 10*time.Second), s.token(t))
+				c, err := netcode.DialContext(bridgetest.Ctx(t, 10*time.Second), s.Token(t))
 				require.NoError(t, err)
 				echoOnce(t, c)
 				return c

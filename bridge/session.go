@@ -55,7 +55,7 @@ type session struct {
 // tokenBuf holds a connect token as read, with one byte more to tell a
 // longer message. Sessions borrow one from tokenBufs only until the dial
 // has parsed it, so that connected sessions do not carry one each.
-type tokenBuf [netcode.ConnectTokenBytes + 1]byte
+type tokenBuf [token.ConnectTokenBytes + 1]byte
 
 var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
 
@@ -159,7 +159,7 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 	}()
 
 	// The connect token: one binary message of exactly 2048 bytes.
-	ws.SetReadLimit(netcode.ConnectTokenBytes)
+	ws.SetReadLimit(token.ConnectTokenBytes)
 	tb := tokenBufs.Get().(*tokenBuf)
 	defer func() {
 		if tb != nil {
@@ -171,7 +171,7 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 		s.end(wsbridge.ReadEnd(err))
 		return
 	}
-	if typ != websocket.MessageBinary || n != netcode.ConnectTokenBytes {
+	if typ != websocket.MessageBinary || n != token.ConnectTokenBytes {
 		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}

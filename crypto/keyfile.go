@@ -11,9 +11,9 @@ import (
 	"runtime"
 )
 
-// MaxKeyFileBytes bounds what ReadKeyFile reads: a key file holds 32 bytes,
+// maxKeyFileBytes bounds what ReadKeyFile reads: a key file holds 32 bytes,
 // or 64 hex digits or 44 base64 characters and a newline.
-const MaxKeyFileBytes = 4096
+const maxKeyFileBytes = 4096
 
 // ErrNotAKey is returned (wrapped) for text or a file that does not hold a
 // 32-byte key in one of the forms ParseKey accepts.
@@ -64,8 +64,8 @@ func checkKey(k Key) (Key, error) {
 // accepts ("netcode keygen -o" writes one).
 //
 // A missing file gives an error for which errors.Is(err, fs.ErrNotExist)
-// is true; a file that is not a regular file, is larger than
-// MaxKeyFileBytes or holds no key gives an error naming the file.
+// is true; a file that is not a regular file, is larger than 4096
+// bytes or holds no key gives an error naming the file.
 //
 // exposed reports a file that its permission bits let the group or others
 // read. The key is read anyway; the caller should warn, because anyone who
@@ -85,12 +85,12 @@ func ReadKeyFile(name string) (key Key, exposed bool, err error) {
 	if !st.Mode().IsRegular() {
 		return Key{}, false, fmt.Errorf("key file %s: not a regular file", name)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxKeyFileBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
 	if err != nil {
 		return Key{}, false, fmt.Errorf("key file %s: %w", name, err)
 	}
-	if len(b) > MaxKeyFileBytes {
-		return Key{}, false, fmt.Errorf("key file %s: larger than %d bytes, not a key file", name, MaxKeyFileBytes)
+	if len(b) > maxKeyFileBytes {
+		return Key{}, false, fmt.Errorf("key file %s: larger than %d bytes, not a key file", name, maxKeyFileBytes)
 	}
 	key, err = ParseKey(b)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"

@@ -85,7 +85,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if laddr == "" {
 		laddr = ":0"
 	}
-	uc, err := transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0)
+	uc, err := transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0, nil)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
 	}

@@ -116,7 +116,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if c.SecretKey.Public() != c.PublicKey {
 		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
 	}
-	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer)
+	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
 	if err != nil {
 		return nil, err
 	}

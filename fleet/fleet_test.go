@@ -23,7 +23,7 @@ import (
 // dialDirect connects to the servers with a token minted here.
 func dialDirect(t *testing.T, user uint64, servers ...netip.AddrPort) *netcode.Conn {
 	t.Helper()
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID: protocolID, ClientID: user, PrivateKey: testKey, ServerAddrs: servers, TimeoutSeconds: testTimeout,
 	})
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ import (
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/fleet"
-	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/internal/testing/redistest"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -236,7 +236,7 @@ func startBackend(t *testing.T, rdb redis.UniversalClient, mod func(*fleet.Choos
 	ch, err := fleet.NewChooser(context.Background(), ccfg)
 	require.NoError(t, err)
 	bcfg.ChooseServers = ch.ChooseServers
-	h, err := backend.NewHandler(bcfg)
+	h, err := backend.NewHandler(&bcfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {

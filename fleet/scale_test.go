@@ -21,7 +21,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/fleet"
-	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/internal/testing/redistest"
 )
 
 // simServer is a game server that exists only in the registry: the scale
@@ -94,7 +94,7 @@ func benchmarkFleet(b *testing.B, redisLimit bool) {
 
 	var mu sync.Mutex
 	var choice, total []time.Duration
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID:   protocolID,
 		PrivateKey:   testKey,
 		Authenticate: userHeader,

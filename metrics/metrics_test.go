@@ -22,7 +22,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/metrics"
 	nctoken "github.com/gonetcode/netcode/token"
 )
@@ -114,7 +114,7 @@ func TestListener(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, families, reflect.TypeFor[netcode.ServerStats]().NumField()+1, "one metric per ServerStats field, and the build's")
 
-			tok, err := nctoken.Generate(nctoken.Params{ProtocolID: 9, ClientID: 5, PrivateKey: key,
+			tok, err := nctoken.Generate(&nctoken.Params{ProtocolID: 9, ClientID: 5, PrivateKey: key,
 				ServerAddrs: loopback.AddrPorts(t, l.Addr()), ExpireSeconds: 30, TimeoutSeconds: 5})
 			require.NoError(t, err)
 			loopback.Connect(t, l, tok)

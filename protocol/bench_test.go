@@ -37,7 +37,7 @@ func BenchmarkReadPayload(b *testing.B) {
 		payload := bytes.Repeat([]byte{0x5a}, n)
 		// 256 packets with consecutive sequences, replayed with a window
 		// reset each lap so that every read passes replay protection.
-		var pkts [ReplayWindow][]byte
+		var pkts [replayWindow][]byte
 		for i := range pkts {
 			pkts[i] = AppendPayload(nil, c2s, uint64(i), payload)
 		}

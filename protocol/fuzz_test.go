@@ -119,7 +119,7 @@ func checkAccepted(t *testing.T, s *fuzzSide, in []byte, p *Packet, pid uint64) 
 		}
 	}
 	n := int(in[0] >> 4)
-	if n < 1 || n > 8 || len(in) < 1+n+MACBytes {
+	if n < 1 || n > 8 || len(in) < 1+n+crypto.MACBytes {
 		t.Fatalf("%s: accepted bad framing % x", s.name, in[:1])
 	}
 	if n != SequenceBytes(p.Sequence) {
@@ -162,7 +162,7 @@ func FuzzRoundTrip(f *testing.F) {
 			body = body[:MaxPacketBytes]
 		}
 		pkt := AppendEncrypted(nil, c2s, pt, seq, body)
-		if len(pkt) != 1+SequenceBytes(seq)+len(body)+MACBytes {
+		if len(pkt) != 1+SequenceBytes(seq)+len(body)+crypto.MACBytes {
 			t.Fatalf("packet of %d bytes", len(pkt))
 		}
 		var rp ReplayProtection
@@ -177,11 +177,11 @@ func FuzzRoundTrip(f *testing.F) {
 				want = ErrBodySize
 			}
 		case ConnectionChallenge, ConnectionResponse:
-			if len(body) != ChallengeBodyBytes {
+			if len(body) != challengeBodyBytes {
 				want = ErrBodySize
 			}
 		case KeepAlive:
-			if len(body) != KeepAliveBodyBytes {
+			if len(body) != keepAliveBodyBytes {
 				want = ErrBodySize
 			}
 		case Payload:
@@ -206,7 +206,7 @@ func FuzzRoundTrip(f *testing.F) {
 // slots hold 2^64-1.
 type replayModel struct {
 	mostRecent uint64
-	received   [ReplayWindow]uint64
+	received   [replayWindow]uint64
 }
 
 func newReplayModel() *replayModel {
@@ -218,12 +218,12 @@ func newReplayModel() *replayModel {
 }
 
 func (m *replayModel) alreadyReceived(seq uint64) bool {
-	if seq+ReplayWindow < seq { // the top 256 sequences are never too old
+	if seq+replayWindow < seq { // the top 256 sequences are never too old
 		// fall through to the slot test
-	} else if seq+ReplayWindow <= m.mostRecent {
+	} else if seq+replayWindow <= m.mostRecent {
 		return true
 	}
-	i := seq % ReplayWindow
+	i := seq % replayWindow
 	if m.received[i] == ^uint64(0) {
 		return false
 	}
@@ -234,7 +234,7 @@ func (m *replayModel) advance(seq uint64) {
 	if seq > m.mostRecent {
 		m.mostRecent = seq
 	}
-	m.received[seq%ReplayWindow] = seq
+	m.received[seq%replayWindow] = seq
 }
 
 // FuzzReplay drives ReplayProtection and the reference model with the same

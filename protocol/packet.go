@@ -38,7 +38,6 @@ import (
 	"strconv"
 
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/token"
 )
 
 // PacketType is the type of a netcode packet, the low four bits of its prefix
@@ -82,37 +81,32 @@ const (
 	// MaxPayloadBytes is the largest payload one packet carries.
 	MaxPayloadBytes = 1200
 	// ConnectionRequestBytes is the exact size of a connection request.
-	ConnectionRequestBytes = 1 + crypto.VersionInfoBytes + 8 + 8 + TokenNonceBytes + PrivateTokenBytes // 1078
+	ConnectionRequestBytes = 1 + len(crypto.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
-	ChallengeTokenBytes = token.ChallengeTokenBytes
-	// ChallengeBodyBytes is the plaintext body of a challenge or response:
-	// the challenge token sequence and the sealed challenge token.
-	ChallengeBodyBytes = 8 + ChallengeTokenBytes // 308
-	// KeepAliveBodyBytes is the plaintext body of a keep-alive: client index
-	// and max clients.
-	KeepAliveBodyBytes = 8
-	// MACBytes is the size of the Poly1305 tag that ends every sealed part.
-	MACBytes = crypto.MACBytes
-	// MinEncryptedPacketBytes is the smallest encrypted packet: prefix, one
-	// sequence byte and the MAC.
-	MinEncryptedPacketBytes = 1 + 1 + MACBytes // 18
-	// TokenNonceBytes is the size of the XChaCha20 nonce of a connect token.
-	TokenNonceBytes = token.NonceBytes
-	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
-	PrivateTokenPlainBytes = PrivateTokenBytes - MACBytes // 1008
+	ChallengeTokenBytes = 300
 	// PrivateTokenBytes is the size of a sealed private connect token.
-	PrivateTokenBytes = token.PrivateBytes
-	// ReplayWindow is the number of recent sequence numbers replay
-	// protection remembers.
-	ReplayWindow = 256
-	// MaxSequenceBytes is the most bytes a sequence number takes on the wire.
-	MaxSequenceBytes = 8
+	PrivateTokenBytes = 1024
+	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
+	PrivateTokenPlainBytes = PrivateTokenBytes - crypto.MACBytes // 1008
 )
 
-// ServerGlobalSequenceStart is where the reference server starts the sequence
-// numbers of packets sent outside a client slot (challenges and denials), so
-// that they never collide with the per-client sequences that start at 0.
-const ServerGlobalSequenceStart uint64 = 1 << 63
+// Sizes the package doc's wire layout shows, and the replay window.
+const (
+	// challengeBodyBytes is the plaintext body of a challenge or response:
+	// the challenge token sequence and the sealed challenge token.
+	challengeBodyBytes = 8 + ChallengeTokenBytes // 308
+	// keepAliveBodyBytes is the plaintext body of a keep-alive: client index
+	// and max clients.
+	keepAliveBodyBytes = 8
+	// minEncryptedPacketBytes is the smallest encrypted packet: prefix, one
+	// sequence byte and the MAC.
+	minEncryptedPacketBytes = 1 + 1 + crypto.MACBytes // 18
+	// maxSequenceBytes is the most bytes a sequence number takes on the wire.
+	maxSequenceBytes = 8
+	// replayWindow is the number of recent sequence numbers replay
+	// protection remembers.
+	replayWindow = 256
+)
 
 // Offsets inside a connection request.
 const (
@@ -120,7 +114,7 @@ const (
 	requestProtocolAt = requestVersionAt + 13
 	requestExpireAt   = requestProtocolAt + 8
 	requestNonceAt    = requestExpireAt + 8
-	requestPrivateAt  = requestNonceAt + TokenNonceBytes
+	requestPrivateAt  = requestNonceAt + crypto.TokenNonceBytes
 )
 
 // TypeSet is a set of packet types, one bit per type.
@@ -167,7 +161,7 @@ type Packet struct {
 	ExpireTimestamp uint64
 	// TokenNonce is the nonce the private connect token was sealed with
 	// (connection request).
-	TokenNonce [TokenNonceBytes]byte
+	TokenNonce [crypto.TokenNonceBytes]byte
 	// PrivateToken is the decrypted private connect token,
 	// PrivateTokenPlainBytes long (connection request). The 16-byte MAC that
 	// followed it in the datagram is left in place after it.

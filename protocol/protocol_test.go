@@ -133,7 +133,7 @@ func TestAppendEncryptedOverlap(t *testing.T) {
 
 	// And the sealed private part of a request.
 	priv := bytes.Repeat([]byte{0xcd}, PrivateTokenBytes)
-	var nonce [TokenNonceBytes]byte
+	var nonce [crypto.TokenNonceBytes]byte
 	wantReq := AppendConnectionRequest(nil, 1, 2, &nonce, priv)
 	buf = make([]byte, 0, 1200)
 	in = append(buf[:0], priv...)
@@ -142,7 +142,7 @@ func TestAppendEncryptedOverlap(t *testing.T) {
 
 func TestWriterPanicsOnWrongSizes(t *testing.T) {
 	c2s, _ := testKeys()
-	var nonce [TokenNonceBytes]byte
+	var nonce [crypto.TokenNonceBytes]byte
 	assert.Panics(t, func() { AppendChallenge(nil, c2s, 1, 1, make([]byte, 299)) })
 	assert.Panics(t, func() { AppendResponse(nil, c2s, 1, 1, make([]byte, 301)) })
 	assert.Panics(t, func() { AppendConnectionRequest(nil, 1, 1, &nonce, make([]byte, 1023)) })
@@ -163,7 +163,7 @@ func TestRoundTripAllTypes(t *testing.T) {
 		check func(t *testing.T, p *Packet)
 	}{
 		{"denied", AppendDenied(nil, s2c, 1), &client, s2c, func(t *testing.T, p *Packet) {}},
-		{"challenge", AppendChallenge(nil, s2c, ServerGlobalSequenceStart, 42, tok), &client, s2c, func(t *testing.T, p *Packet) {
+		{"challenge", AppendChallenge(nil, s2c, serverGlobalSequenceStart, 42, tok), &client, s2c, func(t *testing.T, p *Packet) {
 			assert.Equal(t, uint64(42), p.ChallengeSequence)
 			assert.Equal(t, tok, p.ChallengeToken)
 			assert.Equal(t, ChallengeTokenBytes, cap(p.ChallengeToken))
@@ -235,7 +235,7 @@ func TestReadOrder(t *testing.T) {
 func TestRequestChecksInOrder(t *testing.T) {
 	var priv crypto.Key
 	tokenAEAD := crypto.NewPrivateTokenAEAD(&priv)
-	var nonce [TokenNonceBytes]byte
+	var nonce [crypto.TokenNonceBytes]byte
 	plain := bytes.Repeat([]byte{1}, PrivateTokenPlainBytes)
 	const expire = 1000
 	sealed := tokenAEAD.Seal(nil, &nonce, testProtocolID, expire, plain)
@@ -379,3 +379,8 @@ func TestZeroAllocs(t *testing.T) {
 		_ = server.Read(in[:50], 0, c2s, &rp, &p) // garbage: refused
 	}), "refuse garbage")
 }
+
+// serverGlobalSequenceStart is where the reference server starts the
+// sequence numbers of challenges and denials (internal/server's
+// GlobalSequenceStart; the vectors check it there too).
+const serverGlobalSequenceStart uint64 = 1 << 63

@@ -89,7 +89,7 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 	if key == nil {
 		return ErrNoKey
 	}
-	if len(data) < MinEncryptedPacketBytes {
+	if len(data) < minEncryptedPacketBytes {
 		return ErrLength
 	}
 	t := PacketType(prefix & 0x0f)
@@ -103,10 +103,10 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 		return ErrNotAllowed
 	}
 	n := int(prefix >> 4)
-	if n < 1 || n > MaxSequenceBytes {
+	if n < 1 || n > maxSequenceBytes {
 		return ErrSequenceBytes
 	}
-	if len(data) < 1+n+MACBytes {
+	if len(data) < 1+n+crypto.MACBytes {
 		return ErrLength
 	}
 	var seq uint64
@@ -132,13 +132,13 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 			return ErrBodySize
 		}
 	case ConnectionChallenge, ConnectionResponse:
-		if len(body) != ChallengeBodyBytes {
+		if len(body) != challengeBodyBytes {
 			return ErrBodySize
 		}
 		p.ChallengeSequence = binary.LittleEndian.Uint64(body)
-		p.ChallengeToken = body[8:ChallengeBodyBytes:ChallengeBodyBytes]
+		p.ChallengeToken = body[8:challengeBodyBytes:challengeBodyBytes]
 	case KeepAlive:
-		if len(body) != KeepAliveBodyBytes {
+		if len(body) != keepAliveBodyBytes {
 			return ErrBodySize
 		}
 		p.ClientIndex = binary.LittleEndian.Uint32(body)
@@ -165,7 +165,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if r.TokenAEAD == nil {
 		return ErrNoKey
 	}
-	if [crypto.VersionInfoBytes]byte(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
+	if string(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
 		return ErrVersionInfo
 	}
 	if binary.LittleEndian.Uint64(data[requestProtocolAt:]) != r.ProtocolID {
@@ -175,7 +175,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if expire <= now {
 		return ErrExpired
 	}
-	nonce := (*[TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
+	nonce := (*[crypto.TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
 	sealed := data[requestPrivateAt:ConnectionRequestBytes]
 	if r.PreviousTokenAEAD != nil {
 		copy(r.keep[:], sealed)

@@ -2,9 +2,9 @@ package protocol
 
 // ReplayProtection remembers the sequence numbers recently received on one
 // connection so that a captured packet cannot be played again. It keeps the
-// highest sequence seen and, for each of ReplayWindow slots (sequence modulo
-// ReplayWindow), the last sequence stored there. A sequence is refused if it
-// is ReplayWindow or more below the highest, or if its slot holds a sequence
+// highest sequence seen and, for each of 256 slots (sequence modulo
+// 256), the last sequence stored there. A sequence is refused if it
+// is 256 or more below the highest, or if its slot holds a sequence
 // at least as high.
 //
 // This is the reference's algorithm, with two differences that do not change
@@ -21,7 +21,7 @@ package protocol
 // concurrently.
 type ReplayProtection struct {
 	mostRecent uint64
-	received   [ReplayWindow]uint64 // sequence + 1; 0 is empty
+	received   [replayWindow]uint64 // sequence + 1; 0 is empty
 }
 
 // Reset empties the window.
@@ -38,11 +38,11 @@ func (r *ReplayProtection) MostRecent() uint64 {
 // AlreadyReceived reports whether a packet with sequence seq must be refused:
 // it is too old for the window or was received before.
 func (r *ReplayProtection) AlreadyReceived(seq uint64) bool {
-	// seq + ReplayWindow <= mostRecent, without overflow.
-	if r.mostRecent >= ReplayWindow && seq <= r.mostRecent-ReplayWindow {
+	// seq + replayWindow <= mostRecent, without overflow.
+	if r.mostRecent >= replayWindow && seq <= r.mostRecent-replayWindow {
 		return true
 	}
-	stored := r.received[seq%ReplayWindow]
+	stored := r.received[seq%replayWindow]
 	return stored != 0 && stored-1 >= seq
 }
 
@@ -51,5 +51,5 @@ func (r *ReplayProtection) Advance(seq uint64) {
 	if seq > r.mostRecent {
 		r.mostRecent = seq
 	}
-	r.received[seq%ReplayWindow] = seq + 1
+	r.received[seq%replayWindow] = seq + 1
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"fmt"
+	"github.com/gonetcode/netcode/crypto"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,7 @@ var forgeries = []struct {
 	}},
 	{"other key", func(pkt []byte, seq uint64) []byte {
 		_, s2c := testKeys()
-		return AppendPayload(nil, s2c, seq, pkt[1+SequenceBytes(seq):len(pkt)-MACBytes])
+		return AppendPayload(nil, s2c, seq, pkt[1+SequenceBytes(seq):len(pkt)-crypto.MACBytes])
 	}},
 	{"other packet's sequence", func(pkt []byte, seq uint64) []byte {
 		// A packet sealed under another sequence of the same length, its
@@ -76,7 +77,7 @@ func TestForgeryDoesNotAdvanceReplay(t *testing.T) {
 		{"next", last + 1},
 		{"gap", last + 10},
 		{"out of order", last - 1},
-		{"past the window", last + 10*ReplayWindow},
+		{"past the window", last + 10*replayWindow},
 	}
 	for _, tc := range tests {
 		for _, f := range forgeries {

@@ -4,20 +4,20 @@ import (
 	"bytes"
 	"math"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/aead"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 )
 
 // The golden vectors produced by the C reference; see testdata/ and
 // /work/shared/vectors/README.md for their description.
 
-// The vectors' JSON types (see internal/vectortest).
+// The vectors' JSON types (see internal/testing/vectortest).
 type (
 	u64      = vectortest.U64
 	hexBytes = vectortest.Hex
@@ -184,17 +184,9 @@ type vectorFile struct {
 	} `json:"replay_protection"`
 }
 
-var loadVectors = sync.OnceValues(func() (*vectorFile, error) {
-	v := new(vectorFile)
-	return v, vectortest.Load(vectortest.Path("netcode-1.02.json"), v)
-})
-
 func vectors(tb testing.TB) *vectorFile {
 	tb.Helper()
-	v, err := loadVectors()
-	require.NoError(tb, err)
-	require.Equal(tb, "netcode-1.02-golden-vectors", v.Format)
-	return v
+	return vectortest.Once[vectorFile](tb, "netcode-1.02.json", vectortest.Load)
 }
 
 func toKey(tb testing.TB, b []byte) *crypto.Key {
@@ -244,25 +236,25 @@ var stageErrors = map[string]error{
 
 func TestConstants(t *testing.T) {
 	c := vectors(t).Constants
-	assert.Equal(t, crypto.VersionInfo[:], []byte(c.VersionInfo))
+	assert.Equal(t, []byte(crypto.VersionInfo), []byte(c.VersionInfo))
 	assert.Equal(t, PrivateTokenBytes, c.ConnectTokenPrivateBytes)
 	assert.Equal(t, PrivateTokenPlainBytes, c.ConnectTokenPrivateBytes-c.MACBytes)
-	assert.Equal(t, TokenNonceBytes, c.ConnectTokenNonceBytes)
+	assert.Equal(t, crypto.TokenNonceBytes, c.ConnectTokenNonceBytes)
 	assert.Equal(t, ChallengeTokenBytes, c.ChallengeTokenBytes)
-	assert.Equal(t, ChallengeBodyBytes, 8+c.ChallengeTokenBytes)
+	assert.Equal(t, challengeBodyBytes, 8+c.ChallengeTokenBytes)
 	assert.Equal(t, crypto.KeyBytes, c.KeyBytes)
-	assert.Equal(t, MACBytes, c.MACBytes)
+	assert.Equal(t, crypto.MACBytes, c.MACBytes)
 	assert.Equal(t, crypto.MACBytes, c.MACBytes)
 	assert.Equal(t, MaxPayloadBytes, c.MaxPayloadBytes)
 	assert.Equal(t, MaxPacketBytes, c.MaxPacketBytes)
-	assert.Equal(t, ReplayWindow, c.ReplayProtectionBufferSize)
-	assert.Equal(t, ReplayWindow, vectors(t).ReplayProtection.BufferSize)
+	assert.Equal(t, replayWindow, c.ReplayProtectionBufferSize)
+	assert.Equal(t, replayWindow, vectors(t).ReplayProtection.BufferSize)
 	assert.Equal(t, ConnectionRequestBytes, c.ConnectionRequestPacketBytes)
-	assert.Equal(t, MinEncryptedPacketBytes, c.MinEncryptedPacketBytes)
-	assert.Equal(t, ServerGlobalSequenceStart, uint64(c.ServerGlobalSequenceStart))
+	assert.Equal(t, minEncryptedPacketBytes, c.MinEncryptedPacketBytes)
+	assert.Equal(t, serverGlobalSequenceStart, uint64(c.ServerGlobalSequenceStart))
 	assert.Equal(t, 1078, ConnectionRequestBytes)
-	assert.Equal(t, 308, ChallengeBodyBytes)
-	assert.Equal(t, 8, KeepAliveBodyBytes)
+	assert.Equal(t, 308, challengeBodyBytes)
+	assert.Equal(t, 8, keepAliveBodyBytes)
 	assert.Equal(t, 1008, PrivateTokenPlainBytes)
 }
 
@@ -307,15 +299,15 @@ func TestPacketVectors(t *testing.T) {
 			assert.Equal(t, v.SequenceBytes, SequenceBytes(seq))
 			assert.Equal(t, byte(v.PacketType)|byte(v.SequenceBytes)<<4, v.PrefixByte)
 			assert.Equal(t, v.PrefixByte, v.Packet[0])
-			ad := crypto.PacketAssociatedData(pid, v.PrefixByte)
+			ad := vectortest.PacketAD(pid, v.PrefixByte)
 			assert.Equal(t, []byte(v.AssociatedData), ad[:])
-			assert.Equal(t, 1+v.SequenceBytes+v.PlaintextBodyBytes+MACBytes, v.PacketBytes)
+			assert.Equal(t, 1+v.SequenceBytes+v.PlaintextBodyBytes+crypto.MACBytes, v.PacketBytes)
 			switch v.PacketType {
 			case ConnectionChallenge, ConnectionResponse:
-				require.Len(t, v.PlaintextBody, ChallengeBodyBytes)
+				require.Len(t, v.PlaintextBody, challengeBodyBytes)
 				assert.Equal(t, uint64(v.ChallengeTokenSequence), leUint64(v.PlaintextBody))
 			case KeepAlive:
-				assert.Equal(t, KeepAliveBodyBytes, v.PlaintextBodyBytes)
+				assert.Equal(t, keepAliveBodyBytes, v.PlaintextBodyBytes)
 			case Payload:
 				assert.Equal(t, v.PayloadBytes, v.PlaintextBodyBytes)
 				assert.Equal(t, []byte(vs.CommonInputs.Payload1200[:v.PayloadBytes]), []byte(v.PlaintextBody))
@@ -418,7 +410,7 @@ func TestSequenceEncoding(t *testing.T) {
 			pkt := AppendKeepAlive(nil, key, seq, 1, 2)
 			assert.Equal(t, v.PrefixByte, pkt[0])
 			assert.Equal(t, []byte(v.Encoded), pkt[1:1+v.SequenceBytes])
-			assert.Len(t, pkt, 1+v.SequenceBytes+KeepAliveBodyBytes+MACBytes)
+			assert.Len(t, pkt, 1+v.SequenceBytes+keepAliveBodyBytes+crypto.MACBytes)
 			r := Reader{ProtocolID: uint64(vs.CommonInputs.ProtocolID), Allowed: ClientAccepts}
 			var p Packet
 			require.NoError(t, r.Read(pkt, 0, key, nil, &p))
@@ -498,10 +490,10 @@ func TestConnectionRequestVectors(t *testing.T) {
 			in := &v.Inputs
 			pid := uint64(in.ProtocolID)
 			expire := uint64(in.ExpireTimestamp)
-			nonce := (*[TokenNonceBytes]byte)(in.Nonce)
+			nonce := (*[crypto.TokenNonceBytes]byte)(in.Nonce)
 			require.Len(t, v.PrivateEncrypted, PrivateTokenBytes)
 			assert.Equal(t, []byte(v.PrivateMAC), []byte(v.PrivateEncrypted[PrivateTokenPlainBytes:]))
-			ad := crypto.PrivateTokenAssociatedData(pid, expire)
+			ad := vectortest.TokenAD(pid, expire)
 			assert.Equal(t, []byte(v.PrivateAssociatedData), ad[:])
 
 			pkt := AppendConnectionRequest(nil, pid, expire, nonce, v.PrivateEncrypted)
@@ -521,7 +513,7 @@ func TestConnectionRequestVectors(t *testing.T) {
 			assert.Equal(t, *nonce, p.TokenNonce)
 			assert.Equal(t, []byte(v.PrivatePlaintext[:PrivateTokenPlainBytes]), p.PrivateToken)
 			assert.Len(t, p.PrivateToken, PrivateTokenPlainBytes)
-			assert.Equal(t, []byte(v.PrivateMAC), pkt[len(pkt)-MACBytes:], "the MAC stays at the end of the datagram")
+			assert.Equal(t, []byte(v.PrivateMAC), pkt[len(pkt)-crypto.MACBytes:], "the MAC stays at the end of the datagram")
 
 			// One second before expiry is fine; at expiry it is refused.
 			if expire > now {
@@ -571,7 +563,7 @@ func TestHandshakeTranscript(t *testing.T) {
 	server := Reader{ProtocolID: pid, Allowed: ServerAccepts, TokenAEAD: tokenKey(t, vs.CommonInputs.PrivateKey)}
 	client := Reader{ProtocolID: pid, Allowed: ClientAccepts}
 	var serverReplay, clientReplay ReplayProtection
-	challenge := crypto.NewAEAD(toKey(t, h.ChallengeKey))
+	challenge := aead.New(toKey(t, h.ChallengeKey))
 	var challengeSeq uint64
 	var challengeToken []byte
 	var disconnects int
@@ -605,7 +597,7 @@ func TestHandshakeTranscript(t *testing.T) {
 				assert.Len(t, p.PrivateToken, PrivateTokenPlainBytes)
 				again = AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, tp.Packet[ConnectionRequestBytes-PrivateTokenBytes:])
 			case ConnectionChallenge:
-				assert.Equal(t, ServerGlobalSequenceStart, p.Sequence)
+				assert.Equal(t, serverGlobalSequenceStart, p.Sequence)
 				// The challenge token opens with the challenge key.
 				_, err := challenge.Open(nil, p.ChallengeSequence, p.ChallengeToken, nil)
 				require.NoError(t, err)

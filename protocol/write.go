@@ -12,7 +12,7 @@ import (
 // private part of the connect token, PrivateTokenBytes long, as found in the
 // public token together with protocolID, expire and nonce. It panics if
 // sealedPrivate has another length.
-func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[TokenNonceBytes]byte, sealedPrivate []byte) []byte {
+func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[crypto.TokenNonceBytes]byte, sealedPrivate []byte) []byte {
 	if len(sealedPrivate) != PrivateTokenBytes {
 		panic("netcode/protocol: sealed private connect token must be 1024 bytes")
 	}
@@ -22,7 +22,7 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[Toke
 	p := dst[start:]
 	copy(p[requestPrivateAt:], sealedPrivate) // first: it may alias dst's spare capacity
 	p[0] = byte(ConnectionRequest)
-	copy(p[requestVersionAt:], crypto.VersionInfo[:])
+	copy(p[requestVersionAt:], []byte(crypto.VersionInfo))
 	binary.LittleEndian.PutUint64(p[requestProtocolAt:], protocolID)
 	binary.LittleEndian.PutUint64(p[requestExpireAt:], expire)
 	copy(p[requestNonceAt:], nonce[:])
@@ -31,7 +31,7 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[Toke
 
 // AppendEncrypted appends an encrypted packet of type t with sequence number
 // seq and plaintext body to dst, sealed with key, and returns the extended
-// slice. The packet is 1 + SequenceBytes(seq) + len(body) + MACBytes long.
+// slice. The packet is 1 + SequenceBytes(seq) + len(body) + crypto.MACBytes long.
 //
 // body may lie anywhere, including in dst's spare capacity: it is moved into
 // place before it is sealed there. AppendEncrypted does not check that body
@@ -40,7 +40,7 @@ func AppendEncrypted(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint6
 	n := SequenceBytes(seq)
 	start := len(dst)
 	bodyAt := start + 1 + n
-	dst = slices.Grow(dst, 1+n+len(body)+MACBytes)
+	dst = slices.Grow(dst, 1+n+len(body)+crypto.MACBytes)
 	dst = dst[:bodyAt+len(body)]
 	copy(dst[bodyAt:], body) // memmove: safe if body overlaps dst
 	return seal(dst, key, t, seq, n, start)
@@ -67,7 +67,7 @@ func seal(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, n, start
 func begin(dst []byte, seq uint64, bodyLen int) (out []byte, n, start int) {
 	n = SequenceBytes(seq)
 	start = len(dst)
-	out = slices.Grow(dst, 1+n+bodyLen+MACBytes)
+	out = slices.Grow(dst, 1+n+bodyLen+crypto.MACBytes)
 	return out[:start+1+n+bodyLen], n, start
 }
 
@@ -95,7 +95,7 @@ func appendChallengeBody(dst []byte, key *crypto.PacketAEAD, t PacketType, seq, 
 	if len(challengeToken) != ChallengeTokenBytes {
 		panic("netcode/protocol: challenge token must be 300 bytes")
 	}
-	dst, n, start := begin(dst, seq, ChallengeBodyBytes)
+	dst, n, start := begin(dst, seq, challengeBodyBytes)
 	body := dst[start+1+n:]
 	copy(body[8:], challengeToken) // first: challengeToken may alias dst's spare capacity
 	binary.LittleEndian.PutUint64(body, challengeSeq)
@@ -105,7 +105,7 @@ func appendChallengeBody(dst []byte, key *crypto.PacketAEAD, t PacketType, seq, 
 // AppendKeepAlive appends a keep-alive packet to dst. Servers send the
 // client's slot index and their slot count; clients send zeros.
 func AppendKeepAlive(dst []byte, key *crypto.PacketAEAD, seq uint64, clientIndex, maxClients uint32) []byte {
-	dst, n, start := begin(dst, seq, KeepAliveBodyBytes)
+	dst, n, start := begin(dst, seq, keepAliveBodyBytes)
 	body := dst[start+1+n:]
 	binary.LittleEndian.PutUint32(body, clientIndex)
 	binary.LittleEndian.PutUint32(body[4:], maxClients)

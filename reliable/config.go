@@ -84,7 +84,7 @@ type ChannelConfig struct {
 	// each way, in bytes; a received message past it is dropped (counted
 	// in SessionStats.UnreliableDropped), a Send past it fails with
 	// ErrSendQueueFull. It is raised to hold one largest message. Default
-	// DefaultQueueBytes (64 KiB).
+	// 64 KiB.
 	QueueBytes int
 }
 
@@ -113,8 +113,7 @@ type Config struct {
 	Linger time.Duration
 	// WindowBytes is a Stream's receive window, and that of the reliable
 	// channels whose own ChannelConfig.WindowBytes is 0 (see there):
-	// what the peer can make this end buffer. Default DefaultWindowBytes
-	// (256 KiB); a bulk transfer over a long path wants the
+	// what the peer can make this end buffer. Default 256 KiB; a bulk transfer over a long path wants the
 	// bandwidth-delay product, on both ends.
 	WindowBytes int
 	// AckTimeout gives up on a peer that does not acknowledge reliable
@@ -122,7 +121,7 @@ type Config struct {
 	// unacknowledged this long since it was first sent, and was resent
 	// at least 5 times, the connection ends with ErrAckTimeout. (A peer
 	// whose netcode connection is silent altogether is noticed sooner by
-	// netcode's own timeout.) Default DefaultAckTimeout (10 s); negative
+	// netcode's own timeout.) Default 10 s; negative
 	// never gives up.
 	AckTimeout time.Duration
 	// Logger receives debug logs; nil is silent.
@@ -202,16 +201,16 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", ErrConfig, r.maxPacket, minPacketBytes)
 	}
 	if r.tick <= 0 {
-		r.tick = DefaultTickInterval
+		r.tick = defaultTickInterval
 	}
 	if r.rate <= 0 {
-		r.rate = DefaultSendRate
+		r.rate = defaultSendRate
 	}
 	if r.linger <= 0 {
-		r.linger = DefaultLinger
+		r.linger = defaultLinger
 	}
 	if r.ackTimeout == 0 {
-		r.ackTimeout = DefaultAckTimeout
+		r.ackTimeout = defaultAckTimeout
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -255,11 +254,11 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				wb = c.WindowBytes
 			}
 			if wb == 0 {
-				wb = DefaultWindowBytes
+				wb = defaultWindowBytes
 			}
 			s.window = max((wb+r.chunkMax-1)/r.chunkMax, 2)
 			if s.sendBuffer == 0 {
-				s.sendBuffer = DefaultSendBuffer
+				s.sendBuffer = defaultSendBuffer
 			}
 			if ch.Kind == ReliableOrdered {
 				// A message is read whole, so the receive window must
@@ -275,10 +274,10 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", ErrConfig, i, s.maxMessage, maxUnreliable)
 			}
 			if s.queue == 0 {
-				s.queue = DefaultQueue
+				s.queue = defaultQueue
 			}
 			if s.queueBytes == 0 {
-				s.queueBytes = DefaultQueueBytes
+				s.queueBytes = defaultQueueBytes
 			}
 			s.queueBytes = max(s.queueBytes, s.maxMessage)
 		default:

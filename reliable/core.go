@@ -69,8 +69,8 @@ type packetRec struct {
 
 // SessionStats are a connection's figures.
 type SessionStats struct {
-	Endpoint endpoint.Stats    // the Endpoint's estimates
-	Counters endpoint.Counters // the Endpoint's counters
+	// Endpoint holds the Endpoint's estimates and counters.
+	Endpoint endpoint.Stats
 	// SRTT is the smoothed round-trip time from acks.
 	SRTT time.Duration
 	// RTO is the current resend timeout.
@@ -250,7 +250,6 @@ func (c *core) sessionStats() SessionStats {
 	c.ep.Update(c.now.Sub(c.start).Seconds()) // no timer runs it while idle
 	st := c.stats
 	st.Endpoint = c.ep.Stats()
-	st.Counters = c.ep.Counters()
 	st.SRTT = c.srtt
 	st.RTO = c.rto(1)
 	return st

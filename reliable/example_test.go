@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/reliable"
 )
 
@@ -77,7 +78,7 @@ func ExampleSession() {
 }
 
 var (
-	privateKey   [netcode.KeyBytes]byte
+	privateKey   crypto.Key
 	connectToken []byte
 )
 

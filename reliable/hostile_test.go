@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -28,7 +28,7 @@ import (
 // channel's receive queue holds 64 KiB of messages.
 const (
 	maxPinnedReliable   = 300 << 10
-	maxPinnedUnreliable = DefaultQueueBytes
+	maxPinnedUnreliable = defaultQueueBytes
 )
 
 // pinnedRecv returns the bytes a core's receive state holds for channel
@@ -98,7 +98,7 @@ func TestWithheldChunkBound(t *testing.T) {
 		chunks++
 	}
 	msg := make([]byte, r.chans[1].maxMessage)
-	for range 2 * DefaultQueue {
+	for range 2 * defaultQueue {
 		pkt++
 		c.process(pkt, append(append([]byte(nil), layout...), messageEntry(1, msg)...))
 	}
@@ -140,7 +140,7 @@ func TestAckTimeout(t *testing.T) {
 		timeout time.Duration
 		want    time.Duration // when the connection ends; 0: never
 	}{
-		{"default", 0, DefaultAckTimeout},
+		{"default", 0, defaultAckTimeout},
 		{"set", 5 * time.Second, 5 * time.Second},
 		// The resends come first: the fifth is 3.4 s after the first send
 		// (200 ms, doubling, at most 1 s).
@@ -289,7 +289,7 @@ func TestHTTPSlowlorisNeedsTimeouts(t *testing.T) {
 			addr := netip.MustParseAddrPort(l.Addr().String())
 			var id atomic.Uint64
 			d := &Dialer{Token: func(context.Context, string, string) ([]byte, error) {
-				return token.Generate(token.Params{
+				return token.Generate(&token.Params{
 					ProtocolID: testProtocolID, ClientID: id.Add(1), PrivateKey: testKey,
 					ExpireSeconds: 30, TimeoutSeconds: 5, ServerAddrs: []netip.AddrPort{addr},
 				})
@@ -353,7 +353,7 @@ func TestWindowBytes(t *testing.T) {
 		stream bool
 		want   int
 	}{
-		{"stream default", Config{}, true, (DefaultWindowBytes + chunk - 1) / chunk},
+		{"stream default", Config{}, true, (defaultWindowBytes + chunk - 1) / chunk},
 		{"stream set", Config{WindowBytes: 4 << 20}, true, (4<<20 + chunk - 1) / chunk},
 		{"channel from the config", Config{WindowBytes: 1 << 20, Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 1000}}}, false, (1<<20 + chunk - 1) / chunk},
 		{"channel's own first", Config{WindowBytes: 1 << 20, Channels: []ChannelConfig{{Kind: ReliableOrdered, MaxMessageSize: 1000, WindowBytes: 10 * chunk}}}, false, 10},

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,7 +48,7 @@ func skipWithoutIPv6(t testing.TB, network string) {
 // mint returns a connect token for the server at addr.
 func mint(t testing.TB, addr netip.AddrPort) []byte {
 	t.Helper()
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     testProtocolID,
 		ClientID:       42,
 		PrivateKey:     testKey,

@@ -60,34 +60,36 @@ const maxBurstPackets = 128
 // piggybackLooks bounds the chunks piggyback looks at for a packet.
 const piggybackLooks = 4 * maxRefs
 
-// Defaults.
+// Defaults: those of the zero fields of Config and ChannelConfig, stated
+// there too, and the largest reliable message a zero config allows, which a
+// user sizes Receive's buffer by.
 const (
 	// DefaultMaxReliableMessage is the default MaxMessageSize of a
 	// reliable-ordered channel: 256 KiB.
 	DefaultMaxReliableMessage = 256 << 10
-	// DefaultWindowBytes is the default WindowBytes of a reliable channel:
+	// defaultWindowBytes is the default WindowBytes of a reliable channel:
 	// the data it keeps in flight, and what its peer can make it buffer
 	// out of order. It is sized for a server with hundreds of clients;
 	// bulk transfers over long paths want the bandwidth-delay product.
-	DefaultWindowBytes = 256 << 10
-	// DefaultSendBuffer is the default number of bytes a reliable channel
+	defaultWindowBytes = 256 << 10
+	// defaultSendBuffer is the default number of bytes a reliable channel
 	// queues before Send or Write blocks (at least one largest message).
-	DefaultSendBuffer = 256 << 10
-	// DefaultQueue is the default number of messages an unreliable
+	defaultSendBuffer = 256 << 10
+	// defaultQueue is the default number of messages an unreliable
 	// channel queues each way.
-	DefaultQueue = 256
-	// DefaultQueueBytes is the default QueueBytes of an unreliable
+	defaultQueue = 256
+	// defaultQueueBytes is the default QueueBytes of an unreliable
 	// channel: the bytes its messages waiting each way may hold.
-	DefaultQueueBytes = 64 << 10
-	// DefaultAckTimeout is the default AckTimeout: how long reliable data
+	defaultQueueBytes = 64 << 10
+	// defaultAckTimeout is the default AckTimeout: how long reliable data
 	// may go unacknowledged before the connection gives up on the peer.
-	DefaultAckTimeout = 10 * time.Second
-	// DefaultTickInterval is the default TickInterval: the step of the
+	defaultAckTimeout = 10 * time.Second
+	// defaultTickInterval is the default TickInterval: the step of the
 	// send budget's pacing and the grain of resend timeouts.
-	DefaultTickInterval = 10 * time.Millisecond
-	// DefaultSendRate is the default bandwidth budget, in bytes per second.
-	DefaultSendRate = 32 << 20
-	// DefaultLinger is how long Close waits by default for the peer to
+	defaultTickInterval = 10 * time.Millisecond
+	// defaultSendRate is the default bandwidth budget, in bytes per second.
+	defaultSendRate = 32 << 20
+	// defaultLinger is how long Close waits by default for the peer to
 	// acknowledge what was sent.
-	DefaultLinger = 5 * time.Second
+	defaultLinger = 5 * time.Second
 )

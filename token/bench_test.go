@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -13,7 +15,7 @@ func BenchmarkGenerate(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(token.ConnectTokenBytes)
 	for b.Loop() {
-		if _, err := token.Generate(p); err != nil {
+		if _, err := token.Generate(&p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -25,7 +27,7 @@ func BenchmarkGenerateParallel(b *testing.B) {
 	b.SetBytes(token.ConnectTokenBytes)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := token.Generate(p); err != nil {
+			if _, err := token.Generate(&p); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -37,14 +39,14 @@ func BenchmarkGenerate32Servers(b *testing.B) {
 	p.ServerAddrs = make33(netip.MustParseAddrPort("[2001:db8::1]:40000"))[:32]
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := token.Generate(p); err != nil {
+		if _, err := token.Generate(&p); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkParse(b *testing.B) {
-	tok, err := token.Generate(testParams())
+	tok, err := token.Generate(ptr(testParams()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func BenchmarkParse(b *testing.B) {
 // connection request: decrypt and parse.
 func BenchmarkOpenPrivate(b *testing.B) {
 	p := testParams()
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,11 +71,11 @@ func BenchmarkOpenPrivate(b *testing.B) {
 		b.Fatal(err)
 	}
 	aead := crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey))
-	var priv token.Private
+	var priv tokenwire.Private
 	b.ReportAllocs()
-	b.SetBytes(token.PrivateBytes)
+	b.SetBytes(tokenwire.PrivateBytes)
 	for b.Loop() {
-		if err := token.OpenPrivate(ct.PrivateData[:], aead, &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv); err != nil {
+		if err := tokenwire.OpenPrivate(ct.PrivateData[:], aead, &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -81,38 +83,41 @@ func BenchmarkOpenPrivate(b *testing.B) {
 
 func BenchmarkParsePrivate(b *testing.B) {
 	v := loadVectors(b)
-	plain := findToken(b, v, "multi").PrivatePlaintext[:token.PrivatePlainBytes]
-	var priv token.Private
+	plain := findToken(b, v, "multi").PrivatePlaintext[:tokenwire.PrivatePlainBytes]
+	var priv tokenwire.Private
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := token.ParsePrivate(plain, &priv); err != nil {
+		if err := tokenwire.ParsePrivate(plain, &priv); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkAppendChallenge(b *testing.B) {
-	a := crypto.NewAEAD(&crypto.Key{1})
-	c := token.Challenge{ClientID: 1}
-	buf := make([]byte, 0, token.ChallengeTokenBytes)
+	a := aead.New(&crypto.Key{1})
+	c := tokenwire.Challenge{ClientID: 1}
+	buf := make([]byte, 0, tokenwire.ChallengeTokenBytes)
 	b.ReportAllocs()
-	b.SetBytes(token.ChallengeTokenBytes)
+	b.SetBytes(tokenwire.ChallengeTokenBytes)
 	seq := uint64(0)
 	for b.Loop() {
-		buf = token.AppendChallenge(buf[:0], a, seq, &c)
+		buf = tokenwire.AppendChallenge(buf[:0], a, seq, &c)
 		seq++
 	}
 }
 
 func BenchmarkOpenChallenge(b *testing.B) {
-	a := crypto.NewAEAD(&crypto.Key{1})
-	c := token.Challenge{ClientID: 1}
-	sealed := token.AppendChallenge(nil, a, 5, &c)
+	a := aead.New(&crypto.Key{1})
+	c := tokenwire.Challenge{ClientID: 1}
+	sealed := tokenwire.AppendChallenge(nil, a, 5, &c)
 	b.ReportAllocs()
-	b.SetBytes(token.ChallengeTokenBytes)
+	b.SetBytes(tokenwire.ChallengeTokenBytes)
 	for b.Loop() {
-		if err := token.OpenChallenge(a, 5, sealed, &c); err != nil {
+		if err := tokenwire.OpenChallenge(a, 5, sealed, &c); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// ptr returns a pointer to a copy of p.
+func ptr(p token.Params) *token.Params { return &p }

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/tokenwire"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // ConnectToken is the public part of a connect token: what a client reads
@@ -16,9 +18,9 @@ type ConnectToken struct {
 	// private part.
 	ProtocolID, CreateTimestamp, ExpireTimestamp uint64
 	// Nonce is the XChaCha20-Poly1305 nonce of the private part.
-	Nonce [NonceBytes]byte
+	Nonce [crypto.TokenNonceBytes]byte
 	// PrivateData is the sealed private part (MAC included).
-	PrivateData [PrivateBytes]byte
+	PrivateData [protocol.PrivateTokenBytes]byte
 	// TimeoutSeconds is the connection timeout; negative disables it.
 	TimeoutSeconds int32
 	// ServerAddrs are the servers to try, in order.
@@ -38,7 +40,7 @@ func Parse(b []byte) (*ConnectToken, error) {
 	if len(b) != ConnectTokenBytes {
 		return nil, errLength
 	}
-	if !bytes.Equal(b[offVersion:offProtocol], crypto.VersionInfo[:]) {
+	if !bytes.Equal(b[offVersion:offProtocol], []byte(crypto.VersionInfo)) {
 		return nil, errVersion
 	}
 	t := &ConnectToken{
@@ -56,15 +58,15 @@ func Parse(b []byte) (*ConnectToken, error) {
 	if n < 1 || n > MaxServers {
 		return nil, errNumAddrs
 	}
-	addrs, used, err := readAddrs(make([]netip.AddrPort, 0, n), b[offAddrs:], int(n))
+	addrs, used, err := tokenwire.ReadAddrs(make([]netip.AddrPort, 0, n), b[offAddrs:], int(n))
 	if err != nil {
 		return nil, err
 	}
 	t.ServerAddrs = addrs
 	rest := b[offAddrs+used:]
 	// At most 32 IPv6 addresses: the keys always fit.
-	copy(t.ClientToServerKey[:], rest[:KeyBytes])
-	copy(t.ServerToClientKey[:], rest[KeyBytes:2*KeyBytes])
+	copy(t.ClientToServerKey[:], rest[:keyBytes])
+	copy(t.ServerToClientKey[:], rest[keyBytes:2*keyBytes])
 	return t, nil
 }
 
@@ -73,16 +75,16 @@ func Parse(b []byte) (*ConnectToken, error) {
 // no or more than 32 server addresses, an invalid or zoned address, or a
 // create timestamp after the expire timestamp.
 func (t *ConnectToken) AppendBinary(dst []byte) ([]byte, error) {
-	if err := checkAddrs(t.ServerAddrs); err != nil {
+	if err := tokenwire.CheckAddrs(t.ServerAddrs); err != nil {
 		return dst, err
 	}
 	if t.CreateTimestamp > t.ExpireTimestamp {
 		return dst, errCreateExpire
 	}
 	start := len(dst)
-	dst = extend(dst, ConnectTokenBytes)
+	dst = tokenwire.Extend(dst, ConnectTokenBytes)
 	b := dst[start:]
-	copy(b[offVersion:], crypto.VersionInfo[:])
+	copy(b[offVersion:], []byte(crypto.VersionInfo))
 	binary.LittleEndian.PutUint64(b[offProtocol:], t.ProtocolID)
 	binary.LittleEndian.PutUint64(b[offCreate:], t.CreateTimestamp)
 	binary.LittleEndian.PutUint64(b[offExpire:], t.ExpireTimestamp)

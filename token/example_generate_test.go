@@ -21,7 +21,7 @@ func ExampleGenerate() {
 	}
 	var userData [token.UserDataBytes]byte
 	copy(userData[:], "team=blue")
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID: 0x1122334455667788,
 		ClientID:   1001, // the player's account id, say
 		PrivateKey: key,

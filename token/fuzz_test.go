@@ -7,23 +7,25 @@ import (
 	"testing"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
 // usedPublicBytes is the length of the meaningful part of a valid token: the
 // rest is padding the reader ignores.
 func usedPublicBytes(addrs []netip.AddrPort) int {
-	n := 13 + 8 + 8 + 8 + token.NonceBytes + token.PrivateBytes + 4 + 4
+	n := 13 + 8 + 8 + 8 + crypto.TokenNonceBytes + tokenwire.PrivateBytes + 4 + 4
 	for _, a := range addrs {
-		n += len(token.AppendAddr(nil, a))
+		n += len(tokenwire.AppendAddr(nil, a))
 	}
-	return n + 2*token.KeyBytes
+	return n + 2*crypto.KeyBytes
 }
 
 // Offsets of the opaque private part in a connect token.
 const (
-	privStart = 13 + 8 + 8 + 8 + token.NonceBytes
-	privEnd   = privStart + token.PrivateBytes
+	privStart = 13 + 8 + 8 + 8 + crypto.TokenNonceBytes
+	privEnd   = privStart + tokenwire.PrivateBytes
 )
 
 // expandToken makes a 2048-byte token from a fuzz input that leaves out the
@@ -104,19 +106,19 @@ func FuzzParsePrivate(f *testing.F) {
 		f.Add([]byte(tc.PrivatePlaintext[:used]))
 	}
 	f.Add([]byte{})
-	var p, q token.Private
-	var plain, padded [token.PrivatePlainBytes]byte
+	var p, q tokenwire.Private
+	var plain, padded [tokenwire.PrivatePlainBytes]byte
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Too short is refused.
-		if len(b) < token.PrivatePlainBytes {
-			if err := token.ParsePrivate(b, &p); !errors.Is(err, token.ErrInvalid) {
+		if len(b) < tokenwire.PrivatePlainBytes {
+			if err := tokenwire.ParsePrivate(b, &p); !errors.Is(err, token.ErrInvalid) {
 				t.Fatalf("length %d: got %v", len(b), err)
 			}
 			clear(padded[copy(padded[:], b):])
 			b = padded[:]
 		}
 		in := bytes.Clone(b)
-		err := token.ParsePrivate(b, &p)
+		err := tokenwire.ParsePrivate(b, &p)
 		if !bytes.Equal(in, b) {
 			t.Fatal("ParsePrivate modified its input")
 		}
@@ -129,18 +131,18 @@ func FuzzParsePrivate(f *testing.F) {
 		// What parses writes back to the same meaningful bytes, zero
 		// padded, and parses again to the same fields. (The vector tests
 		// cover the encryption; here it would only slow the fuzzer.)
-		token.WritePrivate(plain[:], &p)
-		used := 16 + 2*token.KeyBytes + token.UserDataBytes
+		tokenwire.WritePrivate(plain[:], p.ClientID, p.TimeoutSeconds, p.ServerAddrs, &p.ClientToServerKey, &p.ServerToClientKey, &p.UserData)
+		used := 16 + 2*crypto.KeyBytes + token.UserDataBytes
 		for _, a := range p.ServerAddrs {
-			used += len(token.AppendAddr(nil, a))
+			used += len(tokenwire.AppendAddr(nil, a))
 		}
 		if !bytes.Equal(plain[:used], b[:used]) {
 			t.Fatal("re-encoding differs")
 		}
-		if !bytes.Equal(plain[used:], make([]byte, token.PrivatePlainBytes-used)) {
+		if !bytes.Equal(plain[used:], make([]byte, tokenwire.PrivatePlainBytes-used)) {
 			t.Fatal("padding not zero")
 		}
-		if err := token.ParsePrivate(plain[:], &q); err != nil {
+		if err := tokenwire.ParsePrivate(plain[:], &q); err != nil {
 			t.Fatalf("re-encoding does not parse: %v", err)
 		}
 		if p.ClientID != q.ClientID || p.TimeoutSeconds != q.TimeoutSeconds || p.UserData != q.UserData ||
@@ -169,26 +171,26 @@ func FuzzOpenChallenge(f *testing.F) {
 		f.Add(tc.Sequence, []byte(tc.Encrypted))
 	}
 	f.Add(uint64(0), []byte{})
-	f.Add(uint64(1), make([]byte, token.ChallengeTokenBytes))
-	a := crypto.NewAEAD((*crypto.Key)(v.Common.ChallengeKey))
-	var c token.Challenge
+	f.Add(uint64(1), make([]byte, tokenwire.ChallengeTokenBytes))
+	a := aead.New((*crypto.Key)(v.Common.ChallengeKey))
+	var c tokenwire.Challenge
 	f.Fuzz(func(t *testing.T, seq uint64, b []byte) {
 		in := bytes.Clone(b)
-		err := token.OpenChallenge(a, seq, b, &c)
+		err := tokenwire.OpenChallenge(a, seq, b, &c)
 		if !bytes.Equal(in, b) {
 			t.Fatal("OpenChallenge modified its input")
 		}
 		if err != nil {
-			if len(b) == token.ChallengeTokenBytes && !errors.Is(err, token.ErrDecrypt) {
+			if len(b) == tokenwire.ChallengeTokenBytes && !errors.Is(err, tokenwire.ErrDecrypt) {
 				t.Fatalf("right length, wrong error: %v", err)
 			}
-			if len(b) != token.ChallengeTokenBytes && !errors.Is(err, token.ErrInvalid) {
+			if len(b) != tokenwire.ChallengeTokenBytes && !errors.Is(err, token.ErrInvalid) {
 				t.Fatalf("wrong length, wrong error: %v", err)
 			}
 			return
 		}
 		// Only genuine tokens open; they seal back to the same bytes.
-		if got := token.AppendChallenge(nil, a, seq, &c); !bytes.Equal(got, b) {
+		if got := tokenwire.AppendChallenge(nil, a, seq, &c); !bytes.Equal(got, b) {
 			t.Fatal("challenge token does not seal back to itself")
 		}
 	})
@@ -202,7 +204,7 @@ func FuzzReadAddr(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3, 1, 2, 3, 4, 5, 6})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, n, err := token.ReadAddr(b)
+		a, n, err := tokenwire.ReadAddr(b)
 		if err != nil {
 			if !errors.Is(err, token.ErrInvalid) || n != 0 {
 				t.Fatalf("bad failure: %d, %v", n, err)
@@ -215,7 +217,7 @@ func FuzzReadAddr(f *testing.F) {
 		if !a.Addr().IsValid() {
 			t.Fatal("invalid address read")
 		}
-		if got := token.AppendAddr(nil, a); !bytes.Equal(got, b[:n]) {
+		if got := tokenwire.AppendAddr(nil, a); !bytes.Equal(got, b[:n]) {
 			t.Fatalf("%v encodes as %x, read from %x", a, got, b[:n])
 		}
 	})

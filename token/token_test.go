@@ -3,6 +3,7 @@ package token_test
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"net/netip"
 	"testing"
@@ -12,6 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -19,18 +24,18 @@ func TestConstants(t *testing.T) {
 	v := loadVectors(t)
 	c := v.Constants
 	assert.Equal(t, c.ConnectTokenBytes, token.ConnectTokenBytes)
-	assert.Equal(t, c.ConnectTokenPrivateBytes, token.PrivateBytes)
-	assert.Equal(t, c.ConnectTokenPrivateBytes-c.MACBytes, token.PrivatePlainBytes)
-	assert.Equal(t, c.ConnectTokenNonceBytes, token.NonceBytes)
-	assert.Equal(t, c.ChallengeTokenBytes, token.ChallengeTokenBytes)
-	assert.Equal(t, c.ChallengeTokenBytes-c.MACBytes, token.ChallengePlainBytes)
-	assert.Equal(t, c.KeyBytes, token.KeyBytes)
+	assert.Equal(t, c.ConnectTokenPrivateBytes, tokenwire.PrivateBytes)
+	assert.Equal(t, c.ConnectTokenPrivateBytes-c.MACBytes, tokenwire.PrivatePlainBytes)
+	assert.Equal(t, c.ConnectTokenNonceBytes, crypto.TokenNonceBytes)
+	assert.Equal(t, c.ChallengeTokenBytes, tokenwire.ChallengeTokenBytes)
+	assert.Equal(t, c.ChallengeTokenBytes-c.MACBytes, tokenwire.ChallengePlainBytes)
+	assert.Equal(t, c.KeyBytes, crypto.KeyBytes)
 	assert.Equal(t, c.UserDataBytes, token.UserDataBytes)
 	assert.Equal(t, c.MaxServersPerConnect, token.MaxServers)
-	assertBytes(t, []byte(c.VersionInfo), crypto.VersionInfo[:])
+	assertBytes(t, []byte(c.VersionInfo), []byte(crypto.VersionInfo))
 	// A connection request is prefix, version, protocol id, expire, nonce
 	// and the sealed private part.
-	assert.Equal(t, c.ConnectionRequestPktBytes, 1+len(c.VersionInfo)+8+8+token.NonceBytes+token.PrivateBytes)
+	assert.Equal(t, c.ConnectionRequestPktBytes, 1+len(c.VersionInfo)+8+8+crypto.TokenNonceBytes+tokenwire.PrivateBytes)
 }
 
 func TestAddressEncoding(t *testing.T) {
@@ -40,22 +45,22 @@ func TestAddressEncoding(t *testing.T) {
 		t.Run(tc.Address, func(t *testing.T) {
 			a := tc.addrPort(t)
 			require.Equal(t, tc.Port, a.Port())
-			enc := token.AppendAddr(nil, a)
+			enc := tokenwire.AppendAddr(nil, a)
 			assertBytes(t, []byte(tc.Encoded), enc)
 			assert.Equal(t, byte(tc.Type), enc[0])
 
 			// Appending keeps what is already in dst.
-			enc2 := token.AppendAddr([]byte{0xAA}, a)
+			enc2 := tokenwire.AppendAddr([]byte{0xAA}, a)
 			assertBytes(t, append([]byte{0xAA}, tc.Encoded...), enc2)
 
-			got, n, err := token.ReadAddr(append(bytes.Clone(tc.Encoded), 0xEE, 0xFF))
+			got, n, err := tokenwire.ReadAddr(append(bytes.Clone(tc.Encoded), 0xEE, 0xFF))
 			require.NoError(t, err)
 			assert.Equal(t, len(tc.Encoded), n)
 			assert.Equal(t, a, got)
 
 			// Every truncation is refused.
 			for i := range len(tc.Encoded) {
-				_, _, err := token.ReadAddr(tc.Encoded[:i])
+				_, _, err := tokenwire.ReadAddr(tc.Encoded[:i])
 				assert.ErrorIs(t, err, token.ErrInvalid, "truncated to %d", i)
 			}
 		})
@@ -66,7 +71,7 @@ func TestReadAddrBadType(t *testing.T) {
 	for _, typ := range []byte{0, 3, 4, 0x7f, 0xff} {
 		b := make([]byte, 32)
 		b[0] = typ
-		_, n, err := token.ReadAddr(b)
+		_, n, err := tokenwire.ReadAddr(b)
 		assert.ErrorIs(t, err, token.ErrInvalid, "type %d", typ)
 		assert.Zero(t, n)
 	}
@@ -75,14 +80,14 @@ func TestReadAddrBadType(t *testing.T) {
 func TestAppendAddrEdgeCases(t *testing.T) {
 	// The zone cannot be carried: it is dropped.
 	zoned := netip.AddrPortFrom(netip.MustParseAddr("fe80::1%eth0"), 1)
-	assert.Equal(t, token.AppendAddr(nil, netip.MustParseAddrPort("[fe80::1]:1")), token.AppendAddr(nil, zoned))
+	assert.Equal(t, tokenwire.AppendAddr(nil, netip.MustParseAddrPort("[fe80::1]:1")), tokenwire.AppendAddr(nil, zoned))
 	// An invalid address is written as 0.0.0.0, never panics.
-	assertBytes(t, []byte{1, 0, 0, 0, 0, 0x39, 0x30}, token.AppendAddr(nil, netip.AddrPortFrom(netip.Addr{}, 12345)))
+	assertBytes(t, []byte{1, 0, 0, 0, 0, 0x39, 0x30}, tokenwire.AppendAddr(nil, netip.AddrPortFrom(netip.Addr{}, 12345)))
 	// A mapped address stays IPv6, as in the reference; unmapping gives IPv4.
 	mapped := netip.MustParseAddrPort("[::ffff:10.1.2.3]:7")
-	assert.Equal(t, byte(2), token.AppendAddr(nil, mapped)[0])
+	assert.Equal(t, byte(2), tokenwire.AppendAddr(nil, mapped)[0])
 	unmapped := netip.AddrPortFrom(mapped.Addr().Unmap(), mapped.Port())
-	assertBytes(t, []byte{1, 10, 1, 2, 3, 7, 0}, token.AppendAddr(nil, unmapped))
+	assertBytes(t, []byte{1, 10, 1, 2, 3, 7, 0}, tokenwire.AppendAddr(nil, unmapped))
 }
 
 func TestConnectTokenVectors(t *testing.T) {
@@ -91,7 +96,7 @@ func TestConnectTokenVectors(t *testing.T) {
 	for _, tc := range v.ConnectTokens {
 		t.Run(tc.Name, func(t *testing.T) {
 			in := &tc.Inputs
-			requireBytes(t, crypto.VersionInfo[:], []byte(in.VersionInfo))
+			requireBytes(t, []byte(crypto.VersionInfo), []byte(in.VersionInfo))
 			// The vectors' fixed inputs are the common ones.
 			assert.Equal(t, v.Common.PrivateKey, in.PrivateKey)
 			assert.Equal(t, v.Common.ProtocolID, in.ProtocolID)
@@ -106,7 +111,7 @@ func TestConnectTokenVectors(t *testing.T) {
 			n := nonce(t, in.Nonce)
 
 			// Generate reproduces the reference's bytes exactly.
-			tok, err := token.GenerateWith(p, in.CreateTimestamp, n, c2s, s2c)
+			tok, err := tokentest.GenerateWith(p, in.CreateTimestamp, n, c2s, s2c)
 			require.NoError(t, err)
 			require.Len(t, tok, token.ConnectTokenBytes)
 			requireBytes(t, []byte(tc.ConnectToken), tok)
@@ -134,14 +139,14 @@ func TestConnectTokenVectors(t *testing.T) {
 			req := tc.ConnectionRequestPkt
 			require.Len(t, req, v.Constants.ConnectionRequestPktBytes)
 			assert.Equal(t, byte(0), req[0])
-			assertBytes(t, crypto.VersionInfo[:], req[1:14])
+			assertBytes(t, []byte(crypto.VersionInfo), req[1:14])
 			assert.Equal(t, ct.ProtocolID, binary.LittleEndian.Uint64(req[14:]))
 			assert.Equal(t, ct.ExpireTimestamp, binary.LittleEndian.Uint64(req[22:]))
 			assertBytes(t, ct.Nonce[:], req[30:54])
 			assertBytes(t, ct.PrivateData[:], req[54:])
 
 			// The private part decrypts and reads back.
-			wantPriv := token.Private{
+			wantPriv := tokenwire.Private{
 				ClientID:          in.ClientID,
 				TimeoutSeconds:    in.TimeoutSeconds,
 				ServerAddrs:       addrList(t, in.Internal),
@@ -151,27 +156,27 @@ func TestConnectTokenVectors(t *testing.T) {
 			}
 			aead := crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey))
 			sealed := bytes.Clone(ct.PrivateData[:])
-			var priv token.Private
-			require.NoError(t, token.OpenPrivate(sealed, aead, &n, in.ProtocolID, in.ExpireTimestamp, &priv))
+			var priv tokenwire.Private
+			require.NoError(t, tokenwire.OpenPrivate(sealed, aead, &n, in.ProtocolID, in.ExpireTimestamp, &priv))
 			assert.Equal(t, wantPriv, priv)
 			assertBytes(t, ct.PrivateData[:], sealed, "OpenPrivate must not modify its input")
 
 			// From the plaintext, as the 1008 sealed bytes or the whole
 			// 1024-byte buffer.
-			require.Len(t, tc.PrivatePlaintext, token.PrivateBytes)
-			for _, plain := range [][]byte{tc.PrivatePlaintext[:token.PrivatePlainBytes], tc.PrivatePlaintext} {
-				var priv2 token.Private
-				require.NoError(t, token.ParsePrivate(plain, &priv2))
+			require.Len(t, tc.PrivatePlaintext, tokenwire.PrivateBytes)
+			for _, plain := range [][]byte{tc.PrivatePlaintext[:tokenwire.PrivatePlainBytes], tc.PrivatePlaintext} {
+				var priv2 tokenwire.Private
+				require.NoError(t, tokenwire.ParsePrivate(plain, &priv2))
 				assert.Equal(t, wantPriv, priv2)
 			}
-			assertBytes(t, make([]byte, token.PrivateBytes-tc.PrivateUsedBytes), []byte(tc.PrivatePlaintext[tc.PrivateUsedBytes:]))
+			assertBytes(t, make([]byte, tokenwire.PrivateBytes-tc.PrivateUsedBytes), []byte(tc.PrivatePlaintext[tc.PrivateUsedBytes:]))
 
 			// SealPrivate makes the same private part.
-			got, err := token.SealPrivate([]byte{1, 2, 3}, &wantPriv, aead, &n, in.ProtocolID, in.ExpireTimestamp)
+			got, err := tokenwire.SealPrivate([]byte{1, 2, 3}, &wantPriv, aead, &n, in.ProtocolID, in.ExpireTimestamp)
 			require.NoError(t, err)
 			assertBytes(t, append([]byte{1, 2, 3}, tc.PrivateEncrypted...), got)
 			assertBytes(t, []byte(tc.PrivateMAC), got[len(got)-crypto.MACBytes:])
-			ad := crypto.PrivateTokenAssociatedData(in.ProtocolID, in.ExpireTimestamp)
+			ad := vectortest.TokenAD(in.ProtocolID, in.ExpireTimestamp)
 			assertBytes(t, []byte(tc.PrivateAD), ad[:])
 		})
 	}
@@ -180,7 +185,7 @@ func TestConnectTokenVectors(t *testing.T) {
 func TestNeverExpiresVector(t *testing.T) {
 	v := loadVectors(t)
 	tc := findToken(t, v, "no_timeout_never_expires")
-	assert.Equal(t, uint64(token.NeverExpires), tc.Inputs.ExpireTimestamp)
+	assert.Equal(t, uint64(token.NeverExpireTimestamp), tc.Inputs.ExpireTimestamp)
 	assert.Equal(t, int32(-1), tc.Inputs.TimeoutSeconds)
 	p := tc.Inputs.params(t)
 	require.True(t, p.NeverExpire)
@@ -188,14 +193,14 @@ func TestNeverExpiresVector(t *testing.T) {
 	// error, not a token that never expires.
 	for _, secs := range []int64{0, 30, math.MaxInt64} {
 		p.ExpireSeconds = secs
-		tok, err := token.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
+		tok, err := tokentest.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
 		require.NoError(t, err)
 		assertBytes(t, []byte(tc.ConnectToken), tok, "ExpireSeconds %d", secs)
 	}
 	p.NeverExpire = false
 	for _, secs := range []int64{-1, -30, math.MinInt64} {
 		p.ExpireSeconds = secs
-		_, err := token.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
+		_, err := tokentest.GenerateWith(p, tc.Inputs.CreateTimestamp, nonce(t, tc.Inputs.Nonce), key(t, tc.Inputs.ClientToServerKey), key(t, tc.Inputs.ServerToClientKey))
 		require.ErrorIs(t, err, token.ErrInvalid, "ExpireSeconds %d", secs)
 	}
 }
@@ -262,14 +267,14 @@ func TestInvalidPrivateConnectTokens(t *testing.T) {
 			requireBytes(t, want, []byte(tc.PrivatePlaintext))
 			assertBytes(t, []byte(tc.PrivateEncrypted), tc.RequestPacket[54:])
 
-			var p token.Private
-			err := token.ParsePrivate(tc.PrivatePlaintext[:token.PrivatePlainBytes], &p)
+			var p tokenwire.Private
+			err := tokenwire.ParsePrivate(tc.PrivatePlaintext[:tokenwire.PrivatePlainBytes], &p)
 			assert.ErrorIs(t, err, token.ErrInvalid, tc.Reason)
 
 			// It decrypts, then fails to read: invalid, not a decrypt error.
-			err = token.OpenPrivate(tc.PrivateEncrypted, aead, &n, base.Inputs.ProtocolID, base.Inputs.ExpireTimestamp, &p)
+			err = tokenwire.OpenPrivate(tc.PrivateEncrypted, aead, &n, base.Inputs.ProtocolID, base.Inputs.ExpireTimestamp, &p)
 			assert.ErrorIs(t, err, token.ErrInvalid, tc.Reason)
-			assert.NotErrorIs(t, err, token.ErrDecrypt)
+			assert.NotErrorIs(t, err, tokenwire.ErrDecrypt)
 		})
 	}
 }
@@ -277,28 +282,28 @@ func TestInvalidPrivateConnectTokens(t *testing.T) {
 func TestParsePrivateShort(t *testing.T) {
 	v := loadVectors(t)
 	plain := findToken(t, v, "ipv4").PrivatePlaintext
-	var p token.Private
+	var p tokenwire.Private
 	for _, n := range []int{0, 1, 16, 1007} {
-		assert.ErrorIs(t, token.ParsePrivate(plain[:n], &p), token.ErrInvalid, "length %d", n)
+		assert.ErrorIs(t, tokenwire.ParsePrivate(plain[:n], &p), token.ErrInvalid, "length %d", n)
 	}
-	assert.NoError(t, token.ParsePrivate(plain[:1008], &p))
+	assert.NoError(t, tokenwire.ParsePrivate(plain[:1008], &p))
 }
 
 func TestParsePrivateReusesAddrs(t *testing.T) {
 	v := loadVectors(t)
-	var p token.Private
+	var p tokenwire.Private
 	multi := findToken(t, v, "multi").PrivatePlaintext
 	single := findToken(t, v, "ipv4").PrivatePlaintext
-	require.NoError(t, token.ParsePrivate(multi, &p))
+	require.NoError(t, tokenwire.ParsePrivate(multi, &p))
 	require.Len(t, p.ServerAddrs, 5)
 	first := &p.ServerAddrs[:1][0]
-	require.NoError(t, token.ParsePrivate(single, &p))
+	require.NoError(t, tokenwire.ParsePrivate(single, &p))
 	require.Len(t, p.ServerAddrs, 1)
 	assert.Same(t, first, &p.ServerAddrs[0], "the slice is reused")
 	assert.Equal(t, netip.MustParseAddrPort("127.0.0.1:40000"), p.ServerAddrs[0])
 
 	allocs := testing.AllocsPerRun(100, func() {
-		if err := token.ParsePrivate(multi, &p); err != nil {
+		if err := tokenwire.ParsePrivate(multi, &p); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -324,28 +329,28 @@ func TestOpenPrivateFailures(t *testing.T) {
 		name     string
 		sealed   []byte
 		aead     *crypto.PrivateTokenAEAD
-		nonce    *[token.NonceBytes]byte
+		nonce    *[crypto.TokenNonceBytes]byte
 		protocol uint64
 		expire   uint64
 		want     error
 	}{
 		{"ok", tc.PrivateEncrypted, good, &n, in.ProtocolID, in.ExpireTimestamp, nil},
-		{"wrong key", tc.PrivateEncrypted, wrong, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrDecrypt},
-		{"wrong nonce", tc.PrivateEncrypted, good, &otherNonce, in.ProtocolID, in.ExpireTimestamp, token.ErrDecrypt},
-		{"wrong protocol id", tc.PrivateEncrypted, good, &n, in.ProtocolID + 1, in.ExpireTimestamp, token.ErrDecrypt},
-		{"wrong expire", tc.PrivateEncrypted, good, &n, in.ProtocolID, in.ExpireTimestamp + 1, token.ErrDecrypt},
-		{"tampered first byte", tampered(0), good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrDecrypt},
-		{"tampered padding", tampered(900), good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrDecrypt},
-		{"tampered mac", tampered(token.PrivateBytes - 1), good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrDecrypt},
-		{"short", tc.PrivateEncrypted[:token.PrivateBytes-1], good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrInvalid},
+		{"wrong key", tc.PrivateEncrypted, wrong, &n, in.ProtocolID, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"wrong nonce", tc.PrivateEncrypted, good, &otherNonce, in.ProtocolID, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"wrong protocol id", tc.PrivateEncrypted, good, &n, in.ProtocolID + 1, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"wrong expire", tc.PrivateEncrypted, good, &n, in.ProtocolID, in.ExpireTimestamp + 1, tokenwire.ErrDecrypt},
+		{"tampered first byte", tampered(0), good, &n, in.ProtocolID, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"tampered padding", tampered(900), good, &n, in.ProtocolID, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"tampered mac", tampered(tokenwire.PrivateBytes - 1), good, &n, in.ProtocolID, in.ExpireTimestamp, tokenwire.ErrDecrypt},
+		{"short", tc.PrivateEncrypted[:tokenwire.PrivateBytes-1], good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrInvalid},
 		{"long", append(bytes.Clone(tc.PrivateEncrypted), 0), good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrInvalid},
 		{"empty", nil, good, &n, in.ProtocolID, in.ExpireTimestamp, token.ErrInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := bytes.Clone(c.sealed)
-			var p token.Private
-			err := token.OpenPrivate(c.sealed, c.aead, c.nonce, c.protocol, c.expire, &p)
+			var p tokenwire.Private
+			err := tokenwire.OpenPrivate(c.sealed, c.aead, c.nonce, c.protocol, c.expire, &p)
 			if c.want == nil {
 				require.NoError(t, err)
 				assert.Equal(t, in.ClientID, p.ClientID)
@@ -359,7 +364,7 @@ func TestOpenPrivateFailures(t *testing.T) {
 
 func TestSealPrivateInvalid(t *testing.T) {
 	aead := crypto.NewPrivateTokenAEAD(&crypto.Key{})
-	var n [token.NonceBytes]byte
+	var n [crypto.TokenNonceBytes]byte
 	ok := netip.MustParseAddrPort("127.0.0.1:1")
 	for name, addrs := range map[string][]netip.AddrPort{
 		"none":    nil,
@@ -368,7 +373,7 @@ func TestSealPrivateInvalid(t *testing.T) {
 		"zoned":   {netip.AddrPortFrom(netip.MustParseAddr("fe80::1%lo"), 1)},
 	} {
 		dst := []byte{9}
-		out, err := token.SealPrivate(dst, &token.Private{ServerAddrs: addrs}, aead, &n, 1, 2)
+		out, err := tokenwire.SealPrivate(dst, &tokenwire.Private{ServerAddrs: addrs}, aead, &n, 1, 2)
 		assert.ErrorIs(t, err, token.ErrInvalid, name)
 		assertBytes(t, []byte{9}, out, name)
 	}
@@ -384,22 +389,22 @@ func make33(a netip.AddrPort) []netip.AddrPort {
 
 func TestSealPrivateZeroAlloc(t *testing.T) {
 	aead := crypto.NewPrivateTokenAEAD(&crypto.Key{1})
-	var n [token.NonceBytes]byte
-	p := token.Private{ClientID: 7, ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort("[::1]:5")}}
-	buf := make([]byte, 0, token.PrivateBytes)
+	var n [crypto.TokenNonceBytes]byte
+	p := tokenwire.Private{ClientID: 7, ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort("[::1]:5")}}
+	buf := make([]byte, 0, tokenwire.PrivateBytes)
 	allocs := testing.AllocsPerRun(100, func() {
-		out, err := token.SealPrivate(buf[:0], &p, aead, &n, 1, 2)
-		if err != nil || len(out) != token.PrivateBytes {
+		out, err := tokenwire.SealPrivate(buf[:0], &p, aead, &n, 1, 2)
+		if err != nil || len(out) != tokenwire.PrivateBytes {
 			t.Fatal(err)
 		}
 	})
 	assert.Zero(t, allocs)
 
-	var q token.Private
-	sealed, err := token.SealPrivate(nil, &p, aead, &n, 1, 2)
+	var q tokenwire.Private
+	sealed, err := tokenwire.SealPrivate(nil, &p, aead, &n, 1, 2)
 	require.NoError(t, err)
 	allocs = testing.AllocsPerRun(100, func() {
-		if err := token.OpenPrivate(sealed, aead, &n, 1, 2, &q); err != nil {
+		if err := tokenwire.OpenPrivate(sealed, aead, &n, 1, 2, &q); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -418,27 +423,27 @@ func TestChallengeTokenVectors(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			assert.Empty(t, tc.AD)
 			assert.Equal(t, v.Common.ChallengeKey, tc.Key)
-			a := crypto.NewAEAD((*crypto.Key)(tc.Key))
-			c := token.Challenge{ClientID: tc.ClientID, UserData: userData(t, tc.UserData)}
+			a := aead.New((*crypto.Key)(tc.Key))
+			c := tokenwire.Challenge{ClientID: tc.ClientID, UserData: userData(t, tc.UserData)}
 
 			// The plaintext layout.
 			// The vectors show the reference's whole 300-byte buffer: the
 			// plaintext then the 16 bytes the MAC is written over.
-			require.Len(t, tc.Plaintext, token.ChallengeTokenBytes)
-			assertBytes(t, make([]byte, crypto.MACBytes), tc.Plaintext[token.ChallengePlainBytes:])
+			require.Len(t, tc.Plaintext, tokenwire.ChallengeTokenBytes)
+			assertBytes(t, make([]byte, crypto.MACBytes), tc.Plaintext[tokenwire.ChallengePlainBytes:])
 			assert.Equal(t, tc.ClientID, binary.LittleEndian.Uint64(tc.Plaintext))
 			assertBytes(t, []byte(tc.UserData), tc.Plaintext[8:8+token.UserDataBytes])
-			assertBytes(t, make([]byte, token.ChallengePlainBytes-8-token.UserDataBytes), tc.Plaintext[8+token.UserDataBytes:token.ChallengePlainBytes])
+			assertBytes(t, make([]byte, tokenwire.ChallengePlainBytes-8-token.UserDataBytes), tc.Plaintext[8+token.UserDataBytes:tokenwire.ChallengePlainBytes])
 
-			sealed := token.AppendChallenge(nil, a, tc.Sequence, &c)
+			sealed := tokenwire.AppendChallenge(nil, a, tc.Sequence, &c)
 			requireBytes(t, []byte(tc.Encrypted), sealed)
-			assertBytes(t, []byte(tc.MAC), sealed[token.ChallengeTokenBytes-crypto.MACBytes:])
-			withPrefix := token.AppendChallenge([]byte("xyz"), a, tc.Sequence, &c)
+			assertBytes(t, []byte(tc.MAC), sealed[tokenwire.ChallengeTokenBytes-crypto.MACBytes:])
+			withPrefix := tokenwire.AppendChallenge([]byte("xyz"), a, tc.Sequence, &c)
 			assertBytes(t, append([]byte("xyz"), tc.Encrypted...), withPrefix)
 
-			var got token.Challenge
+			var got tokenwire.Challenge
 			before := bytes.Clone(tc.Encrypted)
-			require.NoError(t, token.OpenChallenge(a, tc.Sequence, tc.Encrypted, &got))
+			require.NoError(t, tokenwire.OpenChallenge(a, tc.Sequence, tc.Encrypted, &got))
 			assert.Equal(t, c, got)
 			assertBytes(t, before, []byte(tc.Encrypted), "OpenChallenge must not modify its input")
 		})
@@ -448,8 +453,8 @@ func TestChallengeTokenVectors(t *testing.T) {
 func TestOpenChallengeFailures(t *testing.T) {
 	v := loadVectors(t)
 	tc := v.ChallengeTokens[2]
-	a := crypto.NewAEAD((*crypto.Key)(tc.Key))
-	wrong := crypto.NewAEAD((*crypto.Key)(v.Common.WrongKey))
+	a := aead.New((*crypto.Key)(tc.Key))
+	wrong := aead.New((*crypto.Key)(v.Common.WrongKey))
 	tampered := func(i int) []byte {
 		b := bytes.Clone(tc.Encrypted)
 		b[i] ^= 1
@@ -457,17 +462,17 @@ func TestOpenChallengeFailures(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		a      *crypto.AEAD
+		a      *aead.AEAD
 		seq    uint64
 		sealed []byte
 		want   error
 	}{
 		{"ok", a, tc.Sequence, tc.Encrypted, nil},
-		{"wrong sequence", a, tc.Sequence + 1, tc.Encrypted, token.ErrDecrypt},
-		{"wrong key", wrong, tc.Sequence, tc.Encrypted, token.ErrDecrypt},
-		{"tampered client id", a, tc.Sequence, tampered(0), token.ErrDecrypt},
-		{"tampered padding", a, tc.Sequence, tampered(280), token.ErrDecrypt},
-		{"tampered mac", a, tc.Sequence, tampered(299), token.ErrDecrypt},
+		{"wrong sequence", a, tc.Sequence + 1, tc.Encrypted, tokenwire.ErrDecrypt},
+		{"wrong key", wrong, tc.Sequence, tc.Encrypted, tokenwire.ErrDecrypt},
+		{"tampered client id", a, tc.Sequence, tampered(0), tokenwire.ErrDecrypt},
+		{"tampered padding", a, tc.Sequence, tampered(280), tokenwire.ErrDecrypt},
+		{"tampered mac", a, tc.Sequence, tampered(299), tokenwire.ErrDecrypt},
 		{"empty", a, tc.Sequence, nil, token.ErrInvalid},
 		{"299", a, tc.Sequence, tc.Encrypted[:299], token.ErrInvalid},
 		{"301", a, tc.Sequence, append(bytes.Clone(tc.Encrypted), 0), token.ErrInvalid},
@@ -475,8 +480,8 @@ func TestOpenChallengeFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := bytes.Clone(c.sealed)
-			var ch token.Challenge
-			err := token.OpenChallenge(c.a, c.seq, c.sealed, &ch)
+			var ch tokenwire.Challenge
+			err := tokenwire.OpenChallenge(c.a, c.seq, c.sealed, &ch)
 			if c.want == nil {
 				require.NoError(t, err)
 				assert.Equal(t, tc.ClientID, ch.ClientID)
@@ -488,44 +493,19 @@ func TestOpenChallengeFailures(t *testing.T) {
 	}
 }
 
-// OpenChallenge decrypts into pooled scratch space; what it returns to the
-// pool must hold no client id or user data.
-func TestOpenChallengeWipesScratch(t *testing.T) {
-	a := crypto.NewAEAD(&crypto.Key{3})
-	c := token.Challenge{ClientID: 0x0102030405060708}
-	for i := range c.UserData {
-		c.UserData[i] = byte(i) | 0x80
-	}
-	sealed := token.AppendChallenge(nil, a, 77, &c)
-	zero := make([]byte, token.ChallengePlainBytes)
-	// The pool may drop a buffer or hand out a fresh one (the race detector
-	// makes it drop some on purpose), so look a few times.
-	for range 20 {
-		var got token.Challenge
-		require.NoError(t, token.OpenChallenge(a, 77, sealed, &got))
-		require.Equal(t, c, got)
-		buf := token.ChallengeScratch.Get().(*[token.ChallengePlainBytes]byte)
-		ok := assertBytes(t, zero, buf[:], "scratch returned to the pool unwiped")
-		token.ChallengeScratch.Put(buf)
-		if !ok {
-			break
-		}
-	}
-}
-
 func TestChallengeZeroAlloc(t *testing.T) {
-	a := crypto.NewAEAD(&crypto.Key{3})
-	c := token.Challenge{ClientID: 42}
+	a := aead.New(&crypto.Key{3})
+	c := tokenwire.Challenge{ClientID: 42}
 	c.UserData[255] = 9
-	buf := make([]byte, 0, token.ChallengeTokenBytes)
+	buf := make([]byte, 0, tokenwire.ChallengeTokenBytes)
 	var sealed []byte
 	allocs := testing.AllocsPerRun(100, func() {
-		sealed = token.AppendChallenge(buf[:0], a, 77, &c)
+		sealed = tokenwire.AppendChallenge(buf[:0], a, 77, &c)
 	})
 	assert.Zero(t, allocs)
-	var got token.Challenge
+	var got tokenwire.Challenge
 	allocs = testing.AllocsPerRun(100, func() {
-		if err := token.OpenChallenge(a, 77, sealed, &got); err != nil {
+		if err := tokenwire.OpenChallenge(a, 77, sealed, &got); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -533,7 +513,7 @@ func TestChallengeZeroAlloc(t *testing.T) {
 	assert.Equal(t, c, got)
 	// A failing open does not allocate either.
 	allocs = testing.AllocsPerRun(100, func() {
-		if token.OpenChallenge(a, 78, sealed, &got) == nil {
+		if tokenwire.OpenChallenge(a, 78, sealed, &got) == nil {
 			t.Fatal("opened with the wrong sequence")
 		}
 	})
@@ -556,7 +536,7 @@ func testParams() token.Params {
 func TestGenerate(t *testing.T) {
 	p := testParams()
 	before := uint64(time.Now().Unix())
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	after := uint64(time.Now().Unix())
 	require.NoError(t, err)
 	require.Len(t, tok, token.ConnectTokenBytes)
@@ -572,8 +552,8 @@ func TestGenerate(t *testing.T) {
 	assert.NotEqual(t, ct.ClientToServerKey, ct.ServerToClientKey)
 	assert.NotEqual(t, crypto.Key{}, ct.ClientToServerKey)
 
-	var priv token.Private
-	require.NoError(t, token.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey)), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
+	var priv tokenwire.Private
+	require.NoError(t, tokenwire.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey)), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
 	assert.Equal(t, p.ClientID, priv.ClientID)
 	assert.Equal(t, p.TimeoutSeconds, priv.TimeoutSeconds)
 	assert.Equal(t, p.ServerAddrs, priv.ServerAddrs, "internal addresses default to the public ones")
@@ -582,7 +562,7 @@ func TestGenerate(t *testing.T) {
 	assert.Equal(t, p.UserData, priv.UserData)
 
 	// Every token has its own nonce and keys.
-	tok2, err := token.Generate(p)
+	tok2, err := token.Generate(&p)
 	require.NoError(t, err)
 	ct2, err := token.Parse(tok2)
 	require.NoError(t, err)
@@ -594,19 +574,19 @@ func TestGenerate(t *testing.T) {
 func TestGenerateInternalAddrs(t *testing.T) {
 	p := testParams()
 	p.InternalAddrs = []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:1"), netip.MustParseAddrPort("10.0.0.2:2")}
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	require.NoError(t, err)
 	ct, err := token.Parse(tok)
 	require.NoError(t, err)
 	assert.Equal(t, p.ServerAddrs, ct.ServerAddrs)
-	var priv token.Private
-	require.NoError(t, token.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey)), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
+	var priv tokenwire.Private
+	require.NoError(t, tokenwire.OpenPrivate(ct.PrivateData[:], crypto.NewPrivateTokenAEAD((*crypto.Key)(&p.PrivateKey)), &ct.Nonce, ct.ProtocolID, ct.ExpireTimestamp, &priv))
 	assert.Equal(t, p.InternalAddrs, priv.ServerAddrs)
 }
 
 func TestGenerateExpire(t *testing.T) {
 	p := testParams()
-	var n [token.NonceBytes]byte
+	var n [crypto.TokenNonceBytes]byte
 	cases := []struct {
 		create  uint64
 		seconds int64
@@ -615,13 +595,13 @@ func TestGenerateExpire(t *testing.T) {
 		{1000, 0, 1000 + token.DefaultExpireSeconds},
 		{1000, 30, 1030},
 		{0, math.MaxInt64, math.MaxInt64},
-		{math.MaxUint64 - 5, 10, token.NeverExpires}, // saturates, never wraps
+		{math.MaxUint64 - 5, 10, token.NeverExpireTimestamp}, // saturates, never wraps
 		{math.MaxUint64 - 5, 5, math.MaxUint64},
 		{math.MaxUint64, 0, math.MaxUint64},
 	}
 	for _, c := range cases {
 		p.ExpireSeconds = c.seconds
-		tok, err := token.GenerateWith(p, c.create, n, crypto.Key{}, crypto.Key{})
+		tok, err := tokentest.GenerateWith(p, c.create, n, crypto.Key{}, crypto.Key{})
 		require.NoError(t, err)
 		ct, err := token.Parse(tok)
 		require.NoError(t, err, "create %d seconds %d", c.create, c.seconds)
@@ -649,15 +629,15 @@ func TestGenerateDefaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testParams()
 			p.ExpireSeconds, p.TimeoutSeconds = tt.expire, tt.timeout
-			tok, err := token.Generate(p)
+			tok, err := token.Generate(&p)
 			require.NoError(t, err)
 			ct, err := token.Parse(tok)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLife, ct.ExpireTimestamp-ct.CreateTimestamp)
 			assert.Equal(t, tt.wantTimeout, ct.TimeoutSeconds)
-			var priv token.Private
+			var priv tokenwire.Private
 			key := crypto.Key(p.PrivateKey)
-			require.NoError(t, token.OpenPrivate(append([]byte(nil), ct.PrivateData[:]...), crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, p.ProtocolID, ct.ExpireTimestamp, &priv))
+			require.NoError(t, tokenwire.OpenPrivate(append([]byte(nil), ct.PrivateData[:]...), crypto.NewPrivateTokenAEAD(&key), &ct.Nonce, p.ProtocolID, ct.ExpireTimestamp, &priv))
 			assert.Equal(t, tt.wantTimeout, priv.TimeoutSeconds)
 		})
 	}
@@ -674,7 +654,7 @@ func TestGenerateInvalid(t *testing.T) {
 		"internal too long":  func(p *token.Params) { p.InternalAddrs = []netip.AddrPort{ok, ok, ok} },
 		"internal invalid":   func(p *token.Params) { p.InternalAddrs = []netip.AddrPort{ok, {}} },
 		"internal 33 for 33": func(p *token.Params) { p.ServerAddrs = make33(ok); p.InternalAddrs = make33(ok) },
-		"all-zero key":       func(p *token.Params) { p.PrivateKey = [token.KeyBytes]byte{} },
+		"all-zero key":       func(p *token.Params) { p.PrivateKey = [crypto.KeyBytes]byte{} },
 		"negative expiry":    func(p *token.Params) { p.ExpireSeconds = -1 },
 		"timeout -2":         func(p *token.Params) { p.TimeoutSeconds = -2 },
 		"timeout min int32":  func(p *token.Params) { p.TimeoutSeconds = math.MinInt32 },
@@ -683,10 +663,10 @@ func TestGenerateInvalid(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := testParams()
 			mod(&p)
-			tok, err := token.Generate(p)
+			tok, err := token.Generate(&p)
 			assert.ErrorIs(t, err, token.ErrInvalid)
 			assert.Nil(t, tok)
-			tok, err = token.GenerateWith(p, 1, [token.NonceBytes]byte{}, crypto.Key{}, crypto.Key{})
+			tok, err = tokentest.GenerateWith(p, 1, [crypto.TokenNonceBytes]byte{}, crypto.Key{}, crypto.Key{})
 			assert.ErrorIs(t, err, token.ErrInvalid)
 			assert.Nil(t, tok)
 		})
@@ -694,7 +674,7 @@ func TestGenerateInvalid(t *testing.T) {
 	// 32 servers is the maximum and works, with IPv6 everywhere.
 	p := testParams()
 	p.ServerAddrs = make33(netip.MustParseAddrPort("[2001:db8::1]:65535"))[:32]
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	require.NoError(t, err)
 	ct, err := token.Parse(tok)
 	require.NoError(t, err)
@@ -709,12 +689,12 @@ func TestGenerateUnspecifiedAddr(t *testing.T) {
 		t.Run(addr, func(t *testing.T) {
 			p := testParams()
 			p.ServerAddrs = append(p.ServerAddrs, netip.MustParseAddrPort(addr))
-			tok, err := token.Generate(p)
+			tok, err := token.Generate(&p)
 			assert.Nil(t, tok)
 			assert.ErrorIs(t, err, token.ErrInvalid)
 			assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
 			assert.EqualError(t, err, "netcode/token: invalid token: server address "+addr+": a concrete address and port are needed, not an unspecified address or port 0")
-			_, err = token.GenerateWith(p, 1, [token.NonceBytes]byte{}, crypto.Key{1}, crypto.Key{2})
+			_, err = tokentest.GenerateWith(p, 1, [crypto.TokenNonceBytes]byte{}, crypto.Key{1}, crypto.Key{2})
 			assert.ErrorIs(t, err, token.ErrUnspecifiedAddr)
 		})
 	}
@@ -751,7 +731,7 @@ func TestGenerateConcurrent(t *testing.T) {
 	for range 8 {
 		go func() {
 			for range 50 {
-				tok, err := token.Generate(p)
+				tok, err := token.Generate(&p)
 				if err == nil {
 					_, err = token.Parse(tok)
 				}
@@ -766,4 +746,29 @@ func TestGenerateConcurrent(t *testing.T) {
 	for range 8 {
 		require.NoError(t, <-errs)
 	}
+}
+
+// Params.Rand and Params.Time replace the random source and the clock: the
+// same inputs give the same token, and a source that runs dry is an error,
+// never a token with a short nonce or keys.
+func TestGenerateRandAndTime(t *testing.T) {
+	p := testParams()
+	created := time.Unix(1_700_000_000, 0)
+	p.Time = func() time.Time { return created }
+	rnd := bytes.Repeat([]byte{7}, crypto.TokenNonceBytes+2*crypto.KeyBytes)
+	p.Rand = bytes.NewReader(rnd)
+	a, err := token.Generate(&p)
+	require.NoError(t, err)
+	p.Rand = bytes.NewReader(rnd)
+	b, err := token.Generate(&p)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+	ct, err := token.Parse(a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(created.Unix()), ct.CreateTimestamp)
+	assert.Equal(t, crypto.Key(rnd[:crypto.KeyBytes]), ct.ClientToServerKey)
+
+	p.Rand = bytes.NewReader(rnd[:len(rnd)-1])
+	_, err = token.Generate(&p)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }

@@ -7,13 +7,12 @@ import (
 	"math"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -144,22 +143,9 @@ type vectors struct {
 	ChallengeTokens      []vecChallenge      `json:"challenge_tokens"`
 }
 
-var (
-	vecOnce sync.Once
-	vecData *vectors
-	vecErr  error
-)
-
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
-	vecOnce.Do(func() {
-		var v vectors
-		vecErr = vectortest.Load(vectortest.Path("netcode-1.02.json"), &v)
-		vecData = &v
-	})
-	require.NoError(t, vecErr)
-	require.Equal(t, "netcode-1.02-golden-vectors", vecData.Format)
-	return vecData
+	return vectortest.Once[vectors](t, "netcode-1.02.json", vectortest.Load)
 }
 
 func key(t testing.TB, b []byte) crypto.Key {
@@ -168,10 +154,10 @@ func key(t testing.TB, b []byte) crypto.Key {
 	return crypto.Key(b)
 }
 
-func nonce(t testing.TB, b []byte) [token.NonceBytes]byte {
+func nonce(t testing.TB, b []byte) [crypto.TokenNonceBytes]byte {
 	t.Helper()
-	require.Len(t, b, token.NonceBytes)
-	return [token.NonceBytes]byte(b)
+	require.Len(t, b, crypto.TokenNonceBytes)
+	return [crypto.TokenNonceBytes]byte(b)
 }
 
 func userData(t testing.TB, b []byte) [token.UserDataBytes]byte {

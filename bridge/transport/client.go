@@ -23,7 +23,7 @@ type Options struct {
 	// replaced by Subprotocol.
 	DialOptions *websocket.DialOptions
 	// ReadQueue is how many received datagrams wait for ReadFrom; past it,
-	// new ones are dropped. 0 means DefaultReadQueue.
+	// new ones are dropped. 0 means 256.
 	ReadQueue int
 }
 
@@ -64,7 +64,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
 	}
 	do.Subprotocols = []string{Subprotocol, fullSubprotocol}
 	if o.ReadQueue <= 0 {
-		o.ReadQueue = DefaultReadQueue
+		o.ReadQueue = defaultReadQueue
 	}
 	ws, resp, err := websocket.Dial(ctx, url, &do)
 	refused := false

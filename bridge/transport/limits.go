@@ -4,18 +4,18 @@ package transport
 
 // Defaults for the zero fields of MuxConfig.
 const (
-	// DefaultMuxReadQueue is the least read queue: 0 means the larger of
-	// it and DefaultMuxReadQueuePerSession × MaxSessions.
-	DefaultMuxReadQueue = 1024
-	// DefaultMuxReadQueuePerSession is the read queue's room per session
+	// defaultMuxReadQueue is the least read queue: 0 means the larger of
+	// it and defaultMuxReadQueuePerSession × MaxSessions.
+	defaultMuxReadQueue = 1024
+	// defaultMuxReadQueuePerSession is the read queue's room per session
 	// of the cap when MuxConfig.ReadQueue is 0: a connected client sends
 	// about 20 datagrams a second (10 keep-alives or payloads, and its
 	// payloads at a game's rate), so this is a couple of hundred
 	// milliseconds of every session at once, for the server's reader to
 	// be late by. The room costs nothing until used (the queue's buffers
 	// are pooled and its ring grows as needed).
-	DefaultMuxReadQueuePerSession = 4
-	DefaultMuxSendQueue           = 256
+	defaultMuxReadQueuePerSession = 4
+	defaultMuxSendQueue           = 256
 )
 
 // muxSessionShare is how many of one WebSocket session's datagrams may
@@ -28,5 +28,5 @@ const muxSessionShare = 64
 // socket at once.
 const muxReadBatch = 64
 
-// DefaultReadQueue is the default of Options.ReadQueue.
-const DefaultReadQueue = 256
+// defaultReadQueue is the default of Options.ReadQueue.
+const defaultReadQueue = 256

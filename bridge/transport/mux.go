@@ -20,7 +20,7 @@ import (
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// MaxSessions caps the WebSocket sessions open at once; 0 means
-	// 1024 (bridge.DefaultMaxSessions). Past it, the handler accepts the WebSocket and
+	// 1024, as in the relay's Config. Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response
 	// carries bridge.RefusedHeader, and Dial fails at once with
@@ -41,15 +41,15 @@ type MuxConfig struct {
 	OriginPatterns []string
 	// ReadQueue is how many received datagrams (UDP and WebSocket together)
 	// wait for ReadFrom; past it, new ones are dropped as a full socket
-	// buffer would. 0 means DefaultMuxReadQueuePerSession per session of
-	// MaxSessions, and at least DefaultMuxReadQueue. One WebSocket session
+	// buffer would. 0 means 4 per session of MaxSessions
+	// (a couple of hundred milliseconds of every session's traffic at
+	// once), and at least 1024. One WebSocket session
 	// has at most 64 datagrams waiting at once, its fair share: past it,
 	// its new ones are dropped, so that a peer that floods cannot crowd
 	// out the others.
 	ReadQueue int
 	// SendQueue is how many datagrams wait, per session, to be written to
-	// the WebSocket; past it, new ones are dropped. 0 means
-	// DefaultMuxSendQueue.
+	// the WebSocket; past it, new ones are dropped. 0 means 256.
 	SendQueue int
 	// Logger receives a debug record for every session's start and end;
 	// nil is silent.
@@ -133,10 +133,10 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 		cfg.WriteTimeout = wsbridge.DefaultWriteTimeout
 	}
 	if cfg.ReadQueue <= 0 {
-		cfg.ReadQueue = max(DefaultMuxReadQueue, DefaultMuxReadQueuePerSession*cfg.MaxSessions)
+		cfg.ReadQueue = max(defaultMuxReadQueue, defaultMuxReadQueuePerSession*cfg.MaxSessions)
 	}
 	if cfg.SendQueue <= 0 {
-		cfg.SendQueue = DefaultMuxSendQueue
+		cfg.SendQueue = defaultMuxSendQueue
 	}
 	m := &Mux{
 		udp:      udp,

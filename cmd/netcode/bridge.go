@@ -63,7 +63,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var allowNet prefixList
 	fs.Var(&allowNet, "allow-net", "address prefix of servers the bridge may dial, any port (repeatable)")
 	path := fs.String("path", "/relay", "URL path of the WebSocket relay; the ES module is served at /netcode.js")
-	maxSessions := fs.Int("max-sessions", bridge.DefaultMaxSessions, "sessions open at once")
+	maxSessions := fs.Int("max-sessions", 0, "sessions open at once (0: the bridge's default, 1024)")
 	idle := fs.Duration("idle", bridge.DefaultIdleTimeout, "end a session after this long without a message from the browser (negative: never)")
 	var origins stringList
 	fs.Var(&origins, "origin", "origin pattern whose pages may connect, besides the bridge's own host (repeatable)")

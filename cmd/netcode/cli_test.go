@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
 // mintToken makes a token for the server at addr with key.
-func mintToken(key [netcode.KeyBytes]byte, addr net.Addr) ([]byte, error) {
-	return token.Generate(token.Params{
+func mintToken(key crypto.Key, addr net.Addr) ([]byte, error) {
+	return token.Generate(&token.Params{
 		ProtocolID:     defaultProtocolID,
 		ClientID:       1,
 		PrivateKey:     key,
@@ -110,7 +110,7 @@ func TestBridgeAllowHostNames(t *testing.T) {
 
 func TestInspectInput(t *testing.T) {
 	dir := t.TempDir()
-	var key [netcode.KeyBytes]byte
+	var key crypto.Key
 	key[0] = 1
 	tok, err := mintToken(key, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000})
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestTokenToPipe(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	b, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Len(t, b, netcode.ConnectTokenBytes)
+	require.Len(t, b, token.ConnectTokenBytes)
 	_, err = token.Parse(b)
 	require.NoError(t, err)
 }
@@ -202,7 +202,7 @@ func TestMessages(t *testing.T) {
 			"netcode token: -key: not a 32-byte key in hex or base64, and no file of that name exists"},
 		{"bridge without -allow", []string{"bridge"},
 			"netcode bridge: name the servers it may dial with -allow or -allow-net (it refuses all others)"},
-		{"inspect zeros", []string{"inspect", file("zeros.token", string(make([]byte, netcode.ConnectTokenBytes)))},
+		{"inspect zeros", []string{"inspect", file("zeros.token", string(make([]byte, token.ConnectTokenBytes)))},
 			`netcode inspect: invalid token: version info is not "NETCODE 1.02"`},
 	}
 	for _, tt := range tests {
@@ -231,7 +231,7 @@ func TestInspectExpiry(t *testing.T) {
 		{uint64(now.Unix()) + 3600, "2026-11-25T13:00:00Z (in 1h0m0s)"},
 		{uint64(now.Unix()), "2026-11-25T12:00:00Z (EXPIRED 0s ago: mint a new token)"},
 		{uint64(now.Unix()) - 90, "2026-11-25T11:58:30Z (EXPIRED 1m30s ago: mint a new token)"},
-		{token.NeverExpires, "never"},
+		{token.NeverExpireTimestamp, "never"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, expiry(tt.expire, now))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
+	"github.com/gonetcode/netcode/token"
 )
 
 // server runs "netcode serve" with args until the test ends and returns its
@@ -175,7 +176,7 @@ func TestClientErrorsByName(t *testing.T) {
 	assert.Contains(t, errs, "context deadline exceeded after ")
 
 	bad := filepath.Join(t.TempDir(), "bad.token")
-	require.NoError(t, os.WriteFile(bad, make([]byte, netcode.ConnectTokenBytes), 0o600))
+	require.NoError(t, os.WriteFile(bad, make([]byte, token.ConnectTokenBytes), 0o600))
 	code, _, errs = cli(t, "client", "-echo", "1", bad)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "netcode client: ErrInvalidConnectToken: ")
@@ -252,7 +253,7 @@ func TestChatThroughBackend(t *testing.T) {
 	key, err := parseKey(keyFile, io.Discard)
 	require.NoError(t, err)
 	users := map[string]uint64{"alice-secret": 1, "bob-secret": 2}
-	h, err := backend.NewHandler(backend.Config{
+	h, err := backend.NewHandler(&backend.Config{
 		ProtocolID: defaultProtocolID,
 		PrivateKey: key,
 		Authenticate: func(r *http.Request) (backend.Identity, error) {

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -68,9 +67,9 @@ func formatKey(k crypto.Key, b64 bool) string {
 // Its errors have one shape: "key file NAME: what is wrong" for a file,
 // "-key: what is wrong" for a key given as text (never quoted: it may be a
 // secret).
-func parseKey(s string, warn io.Writer) ([netcode.KeyBytes]byte, error) {
+func parseKey(s string, warn io.Writer) (crypto.Key, error) {
 	if s == "" {
-		return [netcode.KeyBytes]byte{}, errors.New("no key: give -key a key in hex or base64, or a key file (netcode keygen -o server.key makes one)")
+		return crypto.Key{}, errors.New("no key: give -key a key in hex or base64, or a key file (netcode keygen -o server.key makes one)")
 	}
 	if _, err := os.Lstat(s); err == nil {
 		k, exposed, err := crypto.ReadKeyFile(s)

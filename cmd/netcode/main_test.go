@@ -116,7 +116,7 @@ func TestKeygen(t *testing.T) {
 }
 
 func TestParseKey(t *testing.T) {
-	var key [32]byte
+	var key crypto.Key
 	for i := range key {
 		key[i] = byte(i * 7)
 	}
@@ -203,7 +203,7 @@ func TestKeygenTokenParse(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	b, err := os.ReadFile(tokFile)
 	require.NoError(t, err)
-	require.Len(t, b, netcode.ConnectTokenBytes)
+	require.Len(t, b, token.ConnectTokenBytes)
 	tok, err := token.Parse(b)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0x1234, tok.ProtocolID)

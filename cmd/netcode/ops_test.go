@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/internal/loopback"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 )
 
 // lockedBuffer collects a command's output while the test reads it (safe

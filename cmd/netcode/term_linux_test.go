@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/token"
 )
 
 // errNoPty reports a machine without pseudo-terminals.
@@ -72,5 +72,5 @@ func TestTokenToTerminal(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(<-line))
 	require.NoError(t, err)
-	assert.Len(t, b, netcode.ConnectTokenBytes)
+	assert.Len(t, b, token.ConnectTokenBytes)
 }

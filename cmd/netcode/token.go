@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -15,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -142,19 +141,19 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("-user-data: %w", err)
 		}
-		if len(b) > netcode.UserDataBytes {
-			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), netcode.UserDataBytes)
+		if len(b) > token.UserDataBytes {
+			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), token.UserDataBytes)
 		}
 		copy(p.UserData[:], b)
 	}
 	if p.ClientID == 0 {
 		var b [8]byte
-		if err := crypto.RandomBytes(b[:]); err != nil {
+		if _, err := rand.Read(b[:]); err != nil {
 			return err
 		}
 		p.ClientID = binary.LittleEndian.Uint64(b[:]) | 1
 	}
-	tok, err := token.Generate(p)
+	tok, err := token.Generate(&p)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/token"
 )
 
 // maxTokenText bounds what the tool reads as a connect token: the 2048 raw
@@ -26,7 +26,7 @@ var errTokenTooLarge = fmt.Errorf("more than %d bytes: not a connect token", max
 
 // decodeToken accepts a connect token as its raw bytes or as base64 text
 // (standard or URL alphabet, padded or not, line breaks allowed).
-func decodeToken(b []byte) ([]byte, error) { return decodeTokenSize(b, netcode.ConnectTokenBytes) }
+func decodeToken(b []byte) ([]byte, error) { return decodeTokenSize(b, token.ConnectTokenBytes) }
 
 // decodeTokenSize is decodeToken for a dialect's token of size bytes.
 func decodeTokenSize(b []byte, size int) ([]byte, error) {
@@ -71,7 +71,7 @@ func readBounded(ctx context.Context, r io.Reader) ([]byte, error) {
 // readToken reads a connect token, raw or base64, from the file name, or
 // from standard input if name is "-".
 func readToken(ctx context.Context, name string) ([]byte, error) {
-	return readTokenSize(ctx, name, netcode.ConnectTokenBytes)
+	return readTokenSize(ctx, name, token.ConnectTokenBytes)
 }
 
 // readTokenSize is readToken for a dialect's token of size bytes.

@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		}
 		defer closeFleet()
 	}
-	h, err := backend.NewHandler(cfg)
+	h, err := backend.NewHandler(&cfg)
 	if err != nil {
 		return err
 	}

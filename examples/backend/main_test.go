@@ -22,8 +22,8 @@ import (
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/fleet"
 	"github.com/gonetcode/netcode/internal/devcert"
-	"github.com/gonetcode/netcode/internal/loopback"
-	"github.com/gonetcode/netcode/internal/redistest"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
+	"github.com/gonetcode/netcode/internal/testing/redistest"
 	"github.com/gonetcode/netcode/token"
 )
 

@@ -161,7 +161,7 @@ func serve(out io.Writer, l *netcode.Listener, ends chan<- error) {
 // checks the echoes of its payloads.
 func client(out io.Writer, key crypto.Key, server netip.AddrPort, id uint64, messages int, connected *atomic.Int64) error {
 	// In a real game the token comes from an HTTPS backend after login.
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       id,
 		PrivateKey:     key,

@@ -49,6 +49,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/reliable"
+	"github.com/gonetcode/netcode/token"
 )
 
 type result struct {
@@ -113,7 +114,7 @@ func run() (result, *reliable.Session, error) {
 	if err != nil {
 		return r, nil, err
 	}
-	tok, err := io.ReadAll(io.LimitReader(resp.Body, netcode.ConnectTokenBytes+1))
+	tok, err := io.ReadAll(io.LimitReader(resp.Body, token.ConnectTokenBytes+1))
 	resp.Body.Close()
 	if err != nil {
 		return r, nil, err

@@ -13,6 +13,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
@@ -183,7 +185,7 @@ type Client struct {
 	lastRecv       time.Time
 
 	challengeSeq   uint64
-	challengeToken [token.ChallengeTokenBytes]byte
+	challengeToken [tokenwire.ChallengeTokenBytes]byte
 	clientIndex    int
 	maxClients     int
 }
@@ -249,7 +251,7 @@ func firstSequence(now time.Time, createTimestamp uint64) uint64 {
 		}
 	}
 	var b [8]byte
-	if crypto.RandomBytes(b[:5]) != nil {
+	if _, err := rand.Read(b[:5]); err != nil {
 		return 0
 	}
 	return binary.LittleEndian.Uint64(b[:])
@@ -442,7 +444,7 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *O
 			c.answered = true
 		}
 	case protocol.ConnectionChallenge:
-		if c.state == SendingConnectionRequest && len(p.ChallengeToken) == token.ChallengeTokenBytes {
+		if c.state == SendingConnectionRequest && len(p.ChallengeToken) == tokenwire.ChallengeTokenBytes {
 			c.challengeSeq = p.ChallengeSequence
 			copy(c.challengeToken[:], p.ChallengeToken)
 			c.lastRecv = now

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
@@ -21,7 +23,7 @@ var (
 	c2sKey   = crypto.Key{1: 1}
 	s2cKey   = crypto.Key{1: 2}
 	privKey  = crypto.Key{0: 9, 31: 9}
-	tokNonce = [token.NonceBytes]byte{3: 3}
+	tokNonce = [crypto.TokenNonceBytes]byte{3: 3}
 )
 
 // driver runs a Client as an adapter would, keeping what its Outputs said.
@@ -76,7 +78,7 @@ func (s *serverPackets) next(build func(dst []byte, key *crypto.PacketAEAD, seq 
 
 func (s *serverPackets) challenge() []byte {
 	return s.next(func(dst []byte, key *crypto.PacketAEAD, seq uint64) []byte {
-		return protocol.AppendChallenge(dst, key, seq, 7, make([]byte, token.ChallengeTokenBytes))
+		return protocol.AppendChallenge(dst, key, seq, 7, make([]byte, tokenwire.ChallengeTokenBytes))
 	})
 }
 
@@ -90,7 +92,7 @@ func (s *serverPackets) keepAlive() []byte {
 
 func testToken(t testing.TB, servers ...netip.AddrPort) []byte {
 	t.Helper()
-	tok, err := token.GenerateWith(token.Params{
+	tok, err := tokentest.GenerateWith(token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       42,
 		PrivateKey:     privKey,

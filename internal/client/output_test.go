@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
@@ -104,7 +105,7 @@ func TestNextIsExact(t *testing.T) {
 	ms := time.Millisecond
 	sec := time.Second
 	tokenWith := func(timeout int32, servers ...netip.AddrPort) []byte {
-		tok, err := token.GenerateWith(token.Params{
+		tok, err := tokentest.GenerateWith(token.Params{
 			ProtocolID: protocolID, ClientID: 42, PrivateKey: privKey, ServerAddrs: servers,
 			ExpireSeconds: 30, TimeoutSeconds: timeout,
 		}, uint64(epoch.Unix()), tokNonce, c2sKey, s2cKey)

@@ -30,7 +30,7 @@ import (
 const MaxBytes = 2048
 
 // ErrTooLarge is returned by Push for a datagram over MaxBytes.
-var ErrTooLarge = errors.New("packetq: datagram larger than MaxBytes")
+var ErrTooLarge = errors.New("netcode/packetq: datagram larger than MaxBytes")
 
 type buffer [MaxBytes]byte
 

@@ -38,5 +38,5 @@ type tokenUse struct {
 }
 
 func newTokenHistory(limit int, now uint64) *tokenHistory {
-	return history.New[[crypto.MACBytes]byte, tokenUse](limit, now, token.NeverExpires)
+	return history.New[[crypto.MACBytes]byte, tokenUse](limit, now, token.NeverExpireTimestamp)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,7 +169,7 @@ func TestRefusalsLogged(t *testing.T) {
 		if edit != nil {
 			edit(&p)
 		}
-		tok, err := token.GenerateWith(p, uint64(created.Unix()), [token.NonceBytes]byte{0: byte(n), 1: byte(n >> 8), 23: 2}, crypto.Key{0: byte(n), 2: 3}, crypto.Key{0: byte(n), 2: 4})
+		tok, err := tokentest.GenerateWith(p, uint64(created.Unix()), [crypto.TokenNonceBytes]byte{0: byte(n), 1: byte(n >> 8), 23: 2}, crypto.Key{0: byte(n), 2: 3}, crypto.Key{0: byte(n), 2: 4})
 		require.NoError(t, err)
 		return tok
 	}

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/protocol"
-	"github.com/gonetcode/netcode/token"
 )
 
 // Receiver is one reading goroutine's state: its packet reader (the AEADs
@@ -21,15 +22,15 @@ import (
 type Receiver struct {
 	s         *Server
 	reader    protocol.Reader
-	challenge *crypto.AEAD
-	priv      token.Private
+	challenge *aead.AEAD
+	priv      tokenwire.Private
 	refusals  refusalLog
-	chTok     [token.ChallengeTokenBytes]byte
+	chTok     [tokenwire.ChallengeTokenBytes]byte
 }
 
 // NewReceiver returns a Receiver for s.
 func (s *Server) NewReceiver() *Receiver {
-	r := &Receiver{s: s, challenge: crypto.NewAEAD(&s.challenge)}
+	r := &Receiver{s: s, challenge: aead.New(&s.challenge)}
 	r.reader = protocol.Reader{ProtocolID: s.cfg.ProtocolID, Allowed: protocol.ServerAccepts, TokenAEAD: crypto.NewPrivateTokenAEAD(s.tokenKeys[0])}
 	if s.tokenKeys[1] != nil {
 		r.reader.PreviousTokenAEAD = crypto.NewPrivateTokenAEAD(s.tokenKeys[1])
@@ -167,7 +168,7 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 	var mac [crypto.MACBytes]byte
 	copy(mac[:], data[len(data)-crypto.MACBytes:])
 	priv := &r.priv
-	if err := token.ParsePrivate(p.PrivateToken, priv); err != nil {
+	if err := tokenwire.ParsePrivate(p.PrivateToken, priv); err != nil {
 		s.stats.ignored.Add(1)
 		r.refuse(now, from, refusedInvalid, out)
 		return
@@ -242,8 +243,8 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 	s.mu.Unlock()
 
 	s.stats.challengesSent.Add(1)
-	ch := token.Challenge{ClientID: priv.ClientID, UserData: priv.UserData}
-	sealed := token.AppendChallenge(r.chTok[:0], r.challenge, chSeq, &ch)
+	ch := tokenwire.Challenge{ClientID: priv.ClientID, UserData: priv.UserData}
+	sealed := tokenwire.AppendChallenge(r.chTok[:0], r.challenge, chSeq, &ch)
 	c.sealChallenge(seq, chSeq, sealed, out)
 }
 
@@ -257,11 +258,11 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 		return nil
 	}
 	var p protocol.Packet
-	var ch token.Challenge
+	var ch tokenwire.Challenge
 	c.rmu.Lock()
 	err := r.reader.Read(data, 0, c.recv, nil, &p)
 	if err == nil {
-		err = token.OpenChallenge(r.challenge, p.ChallengeSequence, p.ChallengeToken, &ch)
+		err = tokenwire.OpenChallenge(r.challenge, p.ChallengeSequence, p.ChallengeToken, &ch)
 	}
 	c.rmu.Unlock()
 	if err != nil {

@@ -56,7 +56,6 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/protocol"
 )
 
 // Protocol timing, as in the reference implementation.
@@ -202,6 +201,11 @@ type counters struct {
 	connectionsTimeout, payloadsDropped atomic.Uint64
 }
 
+// GlobalSequenceStart is where the reference server starts the sequence
+// numbers of packets sent outside a client slot (challenges and denials), so
+// that they never collide with the per-client sequences that start at 0.
+const GlobalSequenceStart uint64 = 1 << 63
+
 // Server is the netcode server state machine.
 type Server struct {
 	cfg        Config
@@ -297,10 +301,10 @@ func New(cfg Config) (*Server, error) {
 	// The reference starts the global sequence at 2^63 and challenge tokens
 	// at 0; adding the start time in nanoseconds keeps every restart above
 	// all sequence numbers an earlier run can have used (see clockSequence).
-	s.globalSeq = protocol.ServerGlobalSequenceStart + clockSequence(cfg.Now)
+	s.globalSeq = GlobalSequenceStart + clockSequence(cfg.Now)
 	s.challengeSeq = clockSequence(cfg.Now)
 	if cfg.ReferenceSequences {
-		s.globalSeq = protocol.ServerGlobalSequenceStart
+		s.globalSeq = GlobalSequenceStart
 		s.challengeSeq = 0
 	}
 	s.main = s.NewReceiver()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
@@ -28,14 +29,14 @@ func (s *countSink) n() int { return len(s.Datagrams) }
 // request returns a connection request packet carrying a token for server.
 func request(t *testing.T, server netip.AddrPort) []byte {
 	t.Helper()
-	tok, err := token.GenerateWith(token.Params{
+	tok, err := tokentest.GenerateWith(token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       5,
 		PrivateKey:     privKey,
 		ServerAddrs:    []netip.AddrPort{server},
 		ExpireSeconds:  60,
 		TimeoutSeconds: 5,
-	}, uint64(epoch.Unix()), [token.NonceBytes]byte{1}, crypto.Key{1: 1}, crypto.Key{1: 2})
+	}, uint64(epoch.Unix()), [crypto.TokenNonceBytes]byte{1}, crypto.Key{1: 1}, crypto.Key{1: 2})
 	require.NoError(t, err)
 	ct, err := token.Parse(tok)
 	require.NoError(t, err)

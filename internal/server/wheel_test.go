@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
@@ -29,14 +30,14 @@ func connectPeer(tb testing.TB, s *Server, n int, now time.Time, timeoutSeconds 
 	tb.Helper()
 	c2s := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 1}
 	s2c := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 2}
-	tok, err := token.GenerateWith(token.Params{
+	tok, err := tokentest.GenerateWith(token.Params{
 		ProtocolID:     protocolID,
 		ClientID:       uint64(1000 + n),
 		PrivateKey:     privKey,
 		ServerAddrs:    []netip.AddrPort{self},
 		ExpireSeconds:  3600,
 		TimeoutSeconds: timeoutSeconds,
-	}, uint64(now.Unix()), [token.NonceBytes]byte{0: byte(n), 1: byte(n >> 8), 2: byte(n >> 16), 23: 1}, c2s, s2c)
+	}, uint64(now.Unix()), [crypto.TokenNonceBytes]byte{0: byte(n), 1: byte(n >> 8), 2: byte(n >> 16), 23: 1}, c2s, s2c)
 	require.NoError(tb, err)
 	p := &peer{addr: addrN(n), send: crypto.NewPacketAEAD(&c2s, protocolID)}
 	var out recSink

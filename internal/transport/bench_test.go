@@ -15,9 +15,9 @@ const benchBatch = 64
 func benchPair(b *testing.B, wrap func(*net.UDPConn) Conn) (tx, rx Conn) {
 	b.Helper()
 	rc := listenUDP(b, "udp4", "127.0.0.1:0")
-	setBuffers(rc, socketBuffer)
+	SetBuffers(rc, socketBuffer)
 	tc := listenUDP(b, "udp4", "127.0.0.1:0")
-	setBuffers(tc, socketBuffer)
+	SetBuffers(tc, socketBuffer)
 	tx, rx = wrap(tc), wrap(rc)
 	b.Cleanup(func() { tx.Close(); rx.Close() })
 	return tx, rx

@@ -467,9 +467,9 @@ func (z *zoneCache) index(s string) uint32 {
 	return i
 }
 
-// setBuffers asks for size-byte socket buffers, above the system limit if
+// SetBuffers asks for size-byte socket buffers, above the system limit if
 // the process may (SO_RCVBUFFORCE), else as large as allowed.
-func setBuffers(uc *net.UDPConn, size int) {
+func SetBuffers(uc *net.UDPConn, size int) {
 	rc, err := uc.SyscallConn()
 	if err == nil {
 		var rok, wok bool

@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

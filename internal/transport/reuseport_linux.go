@@ -13,8 +13,13 @@ import (
 const ReusePortSupported = true
 
 // listenReusePort opens a UDP socket with SO_REUSEPORT set before bind.
-func listenReusePort(network, address string) (*net.UDPConn, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+func listenReusePort(network, address string, control Control) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+		if control != nil {
+			if err := control(network, address, c); err != nil {
+				return err
+			}
+		}
 		var serr error
 		if err := c.Control(func(fd uintptr) {
 			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)

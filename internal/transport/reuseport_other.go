@@ -11,6 +11,6 @@ import (
 // socket.
 const ReusePortSupported = false
 
-func listenReusePort(network, address string) (*net.UDPConn, error) {
+func listenReusePort(network, address string, control Control) (*net.UDPConn, error) {
 	return nil, errors.New("netcode/transport: SO_REUSEPORT read shards need Linux")
 }

@@ -11,9 +11,9 @@ import (
 // over them by the sender's address, so one sender's datagrams always
 // reach the same socket, in order. Each socket gets large buffers (best
 // effort). n <= 1 opens one plain socket, as ListenUDP does.
-func ListenUDPShards(network, address string, n int) ([]*net.UDPConn, error) {
+func ListenUDPShards(network, address string, n, buffer int, control Control) ([]*net.UDPConn, error) {
 	if n <= 1 {
-		uc, err := ListenUDP(network, address, 0)
+		uc, err := ListenUDP(network, address, buffer, control)
 		if err != nil {
 			return nil, err
 		}
@@ -24,7 +24,7 @@ func ListenUDPShards(network, address string, n int) ([]*net.UDPConn, error) {
 	default:
 		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
 	}
-	first, err := listenReusePort(network, address)
+	first, err := listenReusePort(network, address, control)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func ListenUDPShards(network, address string, n int) ([]*net.UDPConn, error) {
 	// Later sockets bind the port the first one got (address may say :0).
 	bound := first.LocalAddr().String()
 	for len(out) < n {
-		uc, err := listenReusePort(network, bound)
+		uc, err := listenReusePort(network, bound, control)
 		if err != nil {
 			for _, c := range out {
 				c.Close()
@@ -41,8 +41,11 @@ func ListenUDPShards(network, address string, n int) ([]*net.UDPConn, error) {
 		}
 		out = append(out, uc)
 	}
+	if buffer <= 0 {
+		buffer = DefaultSocketBuffer
+	}
 	for _, uc := range out {
-		setBuffers(uc, socketBuffer)
+		SetBuffers(uc, buffer)
 	}
 	return out, nil
 }

@@ -7,9 +7,11 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -130,33 +132,36 @@ func (c *batcherConn) WriteBatch(ms []Message) (int, error) { return c.b.WriteBa
 
 // Listen opens a UDP socket (see ListenUDP) and wraps it with New.
 func Listen(network, address string) (Conn, error) {
-	uc, err := ListenUDP(network, address, 0)
+	uc, err := ListenUDP(network, address, 0, nil)
 	if err != nil {
 		return nil, err
 	}
 	return New(uc), nil
 }
 
+// Control is the type of net.ListenConfig.Control: a hook called with each
+// socket after it is created and before it is bound.
+type Control = func(network, address string, c syscall.RawConn) error
+
 // ListenUDP opens a UDP socket; network is "udp", "udp4" or "udp6". It asks
 // for buffer-byte socket buffers (best effort); 0 means DefaultSocketBuffer.
-func ListenUDP(network, address string, buffer int) (*net.UDPConn, error) {
+// control, if not nil, is called as net.ListenConfig.Control is.
+func ListenUDP(network, address string, buffer int, control Control) (*net.UDPConn, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
 	default:
 		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
 	}
-	ua, err := net.ResolveUDPAddr(network, address)
+	lc := net.ListenConfig{Control: control}
+	pc, err := lc.ListenPacket(context.Background(), network, address)
 	if err != nil {
 		return nil, err
 	}
-	uc, err := net.ListenUDP(network, ua)
-	if err != nil {
-		return nil, err
-	}
+	uc := pc.(*net.UDPConn)
 	if buffer <= 0 {
 		buffer = DefaultSocketBuffer
 	}
-	setBuffers(uc, buffer)
+	SetBuffers(uc, buffer)
 	return uc, nil
 }
 
@@ -239,7 +244,7 @@ func (c *genericConn) LocalAddr() net.Addr               { return c.pc.LocalAddr
 func (c *genericConn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
 func (c *genericConn) Close() error                      { return c.pc.Close() }
 
-var errInvalidAddr = errors.New("transport: invalid destination address")
+var errInvalidAddr = errors.New("netcode/transport: invalid destination address")
 
 // AddrPortOf converts a peer address (a *net.UDPAddr, anything with an
 // AddrPort method, or any address whose String is "host:port" with a

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/gonetcode/netcode/internal/stacks"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -348,7 +348,7 @@ func TestConcurrentWriters(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			rc := listenUDP(t, "udp4", "127.0.0.1:0")
-			setBuffers(rc, socketBuffer)
+			SetBuffers(rc, socketBuffer)
 			r := k.wrap(rc)
 			defer r.Close()
 			w := k.wrap(listenUDP(t, "udp4", "127.0.0.1:0"))

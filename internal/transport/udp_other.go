@@ -8,8 +8,8 @@ import "net"
 // netip.AddrPort methods of *net.UDPConn.
 func newUDP(*net.UDPConn) Conn { return nil }
 
-// setBuffers asks for size-byte socket buffers (best effort).
-func setBuffers(uc *net.UDPConn, size int) {
+// SetBuffers asks for size-byte socket buffers (best effort).
+func SetBuffers(uc *net.UDPConn, size int) {
 	_ = uc.SetReadBuffer(size)
 	_ = uc.SetWriteBuffer(size)
 }

@@ -44,14 +44,14 @@ func TestEndpointAllocs(t *testing.T) {
 		a.ClearAcks()
 		b.ClearAcks()
 	}
-	for range 2 * DefaultConfig().FragmentReassemblyBufferSize {
+	for range 2 * defaultConfig().FragmentReassemblyBufferSize {
 		step()
 	}
 	if n := testing.AllocsPerRun(200, step); n != 0 {
 		t.Errorf("%v allocations per step", n)
 	}
-	require.NotZero(t, a.Counters()[CounterPacketsAcked])
-	require.NotZero(t, b.Counters()[CounterFragmentsReceived])
+	require.NotZero(t, a.Stats().PacketsAcked)
+	require.NotZero(t, b.Stats().FragmentsReceived)
 }
 
 // TestConfigErrors shows that New refuses every out-of-range field.

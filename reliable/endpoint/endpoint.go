@@ -7,10 +7,10 @@ import (
 )
 
 // Config configures an Endpoint. Its fields are those of the reference's
-// reliable_config_t; a zero field takes the reference's default (see
-// DefaultConfig).
+// reliable_config_t; a zero field takes the reference's default, given on
+// each field.
 type Config struct {
-	// Name appears in errors.
+	// Name appears in errors. Default "endpoint".
 	Name string
 	// MaxPacketSize is the largest payload SendPacket accepts and
 	// ReceivePacket delivers. Default 16384.
@@ -61,8 +61,8 @@ type Config struct {
 	Process func(sequence uint16, payload []byte) bool
 }
 
-// DefaultConfig returns the reference's default configuration.
-func DefaultConfig() Config {
+// defaultConfig returns the reference's default configuration.
+func defaultConfig() Config {
 	return Config{
 		Name:                         "endpoint",
 		MaxPacketSize:                16 * 1024,
@@ -83,7 +83,7 @@ func DefaultConfig() Config {
 
 // withDefaults fills zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
+	d := defaultConfig()
 	setInt := func(v *int, def int) {
 		if *v == 0 {
 			*v = def
@@ -148,36 +148,63 @@ func (c *Config) check() error {
 	return nil
 }
 
-// Counter indexes Counters. The order is the reference's.
-type Counter int
+// counter indexes a counterSet. The order is the reference's, which the
+// golden vectors record.
+type counter int
 
 // The counters, in the reference's order.
 const (
-	CounterPacketsSent Counter = iota
-	CounterPacketsReceived
-	CounterPacketsAcked
-	CounterPacketsStale
-	CounterPacketsInvalid
-	CounterPacketsTooLargeToSend
-	CounterPacketsTooLargeToReceive
-	CounterFragmentsSent
-	CounterFragmentsReceived
-	CounterFragmentsInvalid
-	CounterPacketsDuplicate
-	NumCounters
+	counterPacketsSent counter = iota
+	counterPacketsReceived
+	counterPacketsAcked
+	counterPacketsStale
+	counterPacketsInvalid
+	counterPacketsTooLargeToSend
+	counterPacketsTooLargeToReceive
+	counterFragmentsSent
+	counterFragmentsReceived
+	counterFragmentsInvalid
+	counterPacketsDuplicate
+	numCounters
 )
 
-// Counters are an endpoint's counters, indexed by Counter.
-type Counters [NumCounters]uint64
+// counterSet is an endpoint's counters as the reference keeps them,
+// indexed by counter.
+type counterSet [numCounters]uint64
 
-// Stats are an endpoint's estimates, float32 as in the reference and equal
-// to its values bit for bit. Times are in milliseconds, loss in percent,
-// bandwidth in kilobits per second.
+// Stats are an endpoint's estimates and counters. The estimates are float32
+// as in the reference and equal to its values bit for bit; times are in
+// milliseconds, loss in percent, bandwidth in kilobits per second. The
+// estimates are as of the last Update (RTT as of the last ack), the counters
+// as of the call.
 type Stats struct {
 	RTT, RTTMin, RTTMax, RTTAvg                             float32
 	JitterAvgVsMinRTT, JitterMaxVsMinRTT, JitterStddevVsAvg float32
 	PacketLoss                                              float32
 	SentKbps, ReceivedKbps, AckedKbps                       float32
+
+	// PacketsSent counts packets sent, fragmented or not.
+	PacketsSent uint64
+	// PacketsReceived counts packets received, valid or not.
+	PacketsReceived uint64
+	// PacketsAcked counts sent packets the peer acknowledged.
+	PacketsAcked uint64
+	// PacketsStale counts received packets too old for the receive window.
+	PacketsStale uint64
+	// PacketsInvalid counts received packets whose header did not parse.
+	PacketsInvalid uint64
+	// PacketsTooLargeToSend counts SendPacket calls refused for size.
+	PacketsTooLargeToSend uint64
+	// PacketsTooLargeToReceive counts received packets dropped for size.
+	PacketsTooLargeToReceive uint64
+	// FragmentsSent counts fragments sent.
+	FragmentsSent uint64
+	// FragmentsReceived counts fragments received and kept.
+	FragmentsReceived uint64
+	// FragmentsInvalid counts fragments dropped as malformed.
+	FragmentsInvalid uint64
+	// PacketsDuplicate counts received packets already received.
+	PacketsDuplicate uint64
 }
 
 type sentPacket struct {
@@ -225,7 +252,7 @@ type Endpoint struct {
 	time     float64
 	sequence uint16
 	acks     []uint16
-	counters Counters
+	counters counterSet
 	stats    Stats
 
 	rttHistory []float32
@@ -258,18 +285,27 @@ func New(cfg Config, now float64) (*Endpoint, error) {
 	return e, nil
 }
 
-// Config returns the endpoint's configuration, defaults filled in.
-func (e *Endpoint) Config() Config { return e.cfg }
-
 // NextSequence returns the sequence the next sent packet will have.
 func (e *Endpoint) NextSequence() uint16 { return e.sequence }
 
-// Counters returns the counters.
-func (e *Endpoint) Counters() Counters { return e.counters }
-
 // Stats returns the estimates as of the last Update (RTT as of the last
-// ack).
-func (e *Endpoint) Stats() Stats { return e.stats }
+// ack) and the counters as of now.
+func (e *Endpoint) Stats() Stats {
+	s := e.stats
+	c := &e.counters
+	s.PacketsSent = c[counterPacketsSent]
+	s.PacketsReceived = c[counterPacketsReceived]
+	s.PacketsAcked = c[counterPacketsAcked]
+	s.PacketsStale = c[counterPacketsStale]
+	s.PacketsInvalid = c[counterPacketsInvalid]
+	s.PacketsTooLargeToSend = c[counterPacketsTooLargeToSend]
+	s.PacketsTooLargeToReceive = c[counterPacketsTooLargeToReceive]
+	s.FragmentsSent = c[counterFragmentsSent]
+	s.FragmentsReceived = c[counterFragmentsReceived]
+	s.FragmentsInvalid = c[counterFragmentsInvalid]
+	s.PacketsDuplicate = c[counterPacketsDuplicate]
+	return s
+}
 
 // Acks returns the sequences of sent packets acknowledged since the last
 // ClearAcks, in the order the acks arrived. The slice is the endpoint's
@@ -285,7 +321,7 @@ func (e *Endpoint) ClearAcks() { e.acks = e.acks[:0] }
 func (e *Endpoint) Reset() {
 	e.acks = e.acks[:0]
 	e.sequence = 0
-	e.counters = Counters{}
+	e.counters = counterSet{}
 	for i := range e.reassembly.entries {
 		resetReassembly(&e.reassembly.entries[i])
 	}
@@ -305,7 +341,7 @@ func (e *Endpoint) SendPacket(payload []byte) error {
 	n := len(payload)
 	fragments := (n + cfg.FragmentSize - 1) / cfg.FragmentSize
 	if n > cfg.MaxPacketSize || (n > cfg.FragmentAbove && fragments > cfg.MaxFragments) {
-		e.counters[CounterPacketsTooLargeToSend]++
+		e.counters[counterPacketsTooLargeToSend]++
 		return fmt.Errorf("%w: %d bytes, %s's maximum is %d", ErrPacketTooLarge, n, cfg.Name, cfg.MaxPacketSize)
 	}
 	seq := e.sequence
@@ -334,10 +370,10 @@ func (e *Endpoint) SendPacket(payload []byte) error {
 			chunk := payload[id*cfg.FragmentSize : min(n, (id+1)*cfg.FragmentSize)]
 			p += copy(buf[p:], chunk)
 			e.transmit(seq, buf[:p])
-			e.counters[CounterFragmentsSent]++
+			e.counters[counterFragmentsSent]++
 		}
 	}
-	e.counters[CounterPacketsSent]++
+	e.counters[counterPacketsSent]++
 	return nil
 }
 
@@ -357,29 +393,29 @@ func (e *Endpoint) ReceivePacket(b []byte) {
 		return
 	}
 	if len(b) > cfg.MaxPacketSize+MaxPacketHeaderBytes+FragmentHeaderBytes {
-		e.counters[CounterPacketsTooLargeToReceive]++
+		e.counters[counterPacketsTooLargeToReceive]++
 		return
 	}
 	if b[0]&prefixFragment != 0 {
 		e.receiveFragment(b)
 		return
 	}
-	e.counters[CounterPacketsReceived]++
+	e.counters[counterPacketsReceived]++
 	h, hn, ok := readPacketHeader(b)
 	if !ok {
-		e.counters[CounterPacketsInvalid]++
+		e.counters[counterPacketsInvalid]++
 		return
 	}
 	if len(b)-hn > cfg.MaxPacketSize {
-		e.counters[CounterPacketsTooLargeToReceive]++
+		e.counters[counterPacketsTooLargeToReceive]++
 		return
 	}
 	if !e.received.testInsert(h.sequence) {
-		e.counters[CounterPacketsStale]++
+		e.counters[counterPacketsStale]++
 		return
 	}
 	if e.received.exists(h.sequence) {
-		e.counters[CounterPacketsDuplicate]++
+		e.counters[counterPacketsDuplicate]++
 		return
 	}
 	if cfg.Process != nil && !cfg.Process(h.sequence, b[hn:]) {
@@ -402,7 +438,7 @@ func (e *Endpoint) processAcks(ack uint16, bits uint32) {
 			continue
 		}
 		e.acks = append(e.acks, s)
-		e.counters[CounterPacketsAcked]++
+		e.counters[counterPacketsAcked]++
 		sp.acked = true
 		// float32 conversions at each step keep the reference's rounding
 		// and stop the compiler from fusing multiply and add.
@@ -421,7 +457,7 @@ func (e *Endpoint) receiveFragment(b []byte) {
 	cfg := &e.cfg
 	f, ok := readFragmentHeader(b, cfg.MaxFragments, cfg.FragmentSize)
 	if !ok {
-		e.counters[CounterFragmentsInvalid]++
+		e.counters[counterFragmentsInvalid]++
 		return
 	}
 	if e.received.exists(f.sequence) {
@@ -431,7 +467,7 @@ func (e *Endpoint) receiveFragment(b []byte) {
 	if r == nil {
 		r = e.reassembly.insertWithCleanup(f.sequence, resetReassembly)
 		if r == nil {
-			e.counters[CounterFragmentsInvalid]++
+			e.counters[counterFragmentsInvalid]++
 			return
 		}
 		e.received.advance(f.sequence, nil)
@@ -444,7 +480,7 @@ func (e *Endpoint) receiveFragment(b []byte) {
 		}
 	}
 	if f.count != r.count {
-		e.counters[CounterFragmentsInvalid]++
+		e.counters[counterFragmentsInvalid]++
 		return
 	}
 	word, bit := f.id/64, uint64(1)<<(f.id%64)
@@ -468,7 +504,7 @@ func (e *Endpoint) receiveFragment(b []byte) {
 		e.ReceivePacket(r.data[MaxPacketHeaderBytes-r.headerBytes : MaxPacketHeaderBytes+r.payloadBytes])
 		e.reassembly.remove(f.sequence, resetReassembly)
 	}
-	e.counters[CounterFragmentsReceived]++
+	e.counters[counterFragmentsReceived]++
 }
 
 // snapEpsilon is the reference's threshold (compared in double) under which

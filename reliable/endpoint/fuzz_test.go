@@ -14,7 +14,7 @@ func FuzzPacketHeader(f *testing.F) {
 		if !ok {
 			return
 		}
-		if n < MinPacketHeaderBytes || n > MaxPacketHeaderBytes || n > len(b) {
+		if n < minPacketHeaderBytes || n > MaxPacketHeaderBytes || n > len(b) {
 			t.Fatalf("header length %d of %d bytes", n, len(b))
 		}
 		// The canonical encoding decodes to the same header.

@@ -6,8 +6,8 @@ import "encoding/binary"
 const (
 	// MaxPacketHeaderBytes is the longest regular packet header.
 	MaxPacketHeaderBytes = 9
-	// MinPacketHeaderBytes is the shortest regular packet header.
-	MinPacketHeaderBytes = 4
+	// minPacketHeaderBytes is the shortest regular packet header.
+	minPacketHeaderBytes = 4
 	// FragmentHeaderBytes is the size of a fragment header, not counting
 	// the packet header that fragment 0 also carries.
 	FragmentHeaderBytes = 5

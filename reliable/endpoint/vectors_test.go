@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -115,7 +114,7 @@ type vStep struct {
 	Sends             []vSend                 `json:"sends"`
 	Delivered         map[string][]vDelivered `json:"delivered"`
 	Acks              map[string][]uint16     `json:"acks"`
-	Counters          map[string]Counters     `json:"counters"`
+	Counters          map[string]counterSet   `json:"counters"`
 	StatsBits         map[string][]hexBits    `json:"stats_bits"`
 	AcksClearedAfter  bool                    `json:"acks_cleared_after"`
 }
@@ -173,15 +172,15 @@ type vectors struct {
 	Fragments struct {
 		Configs map[string]vConfig `json:"configs"`
 		Cases   []struct {
-			Index          int      `json:"index"`
-			Description    string   `json:"description"`
-			Config         string   `json:"config"`
-			PayloadBytes   int      `json:"payload_bytes"`
-			WarmupSends    int      `json:"sender_warmup_sends"`
-			ReceivedBefore []uint16 `json:"sender_received_before_send"`
-			Sequence       uint16   `json:"sequence"`
-			NextSequence   uint16   `json:"next_sequence_after_send"`
-			SenderCounters Counters `json:"sender_counters"`
+			Index          int        `json:"index"`
+			Description    string     `json:"description"`
+			Config         string     `json:"config"`
+			PayloadBytes   int        `json:"payload_bytes"`
+			WarmupSends    int        `json:"sender_warmup_sends"`
+			ReceivedBefore []uint16   `json:"sender_received_before_send"`
+			Sequence       uint16     `json:"sequence"`
+			NextSequence   uint16     `json:"next_sequence_after_send"`
+			SenderCounters counterSet `json:"sender_counters"`
 			Packets        []struct {
 				Hex     vectortest.Hex `json:"hex"`
 				Decoded struct {
@@ -199,7 +198,7 @@ type vectors struct {
 				Name             string         `json:"name"`
 				Feed             []int          `json:"feed"`
 				Delivered        []vDelivered   `json:"delivered"`
-				ReceiverCounters Counters       `json:"receiver_counters"`
+				ReceiverCounters counterSet     `json:"receiver_counters"`
 				ReplyHeader      vectortest.Hex `json:"receiver_reply_header"`
 			} `json:"receive"`
 		} `json:"cases"`
@@ -217,8 +216,8 @@ type vectors struct {
 			SetupDelivered int              `json:"setup_delivered"`
 			Input          vectortest.Hex   `json:"input"`
 			AssertFired    bool             `json:"assert_fired"`
-			CountersBefore Counters         `json:"counters_before"`
-			CountersAfter  Counters         `json:"counters_after"`
+			CountersBefore counterSet       `json:"counters_before"`
+			CountersAfter  counterSet       `json:"counters_after"`
 			Delivered      []vDelivered     `json:"delivered"`
 			ReplyHeader    vectortest.Hex   `json:"receiver_reply_header"`
 		} `json:"cases"`
@@ -251,20 +250,11 @@ type vectors struct {
 	} `json:"rtt_loss"`
 }
 
-var loaded *vectors
-
 func loadVectors(t testing.TB) *vectors {
 	t.Helper()
-	if loaded != nil {
-		return loaded
-	}
-	b, err := os.ReadFile(vectortest.Path("reliable-vectors.json"))
-	require.NoError(t, err)
-	var v vectors
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := vectortest.Once[vectors](t, "reliable-vectors.json", vectortest.Decode)
 	require.Equal(t, "1.4.0", v.Constants.VersionFull)
-	loaded = &v
-	return loaded
+	return v
 }
 
 // t0 is the creation time of the vectors' endpoints unless a scenario says
@@ -324,11 +314,11 @@ func TestVectorConstants(t *testing.T) {
 	v := loadVectors(t)
 	c := v.Constants
 	assert.Equal(t, MaxPacketHeaderBytes, c.MaxPacketHeaderBytes)
-	assert.Equal(t, MinPacketHeaderBytes, c.MinPacketHeaderBytes)
+	assert.Equal(t, minPacketHeaderBytes, c.MinPacketHeaderBytes)
 	assert.Equal(t, FragmentHeaderBytes, c.FragmentHeaderBytes)
-	assert.Equal(t, int(NumCounters), c.NumCounters)
+	assert.Equal(t, int(numCounters), c.NumCounters)
 	assert.Equal(t, MaxFragmentsLimit, c.Derived.MaxFragmentsHardLimit)
-	d := DefaultConfig()
+	d := defaultConfig()
 	assert.Equal(t, c.DefaultConfig.Name, d.Name)
 	want := c.DefaultConfig.config()
 	want.Name = c.DefaultConfig.Name
@@ -404,7 +394,7 @@ func TestVectorFragments(t *testing.T) {
 				assert.NoError(t, err)
 			}
 			assert.Equal(t, c.NextSequence, s.NextSequence())
-			assert.Equal(t, c.SenderCounters, s.Counters())
+			assert.Equal(t, c.SenderCounters, s.counters)
 			require.Len(t, s.sent, len(c.Packets))
 			for i, p := range c.Packets {
 				assert.Equal(t, hex.EncodeToString(p.Hex), hex.EncodeToString(s.sent[i]), "packet %d", i)
@@ -439,7 +429,7 @@ func TestVectorFragments(t *testing.T) {
 						assert.Equal(t, d.Bytes, r.delivered[i].Bytes)
 						assert.Equal(t, *d.Equals, slices.Equal(payload, r.payloads[i]))
 					}
-					assert.Equal(t, rc.ReceiverCounters, r.Counters())
+					assert.Equal(t, rc.ReceiverCounters, r.counters)
 					assert.Equal(t, hex.EncodeToString(rc.ReplyHeader), hex.EncodeToString(r.replyHeader(t)))
 				})
 			}
@@ -452,7 +442,7 @@ func TestVectorInvalidPackets(t *testing.T) {
 	require.Len(t, v.InvalidPackets.Cases, 60)
 	for _, c := range v.InvalidPackets.Cases {
 		t.Run(fmt.Sprintf("%d_%s", c.Index, c.Name), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := defaultConfig()
 			if c.ConfigValues != nil {
 				cfg = c.ConfigValues.config()
 			}
@@ -461,17 +451,17 @@ func TestVectorInvalidPackets(t *testing.T) {
 				r.ReceivePacket(p)
 			}
 			assert.Len(t, r.delivered, c.SetupDelivered)
-			assert.Equal(t, c.CountersBefore, r.Counters())
+			assert.Equal(t, c.CountersBefore, r.counters)
 			r.delivered, r.payloads = nil, nil
 			r.ReceivePacket(c.Input)
 			if c.AssertFired {
 				// The reference asserts on an empty packet; a port just
 				// drops it.
-				assert.Equal(t, c.CountersBefore, r.Counters())
+				assert.Equal(t, c.CountersBefore, r.counters)
 				assert.Empty(t, r.delivered)
 				return
 			}
-			assert.Equal(t, c.CountersAfter, r.Counters())
+			assert.Equal(t, c.CountersAfter, r.counters)
 			require.Len(t, r.delivered, len(c.Delivered))
 			for i, d := range c.Delivered {
 				assert.Equal(t, d.Sequence, r.delivered[i].Sequence)
@@ -633,7 +623,7 @@ func replay(t *testing.T, sc vScenario, stats bool) {
 				wantAcks = nil
 			}
 			assert.Equal(t, wantAcks, acks, "tick %d %s acks", tick, name)
-			assert.Equal(t, st.Counters[name], r.Counters(), "tick %d %s counters", tick, name)
+			assert.Equal(t, st.Counters[name], r.counters, "tick %d %s counters", tick, name)
 			if stats {
 				s := r.Stats()
 				got := []float32{s.RTT, s.RTTMin, s.RTTMax, s.RTTAvg, s.JitterAvgVsMinRTT, s.JitterMaxVsMinRTT,

@@ -1,7 +1,7 @@
 package core
 
 import (
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"testing"
 	"time"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/stretchr/testify/require"
 )
 

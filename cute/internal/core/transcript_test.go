@@ -13,7 +13,7 @@ import (
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
 	"github.com/gonetcode/netcode/cute/internal/wire"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -1,7 +1,7 @@
 package hydro
 
 import (
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"strconv"
 	"testing"
 )

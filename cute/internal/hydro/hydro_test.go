@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

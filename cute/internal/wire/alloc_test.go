@@ -3,7 +3,7 @@ package wire
 import (
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 )
 
 // TestPacketAlloc checks that writing and reading a payload packet

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
-	"github.com/gonetcode/netcode/internal/vectortest"
+	"github.com/gonetcode/netcode/internal/testing/vectortest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -100,7 +100,7 @@ func New(cfg Config) (*App, error) {
 		l.Close()
 		return nil, fmt.Errorf("app: the echo server needs a concrete address, not %v", l.Addr())
 	}
-	tokens, err := backend.NewHandler(backend.Config{
+	tokens, err := backend.NewHandler(&backend.Config{
 		ProtocolID:     ProtocolID,
 		PrivateKey:     key,
 		Authenticate:   anyone,

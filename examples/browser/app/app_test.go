@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/examples/browser/app"
 	"github.com/gonetcode/netcode/token"
@@ -60,7 +59,7 @@ func TestApp(t *testing.T) {
 	resp, tok := get("POST", "/token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
-	require.Len(t, tok, netcode.ConnectTokenBytes)
+	require.Len(t, tok, token.ConnectTokenBytes)
 	ct, err := token.Parse(tok)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(app.ProtocolID), ct.ProtocolID)

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gonetcode/netcode/examples/browser/app"
-	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/internal/testing/browsertest"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -216,7 +216,7 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
 
 	// A token for a server the bridge may not dial.
-	other, err := token.Generate(token.Params{
+	other, err := token.Generate(&token.Params{
 		ProtocolID:    app.ProtocolID,
 		ClientID:      1,
 		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it

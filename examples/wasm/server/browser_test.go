@@ -23,7 +23,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/examples/wasm/server"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
-	"github.com/gonetcode/netcode/internal/browsertest"
+	"github.com/gonetcode/netcode/internal/testing/browsertest"
 	"github.com/gonetcode/netcode/reliable"
 )
 

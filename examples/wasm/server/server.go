@@ -76,7 +76,7 @@ type Server struct {
 	// Mux merges the UDP socket and the WebSocket transport.
 	Mux *transport.Mux
 
-	key       [netcode.KeyBytes]byte
+	key       crypto.Key
 	addr      netip.AddrPort
 	wasm      []byte
 	wasmExec  []byte
@@ -174,7 +174,7 @@ func (s *Server) file(contentType string, b []byte) http.HandlerFunc {
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	var id [8]byte
 	rand.Read(id[:])
-	tok, err := token.Generate(token.Params{
+	tok, err := token.Generate(&token.Params{
 		ProtocolID:     ProtocolID,
 		ClientID:       binary.LittleEndian.Uint64(id[:]),
 		PrivateKey:     s.key,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/netsim"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/gonetcode/netcode/reliable"
 	"github.com/gonetcode/netcode/token"
 	kcp "github.com/xtaci/kcp-go/v5"
@@ -100,7 +100,7 @@ const protocolID = 0xbe7c
 // netcodePair returns both ends of a netcode connection on loopback.
 func netcodePair(b *testing.B) (*netcode.Conn, *netcode.Conn, func()) {
 	l := must(netcode.Listen("udp4", "127.0.0.1:0", &netcode.ServerConfig{ProtocolID: protocolID, PrivateKey: key, MaxClients: 4}))
-	tok := must(token.Generate(token.Params{
+	tok := must(token.Generate(&token.Params{
 		ProtocolID: protocolID, ClientID: 1, PrivateKey: key, ExpireSeconds: 30, TimeoutSeconds: 5,
 		ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(l.Addr().String())},
 	}))

@@ -227,7 +227,7 @@ type bridgeRun struct {
 	stopped        bool
 }
 
-func (b *bridgeRun) startChildren(key [netcode.KeyBytes]byte) error {
+func (b *bridgeRun) startChildren(key crypto.Key) error {
 	cfg := b.cfg
 	keyLine := hex.EncodeToString(key[:])
 	common := []string{"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.Clients)}
@@ -444,7 +444,7 @@ func (b *bridgeRun) snapshots() ([]snapshot, error) {
 	return out, nil
 }
 
-func (b *bridgeRun) run(ctx context.Context, key [netcode.KeyBytes]byte) error {
+func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 	cfg, res := b.cfg, b.res
 	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/crypto"
 )
 
 // ChildArg, as the first argument of "netcode bench", runs one process of
@@ -86,7 +87,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
-	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.ReadShards)")
+	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// where every user of the machine could read it.
 		line, err := in.ReadString('\n')
 		k, herr := hex.DecodeString(strings.TrimSpace(line))
-		if err != nil || herr != nil || len(k) != netcode.KeyBytes {
+		if err != nil || herr != nil || len(k) != crypto.KeyBytes {
 			return errors.New("bench child: the first line of stdin must be the 32-byte private key in hex")
 		}
 		copy(c.key[:], k)
@@ -158,10 +159,10 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // child is a running child process's state.
 type child struct {
-	key    [netcode.KeyBytes]byte
+	key    crypto.Key
 	proto  uint64
 	max    int
-	shards int // ServerConfig.ReadShards
+	shards int // ServerConfig.Socket.ReadShards
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
@@ -179,7 +180,7 @@ type child struct {
 }
 
 func (c *child) serverConfig() *netcode.ServerConfig {
-	return &netcode.ServerConfig{ProtocolID: c.proto, PrivateKey: c.key, MaxClients: c.max, ReadShards: c.shards}
+	return &netcode.ServerConfig{ProtocolID: c.proto, PrivateKey: c.key, MaxClients: c.max, Socket: netcode.SocketConfig{ReadShards: c.shards}}
 }
 
 func (c *child) startServer() error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
@@ -27,7 +28,7 @@ type echoServer struct {
 
 // startEchoServer starts r's server; its goroutines in this process carry
 // the label bench=server.
-func startEchoServer(ctx context.Context, r *run, key [netcode.KeyBytes]byte) (*echoServer, error) {
+func startEchoServer(ctx context.Context, r *run, key crypto.Key) (*echoServer, error) {
 	cfg := r.cfg
 	s := &echoServer{r: r}
 	if cfg.ServerProcess {
@@ -58,7 +59,7 @@ func startEchoServer(ctx context.Context, r *run, key [netcode.KeyBytes]byte) (*
 			ProtocolID:   cfg.ProtocolID,
 			PrivateKey:   key,
 			MaxClients:   cfg.MaxClients,
-			ReadShards:   cfg.ReadShards,
+			Socket:       netcode.SocketConfig{ReadShards: cfg.ReadShards},
 			Logger:       cfg.Logger,
 			TickInterval: cfg.ServerTick,
 		})
@@ -174,11 +175,11 @@ type connectStats struct {
 
 // mintTokens makes one connect token per client (client ids 1 to n) for
 // the server at addr, valid for an hour.
-func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key [netcode.KeyBytes]byte, addr netip.AddrPort) ([][]byte, error) {
+func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key crypto.Key, addr netip.AddrPort) ([][]byte, error) {
 	tokens := make([][]byte, n)
 	for i := range tokens {
 		var err error
-		tokens[i], err = token.Generate(token.Params{
+		tokens[i], err = token.Generate(&token.Params{
 			ProtocolID:     protocolID,
 			ClientID:       uint64(i + 1),
 			PrivateKey:     key,

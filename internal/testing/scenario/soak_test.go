@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
-	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
 	"github.com/stretchr/testify/require"
 )
 

@@ -1,4 +1,4 @@
-package bridge_test
+package transport_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
 )
 
@@ -20,8 +21,8 @@ import (
 //
 //	go test -run='^$' -fuzz=FuzzMuxMessage -fuzztime=30s -fuzzminimizetime=50x ./bridge/
 func FuzzMuxMessage(f *testing.F) {
-	s := newMuxServer(f, 8, transport.MuxConfig{})
-	tok := s.token(f)
+	s := bridgetest.NewMuxServer(f, 8, transport.MuxConfig{})
+	tok := s.Token(f)
 	f.Add(false, []byte{})
 	f.Add(false, []byte{0})
 	f.Add(false, tok[:1078])
@@ -35,7 +36,7 @@ func FuzzMuxMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text bool, msg []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ws, _, err := websocket.Dial(ctx, s.url, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
+		ws, _, err := websocket.Dial(ctx, s.URL, &websocket.DialOptions{Subprotocols: []string{transport.Subprotocol}})
 		require.NoError(t, err)
 		defer ws.CloseNow()
 		typ := websocket.MessageBinary

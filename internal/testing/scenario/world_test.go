@@ -12,8 +12,9 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/client"
-	"github.com/gonetcode/netcode/internal/netsim"
 	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/testing/netsim"
+	"github.com/gonetcode/netcode/internal/testing/tokentest"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
 )
@@ -212,13 +213,13 @@ func (w *world) tokenFor(clientID uint64, expire int64, timeout int32, servers .
 	copy(p.UserData[:], fmt.Sprintf("user %d", clientID))
 	w.seq++
 	// Distinct, deterministic nonces and keys for every token.
-	var nonce [token.NonceBytes]byte
+	var nonce [crypto.TokenNonceBytes]byte
 	c2s, s2c := crypto.Key{1: 1}, crypto.Key{1: 2}
 	nonce[0], c2s[0], s2c[0] = w.seq, w.seq, w.seq
 	binary.LittleEndian.PutUint64(nonce[2:], clientID)
 	binary.LittleEndian.PutUint64(c2s[2:], clientID)
 	binary.LittleEndian.PutUint64(s2c[2:], clientID)
-	tok, err := token.GenerateWith(p, uint64(w.now.Unix()), nonce, c2s, s2c)
+	tok, err := tokentest.GenerateWith(p, uint64(w.now.Unix()), nonce, c2s, s2c)
 	require.NoError(w.t, err)
 	return tok
 }

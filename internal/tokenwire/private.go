@@ -1,4 +1,4 @@
-package token
+package tokenwire
 
 import (
 	"encoding/binary"
@@ -29,16 +29,16 @@ type Private struct {
 // zero padding to PrivatePlainBytes.
 const privAddrs = 8 + 4 + 4
 
-// writePrivate writes a private plaintext into b, which must be
+// WritePrivate writes a private plaintext into b, which must be
 // PrivatePlainBytes long. The addresses must have been validated.
-func writePrivate(b []byte, clientID uint64, timeout int32, addrs []netip.AddrPort, c2s, s2c *crypto.Key, userData *[UserDataBytes]byte) {
+func WritePrivate(b []byte, clientID uint64, timeout int32, addrs []netip.AddrPort, c2s, s2c *crypto.Key, userData *[UserDataBytes]byte) {
 	_ = b[PrivatePlainBytes-1]
 	binary.LittleEndian.PutUint64(b[0:], clientID)
 	binary.LittleEndian.PutUint32(b[8:], uint32(timeout))
 	binary.LittleEndian.PutUint32(b[12:], uint32(len(addrs)))
 	n := privAddrs
 	for _, a := range addrs {
-		n += putAddr(b[n:], a)
+		n += PutAddr(b[n:], a)
 	}
 	n += copy(b[n:], c2s[:])
 	n += copy(b[n:], s2c[:])
@@ -58,17 +58,17 @@ func writePrivate(b []byte, clientID uint64, timeout int32, addrs []netip.AddrPo
 // Private again and again does not allocate.
 func ParsePrivate(plain []byte, p *Private) error {
 	if len(plain) < PrivatePlainBytes {
-		return errLength
+		return ErrLength
 	}
 	plain = plain[:PrivatePlainBytes]
 	n := binary.LittleEndian.Uint32(plain[12:])
 	if n < 1 || n > MaxServers {
-		return errNumAddrs
+		return ErrNumAddrs
 	}
 	if cap(p.ServerAddrs) < int(n) {
 		p.ServerAddrs = make([]netip.AddrPort, 0, MaxServers)
 	}
-	addrs, used, err := readAddrs(p.ServerAddrs, plain[privAddrs:], int(n))
+	addrs, used, err := ReadAddrs(p.ServerAddrs, plain[privAddrs:], int(n))
 	p.ServerAddrs = addrs
 	if err != nil {
 		return err
@@ -77,9 +77,9 @@ func ParsePrivate(plain []byte, p *Private) error {
 	p.TimeoutSeconds = int32(binary.LittleEndian.Uint32(plain[8:]))
 	// At most 32 IPv6 addresses: keys and user data always fit.
 	rest := plain[privAddrs+used:]
-	copy(p.ClientToServerKey[:], rest[:KeyBytes])
-	copy(p.ServerToClientKey[:], rest[KeyBytes:2*KeyBytes])
-	copy(p.UserData[:], rest[2*KeyBytes:2*KeyBytes+UserDataBytes])
+	copy(p.ClientToServerKey[:], rest[:crypto.KeyBytes])
+	copy(p.ServerToClientKey[:], rest[crypto.KeyBytes:2*crypto.KeyBytes])
+	copy(p.UserData[:], rest[2*crypto.KeyBytes:2*crypto.KeyBytes+UserDataBytes])
 	return nil
 }
 
@@ -90,13 +90,13 @@ func ParsePrivate(plain []byte, p *Private) error {
 // unchanged, if p has no or more than 32 addresses or an address that cannot
 // be written. With enough capacity in dst it does not allocate.
 func SealPrivate(dst []byte, p *Private, aead *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64) ([]byte, error) {
-	if err := checkAddrs(p.ServerAddrs); err != nil {
+	if err := CheckAddrs(p.ServerAddrs); err != nil {
 		return dst, err
 	}
 	start := len(dst)
-	dst = extend(dst, PrivateBytes)
+	dst = Extend(dst, PrivateBytes)
 	plain := dst[start : start+PrivatePlainBytes]
-	writePrivate(plain, p.ClientID, p.TimeoutSeconds, p.ServerAddrs, &p.ClientToServerKey, &p.ServerToClientKey, &p.UserData)
+	WritePrivate(plain, p.ClientID, p.TimeoutSeconds, p.ServerAddrs, &p.ClientToServerKey, &p.ServerToClientKey, &p.UserData)
 	aead.Seal(plain[:0], nonce, protocolID, expire, plain)
 	return dst, nil
 }
@@ -113,7 +113,7 @@ var privScratch = sync.Pool{New: func() any { return new([PrivatePlainBytes]byte
 // scratch space that is wiped afterwards.
 func OpenPrivate(sealed []byte, aead *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64, p *Private) error {
 	if len(sealed) != PrivateBytes {
-		return errLength
+		return ErrLength
 	}
 	buf := privScratch.Get().(*[PrivatePlainBytes]byte)
 	defer func() {

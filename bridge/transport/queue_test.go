@@ -1,4 +1,4 @@
-package bridge_test
+package transport_test
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
 )
 
@@ -32,7 +32,7 @@ func TestMuxReadQueueDrops(t *testing.T) {
 		_, err := peer.WriteTo([]byte{byte(i)}, mux.LocalAddr())
 		require.NoError(t, err)
 	}
-	eventually(t, func() bool { return mux.Dropped() == sent-2 }, "drops not counted")
+	bridgetest.Eventually(t, func() bool { return mux.Dropped() == sent-2 }, "drops not counted")
 	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 	buf := make([]byte, 10)
 	for i := range 2 {
@@ -60,7 +60,7 @@ func TestTransportConnDrainsThenEnds(t *testing.T) {
 		close(closedWS)
 	}))
 	defer hs.Close()
-	c, err := transport.Dial(ctxT(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	c, err := transport.Dial(bridgetest.Ctx(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
 	require.NoError(t, err)
 	<-closedWS // the close handshake is over: the client's reader has ended
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
@@ -133,33 +133,33 @@ func TestMuxUDPErrors(t *testing.T) {
 }
 
 // TestMuxReadQueueFromCap: by default the read queue has room for
-// DefaultMuxReadQueuePerSession datagrams per session of the cap, and at
-// least DefaultMuxReadQueue; past the room, datagrams are dropped.
+// 4 datagrams per session of the cap, and at least 1024, as MuxConfig
+// documents; past the room, datagrams are dropped.
 func TestMuxReadQueueFromCap(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  transport.MuxConfig
 		room int
 	}{
-		{"floor", transport.MuxConfig{MaxSessions: 100}, transport.DefaultMuxReadQueue},
-		{"per session", transport.MuxConfig{MaxSessions: 600}, 600 * transport.DefaultMuxReadQueuePerSession},
-		{"default cap", transport.MuxConfig{}, bridge.DefaultMaxSessions * transport.DefaultMuxReadQueuePerSession},
+		{"floor", transport.MuxConfig{MaxSessions: 100}, 1024},
+		{"per session", transport.MuxConfig{MaxSessions: 600}, 600 * 4},
+		{"default cap", transport.MuxConfig{}, 1024 * 4},
 		{"explicit", transport.MuxConfig{MaxSessions: 600, ReadQueue: 3}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mux, url := newBareMux(t, tt.cfg)
 			const over = 5
-			ctx := ctxT(t, 30*time.Second)
+			ctx := bridgetest.Ctx(t, 30*time.Second)
 			// Sessions that stay within their share of 64 each.
 			var ws *websocket.Conn
 			for i := range tt.room + over {
 				if i%64 == 0 {
-					ws = rawWS(t, url)
+					ws = bridgetest.RawWS(t, url)
 				}
 				require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte{byte(i), byte(i >> 8)}))
 			}
-			eventually(t, func() bool { return mux.Dropped() == over }, "drops past the room")
+			bridgetest.Eventually(t, func() bool { return mux.Dropped() == over }, "drops past the room")
 			require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 			buf := make([]byte, 10)
 			for range tt.room {
@@ -182,15 +182,15 @@ func TestMuxReadQueueFromCap(t *testing.T) {
 func TestMuxSessionShare(t *testing.T) {
 	const share = 64
 	mux, url := newBareMux(t, transport.MuxConfig{ReadQueue: 1024})
-	flood := rawWS(t, url)
-	ctx := ctxT(t, 30*time.Second)
+	flood := bridgetest.RawWS(t, url)
+	ctx := bridgetest.Ctx(t, 30*time.Second)
 	const sent = 200
 	for i := range sent {
 		require.NoError(t, flood.Write(ctx, websocket.MessageBinary, []byte{1, byte(i)}))
 	}
-	eventually(t, func() bool { return mux.Dropped() == sent-share }, "the flood's excess dropped")
+	bridgetest.Eventually(t, func() bool { return mux.Dropped() == sent-share }, "the flood's excess dropped")
 
-	other := rawWS(t, url)
+	other := bridgetest.RawWS(t, url)
 	for i := range 10 {
 		require.NoError(t, other.Write(ctx, websocket.MessageBinary, []byte{2, byte(i)}))
 	}

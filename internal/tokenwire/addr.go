@@ -1,4 +1,4 @@
-package token
+package tokenwire
 
 import (
 	"encoding/binary"
@@ -26,13 +26,13 @@ const (
 // refuse such addresses before they get here.
 func AppendAddr(dst []byte, a netip.AddrPort) []byte {
 	var buf [addrIPv6Bytes]byte
-	n := putAddr(buf[:], a)
+	n := PutAddr(buf[:], a)
 	return append(dst, buf[:n]...)
 }
 
-// putAddr writes the encoding of a at the start of b, which must have room
+// PutAddr writes the encoding of a at the start of b, which must have room
 // for it (19 bytes are always enough), and returns its length.
-func putAddr(b []byte, a netip.AddrPort) int {
+func PutAddr(b []byte, a netip.AddrPort) int {
 	ip := a.Addr()
 	if ip.Is6() {
 		_ = b[addrIPv6Bytes-1]
@@ -90,10 +90,10 @@ func ReadAddr(b []byte) (netip.AddrPort, int, error) {
 	}
 }
 
-// readAddrs reads n addresses from the start of b into dst (whose length is
+// ReadAddrs reads n addresses from the start of b into dst (whose length is
 // reset) and returns dst and the bytes read. n must already be checked to be
 // in [1, MaxServers].
-func readAddrs(dst []netip.AddrPort, b []byte, n int) ([]netip.AddrPort, int, error) {
+func ReadAddrs(dst []netip.AddrPort, b []byte, n int) ([]netip.AddrPort, int, error) {
 	dst = dst[:0]
 	off := 0
 	for range n {

@@ -1,4 +1,4 @@
-package bridge_test
+package transport_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/transport"
 )
@@ -21,8 +22,8 @@ import (
 // transport address, learnt from a first message.
 func sessionPeer(t testing.TB, mux *bridgetransport.Mux, url string) (*websocket.Conn, netip.AddrPort) {
 	t.Helper()
-	ws := rawWS(t, url)
-	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hello")))
+	ws := bridgetest.RawWS(t, url)
+	require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageBinary, []byte("hello")))
 	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 	buf := make([]byte, 16)
 	_, addr, err := mux.ReadFromUDPAddrPort(buf)
@@ -38,7 +39,7 @@ func TestMuxSessionBurst(t *testing.T) {
 	for _, size := range []int{1, 100, bridgetransport.MaxMessage} {
 		mux, url := newBareMux(t, bridgetransport.MuxConfig{SendQueue: 256})
 		ws, addr := sessionPeer(t, mux, url)
-		ctx := ctxT(t, 10*time.Second)
+		ctx := bridgetest.Ctx(t, 10*time.Second)
 		ms := make([]transport.Message, 200)
 		for round := range 3 {
 			for i := range ms {
@@ -75,7 +76,7 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 	buf := make([]byte, bridgetransport.MaxMessage)
 	tc := transport.New(mux) // the batched I/O a Listener uses
 	b.ReportAllocs()
-	start := cpuTime()
+	start := bridgetest.CPUTime()
 	for b.Loop() {
 		if _, err := tc.WriteBatch(ms); err != nil {
 			b.Fatal(err)
@@ -92,7 +93,7 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 			}
 		}
 	}
-	if cpu := cpuTime(); cpu >= 0 {
+	if cpu := bridgetest.CPUTime(); cpu >= 0 {
 		b.ReportMetric(float64((cpu-start).Microseconds())/float64(b.N*round), "cpu-µs/datagram")
 	}
 	b.ReportMetric(float64(b.N*round)/b.Elapsed().Seconds(), "datagrams/s")
@@ -154,12 +155,12 @@ func (c *countingMux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, er
 // WebSocket clients as for UDP ones, and never one datagram per call.
 func TestListenerUsesMuxBatches(t *testing.T) {
 	var cm *countingMux
-	s := newMuxServerVia(t, 4, bridgetransport.MuxConfig{}, func(m *bridgetransport.Mux) net.PacketConn {
+	s := bridgetest.NewMuxServerVia(t, 4, bridgetransport.MuxConfig{}, func(m *bridgetransport.Mux) net.PacketConn {
 		cm = newCountingMux(m)
 		return cm
 	})
-	require.NoError(t, echo(t, s.dialWS(t), 0, 10, false))
-	require.NoError(t, echo(t, s.dialUDP(t), 1, 10, true))
+	require.NoError(t, bridgetest.Echo(t, s.DialWS(t), 0, 10, false))
+	require.NoError(t, bridgetest.Echo(t, s.DialUDP(t), 1, 10, true))
 	assert.Positive(t, cm.readBatches.Load())
 	assert.Positive(t, cm.writeBatches.Load())
 	assert.Zero(t, cm.singles.Load())

@@ -1,14 +1,14 @@
 //go:build unix
 
-package bridge_test
+package bridgetest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
+// CPUTime is the CPU time the process has used, user and system.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return -1

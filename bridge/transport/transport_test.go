@@ -1,16 +1,13 @@
-package bridge_test
+package transport_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,198 +19,26 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/crypto"
-	"github.com/gonetcode/netcode/internal/stacks"
-	"github.com/gonetcode/netcode/token"
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
 
-// muxServer is a netcode echo server on a Mux: UDP on loopback and the
-// WebSocket transport over HTTP.
-type muxServer struct {
-	l    *netcode.Listener
-	mux  *transport.Mux
-	http *httptest.Server
-	url  string
-	key  [netcode.KeyBytes]byte
-	addr netip.AddrPort
-
-	mu    sync.Mutex
-	conns []*netcode.Conn
-	wg    sync.WaitGroup
-}
-
-func newMuxServer(t testing.TB, maxClients int, cfg transport.MuxConfig) *muxServer {
-	t.Helper()
-	return newMuxServerVia(t, maxClients, cfg, func(m *transport.Mux) net.PacketConn { return m })
-}
-
-// newMuxServerVia is newMuxServer with the Listener over via(mux).
-func newMuxServerVia(t testing.TB, maxClients int, cfg transport.MuxConfig, via func(*transport.Mux) net.PacketConn) *muxServer {
-	t.Helper()
-	key, err := crypto.GenerateKey()
-	require.NoError(t, err)
-	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	mux := transport.NewMux(udp, &cfg)
-	l, err := netcode.NewListener(via(mux), &netcode.ServerConfig{
-		ProtocolID: protocolID,
-		PrivateKey: key,
-		MaxClients: maxClients,
-	})
-	if err != nil {
-		mux.Close()
-		require.NoError(t, err)
-	}
-	hs := httptest.NewServer(mux.Handler())
-	s := &muxServer{
-		l:    l,
-		mux:  mux,
-		http: hs,
-		url:  "ws" + strings.TrimPrefix(hs.URL, "http"),
-		key:  key,
-		addr: netip.MustParseAddrPort(l.Addr().String()),
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := l.AcceptConn(context.Background())
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				echoUntilError(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close() // closes the Mux
-		hs.Close()
-		s.wg.Wait()
-	})
-	return s
-}
-
-func (s *muxServer) token(t testing.TB, addrs ...netip.AddrPort) []byte {
-	t.Helper()
-	if len(addrs) == 0 {
-		addrs = []netip.AddrPort{s.addr}
-	}
-	b, err := token.Generate(token.Params{
-		ProtocolID:     protocolID,
-		ClientID:       nextClientID(),
-		PrivateKey:     s.key,
-		ServerAddrs:    addrs,
-		ExpireSeconds:  30,
-		TimeoutSeconds: 5,
-	})
-	require.NoError(t, err)
-	return b
-}
-
-// dialWS connects a netcode client over the WebSocket transport.
-func (s *muxServer) dialWS(t testing.TB) *netcode.Conn {
-	t.Helper()
-	d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
-	c, err := d.DialContext(ctxT(t, 10*time.Second), s.token(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// dialUDP connects a netcode client over UDP.
-func (s *muxServer) dialUDP(t testing.TB) *netcode.Conn {
-	t.Helper()
-	c, err := netcode.DialContext(ctxT(t, 10*time.Second), s.token(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// serverConns returns the server side of the accepted connections.
-func (s *muxServer) serverConns() []*netcode.Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*netcode.Conn(nil), s.conns...)
-}
-
-// rawWS opens a WebSocket to the Mux offering the transport subprotocol.
-func rawWS(t testing.TB, url string) *websocket.Conn {
-	t.Helper()
-	ws, _, err := websocket.Dial(ctxT(t, 5*time.Second), url, &websocket.DialOptions{
-		Subprotocols: []string{transport.Subprotocol},
-	})
-	require.NoError(t, err)
-	require.Equal(t, transport.Subprotocol, ws.Subprotocol())
-	t.Cleanup(func() { ws.CloseNow() })
-	return ws
-}
-
-// payload is message i of a test: its size cycles through 1..1200.
-func payload(client, i int) []byte {
-	size := 1 + (i*37+client*11)%netcode.MaxPayloadBytes
-	b := make([]byte, size)
-	for j := range b {
-		b[j] = byte(i*7 + j + client*13)
-	}
-	if size >= 2 {
-		b[0], b[1] = byte(client), byte(i)
-	}
-	return b
-}
-
-// echo sends n payloads one at a time and checks each echo byte for byte.
-// Over UDP a lost payload is sent again.
-func echo(t testing.TB, c *netcode.Conn, client, n int, udp bool) error {
-	buf := make([]byte, netcode.MaxPayloadBytes)
-	for i := range n {
-		p := payload(client, i)
-		for attempt := 0; ; attempt++ {
-			if _, err := c.Write(p); err != nil {
-				return fmt.Errorf("client %d write %d: %w", client, i, err)
-			}
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			m, err := c.Read(buf)
-			if err != nil {
-				if udp && attempt < 3 && errors.Is(err, os.ErrDeadlineExceeded) {
-					continue
-				}
-				return fmt.Errorf("client %d read %d: %w", client, i, err)
-			}
-			if udp && !bytes.Equal(buf[:m], p) && m >= 2 && buf[1] != byte(i) {
-				continue // a late echo of an earlier resend
-			}
-			if !bytes.Equal(buf[:m], p) {
-				return fmt.Errorf("client %d message %d: echo differs (%d bytes, want %d)", client, i, m, len(p))
-			}
-			break
-		}
-	}
-	c.SetReadDeadline(time.Time{})
-	return nil
-}
-
 func TestTransportEchoUDPAndWebSocket(t *testing.T) {
-	s := newMuxServer(t, 16, transport.MuxConfig{})
+	s := bridgetest.NewMuxServer(t, 16, transport.MuxConfig{})
 	const wsClients = 3
-	conns := []*netcode.Conn{s.dialUDP(t)}
+	conns := []*netcode.Conn{s.DialUDP(t)}
 	for range wsClients {
-		conns = append(conns, s.dialWS(t))
+		conns = append(conns, s.DialWS(t))
 	}
-	assert.Equal(t, 1+wsClients, s.l.Stats().Connected)
-	assert.Equal(t, wsClients, s.mux.Sessions())
+	assert.Equal(t, 1+wsClients, s.L.Stats().Connected)
+	assert.Equal(t, wsClients, s.Mux.Sessions())
 
 	// The server sees WebSocket clients at transport addresses, the UDP
 	// client at its UDP address.
-	eventually(t, func() bool { return len(s.serverConns()) == 1+wsClients }, "accepted")
+	bridgetest.Eventually(t, func() bool { return len(s.ServerConns()) == 1+wsClients }, "accepted")
 	viaWS := 0
-	for _, c := range s.serverConns() {
+	for _, c := range s.ServerConns() {
 		ap := netip.MustParseAddrPort(c.RemoteAddr().String())
 		if transport.IsSessionAddr(ap) {
 			viaWS++
@@ -227,14 +52,14 @@ func TestTransportEchoUDPAndWebSocket(t *testing.T) {
 	const n = 300
 	errc := make(chan error, len(conns))
 	for i, c := range conns {
-		go func() { errc <- echo(t, c, i, n, i == 0) }()
+		go func() { errc <- bridgetest.Echo(t, c, i, n, i == 0) }()
 	}
 	for range conns {
 		require.NoError(t, <-errc)
 	}
 
 	// The server writes first too.
-	for _, sc := range s.serverConns() {
+	for _, sc := range s.ServerConns() {
 		_, err := sc.Write([]byte("hello from the server"))
 		require.NoError(t, err)
 	}
@@ -248,60 +73,60 @@ func TestTransportEchoUDPAndWebSocket(t *testing.T) {
 }
 
 func TestTransportCloseFreesSlot(t *testing.T) {
-	s := newMuxServer(t, 4, transport.MuxConfig{})
-	c := s.dialWS(t)
-	require.Equal(t, 1, s.l.Stats().Connected)
-	require.Equal(t, 1, s.mux.Sessions())
+	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{})
+	c := s.DialWS(t)
+	require.Equal(t, 1, s.L.Stats().Connected)
+	require.Equal(t, 1, s.Mux.Sessions())
 	require.NoError(t, c.Close())
 	// The disconnect packets went over the WebSocket before it closed.
-	eventually(t, func() bool { return s.l.Stats().Connected == 0 }, "slot freed")
-	eventually(t, func() bool { return s.mux.Sessions() == 0 }, "session ended")
+	bridgetest.Eventually(t, func() bool { return s.L.Stats().Connected == 0 }, "slot freed")
+	bridgetest.Eventually(t, func() bool { return s.Mux.Sessions() == 0 }, "session ended")
 	// A new client can take the slot.
-	c2 := s.dialWS(t)
-	require.NoError(t, echo(t, c2, 1, 10, false))
+	c2 := s.DialWS(t)
+	require.NoError(t, bridgetest.Echo(t, c2, 1, 10, false))
 }
 
 func TestTransportSessionCap(t *testing.T) {
-	s := newMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
-	c := s.dialWS(t)
-	require.NoError(t, echo(t, c, 0, 5, false))
+	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
+	c := s.DialWS(t)
+	require.NoError(t, bridgetest.Echo(t, c, 0, 5, false))
 
 	// The second session is accepted and closed at once with 1013.
-	ws := rawWS(t, s.url)
-	ce := closed(t, ws, 5*time.Second)
+	ws := bridgetest.RawWS(t, s.URL)
+	ce := bridgetest.Closed(t, ws, 5*time.Second)
 	assert.Equal(t, websocket.StatusTryAgainLater, ce.Code)
 
 	// A netcode client over a refused session fails to connect, saying why.
-	d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.url, nil)}
-	_, err := d.DialContext(ctxT(t, 30*time.Second), s.token(t))
+	d := netcode.Dialer{ListenPacket: transport.ListenPacket(s.URL, nil)}
+	_, err := d.DialContext(bridgetest.Ctx(t, 30*time.Second), s.Token(t))
 	require.ErrorIs(t, err, bridge.ErrBridgeFull)
 
 	// Once the first leaves, there is room again.
 	require.NoError(t, c.Close())
-	eventually(t, func() bool { return s.mux.Sessions() == 0 }, "session ended")
-	c2 := s.dialWS(t)
-	require.NoError(t, echo(t, c2, 1, 5, false))
-	assert.Equal(t, 1, s.l.Stats().Connected)
+	bridgetest.Eventually(t, func() bool { return s.Mux.Sessions() == 0 }, "session ended")
+	c2 := s.DialWS(t)
+	require.NoError(t, bridgetest.Echo(t, c2, 1, 5, false))
+	assert.Equal(t, 1, s.L.Stats().Connected)
 }
 
 func TestTransportBadMessages(t *testing.T) {
-	s := newMuxServer(t, 4, transport.MuxConfig{})
+	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{})
 
 	t.Run("oversize", func(t *testing.T) {
-		ws := rawWS(t, s.url)
-		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, make([]byte, transport.MaxMessage+1)))
-		ce := closed(t, ws, 5*time.Second)
+		ws := bridgetest.RawWS(t, s.URL)
+		require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageBinary, make([]byte, transport.MaxMessage+1)))
+		ce := bridgetest.Closed(t, ws, 5*time.Second)
 		assert.Equal(t, websocket.StatusMessageTooBig, ce.Code)
 	})
 	t.Run("text", func(t *testing.T) {
-		ws := rawWS(t, s.url)
-		require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageText, []byte("hi")))
-		ce := closed(t, ws, 5*time.Second)
+		ws := bridgetest.RawWS(t, s.URL)
+		require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageText, []byte("hi")))
+		ce := bridgetest.Closed(t, ws, 5*time.Second)
 		assert.Equal(t, websocket.StatusUnsupportedData, ce.Code)
 	})
 	t.Run("junk is ignored", func(t *testing.T) {
-		ws := rawWS(t, s.url)
-		ctx := ctxT(t, 5*time.Second)
+		ws := bridgetest.RawWS(t, s.URL)
+		ctx := bridgetest.Ctx(t, 5*time.Second)
 		for i := range 200 {
 			b := make([]byte, i*6%(transport.MaxMessage+1))
 			for j := range b {
@@ -316,13 +141,13 @@ func TestTransportBadMessages(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 	t.Run("no subprotocol", func(t *testing.T) {
-		_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, nil)
+		_, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), s.URL, nil)
 		require.Error(t, err)
 		require.NotNil(t, resp)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	})
 	t.Run("cross origin", func(t *testing.T) {
-		_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
+		_, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), s.URL, &websocket.DialOptions{
 			Subprotocols: []string{transport.Subprotocol},
 			HTTPHeader:   http.Header{"Origin": []string{"https://evil.example"}},
 		})
@@ -331,38 +156,38 @@ func TestTransportBadMessages(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	})
 	// The server is unharmed.
-	c := s.dialWS(t)
-	require.NoError(t, echo(t, c, 0, 5, false))
+	c := s.DialWS(t)
+	require.NoError(t, bridgetest.Echo(t, c, 0, 5, false))
 }
 
 func TestTransportIdleTimeout(t *testing.T) {
-	s := newMuxServer(t, 4, transport.MuxConfig{IdleTimeout: 400 * time.Millisecond})
-	ws := rawWS(t, s.url)
-	ce := closed(t, ws, 5*time.Second)
+	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{IdleTimeout: 400 * time.Millisecond})
+	ws := bridgetest.RawWS(t, s.URL)
+	ce := bridgetest.Closed(t, ws, 5*time.Second)
 	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
 	// A connected client sends keep-alives, which keep its session open.
-	c := s.dialWS(t)
+	c := s.DialWS(t)
 	time.Sleep(time.Second)
-	require.NoError(t, echo(t, c, 0, 5, false))
+	require.NoError(t, bridgetest.Echo(t, c, 0, 5, false))
 }
 
 func TestTransportListenerClose(t *testing.T) {
-	s := newMuxServer(t, 8, transport.MuxConfig{})
-	udp := s.dialUDP(t)
-	ws1, ws2 := s.dialWS(t), s.dialWS(t)
-	require.Equal(t, 3, s.l.Stats().Connected)
+	s := bridgetest.NewMuxServer(t, 8, transport.MuxConfig{})
+	udp := s.DialUDP(t)
+	ws1, ws2 := s.DialWS(t), s.DialWS(t)
+	require.Equal(t, 3, s.L.Stats().Connected)
 
 	// Closing the Listener closes the Mux; the clients hear the disconnect.
-	require.NoError(t, s.l.Close())
+	require.NoError(t, s.L.Close())
 	for _, c := range []*netcode.Conn{udp, ws1, ws2} {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		_, err := c.Read(make([]byte, netcode.MaxPayloadBytes))
 		assert.ErrorIs(t, err, io.EOF)
 	}
-	assert.Equal(t, 0, s.mux.Sessions())
-	assert.ErrorIs(t, s.mux.Close(), net.ErrClosed)
+	assert.Equal(t, 0, s.Mux.Sessions())
+	assert.ErrorIs(t, s.Mux.Close(), net.ErrClosed)
 	// New sessions are refused.
-	_, resp, err := websocket.Dial(ctxT(t, 5*time.Second), s.url, &websocket.DialOptions{
+	_, resp, err := websocket.Dial(bridgetest.Ctx(t, 5*time.Second), s.URL, &websocket.DialOptions{
 		Subprotocols: []string{transport.Subprotocol},
 	})
 	require.Error(t, err)
@@ -407,10 +232,10 @@ func TestMuxPacketConn(t *testing.T) {
 	assert.Equal(t, "udp pong", string(buf[:n]))
 
 	// Two WebSocket clients, told apart by their addresses.
-	c1, err := transport.Dial(ctxT(t, 5*time.Second), url, nil)
+	c1, err := transport.Dial(bridgetest.Ctx(t, 5*time.Second), url, nil)
 	require.NoError(t, err)
 	defer c1.Close()
-	c2, err := transport.Dial(ctxT(t, 5*time.Second), url, nil)
+	c2, err := transport.Dial(bridgetest.Ctx(t, 5*time.Second), url, nil)
 	require.NoError(t, err)
 	defer c2.Close()
 	server := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(udp.LocalAddr().String()))
@@ -579,8 +404,8 @@ func TestMuxDropsForgedTransportSources(t *testing.T) {
 // BenchmarkTransportNetcodeEcho measures one payload's round trip between a
 // netcode client on the WebSocket transport and an echo server on a Mux.
 func BenchmarkTransportNetcodeEcho(b *testing.B) {
-	s := newMuxServer(b, 4, transport.MuxConfig{})
-	c := s.dialWS(b)
+	s := bridgetest.NewMuxServer(b, 4, transport.MuxConfig{})
+	c := s.DialWS(b)
 	p := make([]byte, 100)
 	buf := make([]byte, netcode.MaxPayloadBytes)
 	b.SetBytes(int64(len(p)))
@@ -639,17 +464,17 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 			mux, url := newBareMux(t, transport.MuxConfig{IdleTimeout: idle})
 			ws, from := peerOf(t, mux, url)
 			if muxSends {
-				stop := sendEvery(idle/20, func() error {
+				stop := bridgetest.SendEvery(idle/20, func() error {
 					_, err := mux.WriteToUDPAddrPort([]byte("tick"), from)
 					return err
 				})
-				readTicks(t, ws, 4*idle, "a peer that only receives")
+				bridgetest.ReadTicks(t, ws, 4*idle, "a peer that only receives")
 				stop()
 				assert.Equal(t, 1, mux.Sessions())
 			}
-			ce := closed(t, ws, 10*idle)
+			ce := bridgetest.Closed(t, ws, 10*idle)
 			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
-			eventually(t, func() bool { return mux.Sessions() == 0 }, "session not ended")
+			bridgetest.Eventually(t, func() bool { return mux.Sessions() == 0 }, "session not ended")
 		})
 	}
 }
@@ -753,8 +578,8 @@ func TestMuxCloseWithBusySessions(t *testing.T) {
 // returns it with the address the Mux gives it, read from the Mux.
 func peerOf(t *testing.T, mux *transport.Mux, url string) (*websocket.Conn, netip.AddrPort) {
 	t.Helper()
-	ws := rawWS(t, url)
-	require.NoError(t, ws.Write(ctxT(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
+	ws := bridgetest.RawWS(t, url)
+	require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageBinary, []byte("hi")))
 	require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 	_, from, err := mux.ReadFromUDPAddrPort(make([]byte, 1500))
 	require.NoError(t, err)

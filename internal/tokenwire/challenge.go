@@ -1,10 +1,10 @@
-package token
+package tokenwire
 
 import (
 	"encoding/binary"
 	"sync"
 
-	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // Challenge is the content of a challenge token: the server seals it under a
@@ -22,9 +22,9 @@ type Challenge struct {
 // associated data), to dst and returns the result. The plaintext is the
 // client id, the user data and zero padding to ChallengePlainBytes. With
 // ChallengeTokenBytes of spare capacity in dst it does not allocate.
-func AppendChallenge(dst []byte, a *crypto.AEAD, seq uint64, c *Challenge) []byte {
+func AppendChallenge(dst []byte, a *aead.AEAD, seq uint64, c *Challenge) []byte {
 	start := len(dst)
-	dst = extend(dst, ChallengeTokenBytes)
+	dst = Extend(dst, ChallengeTokenBytes)
 	plain := dst[start : start+ChallengePlainBytes]
 	binary.LittleEndian.PutUint64(plain, c.ClientID)
 	copy(plain[8:], c.UserData[:])
@@ -44,9 +44,9 @@ var chScratch = sync.Pool{New: func() any { return new([ChallengePlainBytes]byte
 // long, and ErrDecrypt if it does not authenticate. sealed is not modified:
 // it is decrypted into scratch space that is wiped afterwards. OpenChallenge
 // does not allocate.
-func OpenChallenge(a *crypto.AEAD, seq uint64, sealed []byte, c *Challenge) error {
+func OpenChallenge(a *aead.AEAD, seq uint64, sealed []byte, c *Challenge) error {
 	if len(sealed) != ChallengeTokenBytes {
-		return errLength
+		return ErrLength
 	}
 	buf := chScratch.Get().(*[ChallengePlainBytes]byte)
 	defer func() {

@@ -5,7 +5,7 @@ import (
 	"runtime"
 )
 
-// Path returns the path of internal/vectortest/testdata/name, so that a
+// Path returns the path of internal/testing/vectortest/testdata/name, so that a
 // test in any package can read a vectors file kept there, whatever its
 // working directory.
 func Path(name string) string {
@@ -18,5 +18,5 @@ func Path(name string) string {
 
 // CutePath returns the path of the Cute Protocol vectors file name
 // (primitives.json, token.json, packets.json, replay.json,
-// transcript.json) in internal/vectortest/testdata/cute.
+// transcript.json) in internal/testing/vectortest/testdata/cute.
 func CutePath(name string) string { return Path(filepath.Join("cute", name)) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -82,14 +83,14 @@ var vectorFiles = []struct {
 	name   string
 	copies []string
 }{
-	{"netcode-1.02.json", []string{"internal/vectortest"}},
-	{"reliable-vectors.json", []string{"internal/vectortest"}},
-	{"cute/README.md", []string{"internal/vectortest"}},
-	{"cute/primitives.json", []string{"internal/vectortest"}},
-	{"cute/token.json", []string{"internal/vectortest"}},
-	{"cute/packets.json", []string{"internal/vectortest"}},
-	{"cute/replay.json", []string{"internal/vectortest"}},
-	{"cute/transcript.json", []string{"internal/vectortest"}},
+	{"netcode-1.02.json", []string{"internal/testing/vectortest"}},
+	{"reliable-vectors.json", []string{"internal/testing/vectortest"}},
+	{"cute/README.md", []string{"internal/testing/vectortest"}},
+	{"cute/primitives.json", []string{"internal/testing/vectortest"}},
+	{"cute/token.json", []string{"internal/testing/vectortest"}},
+	{"cute/packets.json", []string{"internal/testing/vectortest"}},
+	{"cute/replay.json", []string{"internal/testing/vectortest"}},
+	{"cute/transcript.json", []string{"internal/testing/vectortest"}},
 }
 
 // TestCopiesMatchShared checks that every copy of the vectors in the module
@@ -114,7 +115,7 @@ func checkCopies(t *testing.T, root, name string, dirs []string) {
 		t.Skipf("skipped, nothing is wrong: this check compares the module's copy of the golden vectors "+
 			"(%s) with its source, %s, which a plain clone does not have; "+
 			"the tests that use the copy still ran. The project's CI has the source beside the module",
-			filepath.Join("internal", "vectortest", "testdata", name), shared)
+			filepath.Join("internal", "testing", "vectortest", "testdata", name), shared)
 	}
 	require.NoError(t, err)
 
@@ -200,5 +201,37 @@ func moduleRoot(t *testing.T) string {
 			t.Fatal("no go.mod above the test's directory")
 		}
 		dir = parent
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records instead of stopping.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(format, args...) }
+
+// TestOnce: Once decodes a file once per type and shares the result, and
+// fails the test, naming the file, when it cannot be loaded.
+func TestOnce(t *testing.T) {
+	type head struct {
+		Format string `json:"format"`
+	}
+	a := Once[head](t, "netcode-1.02.json", Load)
+	b := Once[head](t, "netcode-1.02.json", Load)
+	if a != b || a.Format != Format {
+		t.Fatalf("Once gave %p %+v and %p, want one shared decoding of format %q", a, a, b, Format)
+	}
+	type other struct {
+		Format string `json:"format"`
+	}
+	if c := Once[other](t, "netcode-1.02.json", Load); c.Format != Format {
+		t.Fatalf("another type: format %q", c.Format)
+	}
+	r := &fatalRecorder{TB: t}
+	Once[head](r, "no-such-file.json", Decode)
+	if !strings.Contains(r.fatal, "no-such-file.json") {
+		t.Fatalf("a missing file: Fatalf got %q", r.fatal)
 	}
 }

@@ -1,9 +1,8 @@
-package bridge_test
+package transport_test
 
 import (
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -14,46 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/race"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/transport"
 )
-
-// loopbacks are the UDP networks a test runs on, with their loopback
-// address.
-var loopbacks = []struct{ network, addr string }{
-	{"udp4", "127.0.0.1:0"},
-	{"udp6", "[::1]:0"},
-}
-
-// listenLoopback opens a UDP socket on the network's loopback; it skips
-// the IPv6 variant on a machine without an IPv6 loopback, decided by a
-// plain socket.
-func listenLoopback(t testing.TB, network, addr string) *net.UDPConn {
-	t.Helper()
-	if network == "udp6" {
-		pc, err := net.ListenPacket("udp6", "[::1]:0")
-		if err != nil {
-			t.Skipf("no IPv6 loopback on this machine: %v", err)
-		}
-		pc.Close()
-	}
-	uc, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
-	require.NoError(t, err)
-	return uc
-}
-
-// newMuxOn serves a Mux over a UDP socket on network.
-func newMuxOn(t testing.TB, network, addr string, cfg bridgetransport.MuxConfig) (*bridgetransport.Mux, string) {
-	t.Helper()
-	mux := bridgetransport.NewMux(listenLoopback(t, network, addr), &cfg)
-	hs := httptest.NewServer(mux.Handler())
-	t.Cleanup(func() {
-		mux.Close()
-		hs.Close()
-	})
-	return mux, "ws" + strings.TrimPrefix(hs.URL, "http")
-}
 
 func apOf(a net.Addr) netip.AddrPort { return transport.AddrPortOf(a) }
 
@@ -69,13 +33,13 @@ func newMsgs(n int) []transport.Message {
 // (NewListener wraps its PacketConn with transport.New) reads everything
 // queued, UDP and WebSocket, in one call, not one datagram per call.
 func TestMuxReadBatch(t *testing.T) {
-	for _, lb := range loopbacks {
-		t.Run(lb.network, func(t *testing.T) {
+	for _, lb := range bridgetest.Loopbacks {
+		t.Run(lb.Network, func(t *testing.T) {
 			const limit = 10
-			mux, url := newMuxOn(t, lb.network, lb.addr, bridgetransport.MuxConfig{ReadQueue: limit})
+			mux, url := bridgetest.NewMuxOn(t, lb.Network, lb.Addr, bridgetransport.MuxConfig{ReadQueue: limit})
 			tc := transport.New(mux)
 			require.NoError(t, tc.SetReadDeadline(time.Now().Add(5*time.Second)))
-			peer := transport.New(listenLoopback(t, lb.network, lb.addr))
+			peer := transport.New(bridgetest.ListenLoopback(t, lb.Network, lb.Addr))
 			defer peer.Close()
 			server := apOf(mux.LocalAddr())
 
@@ -87,7 +51,7 @@ func TestMuxReadBatch(t *testing.T) {
 			}
 			_, err := peer.WriteBatch(out)
 			require.NoError(t, err)
-			eventually(t, func() bool { return mux.Dropped() == 2 }, "the queue did not fill")
+			bridgetest.Eventually(t, func() bool { return mux.Dropped() == 2 }, "the queue did not fill")
 			ms := newMsgs(2 * limit)
 			n, err := tc.ReadBatch(ms)
 			require.NoError(t, err)
@@ -98,7 +62,7 @@ func TestMuxReadBatch(t *testing.T) {
 			}
 
 			// WebSocket and UDP together.
-			ws, err := bridgetransport.Dial(ctxT(t, 5*time.Second), url, nil)
+			ws, err := bridgetransport.Dial(bridgetest.Ctx(t, 5*time.Second), url, nil)
 			require.NoError(t, err)
 			defer ws.Close()
 			for i := range 4 {
@@ -107,7 +71,7 @@ func TestMuxReadBatch(t *testing.T) {
 			}
 			_, err = peer.WriteBatch(out[:8])
 			require.NoError(t, err)
-			eventually(t, func() bool { return mux.Dropped() == 4 }, "the queue did not fill")
+			bridgetest.Eventually(t, func() bool { return mux.Dropped() == 4 }, "the queue did not fill")
 			n, err = tc.ReadBatch(ms)
 			require.NoError(t, err)
 			require.Equal(t, limit, n)
@@ -141,20 +105,20 @@ func TestMuxReadBatch(t *testing.T) {
 // TestMuxWriteBatch: one batch for UDP peers and WebSocket sessions
 // together reaches each, and stops at a datagram it cannot send.
 func TestMuxWriteBatch(t *testing.T) {
-	for _, lb := range loopbacks {
-		t.Run(lb.network, func(t *testing.T) {
-			mux, url := newMuxOn(t, lb.network, lb.addr, bridgetransport.MuxConfig{})
+	for _, lb := range bridgetest.Loopbacks {
+		t.Run(lb.Network, func(t *testing.T) {
+			mux, url := bridgetest.NewMuxOn(t, lb.Network, lb.Addr, bridgetransport.MuxConfig{})
 			tc := transport.New(mux)
 			server := apOf(mux.LocalAddr())
-			p1 := transport.New(listenLoopback(t, lb.network, lb.addr))
+			p1 := transport.New(bridgetest.ListenLoopback(t, lb.Network, lb.Addr))
 			defer p1.Close()
-			p2 := transport.New(listenLoopback(t, lb.network, lb.addr))
+			p2 := transport.New(bridgetest.ListenLoopback(t, lb.Network, lb.Addr))
 			defer p2.Close()
 			var ws [2]*bridgetransport.Conn
 			var wsAddr [2]netip.AddrPort
 			require.NoError(t, mux.SetReadDeadline(time.Now().Add(5*time.Second)))
 			for i := range ws {
-				c, err := bridgetransport.Dial(ctxT(t, 5*time.Second), url, nil)
+				c, err := bridgetransport.Dial(bridgetest.Ctx(t, 5*time.Second), url, nil)
 				require.NoError(t, err)
 				defer c.Close()
 				ws[i] = c
@@ -247,9 +211,9 @@ type addrPort interface {
 func BenchmarkMuxRead(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
+			mux, _ := bridgetest.NewMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 			tc := transport.New(v.via(mux))
-			peer := transport.New(listenLoopback(b, "udp4", "127.0.0.1:0"))
+			peer := transport.New(bridgetest.ListenLoopback(b, "udp4", "127.0.0.1:0"))
 			defer peer.Close()
 			const round = 64
 			out := make([]transport.Message, round)
@@ -282,9 +246,9 @@ func BenchmarkMuxRead(b *testing.B) {
 func BenchmarkMuxWrite(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			mux, _ := newMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
+			mux, _ := bridgetest.NewMuxOn(b, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 			tc := transport.New(v.via(mux))
-			peer := listenLoopback(b, "udp4", "127.0.0.1:0") // never read: the kernel drops
+			peer := bridgetest.ListenLoopback(b, "udp4", "127.0.0.1:0") // never read: the kernel drops
 			defer peer.Close()
 			const round = 64
 			out := make([]transport.Message, round)
@@ -310,16 +274,16 @@ func BenchmarkMuxWrite(b *testing.B) {
 func BenchmarkMuxListenerEcho(b *testing.B) {
 	for _, v := range viaTransport {
 		b.Run(v.name, func(b *testing.B) {
-			s := newMuxServerVia(b, 32, bridgetransport.MuxConfig{}, v.via)
+			s := bridgetest.NewMuxServerVia(b, 32, bridgetransport.MuxConfig{}, v.via)
 			const clients, inFlight = 16, 8
 			conns := make([]*netcode.Conn, clients)
 			for i := range conns {
-				conns[i] = s.dialUDP(b)
+				conns[i] = s.DialUDP(b)
 			}
 			rounds := b.N/(clients*inFlight) + 1
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu := bridgetest.CPUTime()
 			var wg sync.WaitGroup
 			for _, c := range conns {
 				wg.Go(func() {
@@ -345,7 +309,7 @@ func BenchmarkMuxListenerEcho(b *testing.B) {
 			echoes := float64(rounds * clients * inFlight)
 			b.ReportMetric(echoes/b.Elapsed().Seconds(), "echoes/s")
 			if cpu >= 0 {
-				b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/echoes, "cpu-µs/echo")
+				b.ReportMetric(float64((bridgetest.CPUTime()-cpu).Microseconds())/echoes, "cpu-µs/echo")
 			}
 		})
 	}
@@ -355,9 +319,9 @@ func BenchmarkMuxListenerEcho(b *testing.B) {
 // nothing in steady state, its UDP reader included.
 func TestMuxBatchAllocs(t *testing.T) {
 	race.Skip(t)
-	mux, _ := newMuxOn(t, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
+	mux, _ := bridgetest.NewMuxOn(t, "udp4", "127.0.0.1:0", bridgetransport.MuxConfig{})
 	tc := transport.New(mux)
-	peer := transport.New(listenLoopback(t, "udp4", "127.0.0.1:0"))
+	peer := transport.New(bridgetest.ListenLoopback(t, "udp4", "127.0.0.1:0"))
 	defer peer.Close()
 	const round = 16
 	out := make([]transport.Message, round)
