@@ -12,7 +12,7 @@ import (
 
 // DefaultReadQueue is how many received payloads a connection holds for Read
 // before it drops new ones.
-const DefaultReadQueue = msgconn.DefaultReadQueue
+const DefaultReadQueue = 256
 
 // endpoint is the side-specific part of a Conn: how it sends and closes.
 type endpoint interface {
@@ -63,7 +63,7 @@ func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 }
 
 // newQueue returns a read queue of n payloads (0: DefaultReadQueue).
-func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n) }
+func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n, DefaultReadQueue) }
 
 // deliver queues a copy of p for Read, or drops it (counted in Dropped)
 // if the queue is full. It never blocks.

@@ -10,7 +10,7 @@ import (
 
 // DefaultReadQueue is how many received payloads a connection holds for
 // Read before it drops new ones.
-const DefaultReadQueue = msgconn.DefaultReadQueue
+const DefaultReadQueue = 256
 
 // connRules are the Cute dialect's payload limits: 0 to MaxPayloadBytes
 // bytes (an empty payload is a valid Cute packet).

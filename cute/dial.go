@@ -107,7 +107,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		ended:     make(chan struct{}),
 	}
 	dc.conn = &Conn{}
-	dc.conn.m.Init(dc, &connRules, uc.LocalAddr(), first, msgconn.NewQueue(d.ReadQueue))
+	dc.conn.m.Init(dc, &connRules, uc.LocalAddr(), first, msgconn.NewQueue(d.ReadQueue, DefaultReadQueue))
 	dc.wg.Add(2)
 	go dc.readLoop()
 	go dc.updater()

@@ -283,7 +283,7 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
-	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue))
+	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
 	select {

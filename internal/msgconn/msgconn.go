@@ -61,14 +61,11 @@ type Conn struct {
 	wd        deadline.Deadline
 }
 
-// DefaultReadQueue is how many received payloads a connection holds for
-// Read before it drops new ones.
-const DefaultReadQueue = 256
-
-// NewQueue returns a read queue of n payloads (0: DefaultReadQueue).
-func NewQueue(n int) *packetq.Queue {
+// NewQueue returns a read queue of n payloads (0 or less: def, the
+// dialect's default).
+func NewQueue(n, def int) *packetq.Queue {
 	if n <= 0 {
-		n = DefaultReadQueue
+		n = def
 	}
 	return packetq.New(n)
 }
