@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/msgconn"
+	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
@@ -73,7 +75,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if err != nil {
 		return nil, opError("dial", nil, nil, fmt.Errorf("%w: %v", ErrInvalidConnectToken, err))
 	}
-	network := tokenNetwork(tok)
+	network := transport.NetworkFor(tok.ServerAddrs)
 	// Errors name the server tried: the first until the handshake moves on.
 	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
 	laddr := d.LocalAddr
@@ -122,13 +124,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 
 	select {
 	case <-dc.connected:
-		dc.conn.remote = net.UDPAddrFromAddrPort(dc.core.ServerAddr())
+		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
 		dc.conn.maxClients = dc.core.MaxClients()
 		return dc.conn, nil
 	case <-dc.failed:
 		dc.shutdown()
-		return nil, opError("dial", dc.conn.local, dc.serverTried(), dc.failErr)
+		return nil, opError("dial", dc.conn.LocalAddr(), dc.serverTried(), dc.failErr)
 	case <-ctx.Done():
 		// Where the handshake stood says more than the context's error
 		// alone: both are in the error.
@@ -138,32 +140,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if e := stateError(state); e != io.EOF {
 			err = fmt.Errorf("%w after %v: %w", err, time.Since(start).Round(time.Millisecond), e)
 		}
-		return nil, opError("dial", dc.conn.local, dc.serverTried(), err)
+		return nil, opError("dial", dc.conn.LocalAddr(), dc.serverTried(), err)
 	}
 }
 
 // serverTried is the address of the server the handshake was with last.
 func (dc *dialConn) serverTried() net.Addr {
 	return net.UDPAddrFromAddrPort(dc.core.ServerAddr())
-}
-
-// tokenNetwork picks the socket family the token's servers need.
-func tokenNetwork(t *token.ConnectToken) string {
-	v4, v6 := false, false
-	for _, a := range t.ServerAddrs {
-		if a.Addr().Unmap().Is4() {
-			v4 = true
-		} else {
-			v6 = true
-		}
-	}
-	switch {
-	case v4 && !v6:
-		return "udp4"
-	case v6 && !v4:
-		return "udp6"
-	}
-	return "udp"
 }
 
 // dialConn is the client side of a Conn: the client core, its socket, the
@@ -375,8 +358,8 @@ func (dc *dialConn) shutdown() {
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !takeTurn(dc.turn, stop, deadline) {
-		return turnErr(stop)
+	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
+		return msgconn.TurnErr(stop)
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
@@ -419,7 +402,7 @@ func (dc *dialConn) write(ms []transport.Message) {
 	case 1:
 		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
 	default:
-		writeAll(dc.tc, ms)
+		sendq.WriteAll(dc.tc, ms)
 	}
 }
 

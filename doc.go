@@ -107,7 +107,7 @@
 //
 //	netcode.(*Listener).readLoop  a Listener's reader, one per socket
 //	netcode.(*Listener).tickLoop  a Listener's ticker
-//	netcode.(*sendQueue).writer   a Listener's writer, one per socket
+//	sendq.(*Queue).writer         a Listener's writer, one per socket (internal/sendq)
 //	netcode.(*dialConn).readLoop  a dialed Conn's reader
 //	netcode.(*dialConn).fire      a dialed Conn's timer callback, while it runs
 package netcode

@@ -17,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/reliable"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ import (
 // by the function each runs, in a block that follows a line naming
 // TestGoroutineInventory: one goroutine a line, a tab, then the function
 // (package.(*Type).method) and what it does.
-var inventoryDocs = []string{"doc.go", "bridge/doc.go", "bridge/transport/doc.go", "reliable/doc.go"}
+var inventoryDocs = []string{"doc.go", "bridge/doc.go", "bridge/transport/doc.go", "reliable/doc.go", "cute/doc.go"}
 
 // documentedGoroutines reads the lists of inventoryDocs.
 func documentedGoroutines(t *testing.T) map[string]bool {
@@ -164,6 +165,17 @@ func TestGoroutineInventory(t *testing.T) {
 	require.NoError(t, err)
 	defer wc.Close()
 
+	// A Cute Listener and a Conn dialed to it.
+	pk, sk := cute.GenerateKeyPair()
+	cl, err := cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{PublicKey: pk, SecretKey: sk})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctok, err := cute.GenerateToken(cute.TokenParams{ClientID: 5, SecretKey: sk, ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(cl.Addr().String())}})
+	require.NoError(t, err)
+	cc, err := cute.DialContext(ctx, ctok)
+	require.NoError(t, err)
+	defer cc.Close()
+
 	// Wait for no timer callback to be running, then take the inventory.
 	var got map[string]int
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -179,7 +191,7 @@ func TestGoroutineInventory(t *testing.T) {
 			t.Errorf("goroutine running %s is not in its package's documented list", fn)
 		}
 	}
-	for _, must := range []string{"netcode.(*dialConn).readLoop", "bridge.(*session).serve", "transport.(*Mux).readUDP", "transport.(*muxSession).serve", "reliable.(*conn).readLoop"} {
+	for _, must := range []string{"netcode.(*dialConn).readLoop", "bridge.(*session).serve", "transport.(*Mux).readUDP", "transport.(*muxSession).serve", "reliable.(*conn).readLoop", "cute.(*Listener).updater", "cute.(*dialConn).readLoop"} {
 		require.Contains(t, got, must, "the inventory misses a goroutine it should see")
 	}
 }

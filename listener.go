@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -262,7 +263,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	var out server.Output
 	var fresh []*server.Client // clients whose handshake this batch completed
 	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
-		l.received.addAll(ms)
+		l.received.AddAll(ms)
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {
@@ -333,7 +334,7 @@ func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error
 func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}, wake chan struct{}) error {
 	var err error
 	if len(out.Datagrams) > 0 {
-		err = q.send(out.Datagrams, stop, deadline, wake)
+		err = q.Send(out.Datagrams, stop, deadline, wake)
 	}
 	if len(out.Records) > 0 {
 		l.core.Log(out)
@@ -399,7 +400,7 @@ func (l *Listener) Close() error {
 		l.act(out, nil, nil) // the disconnects, in batches
 		l.putOut(out)
 		for _, q := range l.sends {
-			q.close() // sends the disconnects still queued
+			q.Close() // sends the disconnects still queued
 		}
 		for _, sh := range l.shards {
 			if cerr := sh.Close(); err == nil {
@@ -449,9 +450,10 @@ func (l *Listener) Stats() ServerStats {
 	var dropped, refused uint64
 	var sent traffic
 	for _, q := range l.sends {
-		dropped += q.dropped.Load()
-		refused += q.refused.Load()
-		sent.add(int(q.sent.packets.Load()), int(q.sent.bytes.Load()))
+		dropped += q.Dropped()
+		refused += q.Refused()
+		p, b := q.Sent()
+		sent.Add(int(p), int(b))
 	}
 	return ServerStats{
 		Connected:          s.Connected,
@@ -473,10 +475,10 @@ func (l *Listener) Stats() ServerStats {
 		KeepAlivesDropped:  dropped,
 		SendErrors:         refused,
 		Draining:           l.draining.Load(),
-		PacketsReceived:    l.received.packets.Load(),
-		BytesReceived:      l.received.bytes.Load(),
-		PacketsSent:        sent.packets.Load(),
-		BytesSent:          sent.bytes.Load(),
+		PacketsReceived:    l.received.Packets(),
+		BytesReceived:      l.received.Bytes(),
+		PacketsSent:        sent.Packets(),
+		BytesSent:          sent.Bytes(),
 	}
 }
 
@@ -625,8 +627,8 @@ type serverEndpoint struct {
 // or deadline. It holds the Conn's write turn throughout, and no other
 // lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !takeTurn(e.turn, stop, deadline) {
-		return turnErr(stop)
+	if !msgconn.TakeTurn(e.turn, stop, deadline) {
+		return msgconn.TurnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)

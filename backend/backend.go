@@ -45,6 +45,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -159,6 +160,26 @@ type Config struct {
 	// Logger receives a debug line per token and the reasons for 500s; nil
 	// is silent.
 	Logger *slog.Logger
+
+	// Cute, if set, makes the handler mint Cute Protocol 1.00 tokens
+	// (package cute, 1114 bytes) for Cute Framework clients instead of
+	// netcode tokens; ProtocolID and PrivateKey are then unused, and
+	// servers behind NAT (Server.InternalAddr) are refused, as the Cute
+	// token has one address list.
+	Cute *CuteTokens
+}
+
+// CuteTokens are the Cute dialect's token settings.
+type CuteTokens struct {
+	// ApplicationID is the game's application id, as in
+	// cute.ServerConfig.
+	ApplicationID uint64
+	// SecretKey is the deployment's signing key (cute.GenerateKeyPair),
+	// which the game servers hold too.
+	SecretKey cute.SecretKey
+	// HandshakeTimeoutSeconds bounds each server's handshake; 0 means
+	// cute.DefaultHandshakeTimeoutSeconds.
+	HandshakeTimeoutSeconds int32
 }
 
 // Limiter is a per-user rate limit shared by backend replicas.
@@ -185,7 +206,11 @@ func NewHandler(config *Config) (*Handler, error) {
 	if cfg.Authenticate == nil {
 		return nil, errors.New("netcode/backend: Config.Authenticate is required")
 	}
-	if cfg.PrivateKey == (crypto.Key{}) {
+	if cfg.Cute != nil {
+		if cfg.Cute.SecretKey == (cute.SecretKey{}) {
+			return nil, errors.New("netcode/backend: Config.Cute.SecretKey is all zeros")
+		}
+	} else if cfg.PrivateKey == (crypto.Key{}) {
 		return nil, errors.New("netcode/backend: Config.PrivateKey is all zeros")
 	}
 	if cfg.ChooseServers == nil {
@@ -308,17 +333,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "choose servers", err)
 		return
 	}
-	p := token.Params{
-		ProtocolID:     h.cfg.ProtocolID,
-		ClientID:       id.ClientID,
-		PrivateKey:     h.cfg.PrivateKey,
-		ServerAddrs:    public,
-		InternalAddrs:  internal,
-		ExpireSeconds:  h.cfg.ExpireSeconds,
-		TimeoutSeconds: h.cfg.TimeoutSeconds,
-	}
-	copy(p.UserData[:], id.UserData)
-	tok, err := token.Generate(&p)
+	tok, err := h.generate(id, public, internal)
 	if err != nil {
 		h.fail(w, r, "generate", err)
 		return
@@ -334,6 +349,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("Content-Length", strconv.Itoa(len(tok)))
 	w.Write(tok)
+}
+
+// generate mints the token of the configured dialect.
+func (h *Handler) generate(id Identity, public, internal []netip.AddrPort) ([]byte, error) {
+	if c := h.cfg.Cute; c != nil {
+		if internal != nil {
+			return nil, errors.New("a Cute token has no internal addresses")
+		}
+		p := cute.TokenParams{
+			ApplicationID:           c.ApplicationID,
+			ClientID:                id.ClientID,
+			SecretKey:               c.SecretKey,
+			ServerAddrs:             public,
+			ExpireSeconds:           h.cfg.ExpireSeconds,
+			HandshakeTimeoutSeconds: c.HandshakeTimeoutSeconds,
+		}
+		copy(p.UserData[:], id.UserData)
+		return cute.GenerateToken(p)
+	}
+	p := token.Params{
+		ProtocolID:     h.cfg.ProtocolID,
+		ClientID:       id.ClientID,
+		PrivateKey:     h.cfg.PrivateKey,
+		ServerAddrs:    public,
+		InternalAddrs:  internal,
+		ExpireSeconds:  h.cfg.ExpireSeconds,
+		TimeoutSeconds: h.cfg.TimeoutSeconds,
+	}
+	copy(p.UserData[:], id.UserData)
+	return token.Generate(&p)
 }
 
 // allow applies the rate limit: Config.Limiter's, or the in-memory one

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
@@ -321,4 +323,41 @@ func TestServerString(t *testing.T) {
 	assert.Equal(t, "203.0.113.7:40000", backend.Server{Addr: a}.String())
 	assert.Equal(t, "203.0.113.7:40000", backend.Server{Addr: a, InternalAddr: a}.String())
 	assert.Equal(t, "203.0.113.7:40000=10.0.0.7:40000", backend.Server{Addr: a, InternalAddr: b}.String())
+}
+
+// TestCuteTokens: with Config.Cute the handler mints Cute Protocol tokens
+// that a cute.Listener accepts over real UDP, with the caller's client id
+// and user data; a zero Cute key is refused.
+func TestCuteTokens(t *testing.T) {
+	for _, f := range loopback.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			f.Require(t)
+			pk, sk := cute.GenerateKeyPair()
+			l, err := cute.Listen(f.Network, f.Addr, &cute.ServerConfig{ApplicationID: 0xc0de, PublicKey: pk, SecretKey: sk})
+			require.NoError(t, err)
+			defer l.Close()
+			h := newHandler(t, func(c *backend.Config) {
+				c.PrivateKey = crypto.Key{}
+				c.Cute = &backend.CuteTokens{ApplicationID: 0xc0de, SecretKey: sk}
+				c.Servers = []backend.Server{{Addr: netip.MustParseAddrPort(l.Addr().String())}}
+			})
+			w := do(h, "POST", "Bearer dave", "")
+			require.Equal(t, 200, w.Code, w.Body.String())
+			require.Len(t, w.Body.Bytes(), cute.ConnectTokenBytes)
+			ct, err := cute.ParseToken(w.Body.Bytes())
+			require.NoError(t, err)
+			assert.Equal(t, uint64(0xc0de), ct.ApplicationID)
+
+			cli, err := cute.Dial(w.Body.Bytes())
+			require.NoError(t, err)
+			defer cli.Close()
+			srv, err := l.AcceptConn(context.Background())
+			require.NoError(t, err)
+			defer srv.Close()
+			ud := srv.UserData()
+			assert.Equal(t, "user dave", string(ud[:9]))
+		})
+	}
+	_, err := backend.NewHandler(&backend.Config{Authenticate: bearer, Servers: servers, Cute: &backend.CuteTokens{}})
+	require.ErrorContains(t, err, "all zeros")
 }

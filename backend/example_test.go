@@ -13,6 +13,7 @@ import (
 
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -70,4 +71,31 @@ func ExampleNewHandler() {
 	// 401 Unauthorized text/plain; charset=utf-8 13
 	// 200 OK application/octet-stream 2048
 	// servers: [192.0.2.10:40000 192.0.2.11:40000]
+}
+
+// A token service for Cute Framework clients: Config.Cute makes the
+// handler mint Cute Protocol tokens with the deployment's signing key.
+func ExampleNewHandler_cute() {
+	_, secretKey := cute.GenerateKeyPair() // the game servers hold the same pair
+	h, err := backend.NewHandler(&backend.Config{
+		Cute: &backend.CuteTokens{ApplicationID: 0x1234, SecretKey: secretKey},
+		Authenticate: func(r *http.Request) (backend.Identity, error) {
+			return backend.Identity{ClientID: 42}, nil // your login check here
+		},
+		Servers: []backend.Server{{Addr: netip.MustParseAddrPort("192.0.2.10:5000")}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/token", "", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t, err := cute.ParseToken(body)
+	fmt.Println(resp.Status, len(body), err, t.ServerAddrs[0])
+	// Output: 200 OK 1114 <nil> 192.0.2.10:5000
 }

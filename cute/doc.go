@@ -9,8 +9,26 @@
 // pair (the secret half also seals the token's secret section); the client
 // receives only the 1114-byte token.
 //
-// This package holds the key pair, token minting and inspection, and the
-// errors a Cute connection ends with. The protocol logic lives in I/O-free
-// client and server cores (internal/core), on the crypto of
-// internal/hydro and the wire format of internal/wire.
+// The adapters have netcode's shape: Listen returns a Listener whose
+// Accept yields a *Conn per connected client, and Dial (or a Dialer)
+// connects with a token. A Conn is a message-oriented net.Conn: one Read
+// returns one payload, one Write sends one; deadlines fail with
+// os.ErrDeadlineExceeded, calls after Close with net.ErrClosed, and a Read
+// after the peer's DISCONNECT with io.EOF. A failed dial wraps one of the
+// client's failure states (ErrConnectionDenied,
+// ErrConnectionRequestTimedOut, ...) and names the server.
+//
+// The protocol logic lives in I/O-free client and server cores
+// (internal/core), on the crypto of internal/hydro and the wire format of
+// internal/wire; the adapters share the netcode adapter's read loop, send
+// queue, Conn machinery and token history.
+//
+// Every goroutine, by the function it runs (TestGoroutineInventory in the
+// root package fails if another runs); Close stops those it owns:
+//
+//	cute.(*Listener).readLoop  a Listener's reader
+//	cute.(*Listener).updater   a Listener's timer: the core's Update when due
+//	cute.(*dialConn).readLoop  a dialed Conn's reader
+//	cute.(*dialConn).updater   a dialed Conn's timer: the core's Update when due
+//	sendq.(*Queue).writer      the writer of each socket (internal/sendq)
 package cute

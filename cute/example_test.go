@@ -1,8 +1,11 @@
 package cute_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/gonetcode/netcode/cute"
 )
@@ -25,4 +28,59 @@ func ExampleGenerateToken() {
 	t, _ := cute.ParseToken(token)
 	fmt.Println(len(token), t.ServerAddrs[0], t.Expires.Sub(t.Created))
 	// Output: 1114 203.0.113.5:5000 1m0s
+}
+
+// A Cute server: an echo server for Cute Framework clients. Every Conn is
+// a message-oriented net.Conn: one Read is one payload.
+func ExampleListen() {
+	var secretKey cute.SecretKey // the deployment's, from your secret store
+	l, err := cute.Listen("udp", "203.0.113.5:5000", &cute.ServerConfig{
+		ApplicationID: 0x1234,
+		PublicKey:     secretKey.Public(),
+		SecretKey:     secretKey,
+	})
+	if err != nil {
+		return // a zero key is refused: mint one with GenerateKeyPair
+	}
+	defer l.Close()
+	for {
+		c, err := l.AcceptConn(context.Background())
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			buf := make([]byte, cute.MaxPayloadBytes)
+			for {
+				n, err := c.Read(buf) // io.EOF when the client disconnects
+				if err != nil {
+					return
+				}
+				c.Write(buf[:n])
+			}
+		}()
+	}
+}
+
+// A Cute client: the token comes from the token service; the errors say
+// why a connection failed.
+func ExampleDial() {
+	var token []byte // 1114 bytes from the token service
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := cute.DialContext(ctx, token)
+	switch {
+	case errors.Is(err, cute.ErrConnectionDenied):
+		fmt.Println("every server is full")
+		return
+	case errors.Is(err, cute.ErrInvalidConnectToken):
+		fmt.Println("not a Cute token")
+		return
+	case err != nil:
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	c.Write([]byte("hello"))
+	// Output: not a Cute token
 }

@@ -69,6 +69,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
+	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode")
 	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards; default 1)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
 	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")

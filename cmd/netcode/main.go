@@ -50,6 +50,7 @@ var commands = []command{
 	{"bridge", "relay browser WebSocket sessions to netcode servers", runBridge},
 	{"fleet", "list the game servers registered in a fleet registry (Redis)", runFleet},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
+	{"cute", "the Cute Protocol dialect: keygen, token, inspect, serve, client", runCute},
 	{"version", "print the release, module version and VCS revision of this build", runVersion},
 }
 

@@ -26,17 +26,20 @@ var errTokenTooLarge = fmt.Errorf("more than %d bytes: not a connect token", max
 
 // decodeToken accepts a connect token as its raw bytes or as base64 text
 // (standard or URL alphabet, padded or not, line breaks allowed).
-func decodeToken(b []byte) ([]byte, error) {
-	if len(b) == token.ConnectTokenBytes {
+func decodeToken(b []byte) ([]byte, error) { return decodeTokenSize(b, token.ConnectTokenBytes) }
+
+// decodeTokenSize is decodeToken for a dialect's token of size bytes.
+func decodeTokenSize(b []byte, size int) ([]byte, error) {
+	if len(b) == size {
 		return b, nil
 	}
 	text := strings.Join(strings.Fields(string(b)), "")
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if d, err := enc.DecodeString(text); err == nil && len(d) == token.ConnectTokenBytes {
+		if d, err := enc.DecodeString(text); err == nil && len(d) == size {
 			return d, nil
 		}
 	}
-	return nil, fmt.Errorf("%d bytes, neither a %d-byte connect token nor one in base64", len(b), token.ConnectTokenBytes)
+	return nil, fmt.Errorf("%d bytes, neither a %d-byte connect token nor one in base64", len(b), size)
 }
 
 // readBounded reads r to its end, failing with errTokenTooLarge after
@@ -68,6 +71,11 @@ func readBounded(ctx context.Context, r io.Reader) ([]byte, error) {
 // readToken reads a connect token, raw or base64, from the file name, or
 // from standard input if name is "-".
 func readToken(ctx context.Context, name string) ([]byte, error) {
+	return readTokenSize(ctx, name, token.ConnectTokenBytes)
+}
+
+// readTokenSize is readToken for a dialect's token of size bytes.
+func readTokenSize(ctx context.Context, name string, size int) ([]byte, error) {
 	r := stdinOf(ctx)
 	if name != "-" {
 		f, err := os.Open(name)
@@ -83,7 +91,7 @@ func readToken(ctx context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	tok, err := decodeToken(b)
+	tok, err := decodeTokenSize(b, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

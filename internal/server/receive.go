@@ -278,13 +278,13 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 		return nil
 	}
 	c.lastRecv.Store(mono)
-	e := s.history.find(&c.tokenMAC)
-	if e == nil || e.consumed || e.addr != c.addr {
+	e := s.history.Find(&c.tokenMAC)
+	if e == nil || e.Value.consumed || e.Value.addr != c.addr {
 		// Consumed: connected with already. Missing: expired since the
 		// request, or from before Close.
-		count := e != nil && !e.counted
+		count := e != nil && !e.Value.counted
 		if count {
-			e.counted = true
+			e.Value.counted = true
 		}
 		s.mu.Unlock()
 		if count {
@@ -311,7 +311,7 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 	c.sendLocked.lastSend.Store(mono)
 	s.slots[idx] = c
 	s.byID[c.id] = c
-	e.consumed = true
+	e.Value.consumed = true
 	c.live.Store(true)
 	s.wheel.mu.Lock()
 	s.wheel.file(c, c.deadline())
@@ -356,28 +356,28 @@ func (s *Server) knowsAny(list []netip.AddrPort) bool {
 // the first one's keys and nonces.
 func (r *Receiver) recordToken(now, wall time.Time, mac *[crypto.MACBytes]byte, from netip.AddrPort, expire uint64, out *Output) bool {
 	s := r.s
-	if e := s.history.find(mac); e != nil {
-		if e.addr == from && !e.consumed {
+	if e := s.history.Find(mac); e != nil {
+		if e.Value.addr == from && !e.Value.consumed {
 			return true // the same handshake, the request sent again
 		}
-		if !e.counted {
-			e.counted = true
+		if !e.Value.counted {
+			e.Value.counted = true
 			s.stats.tokenReuseRefused.Add(1)
 		}
 		switch {
-		case e.addr == from && !e.loggedHere:
+		case e.Value.addr == from && !e.Value.loggedHere:
 			// The likeliest mistake, a client run twice with one token,
 			// is said at Info.
-			e.loggedHere = true
+			e.Value.loggedHere = true
 			out.record(slog.LevelInfo, refusedMsg, from, refusedReusedHere)
-		case e.addr != from && !e.loggedElsewhere:
-			e.loggedElsewhere = true
+		case e.Value.addr != from && !e.Value.loggedElsewhere:
+			e.Value.loggedElsewhere = true
 			out.record(slog.LevelDebug, refusedMsg, from, refusedReusedThere)
 		}
 		return false
 	}
-	s.history.expire(unixSeconds(wall))
-	if s.history.add(mac, from, expire) == nil {
+	s.history.Expire(unixSeconds(wall))
+	if s.history.Add(mac, expire, tokenUse{addr: from}) == nil {
 		s.stats.historyFull.Add(1)
 		r.refuse(now, from, refusedHistoryFull, out)
 		return false

@@ -325,8 +325,8 @@ func (s *Server) Stats() Stats {
 		Connected:     len(s.byID),
 		Mappings:      len(s.byAddr),
 		MappingsLimit: s.maxMaps,
-		History:       s.history.len(),
-		HistoryLimit:  s.history.limit,
+		History:       s.history.Len(),
+		HistoryLimit:  s.history.Limit(),
 	}
 	s.mu.RUnlock()
 	c := &s.stats

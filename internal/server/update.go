@@ -125,7 +125,7 @@ func (s *Server) Update(now time.Time, out *Output) (next time.Time) {
 		}
 		if sec != s.lastExpire {
 			s.lastExpire = sec
-			s.history.expire(sec)
+			s.history.Expire(sec)
 		}
 		if sweep {
 			s.lastSweep = mono
@@ -277,7 +277,7 @@ func (s *Server) Close(out *Output) {
 	}
 	s.closed = true
 	clear(s.byAddr)
-	s.history.clear()
+	s.history.Clear()
 	s.wheel.reset()
 	s.mu.Unlock()
 	for _, c := range left {

@@ -268,3 +268,24 @@ func AddrPortOf(a net.Addr) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
+
+// NetworkFor is the socket network a client needs to reach every one of
+// addrs: "udp4" or "udp6" when they are all of one family, else "udp"
+// (a dual-stack socket).
+func NetworkFor(addrs []netip.AddrPort) string {
+	v4, v6 := false, false
+	for _, a := range addrs {
+		if a.Addr().Unmap().Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	switch {
+	case v4 && !v6:
+		return "udp4"
+	case v6 && !v4:
+		return "udp6"
+	}
+	return "udp"
+}

@@ -449,3 +449,23 @@ func TestErrorsAreNetErrors(t *testing.T) {
 	require.True(t, errors.As(err, &oe))
 	assert.Equal(t, "read", oe.Op)
 }
+
+func TestNetworkFor(t *testing.T) {
+	v4 := netip.MustParseAddrPort("192.0.2.1:1")
+	mapped := netip.MustParseAddrPort("[::ffff:192.0.2.1]:1")
+	v6 := netip.MustParseAddrPort("[2001:db8::1]:1")
+	tests := []struct {
+		addrs []netip.AddrPort
+		want  string
+	}{
+		{[]netip.AddrPort{v4}, "udp4"},
+		{[]netip.AddrPort{v4, mapped}, "udp4"},
+		{[]netip.AddrPort{v6}, "udp6"},
+		{[]netip.AddrPort{v4, v6}, "udp"},
+	}
+	for _, tt := range tests {
+		if got := NetworkFor(tt.addrs); got != tt.want {
+			t.Errorf("NetworkFor(%v) = %s, want %s", tt.addrs, got, tt.want)
+		}
+	}
+}

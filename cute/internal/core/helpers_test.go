@@ -62,9 +62,9 @@ func makeToken(t testing.TB, o tokenOpts) []byte {
 }
 
 // newServer makes a test server.
-func newServer(t testing.TB, edit func(*ServerConfig)) (*Server, *mapHistory) {
+func newServer(t testing.TB, edit func(*ServerConfig)) (*Server, *History) {
 	t.Helper()
-	h := newMapHistory(4096)
+	h := NewHistory(4096, 0)
 	cfg := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: h}
 	if edit != nil {
 		edit(&cfg)

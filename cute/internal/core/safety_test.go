@@ -198,7 +198,7 @@ func TestConsumedTokenRefused(t *testing.T) {
 		delete(n.clients, a)
 		n.step(dt)
 	}
-	assert.Len(t, h.m, 301)
+	assert.Equal(t, 301, h.Len())
 
 	for _, from := range []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:1000"), attacker} {
 		out := feed(s, n.now, from, tok[wire.RESTBytes:])
@@ -210,8 +210,7 @@ func TestConsumedTokenRefused(t *testing.T) {
 	assert.Equal(t, uint64(2), s.Stats().TokenReplayed)
 
 	// A full history refuses the connection rather than forget one.
-	s2, h2 := newServer(t, nil)
-	h2.limit = 0
+	s2, _ := newServer(t, func(c *ServerConfig) { c.History = NewHistory(0, 0) })
 	n2 := newNet(t, s2)
 	c2 := n2.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
 	n2.run(time.Second, dt)
@@ -455,7 +454,7 @@ func TestChallengeEchoChecked(t *testing.T) {
 
 // TestServerConfigRefused: every unusable configuration is refused.
 func TestServerConfigRefused(t *testing.T) {
-	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: newMapHistory(1)}
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: NewHistory(1, 0)}
 	_, err := NewServer(t0, good)
 	require.NoError(t, err)
 	for name, edit := range map[string]func(*ServerConfig){
@@ -474,4 +473,43 @@ func TestServerConfigRefused(t *testing.T) {
 		_, err := NewServer(t0, c)
 		assert.ErrorIs(t, err, ErrServerConfig, name)
 	}
+}
+
+// TestStaleConnRef: a connection named by its slot and generation (what
+// the adapter's Conn holds) can neither send to nor disconnect the next
+// client in its slot.
+func TestStaleConnRef(t *testing.T) {
+	s, _ := newServer(t, func(c *ServerConfig) { c.MaxClients = 1 })
+	n := newNet(t, s)
+	a := netip.MustParseAddrPort("10.0.0.2:1000")
+	ca := n.add(a, makeToken(t, tokenOpts{clientID: 2}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, ca.State())
+	old, ok := s.lookup(0)
+	require.True(t, ok)
+	ca.Disconnect(n.now, &n.cout)
+	n.deliver(a, n.cout.datagrams)
+	delete(n.clients, a)
+	n.step(dt)
+	require.Equal(t, 0, s.ClientCount())
+
+	b := netip.MustParseAddrPort("10.0.0.3:1000")
+	cb := n.add(b, makeToken(t, tokenOpts{clientID: 3}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, cb.State())
+	cur, ok := s.lookup(0)
+	require.True(t, ok)
+	require.NotEqual(t, old.gen, cur.gen)
+
+	var out ServerOutput
+	require.ErrorIs(t, s.SendConn(n.now, 0, old.gen, []byte("stale"), &out), ErrNoClient)
+	require.Empty(t, out.Datagrams)
+	require.ErrorIs(t, s.DisconnectConn(n.now, 0, old.gen, true, &out), ErrNoClient)
+	require.Empty(t, out.Datagrams)
+	require.Equal(t, 1, s.ClientCount(), "the slot's new client stays")
+	require.NoError(t, s.SendConn(n.now, 0, cur.gen, []byte("fresh"), &out))
+	require.Len(t, out.Datagrams, 1)
+	require.ErrorIs(t, s.SendConn(n.now, 5, cur.gen, nil, &out), ErrNoClient)
+	require.NoError(t, s.DisconnectConn(n.now, 0, cur.gen, true, &out))
+	require.Equal(t, 0, s.ClientCount())
 }

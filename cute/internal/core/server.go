@@ -66,9 +66,8 @@ type ServerConfig struct {
 	// means DefaultConnectionTimeout.
 	ConnectionTimeout time.Duration
 	// History remembers consumed tokens. Required: NewServer refuses a
-	// nil one rather than run without. The production history is netcode's
-	// O(1) expiry-wheel history (internal/server/history.go), to be shared
-	// out of internal/server for the adapters.
+	// nil one rather than run without. NewHistory returns the production
+	// one, the module's O(1) expiry-wheel history (internal/history).
 	History TokenHistory
 }
 
@@ -98,7 +97,8 @@ const (
 // Event is something that happened to a client slot.
 type Event struct {
 	Kind     EventKind
-	Index    int // the client slot
+	Index    int    // the client slot
+	Gen      uint64 // the connection's generation in its slot: see SendConn
 	ClientID uint64
 	Addr     netip.AddrPort
 	// UserData is the token's user data (EventConnected), read from its
@@ -568,7 +568,7 @@ func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 	s.byAddr[c.addr] = i
 	s.byID[c.clientID] = i
 	s.removePending(pi)
-	out.Events = append(out.Events, Event{Kind: EventConnected, Index: i, ClientID: c.clientID, Addr: c.addr, UserData: c.userData})
+	out.Events = append(out.Events, Event{Kind: EventConnected, Index: i, Gen: c.gen, ClientID: c.clientID, Addr: c.addr, UserData: c.userData})
 	s.sendAccepted(&c.conn, out)
 	out.Next = start.Add(SendRate)
 	c.mu.Unlock()
@@ -608,7 +608,7 @@ func (s *Server) receiveConnected(now, start time.Time, ref slotRef, data []byte
 	case wire.Payload:
 		c.lastRecv = start
 		c.confirmed = true
-		out.Events = append(out.Events, Event{Kind: EventPayload, Index: ref.i, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
+		out.Events = append(out.Events, Event{Kind: EventPayload, Index: ref.i, Gen: ref.gen, ClientID: c.clientID, Addr: c.addr, Payload: p.Payload, Sequence: p.Sequence})
 	}
 	c.mu.Unlock()
 	if p.Type == wire.Disconnect {
@@ -647,7 +647,7 @@ func (s *Server) drop(i int, notify bool, reason string, out *ServerOutput) {
 	s.count--
 	delete(s.byAddr, c.addr)
 	delete(s.byID, c.clientID)
-	out.Events = append(out.Events, Event{Kind: EventDisconnected, Index: i, ClientID: c.clientID, Addr: c.addr, Reason: reason})
+	out.Events = append(out.Events, Event{Kind: EventDisconnected, Index: i, Gen: c.gen, ClientID: c.clientID, Addr: c.addr, Reason: reason})
 	c.conn = conn{gen: c.gen}
 }
 
@@ -766,14 +766,29 @@ func (s *Server) lookup(i int) (slotRef, bool) {
 // CONNECTION_ACCEPTED first.
 func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) error {
 	out.reset()
-	if len(payload) > wire.MaxPayloadBytes {
-		return ErrPayloadSize
-	}
 	ref, ok := s.lookup(i)
 	if !ok {
 		return ErrNoClient
 	}
-	c := &s.slots[i]
+	return s.send(now, ref, payload, out)
+}
+
+// SendConn is Send to the connection of generation gen in slot i (an
+// Event's Index and Gen): it fails with ErrNoClient once that connection
+// has ended, even if another client holds the slot since.
+func (s *Server) SendConn(now time.Time, i int, gen uint64, payload []byte, out *ServerOutput) error {
+	out.reset()
+	if i < 0 || i >= len(s.slots) {
+		return ErrNoClient
+	}
+	return s.send(now, slotRef{i, gen}, payload, out)
+}
+
+func (s *Server) send(now time.Time, ref slotRef, payload []byte, out *ServerOutput) error {
+	if len(payload) > wire.MaxPayloadBytes {
+		return ErrPayloadSize
+	}
+	c := &s.slots[ref.i]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.connected || c.gen != ref.gen {
@@ -801,6 +816,20 @@ func (s *Server) Disconnect(now time.Time, i int, notify bool, out *ServerOutput
 		return ErrNoClient
 	}
 	s.dropRef(slotRef{i, s.slots[i].gen}, notify, ReasonServer, out)
+	return nil
+}
+
+// DisconnectConn is Disconnect of the connection of generation gen in
+// slot i: it does nothing, and returns ErrNoClient, once that connection
+// has ended.
+func (s *Server) DisconnectConn(now time.Time, i int, gen uint64, notify bool, out *ServerOutput) error {
+	out.reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.slots) || !s.slots[i].connected || s.slots[i].gen != gen {
+		return ErrNoClient
+	}
+	s.dropRef(slotRef{i, gen}, notify, ReasonServer, out)
 	return nil
 }
 

@@ -186,7 +186,7 @@ func replay(t *testing.T, tr *transcript) {
 			SecretKey:         [64]byte(tr.Parameters.SK),
 			Addr:              serverAddr,
 			ConnectionTimeout: time.Duration(serverTimeout) * time.Second,
-			History:           newMapHistory(1024),
+			History:           NewHistory(1024, 0),
 		})
 		require.NoError(t, err)
 		srv.setEntropy(src.read)

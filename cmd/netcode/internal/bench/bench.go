@@ -61,6 +61,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 )
 
 // MinSize is the smallest payload: a sequence number and a send time.
@@ -104,6 +105,11 @@ type Config struct {
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
 	TimeoutSeconds  int32         // the tokens' connection timeout; default 10
 	ProtocolID      uint64        // default DefaultProtocolID
+	// Dialect "cute" measures the Cute Protocol dialect too (package
+	// cute), in the same run right after netcode, reported beside it;
+	// "" or "netcode" measures netcode only. Cute's server runs in this
+	// process (ServerProcess applies to netcode's).
+	Dialect string
 
 	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
 	ProgressEvery time.Duration // default 1s
@@ -142,6 +148,14 @@ func (c *Config) fill() error {
 	if c.RawReaders <= 0 {
 		c.RawReaders = runtime.GOMAXPROCS(0)
 	}
+	switch c.Dialect {
+	case "", "netcode", "cute":
+	default:
+		return fmt.Errorf("bench: unknown dialect %q (netcode or cute)", c.Dialect)
+	}
+	if c.Dialect == "cute" && c.Size > cute.MaxPayloadBytes {
+		return fmt.Errorf("bench: payload size %d over Cute's %d", c.Size, cute.MaxPayloadBytes)
+	}
 	fillShared(&c.Warmup, &c.DialConcurrency, &c.TimeoutSeconds, &c.ProtocolID, &c.ProgressEvery)
 	return nil
 }
@@ -174,6 +188,7 @@ func fillShared(warmup *time.Duration, dialConcurrency *int, timeoutSeconds *int
 type Result struct {
 	Config  Config
 	Netcode Phase
+	Cute    *Phase  // with Config.Dialect "cute"
 	Raw     *Phase  // with Config.Baseline
 	Ratio   float64 // Netcode.RoundTripsPerSec / Raw.RoundTripsPerSec
 	// CPURatio is the same comparison per CPU second rather than per wall
@@ -192,6 +207,7 @@ type Result struct {
 // Round is one netcode phase and, with a baseline, the raw phase after it.
 type Round struct {
 	Netcode                  Phase
+	Cute                     *Phase
 	Raw                      *Phase
 	Ratio                    float64
 	CPURatio, ServerCPURatio float64
@@ -277,13 +293,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Rounds > 1 && rc.Progress != nil {
 			fmt.Fprintf(rc.Progress, "round %d of %d\n", i+1, cfg.Rounds)
 		}
-		p, err := runNetcode(ctx, &rc)
+		p, err := runDialect(ctx, &rc, "netcode")
 		if err != nil {
 			return nil, err
 		}
 		r := Round{Netcode: *p}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if cfg.Dialect == "cute" {
+			cp, err := runDialect(ctx, &rc, "cute")
+			if err != nil {
+				return nil, err
+			}
+			r.Cute = cp
 		}
 		if cfg.Baseline && cfg.Duration > 0 {
 			raw, err := runRaw(ctx, &rc)
@@ -307,7 +330,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	m := medianRound(rounds)
-	res.Netcode, res.Raw, res.Ratio = m.Netcode, m.Raw, m.Ratio
+	res.Netcode, res.Cute, res.Raw, res.Ratio = m.Netcode, m.Cute, m.Raw, m.Ratio
 	res.CPURatio, res.ServerCPURatio = m.CPURatio, m.ServerCPURatio
 	if len(rounds) > 1 {
 		res.Rounds = rounds
@@ -350,22 +373,34 @@ func labelled(ctx context.Context, side string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels(LabelKey, side), f)
 }
 
-func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
+// runDialect measures one dialect: "netcode" or "cute".
+func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error) {
 	key, err := crypto.GenerateKey()
 	if err != nil {
 		return nil, err
 	}
-	r := newRun(ctx, cfg, "netcode")
-	p := &Phase{Name: "netcode", Clients: cfg.Clients}
+	_, cuteKey := cute.GenerateKeyPair()
+	r := newRun(ctx, cfg, dialect)
+	p := &Phase{Name: dialect, Clients: cfg.Clients}
 
-	srv, err := startEchoServer(ctx, r, key)
+	var srv *echoServer
+	if dialect == "cute" {
+		srv, err = startCuteServer(ctx, r, cuteKey)
+	} else {
+		srv, err = startEchoServer(ctx, r, key)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer srv.close()
 
 	// Tokens are minted before the clock starts.
-	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, srv.addr)
+	var tokens [][]byte
+	if dialect == "cute" {
+		tokens, err = mintCuteTokens(cfg.Clients, cfg.ProtocolID, cuteKey, srv.addr)
+	} else {
+		tokens, err = mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, srv.addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +417,11 @@ func runNetcode(ctx context.Context, cfg *Config) (*Phase, error) {
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
+		cd := &cute.Dialer{}
 		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
+			if dialect == "cute" {
+				return cd.DialContext(ctx, tokens[i])
+			}
 			return d.DialContext(ctx, tokens[i])
 		})
 	})
@@ -438,3 +477,4 @@ func SortedKeys(m map[string]int) []string {
 
 var _ endpoint = (*net.UDPConn)(nil)
 var _ endpoint = (*netcode.Conn)(nil)
+var _ endpoint = (*cute.Conn)(nil)

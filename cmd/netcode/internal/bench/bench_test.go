@@ -124,6 +124,7 @@ func TestRunSmall(t *testing.T) {
 		{"connect only", Config{Clients: 4}},
 		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
 		{"server process", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, ServerProcess: true}},
+		{"cute beside netcode", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Dialect: "cute"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +139,17 @@ func TestRunSmall(t *testing.T) {
 			require.NoError(t, err)
 			res.Print(&out)
 			t.Log("\n" + progress.String() + out.String())
+			if tc.cfg.Dialect == "cute" {
+				require.NotNil(t, res.Cute)
+				c := res.Cute
+				assert.Equal(t, tc.cfg.Clients, c.Connected)
+				assert.Zero(t, c.Timeouts)
+				assert.Greater(t, c.RoundTrips, uint64(0))
+				assert.Greater(t, c.EchoesPerCPUSecond, 0.0)
+				assert.Contains(t, out.String(), "== cute")
+			} else {
+				assert.Nil(t, res.Cute)
+			}
 			n := res.Netcode
 			assert.Equal(t, tc.cfg.Clients, n.Connected)
 			assert.Greater(t, n.ConnectsPerSec, 0.0)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -20,6 +21,7 @@ type echoServer struct {
 	r        *run
 	addr     netip.AddrPort
 	l        *netcode.Listener // in this process
+	cl       *cute.Listener    // the Cute phase's, in this process
 	accepted chan struct{}     // a connection was accepted (in this process)
 	child    *childProc        // in a child process
 }
@@ -94,7 +96,11 @@ func (s *echoServer) close() {
 		s.child.stop()
 		return
 	}
-	s.l.Close()
+	if s.cl != nil {
+		s.cl.Close()
+	} else {
+		s.l.Close()
+	}
 	s.r.echoes.Wait()
 }
 
@@ -133,7 +139,7 @@ func (s *echoServer) packets() uint64 {
 
 // stats returns the server's counters; nil for a server process.
 func (s *echoServer) stats() *netcode.ServerStats {
-	if s.child != nil {
+	if s.child != nil || s.cl != nil {
 		return nil
 	}
 	st := s.l.Stats()
@@ -144,6 +150,9 @@ func (s *echoServer) stats() *netcode.ServerStats {
 func (s *echoServer) status() string {
 	if s.child != nil {
 		return "server: in its own process"
+	}
+	if s.cl != nil {
+		return fmt.Sprintf("server: connected %d", s.cl.ClientCount())
 	}
 	st := s.l.Stats()
 	r := s.r
@@ -177,6 +186,67 @@ func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key crypto.Key, 
 			ServerAddrs:    []netip.AddrPort{addr},
 			ExpireSeconds:  3600,
 			TimeoutSeconds: timeoutSeconds,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}
+
+// startCuteServer starts the Cute phase's echo server in this process.
+func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServer, error) {
+	cfg := r.cfg
+	s := &echoServer{r: r, accepted: make(chan struct{}, cfg.Clients)}
+	var err error
+	labelled(ctx, SideServer, func(ctx context.Context) {
+		s.cl, err = cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{
+			ApplicationID: cfg.ProtocolID,
+			PublicKey:     sk.Public(),
+			SecretKey:     sk,
+			MaxClients:    min(cfg.MaxClients, cute.MaxMaxClients),
+			MaxPending:    min(cfg.DialConcurrency, 4096),
+			Logger:        cfg.Logger,
+		})
+		if err != nil {
+			return
+		}
+		r.echoes.Add(1)
+		go func() {
+			defer r.echoes.Done()
+			for {
+				c, err := s.cl.AcceptConn(context.Background())
+				if err != nil {
+					return
+				}
+				select {
+				case s.accepted <- struct{}{}:
+				default:
+				}
+				r.echoes.Add(1)
+				go r.echo(c)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.addr = netip.MustParseAddrPort(s.cl.Addr().String())
+	return s, nil
+}
+
+// mintCuteTokens makes one Cute connect token per client (client ids 1 to
+// n) for the server at addr, valid for an hour.
+func mintCuteTokens(n int, app uint64, sk cute.SecretKey, addr netip.AddrPort) ([][]byte, error) {
+	tokens := make([][]byte, n)
+	for i := range tokens {
+		var err error
+		tokens[i], err = cute.GenerateToken(cute.TokenParams{
+			ApplicationID: app,
+			ClientID:      uint64(i + 1),
+			SecretKey:     sk,
+			ServerAddrs:   []netip.AddrPort{addr},
+			ExpireSeconds: 3600,
 		})
 		if err != nil {
 			return nil, err

@@ -21,6 +21,9 @@ func (r *Result) Print(w io.Writer) {
 	if len(r.Rounds) > 1 {
 		for i, rd := range r.Rounds {
 			fmt.Fprintf(w, "round %d: netcode %.0f payloads/s", i+1, rd.Netcode.RoundTripsPerSec)
+			if rd.Cute != nil {
+				fmt.Fprintf(w, ", cute %.0f payloads/s", rd.Cute.RoundTripsPerSec)
+			}
 			if rd.Raw != nil {
 				fmt.Fprintf(w, ", raw %.0f payloads/s, ratio %.3f (per CPU second %.3f, server %.3f)",
 					rd.Raw.RoundTripsPerSec, rd.Ratio, rd.CPURatio, rd.ServerCPURatio)
@@ -30,6 +33,9 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "median round of %d:\n", len(r.Rounds))
 	}
 	r.Netcode.print(w)
+	if r.Cute != nil {
+		r.Cute.print(w)
+	}
 	if r.Raw != nil {
 		fmt.Fprintf(w, "(raw UDP echo server: %d goroutines on one batched socket)\n", c.RawReaders)
 		r.Raw.print(w)
@@ -40,7 +46,7 @@ func (r *Result) Print(w io.Writer) {
 
 func (p *Phase) print(w io.Writer) {
 	fmt.Fprintf(w, "== %s\n", p.Name)
-	if p.Name == "netcode" {
+	if p.Name != "raw-udp" {
 		fmt.Fprintf(w, "  connect:     %d/%d connected in %v: %.0f connects/s\n",
 			p.Connected, p.Clients, p.ConnectTime.Round(time.Microsecond), p.ConnectsPerSec)
 		if p.Connected > 0 {

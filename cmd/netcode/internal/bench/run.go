@@ -550,7 +550,7 @@ func (r *run) connectAll(ctx context.Context, concurrency int, dial func(ctx con
 }
 
 // echo is the server's echo loop for one connection.
-func (r *run) echo(c *netcode.Conn) {
+func (r *run) echo(c endpoint) {
 	defer r.echoes.Done()
 	defer c.Close()
 	n := r.serverCounter()

@@ -1,4 +1,4 @@
-package netcode
+package sendq
 
 import (
 	"encoding/binary"
@@ -59,9 +59,15 @@ func datagram(g, i int) []byte {
 	return b
 }
 
+// newQueue returns a Queue that drops datagrams starting 0x14 (a netcode
+// keep-alive's prefix) when full.
+func newQueue(tc transport.Conn) *Queue {
+	return New(tc, func(b []byte) bool { return len(b) > 0 && b[0] == 0x14 })
+}
+
 // sendOne sends b to to through q, waiting for room as a Write does.
-func sendOne(q *sendQueue, to netip.AddrPort, b []byte) error {
-	return q.send([]transport.Message{{Buf: b, Addr: to}}, nil, nil, nil)
+func sendOne(q *Queue, to netip.AddrPort, b []byte) error {
+	return q.Send([]transport.Message{{Buf: b, Addr: to}}, nil, nil, nil)
 }
 
 func TestSendQueue(t *testing.T) {
@@ -89,7 +95,7 @@ func TestSendQueue(t *testing.T) {
 				if tt.block {
 					rc.release = make(chan struct{})
 				}
-				q := newSendQueue(rc)
+				q := newQueue(rc)
 				var wg sync.WaitGroup
 				for g := range tt.senders {
 					wg.Go(func() {
@@ -103,13 +109,13 @@ func TestSendQueue(t *testing.T) {
 					close(rc.release)
 				}
 				wg.Wait()
-				q.close() // sends what is queued
+				q.Close() // sends what is queued
 
 				rc.mu.Lock()
 				defer rc.mu.Unlock()
 				total := tt.senders * tt.each
 				require.Len(t, rc.got, total, "every datagram is written exactly once")
-				require.Zero(t, q.dropped.Load())
+				require.Zero(t, q.Dropped())
 				next := make([]uint32, tt.senders)
 				refused := 0
 				for _, d := range rc.got {
@@ -126,7 +132,7 @@ func TestSendQueue(t *testing.T) {
 				}
 				biggest := 0
 				for _, n := range rc.batches {
-					require.LessOrEqual(t, n, sendBatch)
+					require.LessOrEqual(t, n, Batch)
 					biggest = max(biggest, n)
 				}
 				if tt.wantBatch {
@@ -141,8 +147,8 @@ func TestSendQueue(t *testing.T) {
 // its datagram when it returns; no goroutine hand-off.
 func TestSendQueueLoneSenderWritesAtOnce(t *testing.T) {
 	rc := &recordConn{}
-	q := newSendQueue(rc)
-	defer q.close()
+	q := newQueue(rc)
+	defer q.Close()
 	for i := range 5 {
 		require.NoError(t, sendOne(q, netip.MustParseAddrPort("127.0.0.1:9"), datagram(0, i)))
 		rc.mu.Lock()
@@ -158,15 +164,15 @@ func TestSendQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		to := netip.MustParseAddrPort("127.0.0.1:9")
 		rc := &recordConn{release: make(chan struct{})}
-		q := newSendQueue(rc)
+		q := newQueue(rc)
 		go sendOne(q, to, datagram(0, 0)) // the held direct write
 		synctest.Wait()
-		for i := range sendQueueLen {
+		for i := range Len {
 			require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
 		}
 		keepAlive := []byte{0x14, 1, 2, 3}
 		require.NoError(t, sendOne(q, to, keepAlive)) // full: dropped
-		require.Equal(t, uint64(1), q.dropped.Load())
+		require.Equal(t, uint64(1), q.Dropped())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -180,10 +186,10 @@ func TestSendQueueFull(t *testing.T) {
 		}
 		close(rc.release)
 		<-done
-		q.close()
+		q.Close()
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
-		require.Len(t, rc.got, 1+sendQueueLen+1)
+		require.Len(t, rc.got, 1+Len+1)
 		require.Equal(t, datagram(2, 0), rc.got[len(rc.got)-1], "the waiting payload went last, in order")
 	})
 }
@@ -194,18 +200,18 @@ type discardConn struct{ transport.Conn }
 func (discardConn) WriteBatch(ms []transport.Message) (int, error) { return len(ms), nil }
 
 func TestSendQueueAllocs(t *testing.T) {
-	q := newSendQueue(discardConn{})
-	defer q.close()
+	q := newQueue(discardConn{})
+	defer q.Close()
 	to := netip.MustParseAddrPort("[::1]:9")
-	p := make([]byte, MaxPayloadBytes)
+	p := make([]byte, transport.MaxDatagram)
 	p[0] = 0x15
 	msgs := []transport.Message{{Buf: p, Addr: to}}
-	require.Zero(t, testing.AllocsPerRun(1000, func() { _ = q.send(msgs, nil, nil, nil) }))
+	require.Zero(t, testing.AllocsPerRun(1000, func() { _ = q.Send(msgs, nil, nil, nil) }))
 }
 
 // TestSendQueueFullIsASignal: a sender that finds the queue full waits for
 // room only until its stop or deadline channel closes, holding nothing;
-// noWait drops instead of waiting; after close, sends fail at once.
+// NoWait drops instead of waiting; after close, sends fail at once.
 func TestSendQueueFullIsASignal(t *testing.T) {
 	to := netip.MustParseAddrPort("127.0.0.1:9")
 	tests := []struct {
@@ -213,7 +219,7 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 		wait func(stop, deadline chan struct{}) // ends the wait, if it is one
 		want error
 	}{
-		{"stop", func(stop, _ chan struct{}) { close(stop) }, errStopped},
+		{"stop", func(stop, _ chan struct{}) { close(stop) }, ErrStopped},
 		{"deadline", func(_, deadline chan struct{}) { close(deadline) }, os.ErrDeadlineExceeded},
 		{"close", nil, net.ErrClosed},
 	}
@@ -221,18 +227,18 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := &recordConn{release: make(chan struct{})}
-				q := newSendQueue(rc)
+				q := newQueue(rc)
 				go sendOne(q, to, datagram(0, 0)) // the held direct write
 				synctest.Wait()
-				for i := range sendQueueLen {
+				for i := range Len {
 					require.NoError(t, sendOne(q, to, datagram(1, i)))
 				}
 				msg := []transport.Message{{Buf: datagram(2, 0), Addr: to}}
-				require.ErrorIs(t, q.send(msg, noWait, nil, nil), errStopped, "noWait does not wait")
+				require.ErrorIs(t, q.Send(msg, NoWait, nil, nil), ErrStopped, "NoWait does not wait")
 
 				stop, deadline := make(chan struct{}), make(chan struct{})
 				errc := make(chan error, 1)
-				go func() { errc <- q.send(msg, stop, deadline, nil) }()
+				go func() { errc <- q.Send(msg, stop, deadline, nil) }()
 				synctest.Wait()
 				require.Empty(t, errc, "waits for room")
 				if tt.wait != nil {
@@ -242,10 +248,10 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 					require.Empty(t, q.waiters, "the sender that gave up is forgotten")
 					q.mu.Unlock()
 					close(rc.release)
-					q.close()
+					q.Close()
 				} else {
 					closed := make(chan struct{})
-					go func() { q.close(); close(closed) }()
+					go func() { q.Close(); close(closed) }()
 					synctest.Wait()
 					// close wakes the waiting sender, then waits for the
 					// held write.
@@ -256,7 +262,7 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 				require.ErrorIs(t, sendOne(q, to, datagram(3, 0)), net.ErrClosed)
 				rc.mu.Lock()
 				defer rc.mu.Unlock()
-				require.Len(t, rc.got, 1+sendQueueLen, "nothing of the abandoned sends was written")
+				require.Len(t, rc.got, 1+Len, "nothing of the abandoned sends was written")
 			})
 		})
 	}

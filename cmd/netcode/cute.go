@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gonetcode/netcode/cute"
+)
+
+// cuteCommands are the Cute Protocol dialect's commands: "netcode cute
+// keygen", and so on.
+var cuteCommands = []command{
+	{"keygen", "print a new signing key pair's secret key (the public key is its second half)", runCuteKeygen},
+	{"token", "mint a Cute connect token", runCuteToken},
+	{"inspect", "print the public part of a Cute connect token", runCuteInspect},
+	{"serve", "run a Cute echo server", runCuteServe},
+	{"client", "connect with a Cute token and echo payloads", runCuteClient},
+}
+
+// runCute runs a Cute subcommand.
+func runCute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute", "<command> [flags]\n\nThe Cute Protocol 1.00 (Cute Framework's dialect). Commands:\n"+cuteSummary(), stdout, stderr)
+	if err := fs.parse(args, -1); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.usage(fs.Output())
+		return errUsage
+	}
+	for _, c := range cuteCommands {
+		if c.name == fs.Arg(0) {
+			return c.run(ctx, fs.Args()[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(fs.Output(), "unknown cute command %q\n", fs.Arg(0))
+	fs.usage(fs.Output())
+	return errUsage
+}
+
+func cuteSummary() string {
+	var b strings.Builder
+	for _, c := range cuteCommands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func runCuteKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute keygen", "[-o file]\n\nPrints a new secret key in hex: 64 bytes, the signing scalar then the public key.\nThe token service and the game servers share it.", stdout, stderr)
+	out := fs.String("o", "", "write the secret key to this file (created with mode 0600; an existing file is never overwritten) instead of stdout")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, sk := cute.GenerateKeyPair()
+	text := hex.EncodeToString(sk[:]) + "\n"
+	if *out == "" {
+		_, err := io.WriteString(stdout, text)
+		return err
+	}
+	return writeNew(*out, []byte(text))
+}
+
+// parseCuteKey reads a Cute secret key: 128 hex digits, or a file holding
+// them.
+func parseCuteKey(s string) (cute.SecretKey, error) {
+	var k cute.SecretKey
+	if s == "" {
+		return k, errors.New("no key: give -key a secret key in hex or a key file (netcode cute keygen -o server.key makes one)")
+	}
+	text := s
+	where := "-key"
+	if _, err := os.Lstat(s); err == nil {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			return k, err
+		}
+		text, where = string(bytes.TrimSpace(b)), "key file "+s
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(b) != len(k) {
+		return k, fmt.Errorf("%s: not a %d-byte Cute secret key in hex", where, len(k))
+	}
+	copy(k[:], b)
+	if k == (cute.SecretKey{}) {
+		return k, fmt.Errorf("%s: %w", where, cute.ErrZeroKey)
+	}
+	return k, nil
+}
+
+func runCuteToken(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute token", "-key KEY -server host:port [-server host:port ...] [flags]", stdout, stderr)
+	key := fs.String("key", "", "secret key shared with the servers: hex or a key file (required)")
+	app := fs.Uint64("app", 0, "application id, as the servers and clients have it")
+	clientID := fs.Uint64("client-id", 0, "client id; 0 picks a random one")
+	var servers addrsFlag
+	fs.Var(&servers, "server", "server address the client tries, in order (repeat for up to 32; required)")
+	expire := fs.Int64("expire", cute.DefaultExpireSeconds, "token lifetime in seconds")
+	handshake := fs.Int("handshake-timeout", cute.DefaultHandshakeTimeoutSeconds, "each server's handshake timeout in seconds")
+	userData := fs.String("user-data", "", "up to 256 bytes of user data for the server, in hex")
+	out := fs.String("o", "", "write the token to this file (mode 0600) instead of stdout")
+	b64 := fs.Bool("base64", false, "write the token in base64 with a newline (a terminal always gets base64; otherwise the default is the 1114 raw bytes)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(servers) == 0 {
+		return errors.New("no server: give at least one -server host:port")
+	}
+	sk, err := parseCuteKey(*key)
+	if err != nil {
+		return err
+	}
+	p := cute.TokenParams{
+		ApplicationID:           *app,
+		ClientID:                *clientID,
+		SecretKey:               sk,
+		ServerAddrs:             servers,
+		ExpireSeconds:           *expire,
+		HandshakeTimeoutSeconds: int32(*handshake),
+	}
+	if *userData != "" {
+		b, err := hex.DecodeString(*userData)
+		if err != nil {
+			return fmt.Errorf("-user-data: %w", err)
+		}
+		if len(b) > cute.UserDataBytes {
+			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), cute.UserDataBytes)
+		}
+		copy(p.UserData[:], b)
+	}
+	if p.ClientID == 0 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		p.ClientID = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	tok, err := cute.GenerateToken(p)
+	if err != nil {
+		return err
+	}
+	if *b64 || (*out == "" && isTerminal(stdout)) {
+		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
+	}
+	if *out == "" {
+		_, err = stdout.Write(tok)
+		return err
+	}
+	return os.WriteFile(*out, tok, 0o600)
+}
+
+func runCuteInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute inspect", "TOKEN-FILE\n\nPrints the public part of a Cute connect token, raw or base64, read from\nTOKEN-FILE or, if it is -, from standard input.", stdout, stderr)
+	if err := fs.parse(args, 1); err != nil {
+		return err
+	}
+	b, err := readTokenSize(ctx, fs.Arg(0), cute.ConnectTokenBytes)
+	if err != nil {
+		return err
+	}
+	t, err := cute.ParseToken(b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "application id:    %#x\n", t.ApplicationID)
+	fmt.Fprintf(stdout, "created:           %s\n", t.Created.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "expires:           %s\n", expiry(uint64(t.Expires.Unix()), inspectNow()))
+	fmt.Fprintf(stdout, "handshake timeout: %v\n", t.HandshakeTimeout)
+	for i, a := range t.ServerAddrs {
+		fmt.Fprintf(stdout, "server %d:          %s\n", i+1, a)
+	}
+	return nil
+}
+
+func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute serve", "-key KEY [flags]\n\nRuns a Cute echo server until interrupted.", stdout, stderr)
+	addr := fs.String("addr", "127.0.0.1:40000", "UDP address to listen on")
+	network := fs.String("net", "udp", "network: udp, udp4 or udp6")
+	key := fs.String("key", "", "secret key shared with the token service: hex or a key file (required)")
+	app := fs.Uint64("app", 0, "application id")
+	maxClients := fs.Int("max-clients", cute.DefaultMaxClients, "client slots")
+	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
+	verbose := fs.Bool("v", false, "log connections to stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sk, err := parseCuteKey(*key)
+	if err != nil {
+		return err
+	}
+	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients}
+	if *public != "" {
+		if cfg.PublicAddr, err = resolveAddr(*public); err != nil {
+			return fmt.Errorf("-public-addr: %w", err)
+		}
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	l, err := cute.Listen(*network, *addr, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", l.Addr())
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	for {
+		c, err := l.AcceptConn(context.Background())
+		if err != nil {
+			l.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go func() {
+			defer c.Close()
+			b := make([]byte, cute.MaxPayloadBytes)
+			for {
+				n, err := c.Read(b)
+				if err != nil {
+					return
+				}
+				if _, err := c.Write(b[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func runCuteClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cute client", "[flags] TOKEN-FILE\n\nConnects with a Cute token (raw or base64; - reads standard input), sends\n-echo payloads and checks that each comes back.", stdout, stderr)
+	n := fs.Int("echo", 10, "payloads to send")
+	size := fs.Int("size", 64, "payload bytes (8..1205)")
+	wait := fs.Duration("wait", 2*time.Second, "how long to wait for each echo")
+	if err := fs.parse(args, 1); err != nil {
+		return err
+	}
+	if *size < 8 || *size > cute.MaxPayloadBytes {
+		return fmt.Errorf("-size %d: want 8..%d", *size, cute.MaxPayloadBytes)
+	}
+	tok, err := readTokenSize(ctx, fs.Arg(0), cute.ConnectTokenBytes)
+	if err != nil {
+		return err
+	}
+	c, err := cute.DialContext(ctx, tok)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	fmt.Fprintf(stdout, "connected to %s as client %d\n", c.RemoteAddr(), c.ClientID())
+	msg := make([]byte, *size)
+	buf := make([]byte, cute.MaxPayloadBytes)
+	for i := range *n {
+		binary.LittleEndian.PutUint64(msg, uint64(i))
+		if _, err := c.Write(msg); err != nil {
+			return err
+		}
+		if err := c.SetReadDeadline(time.Now().Add(*wait)); err != nil {
+			return err
+		}
+		got, err := c.Read(buf)
+		if err != nil {
+			return fmt.Errorf("echo %d: %w", i, err)
+		}
+		if !bytes.Equal(buf[:got], msg) {
+			return fmt.Errorf("echo %d came back changed", i)
+		}
+	}
+	fmt.Fprintf(stdout, "%d echoes of %d bytes\n", *n, *size)
+	return nil
+}

@@ -1,0 +1,422 @@
+package cute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/core"
+	"github.com/gonetcode/netcode/internal/msgconn"
+	"github.com/gonetcode/netcode/internal/sendq"
+	"github.com/gonetcode/netcode/internal/transport"
+)
+
+// Server limits, as in cute_net.h.
+const (
+	// DefaultMaxClients is the slot count of a zero ServerConfig.
+	DefaultMaxClients = core.DefaultMaxClients
+	// MaxMaxClients bounds ServerConfig.MaxClients.
+	MaxMaxClients = core.MaxMaxClients
+	// DefaultMaxPending bounds the handshakes in progress at once.
+	DefaultMaxPending = core.DefaultMaxPending
+	// DefaultAcceptQueue is how many connected clients wait for Accept.
+	DefaultAcceptQueue = 64
+	// HistoryPerSlot is how many consumed tokens the server remembers per
+	// slot (at least 4096 in all), each until it expires.
+	HistoryPerSlot = 32
+)
+
+// ServerConfig configures a Listener. PublicKey and SecretKey are
+// required; every other zero field means its default.
+type ServerConfig struct {
+	// ApplicationID must match the tokens'.
+	ApplicationID uint64
+	// PublicKey and SecretKey are the deployment's signing key pair (see
+	// GenerateKeyPair): the public key verifies tokens, the secret key
+	// opens their secret sections.
+	PublicKey PublicKey
+	SecretKey SecretKey
+	// PublicAddr is the server's address as tokens list it. Zero means the
+	// address the socket is bound to, which must then be a specific one
+	// (not 0.0.0.0 or ::).
+	PublicAddr netip.AddrPort
+	// MaxClients is the slot count (CONNECTION_ACCEPTED tells clients);
+	// 0 means DefaultMaxClients, at most MaxMaxClients.
+	MaxClients int
+	// MaxPending bounds the handshakes in progress; 0 means
+	// DefaultMaxPending. When full, new tokens are refused: no live
+	// handshake or connection is ever evicted.
+	MaxPending int
+	// ConnectionTimeout ends a connection silent for this long, whole
+	// seconds; 0 means 10 s, Cute Framework's default.
+	ConnectionTimeout time.Duration
+	// ReadQueue is how many payloads each Conn holds for Read; 0 means
+	// DefaultReadQueue.
+	ReadQueue int
+	// AcceptQueue is how many connected clients wait for Accept; 0 means
+	// DefaultAcceptQueue. A client that finds it full is disconnected.
+	AcceptQueue int
+	// Logger receives the server's logs; nil is silent.
+	Logger *slog.Logger
+}
+
+// Listener is a Cute server: a net.Listener whose Accept returns a *Conn
+// per connected client. Its machinery is netcode's: one read loop
+// (transport.ReadLoop) per socket, one send queue and writer
+// (internal/sendq), a bounded read queue per Conn (internal/msgconn).
+//
+// Lock order: the core's locks (see core.Server) are never held while the
+// Listener acts: every effect comes back in an Output and is acted on after
+// the core returns. Listener.dueMu is a leaf. conns is a slice of atomic
+// pointers: the read loop finds a connection without a shared lock.
+type Listener struct {
+	tc    transport.Conn
+	sq    *sendq.Queue
+	core  *core.Server
+	addr  net.Addr
+	log   *slog.Logger
+	cfg   ServerConfig
+	max   int
+	conns []atomic.Pointer[Conn] // by slot; nil when free
+
+	accept  chan *Conn
+	closing chan struct{} // closed by Close
+	once    sync.Once
+	wg      sync.WaitGroup
+
+	dueMu sync.Mutex
+	due   time.Time     // when the updater runs next; guarded by dueMu
+	kick  chan struct{} // capacity 1: due moved earlier
+
+	rout core.ServerOutput // the read loop's
+	outs sync.Pool         // *core.ServerOutput for Close and the updater
+}
+
+// errNotSpecific: a Listener bound to an unspecified address cannot know
+// which address its tokens list.
+var errNotSpecific = errors.New("cute: listening on an unspecified address needs ServerConfig.PublicAddr")
+
+// Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
+// serves the Cute Protocol on it.
+func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
+	if cfg == nil {
+		cfg = &ServerConfig{}
+	}
+	c := *cfg
+	if err := c.SecretKey.check(); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
+	}
+	if c.SecretKey.Public() != c.PublicKey {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
+	}
+	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
+	if err != nil {
+		return nil, err
+	}
+	local := transport.AddrPortOf(uc.LocalAddr())
+	public := c.PublicAddr
+	if !public.IsValid() {
+		if local.Addr().IsUnspecified() {
+			uc.Close()
+			return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: errNotSpecific}
+		}
+		public = local
+	}
+	maxClients := c.MaxClients
+	if maxClients == 0 {
+		maxClients = DefaultMaxClients
+	}
+	now := time.Now()
+	srv, err := core.NewServer(now, core.ServerConfig{
+		ApplicationID:     c.ApplicationID,
+		PublicKey:         c.PublicKey,
+		SecretKey:         c.SecretKey,
+		Addr:              netip.AddrPortFrom(public.Addr().Unmap(), public.Port()),
+		MaxClients:        maxClients,
+		MaxPending:        c.MaxPending,
+		ConnectionTimeout: c.ConnectionTimeout,
+		History:           core.NewHistory(max(maxClients*HistoryPerSlot, 4096), uint64(now.Unix())),
+	})
+	if err != nil {
+		uc.Close()
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: err}
+	}
+	if c.AcceptQueue <= 0 {
+		c.AcceptQueue = DefaultAcceptQueue
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tc := transport.New(uc)
+	l := &Listener{
+		tc:      tc,
+		sq:      sendq.New(tc, isKeepAlive),
+		core:    srv,
+		addr:    uc.LocalAddr(),
+		log:     log,
+		cfg:     c,
+		max:     maxClients,
+		conns:   make([]atomic.Pointer[Conn], maxClients),
+		accept:  make(chan *Conn, c.AcceptQueue),
+		closing: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+	}
+	l.outs.New = func() any { return new(core.ServerOutput) }
+	l.wg.Add(2)
+	go l.readLoop()
+	go l.updater()
+	return l, nil
+}
+
+// readLoop is the socket's one reader.
+func (l *Listener) readLoop() {
+	defer l.wg.Done()
+	err := transport.ReadLoop(l.tc, 64, l.closing, func(ms []transport.Message) {
+		now := time.Now()
+		for i := range ms {
+			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
+			l.core.Receive(now, from, ms[i].Buf, &l.rout)
+			// Handshake replies never wait on the socket: the client
+			// resends at 10 Hz.
+			l.act(now, &l.rout, sendq.NoWait)
+		}
+	}, func(err error) {
+		l.log.Debug("cute: read error", "addr", l.addr.String(), "err", err)
+	})
+	if err != nil {
+		l.log.Error("cute: the socket failed; the listener stops reading", "addr", l.addr.String(), "err", err)
+	}
+}
+
+// updater runs the core's Update when it is due.
+func (l *Listener) updater() {
+	defer l.wg.Done()
+	timer := time.NewTimer(core.SendRate)
+	defer timer.Stop()
+	out := new(core.ServerOutput)
+	for {
+		select {
+		case <-l.closing:
+			return
+		case <-l.kick:
+		case <-timer.C:
+			now := time.Now()
+			l.core.Update(now, out)
+			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
+			l.dueMu.Lock()
+			l.due = time.Time{}
+			l.dueMu.Unlock()
+			l.schedule(out.Next)
+		}
+		l.dueMu.Lock()
+		due := l.due
+		l.dueMu.Unlock()
+		if due.IsZero() {
+			due = time.Now().Add(core.SendRate)
+		}
+		timer.Reset(time.Until(due))
+	}
+}
+
+// schedule makes the updater run by next (zero: no change).
+func (l *Listener) schedule(next time.Time) {
+	if next.IsZero() {
+		return
+	}
+	l.dueMu.Lock()
+	sooner := l.due.IsZero() || next.Before(l.due)
+	if sooner {
+		l.due = next
+	}
+	l.dueMu.Unlock()
+	if sooner {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// act sends out's datagrams and acts on its events, with no lock held.
+func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct{}) {
+	if len(out.Datagrams) > 0 {
+		_ = l.sq.Send(out.Datagrams, stop, nil, nil)
+	}
+	for i := range out.Events {
+		ev := &out.Events[i]
+		switch ev.Kind {
+		case core.EventConnected:
+			l.connected(now, ev)
+		case core.EventPayload:
+			if c := l.conns[ev.Index].Load(); c != nil && c.gen == ev.Gen {
+				c.m.Deliver(ev.Payload)
+			}
+		case core.EventDisconnected:
+			c := l.conns[ev.Index].Load()
+			if c == nil || c.gen != ev.Gen || !l.conns[ev.Index].CompareAndSwap(c, nil) {
+				continue
+			}
+			switch ev.Reason {
+			case core.ReasonClient:
+				c.m.End(io.EOF)
+			case core.ReasonTimeout:
+				c.m.End(ErrConnectionTimedOut)
+			default:
+				c.m.End(net.ErrClosed)
+			}
+			l.log.Debug("cute: client disconnected", "addr", ev.Addr.String(), "client", ev.ClientID, "reason", ev.Reason)
+		}
+	}
+	l.schedule(out.Next)
+}
+
+// connected makes the Conn of a new connection and queues it for Accept.
+func (l *Listener) connected(now time.Time, ev *core.Event) {
+	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
+	e.c = c
+	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
+	l.conns[ev.Index].Store(c)
+	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
+	select {
+	case l.accept <- c:
+	default:
+		l.log.Warn("cute: accept queue full; client disconnected", "addr", ev.Addr.String(), "client", ev.ClientID)
+		c.Close()
+	}
+}
+
+// serverEndpoint sends a server Conn's payloads and disconnects.
+type serverEndpoint struct {
+	l     *Listener
+	c     *Conn
+	index int
+	g     uint64        // the connection's generation in its slot
+	turn  chan struct{} // the write turn: one Write seals and queues at a time
+	wake  chan struct{} // the send queue's room signal for this Conn
+	out   core.ServerOutput
+}
+
+// SendPayload seals p and queues it, in sequence order.
+func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	if !msgconn.TakeTurn(e.turn, stop, deadline) {
+		return msgconn.TurnErr(stop)
+	}
+	defer func() { <-e.turn }()
+	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
+		return sendq.ErrStopped // the connection ended
+	}
+	return e.l.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+}
+
+// ClosePeer disconnects the client, with its DISCONNECT packets.
+func (e *serverEndpoint) ClosePeer() {
+	out := e.l.outs.Get().(*core.ServerOutput)
+	if e.l.core.DisconnectConn(time.Now(), e.index, e.g, true, out) == nil {
+		e.l.act(time.Now(), out, sendq.NoWait) // Close never waits on the socket
+	}
+	e.l.outs.Put(out)
+}
+
+// Accept waits for the next connected client and returns its *Conn. After
+// Close it returns an error wrapping net.ErrClosed.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.AcceptConn(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptConn is Accept with a context and the concrete type.
+func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-l.accept:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-l.accept:
+		return c, nil
+	case <-l.closing:
+		return nil, &net.OpError{Op: "accept", Net: "cute", Addr: l.addr, Err: net.ErrClosed}
+	case <-ctx.Done():
+		return nil, &net.OpError{Op: "accept", Net: "cute", Addr: l.addr, Err: ctx.Err()}
+	}
+}
+
+// Addr returns the socket's address.
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+// ClientCount returns the number of connected clients.
+func (l *Listener) ClientCount() int { return l.core.ClientCount() }
+
+// Stats are a Listener's counters since it started: what it refused and
+// why (see the README's security table), and what it holds now.
+type Stats struct {
+	Connected         int    // clients connected now
+	Pending           int    // handshakes in progress now
+	PendingFull       uint64 // tokens refused because the handshake table was full
+	PendingExpired    uint64 // handshakes dropped by handshake timeout or token expiry
+	HistoryFull       uint64 // connections refused because the token history was full
+	TokenReplayed     uint64 // tokens refused because they were consumed already
+	Denied            uint64 // CONNECTION_DENIED sent (server full)
+	KeepAlivesDropped uint64 // keepalives dropped by a full send queue
+	SendErrors        uint64 // datagrams the socket refused to send
+}
+
+// Stats returns a snapshot of the server's counters.
+func (l *Listener) Stats() Stats {
+	s := l.core.Stats()
+	return Stats{
+		Connected:         l.core.ClientCount(),
+		Pending:           l.core.PendingCount(),
+		PendingFull:       s.PendingFull,
+		PendingExpired:    s.PendingExpired,
+		HistoryFull:       s.HistoryFull,
+		TokenReplayed:     s.TokenReplayed,
+		Denied:            s.Denied,
+		KeepAlivesDropped: l.sq.Dropped(),
+		SendErrors:        l.sq.Refused(),
+	}
+}
+
+// Close disconnects every client (with DISCONNECT packets), stops the
+// read loop and the writer, and closes the socket. Conns end with
+// net.ErrClosed; Accept returns net.ErrClosed.
+func (l *Listener) Close() error {
+	first := false
+	l.once.Do(func() {
+		first = true
+		close(l.closing)
+		out := l.outs.Get().(*core.ServerOutput)
+		l.core.DisconnectAll(time.Now(), true, out)
+		l.act(time.Now(), out, sendq.NoWait)
+		l.sq.Close() // sends what is queued
+		l.tc.Close()
+		l.wg.Wait()
+		// A connection the read loop made after DisconnectAll ends too.
+		for i := range l.conns {
+			if c := l.conns[i].Swap(nil); c != nil {
+				c.m.End(net.ErrClosed)
+			}
+		}
+	})
+	if !first {
+		return &net.OpError{Op: "close", Net: "cute", Addr: l.addr, Err: net.ErrClosed}
+	}
+	return nil
+}
+
+var _ net.Listener = (*Listener)(nil)
+
+// String names the listener for logs.
+func (l *Listener) String() string { return fmt.Sprintf("cute.Listener(%v)", l.addr) }

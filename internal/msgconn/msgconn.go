@@ -1,0 +1,232 @@
+// Package msgconn is the dialect-free part of a message-oriented
+// connection, shared by netcode's Conn and package cute's: the bounded read
+// queue (one packetq.Queue per connection), the write deadline, Close, the
+// write turn, and the errors of package net (os.ErrDeadlineExceeded,
+// net.ErrClosed, io.EOF unwrapped), each naming both ends. The dialect
+// supplies how a payload is sent and how the connection is closed towards
+// the peer.
+package msgconn
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/sendq"
+)
+
+// Endpoint is the dialect- and side-specific part of a Conn.
+type Endpoint interface {
+	// SendPayload sends one payload. If it has to wait (a full send
+	// queue, the write turn), it gives up when stop is closed (the
+	// connection ended) with sendq.ErrStopped or when deadline is (the
+	// write deadline passed) with os.ErrDeadlineExceeded.
+	SendPayload(now time.Time, payload []byte, stop, deadline <-chan struct{}) error
+	// ClosePeer ends the connection from this side (sends the
+	// disconnects). It must not wait on the socket.
+	ClosePeer()
+}
+
+// Rules are a dialect's payload limits and names.
+type Rules struct {
+	Net        string // the net.OpError's Net: "netcode", "cute"
+	MinPayload int    // the smallest payload Write sends
+	MaxPayload int
+	TooLarge   error // Write's error for a payload over MaxPayload
+	TooSmall   error // Write's error for one under MinPayload
+}
+
+// Conn is a message-oriented connection: one Read returns one payload,
+// one Write sends one. The zero value is not usable: Init it.
+//
+// Lock order: Conn has no lock of its own held across a call; its read
+// queue's lock is a leaf.
+type Conn struct {
+	ep     Endpoint
+	rules  *Rules
+	local  net.Addr
+	remote net.Addr
+
+	// q holds the received payloads; it ends with why the connection
+	// ended (io.EOF, a timeout error or net.ErrClosed).
+	q         *packetq.Queue
+	closeOnce sync.Once
+	closed    atomic.Bool // Close was called
+	wd        deadline.Deadline
+}
+
+// NewQueue returns a read queue of n payloads (0 or less: def, the
+// dialect's default).
+func NewQueue(n, def int) *packetq.Queue {
+	if n <= 0 {
+		n = def
+	}
+	return packetq.New(n)
+}
+
+// Init readies c to read the payloads q receives and to send through ep.
+func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packetq.Queue) {
+	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
+}
+
+// SetRemote sets the peer's address (a dialed Conn learns it on connecting).
+func (c *Conn) SetRemote(a net.Addr) { c.remote = a }
+
+// Deliver queues a copy of p for Read, or drops it (counted in Dropped)
+// if the queue is full. It never blocks.
+func (c *Conn) Deliver(p []byte) {
+	if len(p) < c.rules.MinPayload || len(p) > c.rules.MaxPayload {
+		return
+	}
+	c.q.Push(netip.AddrPort{}, p)
+}
+
+// End marks the connection as over with err (io.EOF, a timeout error, or
+// net.ErrClosed). Queued payloads stay readable.
+func (c *Conn) End(err error) { c.q.End(err) }
+
+// Read reads one payload into b: see the dialects' Conn.Read.
+func (c *Conn) Read(b []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, c.OpErr("read", net.ErrClosed)
+	}
+	n, _, err := c.q.ReadMessage(b)
+	switch err {
+	case nil:
+		return n, nil
+	case io.EOF:
+		return 0, io.EOF // unwrapped, as package net returns it
+	}
+	return 0, c.OpErr("read", err)
+}
+
+// Write sends b as one payload: see the dialects' Conn.Write.
+func (c *Conn) Write(b []byte) (int, error) {
+	switch {
+	case len(b) > c.rules.MaxPayload:
+		return 0, c.OpErr("write", c.rules.TooLarge)
+	case len(b) < c.rules.MinPayload:
+		return 0, c.OpErr("write", c.rules.TooSmall)
+	case c.closed.Load():
+		return 0, c.OpErr("write", net.ErrClosed)
+	}
+	select {
+	case <-c.q.Done():
+		return 0, c.OpErr("write", c.q.Err())
+	default:
+	}
+	if c.wd.Expired() {
+		return 0, c.OpErr("write", os.ErrDeadlineExceeded)
+	}
+	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
+		if err == sendq.ErrStopped {
+			err = c.q.Err() // Close, or the connection ended while Write waited
+		}
+		return 0, c.OpErr("write", err)
+	}
+	return len(b), nil
+}
+
+// Close ends the connection: see the dialects' Conn.Close.
+func (c *Conn) Close() error {
+	first := false
+	c.closeOnce.Do(func() {
+		first = true
+		c.closed.Store(true)
+		c.End(net.ErrClosed)
+		c.ep.ClosePeer()
+		c.wd.Stop()
+		c.q.Close() // frees what is queued and wakes blocked Reads
+	})
+	if !first {
+		return c.OpErr("close", net.ErrClosed)
+	}
+	return nil
+}
+
+// OpErr wraps err in a *net.OpError naming both ends.
+func (c *Conn) OpErr(op string, err error) error {
+	if err == nil {
+		err = net.ErrClosed
+	}
+	return &net.OpError{Op: op, Net: c.rules.Net, Source: c.local, Addr: c.remote, Err: err}
+}
+
+// LocalAddr returns the local network address.
+func (c *Conn) LocalAddr() net.Addr { return c.local }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// SetDeadline sets the read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.OpErr("set", net.ErrClosed)
+	}
+	c.q.SetReadDeadline(t)
+	c.wd.Set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for Read.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.OpErr("set", net.ErrClosed)
+	}
+	c.q.SetReadDeadline(t)
+	return nil
+}
+
+// SetWriteDeadline sets the deadline for Write.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.OpErr("set", net.ErrClosed)
+	}
+	c.wd.Set(t)
+	return nil
+}
+
+// Dropped returns how many received payloads were dropped because the
+// read queue was full.
+func (c *Conn) Dropped() uint64 { return c.q.Dropped() }
+
+// Done is closed when the connection ends.
+func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
+
+// Err is nil while the connection is up, and afterwards why it ended.
+func (c *Conn) Err() error { return c.q.Err() }
+
+// TakeTurn takes a Conn's write turn (a channel of capacity 1), waiting
+// for it until stop or deadline is closed; it reports whether it has it.
+// The turn is free almost always: that case costs one channel send.
+func TakeTurn(turn chan struct{}, stop, deadline <-chan struct{}) bool {
+	select {
+	case turn <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case turn <- struct{}{}:
+		return true
+	case <-stop:
+	case <-deadline:
+	}
+	return false
+}
+
+// TurnErr is why TakeTurn gave up: the Conn's end (sendq.ErrStopped) or
+// its write deadline.
+func TurnErr(stop <-chan struct{}) error {
+	select {
+	case <-stop:
+		return sendq.ErrStopped
+	default:
+		return os.ErrDeadlineExceeded
+	}
+}

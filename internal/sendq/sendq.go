@@ -1,0 +1,323 @@
+// Package sendq is the one send path of a socket (after quic-go's send
+// queue): a bounded queue of datagrams that one writer goroutine drains
+// with batched writes, shared by netcode's Listener and dialed Conns and
+// by the Cute adapters. A full queue is a signal, never a wait inside the
+// queue under a lock.
+package sendq
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gonetcode/netcode/internal/transport"
+)
+
+// Batch is the most datagrams one batched write carries.
+const Batch = 64
+
+// Len bounds the datagrams waiting for a Queue's writer.
+const Len = 4 * Batch
+
+// Queue is a socket's one send path: a
+// bounded queue of datagrams that one writer goroutine drains with
+// batched writes. Every sender (Conn.Write, the readers' replies, the
+// ticker's keep-alives, the disconnects of Conn.Close and Listener.Close)
+// goes through it, with datagrams the server core sealed into an Output,
+// and holds no lock of the core or of a connection while it does.
+//
+// A send that finds the queue empty and no write in progress writes its
+// datagrams at once (one batched write), so a lone client pays no
+// hand-off; otherwise it queues copies and returns, and the writer sends
+// the queue in batches. No sender ever writes another's datagrams, so
+// none is held up for longer than its own write. A full queue is a signal,
+// not a wait inside the queue: a keep-alive that does not fit is dropped
+// and counted (it is redundant by nature: the next one follows within
+// 100 ms); for any other datagram the sender selects on the queue's room
+// channel (closed when the writer takes the queue) together with its own
+// stop and deadline channels, so Conn.Close and a write deadline end the
+// wait. Datagrams of one send leave in order.
+//
+// Lock order: Queue.mu is a leaf, never held across a write to the
+// socket nor while the sender waits; the socket's own locks
+// (transport's write lock) are taken by the writing goroutine with no
+// other lock held.
+type Queue struct {
+	tc        transport.Conn
+	droppable func(datagram []byte) bool // a redundant datagram (a keep-alive) a full queue drops
+
+	mu      sync.Mutex
+	queue   []transport.Message
+	spare   []transport.Message
+	n       int             // datagrams queued
+	busy    bool            // a write is in progress (direct or the writer's)
+	closed  bool            // no more sends; the writer sends what is queued and exits
+	waiters []chan struct{} // senders waiting for room, each woken by a send on its channel
+
+	wake    chan struct{} // capacity 1: the queue has datagrams
+	done    chan struct{} // closed when the writer exits
+	dropped atomic.Uint64 // keep-alives dropped on a full queue
+	refused atomic.Uint64 // datagrams the socket refused to send
+	sent    Traffic       // datagrams the socket took
+}
+
+// New returns a Queue that sends to tc, with its writer goroutine
+// started; Close stops it. droppable tells the datagrams that a full
+// queue drops (counted) rather than waits for: the dialect's keep-alives.
+func New(tc transport.Conn, droppable func(datagram []byte) bool) *Queue {
+	q := &Queue{
+		tc:        tc,
+		droppable: droppable,
+		queue:     newMessages(Len),
+		spare:     newMessages(Len),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	go q.writer()
+	return q
+}
+
+func newMessages(n int) []transport.Message {
+	msgs := make([]transport.Message, n)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, 0, transport.MaxDatagram)
+	}
+	return msgs
+}
+
+// NoWait, as Send's stop, makes it drop what a full queue has no room for
+// instead of waiting: for the readers' replies (a client resends its
+// handshake packets at 10 Hz) and a Conn's disconnects (redundant; the
+// peer times out without them), so that no reader and no Close ever waits
+// on the socket.
+var NoWait = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// ErrStopped is what Send returns when its stop channel closed first; the
+// caller knows why it closed (Conn.Write: the connection's end).
+var ErrStopped = errors.New("sendq: send abandoned")
+
+// Send sends msgs in order: at once if the queue is idle, else through the
+// writer. It has finished with msgs when it returns. A full queue drops
+// keep-alives (counted) and makes Send wait for room until stop or
+// deadline is closed (nil: never), which fail it with ErrStopped or
+// os.ErrDeadlineExceeded; wake (capacity 1; nil: one is made if needed)
+// is the sender's own channel the writer signals when there is room.
+// After Close it fails with net.ErrClosed.
+func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, wake chan struct{}) error {
+	for len(msgs) > 0 {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return net.ErrClosed
+		}
+		if !q.busy && q.n == 0 {
+			q.busy = true
+			q.mu.Unlock()
+			q.write(msgs)
+			q.mu.Lock()
+			q.busy = false
+			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
+			q.mu.Unlock()
+			if wake {
+				q.signal()
+			}
+			return nil
+		}
+		queued := false
+		for len(msgs) > 0 {
+			if q.n < len(q.queue) {
+				m := &q.queue[q.n]
+				m.Buf = append(m.Buf[:0], msgs[0].Buf...)
+				m.Addr = msgs[0].Addr
+				q.n++
+				queued = true
+			} else if q.droppable(msgs[0].Buf) {
+				q.dropped.Add(1)
+			} else {
+				break // full: wait for room
+			}
+			msgs = msgs[1:]
+		}
+		if len(msgs) == 0 {
+			q.mu.Unlock()
+			if queued {
+				q.signal()
+			}
+			return nil
+		}
+		select {
+		case <-stop: // NoWait, or the sender's end came: no room to wait for
+			q.mu.Unlock()
+			if queued {
+				q.signal()
+			}
+			return ErrStopped
+		default:
+		}
+		if wake == nil {
+			wake = make(chan struct{}, 1)
+		}
+		q.waiters = append(q.waiters, wake)
+		q.mu.Unlock()
+		if queued {
+			q.signal()
+		}
+		select {
+		case <-wake:
+		case <-stop:
+			q.forget(wake)
+			return ErrStopped
+		case <-deadline:
+			q.forget(wake)
+			return os.ErrDeadlineExceeded
+		}
+	}
+	return nil
+}
+
+// forget takes wake out of the waiters, if the writer has not woken it. A
+// signal that came meanwhile stays in wake, and makes its next wait look
+// again at once: harmless.
+func (q *Queue) forget(wake chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, w := range q.waiters {
+		if w == wake {
+			last := len(q.waiters) - 1
+			copy(q.waiters[i:], q.waiters[i+1:])
+			q.waiters[last] = nil
+			q.waiters = q.waiters[:last]
+			return
+		}
+	}
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer sends the queue, in batches, whenever a direct write is not in
+// progress; after close it sends what is left and exits.
+func (q *Queue) writer() {
+	defer close(q.done)
+	for {
+		<-q.wake
+		q.mu.Lock()
+		for q.n > 0 && !q.busy {
+			msgs := q.queue[:q.n]
+			q.queue, q.spare, q.n = q.spare, q.queue, 0
+			q.busy = true
+			q.openRoom()
+			q.mu.Unlock()
+			q.write(msgs)
+			q.mu.Lock()
+			q.busy = false
+		}
+		last := q.closed && q.n == 0 && !q.busy
+		q.mu.Unlock()
+		if last {
+			return
+		}
+	}
+}
+
+// openRoom wakes the senders waiting for room. q.mu is held.
+func (q *Queue) openRoom() {
+	for i, w := range q.waiters {
+		select {
+		case w <- struct{}{}:
+		default: // a signal is pending already
+		}
+		q.waiters[i] = nil
+	}
+	q.waiters = q.waiters[:0]
+}
+
+// Close sends what is queued and stops the writer; later sends fail, and
+// sends waiting for room give up. Call it after the last send that
+// matters (the Listener's Close, after the core's disconnects) and before
+// closing the socket.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	q.openRoom()
+	q.mu.Unlock()
+	q.signal()
+	<-q.done
+}
+
+// Traffic counts datagrams and their bytes, one way, with two atomic adds
+// per batch.
+type Traffic struct{ packets, bytes atomic.Uint64 }
+
+// Add counts packets datagrams of bytes bytes in all.
+func (t *Traffic) Add(packets, bytes int) {
+	t.packets.Add(uint64(packets))
+	t.bytes.Add(uint64(bytes))
+}
+
+// AddAll counts every datagram of ms.
+func (t *Traffic) AddAll(ms []transport.Message) {
+	n := 0
+	for i := range ms {
+		n += len(ms[i].Buf)
+	}
+	t.Add(len(ms), n)
+}
+
+// write sends msgs with WriteAll and counts what the socket took and
+// what it refused.
+func (q *Queue) write(msgs []transport.Message) {
+	refused, refusedBytes := WriteAll(q.tc, msgs)
+	q.refused.Add(uint64(refused))
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Buf)
+	}
+	q.sent.Add(len(msgs)-refused, n-refusedBytes)
+}
+
+// WriteAll sends msgs with as few batched writes as the socket allows,
+// skipping datagrams it refuses, and returns how many it refused and
+// their bytes.
+func WriteAll(tc transport.Conn, msgs []transport.Message) (refused, refusedBytes int) {
+	for len(msgs) > 0 {
+		batch := msgs[:min(len(msgs), Batch)]
+		n, err := tc.WriteBatch(batch)
+		if err != nil {
+			// Skip the datagram that failed and carry on with the rest.
+			refused++
+			if n < len(batch) {
+				refusedBytes += len(batch[n].Buf)
+			}
+			n++
+		}
+		msgs = msgs[min(n, len(msgs)):]
+	}
+	return refused, refusedBytes
+}
+
+// Dropped is the number of droppable datagrams (keep-alives) dropped on a
+// full queue.
+func (q *Queue) Dropped() uint64 { return q.dropped.Load() }
+
+// Refused is the number of datagrams the socket refused to send.
+func (q *Queue) Refused() uint64 { return q.refused.Load() }
+
+// Sent returns the datagrams the socket took and their bytes.
+func (q *Queue) Sent() (packets, bytes uint64) { return q.sent.Packets(), q.sent.Bytes() }
+
+// Packets is the number of datagrams counted.
+func (t *Traffic) Packets() uint64 { return t.packets.Load() }
+
+// Bytes is the number of bytes counted.
+func (t *Traffic) Bytes() uint64 { return t.bytes.Load() }
