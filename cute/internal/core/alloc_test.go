@@ -1,9 +1,10 @@
 package core
 
 import (
-	"github.com/gonetcode/netcode/internal/testing/race"
 	"testing"
 	"time"
+
+	"github.com/gonetcode/netcode/internal/testing/race"
 )
 
 // TestPayloadAlloc: in steady state a payload each way, through both
