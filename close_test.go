@@ -2,8 +2,10 @@ package netcode_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,10 +127,21 @@ func (s *fakeSock) SetDeadline(t time.Time) error      { return nil }
 func (s *fakeSock) SetReadDeadline(t time.Time) error  { return nil }
 func (s *fakeSock) SetWriteDeadline(t time.Time) error { return nil }
 
+// Fake clients resend their connection request every handshakeResend, as
+// a real client does (the server may drop a challenge when its send queue
+// is full: a reader never waits on the socket), and give up after
+// handshakeBound with a failure naming the client.
+const (
+	handshakeResend = 100 * time.Millisecond
+	handshakeBound  = 30 * time.Second
+)
+
 // handshake completes a connection for client n, whose packets go out by
-// send and whose next challenge recv returns, to a server at srv. The
-// token never times out: the clients send nothing after the handshake.
-func handshake(tb testing.TB, srv netip.AddrPort, n int, send func([]byte), recv func() []byte) {
+// send, to a server at srv. recv returns the client's next challenge, or
+// nil if none came within the wait it is given: the request is then sent
+// again, until handshakeBound has passed. The token never times out: the
+// clients send nothing after the handshake.
+func handshake(tb testing.TB, srv netip.AddrPort, n int, send func([]byte), recv func(wait time.Duration) []byte) {
 	tb.Helper()
 	c2s := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 1}
 	s2c := crypto.Key{0: byte(n), 1: byte(n >> 8), 2: 2}
@@ -143,10 +156,18 @@ func handshake(tb testing.TB, srv netip.AddrPort, n int, send func([]byte), recv
 	require.NoError(tb, err)
 	ct, err := token.Parse(tok)
 	require.NoError(tb, err)
-	send(protocol.AppendConnectionRequest(nil, ct.ProtocolID, ct.ExpireTimestamp, &ct.Nonce, ct.PrivateData[:]))
+	request := protocol.AppendConnectionRequest(nil, ct.ProtocolID, ct.ExpireTimestamp, &ct.Nonce, ct.PrivateData[:])
+	var challenge []byte
+	for start, sent := time.Now(), 0; challenge == nil; sent++ {
+		if time.Since(start) > handshakeBound {
+			tb.Fatalf("client %d: no challenge after %d connection requests over %v", n, sent, handshakeBound)
+		}
+		send(request)
+		challenge = recv(handshakeResend)
+	}
 	rd := protocol.Reader{ProtocolID: testProtocolID, Allowed: protocol.ClientAccepts}
 	var p protocol.Packet
-	require.NoError(tb, rd.Read(recv(), uint64(time.Now().Unix()), crypto.NewPacketAEAD(&s2c, testProtocolID), nil, &p))
+	require.NoError(tb, rd.Read(challenge, uint64(time.Now().Unix()), crypto.NewPacketAEAD(&s2c, testProtocolID), nil, &p))
 	require.Equal(tb, protocol.ConnectionChallenge, p.Type)
 	send(protocol.AppendResponse(nil, crypto.NewPacketAEAD(&c2s, testProtocolID), 0, p.ChallengeSequence, p.ChallengeToken))
 }
@@ -179,13 +200,25 @@ func fillFake(tb testing.TB, l *netcode.Listener, sock *fakeSock) []*netcode.Con
 	conns := make([]*netcode.Conn, 0, closeClients)
 	for n := range closeClients {
 		from := fakeClientAddr(n)
-		handshake(tb, sock.local, n, func(b []byte) { sock.in <- dgram{from, b} }, func() []byte {
-			for d := range sock.out {
-				if t, ok := protocol.PeekType(d.b); ok && t == protocol.ConnectionChallenge && d.addr == from {
-					return d.b
+		handshake(tb, sock.local, n, func(b []byte) {
+			select {
+			case sock.in <- dgram{from, b}:
+			case <-time.After(handshakeBound):
+				tb.Fatalf("client %d: the Listener read nothing for %v", n, handshakeBound)
+			}
+		}, func(wait time.Duration) []byte {
+			timer := time.NewTimer(wait)
+			defer timer.Stop()
+			for {
+				select {
+				case d := <-sock.out:
+					if t, ok := protocol.PeekType(d.b); ok && t == protocol.ConnectionChallenge && d.addr == from {
+						return d.b
+					}
+				case <-timer.C:
+					return nil
 				}
 			}
-			return nil
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		c, err := l.AcceptConn(ctx)
@@ -217,7 +250,7 @@ func TestListenerCloseWith4096Clients(t *testing.T) {
 			blocked, release := sock.hold()
 			closed := make(chan error, 1)
 			go func() { closed <- l.Close() }()
-			<-blocked // the disconnects are going out, and cannot
+			within(t, "the first disconnect reaching the held socket", func() { <-blocked }) // the disconnects are going out, and cannot
 
 			send(t, cli, srv, []byte("still here"))
 			send(t, srv, cli, []byte("and here"))
@@ -232,7 +265,9 @@ func TestListenerCloseWith4096Clients(t *testing.T) {
 			within(t, "a read while Close sends", func() { <-sock.read })
 
 			release()
-			require.NoError(t, <-closed)
+			var closeErr error
+			within(t, "Close once the socket is released", func() { closeErr = <-closed })
+			require.NoError(t, closeErr)
 			assert.Equal(t, int64(closeClients*10), sock.disconnects.Load(), "10 disconnect packets per client")
 			for _, c := range conns[:16] {
 				_, err := c.Read(make([]byte, 8))
@@ -269,10 +304,13 @@ func BenchmarkListenerClose4096(b *testing.B) {
 					handshake(b, srv, n, func(p []byte) {
 						_, err := sock.WriteToUDPAddrPort(p, srv)
 						require.NoError(b, err)
-					}, func() []byte {
-						require.NoError(b, sock.SetReadDeadline(time.Now().Add(10*time.Second)))
+					}, func(wait time.Duration) []byte {
+						require.NoError(b, sock.SetReadDeadline(time.Now().Add(wait)))
 						for {
 							k, _, err := sock.ReadFromUDPAddrPort(buf)
+							if errors.Is(err, os.ErrDeadlineExceeded) {
+								return nil
+							}
 							require.NoError(b, err)
 							if t, ok := protocol.PeekType(buf[:k]); ok && t == protocol.ConnectionChallenge {
 								return buf[:k]
