@@ -175,11 +175,11 @@ func TestPromlint(t *testing.T) {
 }
 
 // TestNamesDocumented: the documentation of each ServerStats field (in
-// listener.go) names the metric that exports it, so that a reader of
+// stats.go) names the metric that exports it, so that a reader of
 // either finds the other.
 func TestNamesDocumented(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "../listener.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(fset, "../stats.go", nil, parser.ParseComments)
 	require.NoError(t, err)
 	docs := map[string]string{}
 	ast.Inspect(f, func(n ast.Node) bool {
