@@ -100,7 +100,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		core:      cc,
 		log:       log,
 		stop:      make(chan struct{}),
-		kick:      make(chan struct{}, 1),
+		due:       newDueTime(),
 		turn:      make(chan struct{}, 1),
 		wake:      make(chan struct{}, 1),
 		connected: make(chan struct{}),
@@ -147,9 +147,7 @@ type dialConn struct {
 
 	stop      chan struct{} // closed by shutdown: the goroutines exit
 	stopOnce  sync.Once
-	dueMu     sync.Mutex    // a leaf
-	due       time.Time     // when the updater runs next; guarded by dueMu
-	kick      chan struct{} // capacity 1: due moved earlier
+	due       *dueTime      // when the updater runs next
 	turn      chan struct{} // the write turn: Writes and Update seal in sequence order
 	wake      chan struct{} // the send queue's room signal for Writes
 	connected chan struct{} // closed on CONNECTED
@@ -183,26 +181,6 @@ func (dc *dialConn) act(out *core.ClientOutput, stop, deadline <-chan struct{}, 
 	return err
 }
 
-// schedule makes the updater run by next, waking it only if that is
-// sooner than it planned (zero: no change).
-func (dc *dialConn) schedule(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	dc.dueMu.Lock()
-	sooner := dc.due.IsZero() || next.Before(dc.due)
-	if sooner {
-		dc.due = next
-	}
-	dc.dueMu.Unlock()
-	if sooner {
-		select {
-		case dc.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // end ends the Conn with err and stops the goroutines (from one of them:
 // shutdown, which waits for them, is for the user's goroutines).
 func (dc *dialConn) end(err error) {
@@ -221,7 +199,7 @@ func (dc *dialConn) readLoop() {
 			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
 			dc.core.Receive(now, from, ms[i].Buf, &dc.rout)
 			dc.act(&dc.rout, sendq.NoWait, nil, nil)
-			dc.schedule(dc.rout.Next)
+			dc.due.earlier(dc.rout.Next)
 		}
 	}, nil)
 	if err != nil {
@@ -238,11 +216,8 @@ func (dc *dialConn) updater() {
 		select {
 		case <-dc.stop:
 			return
-		case <-dc.kick:
-			dc.dueMu.Lock()
-			due := dc.due
-			dc.dueMu.Unlock()
-			timer.Reset(time.Until(due))
+		case <-dc.due.kick:
+			timer.Reset(time.Until(dc.due.get()))
 			continue
 		case <-timer.C:
 		}
@@ -255,9 +230,7 @@ func (dc *dialConn) updater() {
 		dc.act(&dc.uout, sendq.NoWait, nil, nil) // keepalives are dropped on a full queue
 		next := dc.uout.Next
 		<-dc.turn
-		dc.dueMu.Lock()
-		dc.due = next
-		dc.dueMu.Unlock()
+		dc.due.set(next)
 		if !next.IsZero() { // zero: final, end was called
 			timer.Reset(time.Until(next))
 		}
@@ -277,7 +250,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		return sendq.ErrStopped // not connected: the Conn ended
 	}
 	err := dc.act(&dc.wout, stop, deadline, dc.wake)
-	dc.schedule(dc.wout.Next)
+	dc.due.earlier(dc.wout.Next)
 	return err
 }
 

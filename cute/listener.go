@@ -74,7 +74,7 @@ type ServerConfig struct {
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
-// the core returns. Listener.dueMu is a leaf. conns is a slice of atomic
+// the core returns. Listener.due's lock is a leaf. conns is a slice of atomic
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
 	tc    transport.Conn
@@ -91,9 +91,7 @@ type Listener struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 
-	dueMu sync.Mutex
-	due   time.Time     // when the updater runs next; guarded by dueMu
-	kick  chan struct{} // capacity 1: due moved earlier
+	due *dueTime // when the updater runs next
 
 	rout core.ServerOutput // the read loop's
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
@@ -167,7 +165,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		conns:   make([]atomic.Pointer[Conn], maxClients),
 		accept:  make(chan *Conn, c.AcceptQueue),
 		closing: make(chan struct{}),
-		kick:    make(chan struct{}, 1),
+		due:     newDueTime(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
 	l.wg.Add(2)
@@ -206,42 +204,19 @@ func (l *Listener) updater() {
 		select {
 		case <-l.closing:
 			return
-		case <-l.kick:
+		case <-l.due.kick:
 		case <-timer.C:
 			now := time.Now()
 			l.core.Update(now, out)
 			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
-			l.dueMu.Lock()
-			l.due = time.Time{}
-			l.dueMu.Unlock()
-			l.schedule(out.Next)
+			l.due.set(time.Time{})
+			l.due.earlier(out.Next)
 		}
-		l.dueMu.Lock()
-		due := l.due
-		l.dueMu.Unlock()
+		due := l.due.get()
 		if due.IsZero() {
 			due = time.Now().Add(core.SendRate)
 		}
 		timer.Reset(time.Until(due))
-	}
-}
-
-// schedule makes the updater run by next (zero: no change).
-func (l *Listener) schedule(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	l.dueMu.Lock()
-	sooner := l.due.IsZero() || next.Before(l.due)
-	if sooner {
-		l.due = next
-	}
-	l.dueMu.Unlock()
-	if sooner {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -275,7 +250,7 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 			l.log.Debug("cute: client disconnected", "addr", ev.Addr.String(), "client", ev.ClientID, "reason", ev.Reason)
 		}
 	}
-	l.schedule(out.Next)
+	l.due.earlier(out.Next)
 }
 
 // connected makes the Conn of a new connection and queues it for Accept.
