@@ -67,21 +67,7 @@ func startEchoServer(ctx context.Context, r *run, key crypto.Key) (*echoServer, 
 			return
 		}
 		r.echoes.Add(1)
-		go func() {
-			defer r.echoes.Done()
-			for {
-				c, err := s.l.AcceptConn(context.Background())
-				if err != nil {
-					return
-				}
-				select {
-				case s.accepted <- struct{}{}:
-				default:
-				}
-				r.echoes.Add(1)
-				go r.echo(c)
-			}
-		}()
+		go acceptEchoes(r, s.accepted, s.l.AcceptConn)
 	})
 	if err != nil {
 		return nil, err
@@ -212,21 +198,7 @@ func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServe
 			return
 		}
 		r.echoes.Add(1)
-		go func() {
-			defer r.echoes.Done()
-			for {
-				c, err := s.cl.AcceptConn(context.Background())
-				if err != nil {
-					return
-				}
-				select {
-				case s.accepted <- struct{}{}:
-				default:
-				}
-				r.echoes.Add(1)
-				go r.echo(c)
-			}
-		}()
+		go acceptEchoes(r, s.accepted, s.cl.AcceptConn)
 	})
 	if err != nil {
 		return nil, err
@@ -253,4 +225,23 @@ func mintCuteTokens(n int, app uint64, sk cute.SecretKey, addr netip.AddrPort) (
 		}
 	}
 	return tokens, nil
+}
+
+// acceptEchoes accepts connections with accept until it fails (the
+// listener closed), signals each on accepted (without waiting) and echoes
+// each on a goroutine of its own. The caller has counted it in r.echoes.
+func acceptEchoes[C endpoint](r *run, accepted chan<- struct{}, accept func(context.Context) (C, error)) {
+	defer r.echoes.Done()
+	for {
+		c, err := accept(context.Background())
+		if err != nil {
+			return
+		}
+		select {
+		case accepted <- struct{}{}:
+		default:
+		}
+		r.echoes.Add(1)
+		go r.echo(c)
+	}
 }
