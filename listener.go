@@ -369,19 +369,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // AcceptConn is Accept with a context and the concrete type.
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
-	select {
-	case c := <-l.accept:
-		return c, nil
-	default:
-	}
-	select {
-	case c := <-l.accept:
-		return c, nil
-	case <-l.closing:
-		return nil, &net.OpError{Op: "accept", Net: "netcode", Addr: l.addr, Err: net.ErrClosed}
-	case <-ctx.Done():
-		return nil, &net.OpError{Op: "accept", Net: "netcode", Addr: l.addr, Err: ctx.Err()}
-	}
+	return msgconn.Accept(ctx, l.accept, l.closing, "netcode", l.addr)
 }
 
 // Close disconnects every client cleanly (each is sent the protocol's

@@ -4,10 +4,12 @@
 // write turn, and the errors of package net (os.ErrDeadlineExceeded,
 // net.ErrClosed, io.EOF unwrapped), each naming both ends. The dialect
 // supplies how a payload is sent and how the connection is closed towards
-// the peer.
+// the peer. Accept is the Listeners' side: taking a connection from the
+// accept queue.
 package msgconn
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/netip"
@@ -228,5 +230,26 @@ func TurnErr(stop <-chan struct{}) error {
 		return sendq.ErrStopped
 	default:
 		return os.ErrDeadlineExceeded
+	}
+}
+
+// Accept takes the next connection from a Listener's accept queue,
+// preferring one already queued to a close or a cancelled ctx. Once
+// closing is closed it fails with net.ErrClosed, and when ctx ends with its
+// error, each in a *net.OpError of network netw at addr.
+func Accept[C any](ctx context.Context, queue <-chan C, closing <-chan struct{}, netw string, addr net.Addr) (C, error) {
+	select {
+	case c := <-queue:
+		return c, nil
+	default:
+	}
+	var none C
+	select {
+	case c := <-queue:
+		return c, nil
+	case <-closing:
+		return none, &net.OpError{Op: "accept", Net: netw, Addr: addr, Err: net.ErrClosed}
+	case <-ctx.Done():
+		return none, &net.OpError{Op: "accept", Net: netw, Addr: addr, Err: ctx.Err()}
 	}
 }
