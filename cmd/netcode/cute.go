@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -139,24 +137,17 @@ func runCuteToken(_ context.Context, args []string, stdout, stderr io.Writer) er
 		copy(p.UserData[:], b)
 	}
 	if p.ClientID == 0 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		id, err := randomClientID()
+		if err != nil {
 			return err
 		}
-		p.ClientID = binary.LittleEndian.Uint64(b[:]) | 1
+		p.ClientID = id
 	}
 	tok, err := cute.GenerateToken(p)
 	if err != nil {
 		return err
 	}
-	if *b64 || (*out == "" && isTerminal(stdout)) {
-		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
-	}
-	if *out == "" {
-		_, err = stdout.Write(tok)
-		return err
-	}
-	return os.WriteFile(*out, tok, 0o600)
+	return writeToken(tok, *out, *b64, stdout)
 }
 
 func runCuteInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {

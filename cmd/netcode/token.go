@@ -147,24 +147,17 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		copy(p.UserData[:], b)
 	}
 	if p.ClientID == 0 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		id, err := randomClientID()
+		if err != nil {
 			return err
 		}
-		p.ClientID = binary.LittleEndian.Uint64(b[:]) | 1
+		p.ClientID = id
 	}
 	tok, err := token.Generate(&p)
 	if err != nil {
 		return err
 	}
-	if *b64 || (*out == "" && isTerminal(stdout)) {
-		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
-	}
-	if *out == "" {
-		_, err = stdout.Write(tok)
-		return err
-	}
-	return os.WriteFile(*out, tok, 0o600)
+	return writeToken(tok, *out, *b64, stdout)
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -207,4 +200,27 @@ func expiry(ts uint64, now time.Time) string {
 		return fmt.Sprintf("%s (in %v)", when, left.Round(time.Second))
 	}
 	return fmt.Sprintf("%s (EXPIRED %v ago: mint a new token)", when, now.Sub(at).Round(time.Second))
+}
+
+// randomClientID returns a random, non-zero client id.
+func randomClientID() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1, nil
+}
+
+// writeToken writes a minted token to the file out (mode 0600) or, when
+// out is empty, to stdout; in base64 with -base64, or when stdout is a
+// terminal.
+func writeToken(tok []byte, out string, b64 bool, stdout io.Writer) error {
+	if b64 || (out == "" && isTerminal(stdout)) {
+		tok = []byte(base64.StdEncoding.EncodeToString(tok) + "\n")
+	}
+	if out == "" {
+		_, err := stdout.Write(tok)
+		return err
+	}
+	return os.WriteFile(out, tok, 0o600)
 }
