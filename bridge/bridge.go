@@ -1,12 +1,13 @@
 package bridge
 
 import (
-	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 
 	"github.com/coder/websocket"
 
@@ -187,18 +188,7 @@ func NewHandler(config *Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.gate = wsbridge.Gate{
-		Subprotocol: Subprotocol,
-		Max:         cfg.MaxSessions,
-		Accept: websocket.AcceptOptions{
-			Subprotocols:    []string{Subprotocol},
-			OriginPatterns:  cfg.OriginPatterns,
-			CompressionMode: websocket.CompressionDisabled,
-		},
-		Log:  h.log,
-		Name: "relay",
-	}
-	h.gate.Refuse = h.gate.Accept
+	h.gate.Init("relay", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, h.log)
 	h.period = wsbridge.WatchPeriod(time.Second, cfg.HandshakeTimeout, cfg.DialTimeout, cfg.IdleTimeout, cfg.WriteTimeout)
 	return h
 }

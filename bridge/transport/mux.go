@@ -2,7 +2,6 @@ package transport
 
 import (
 	"errors"
-	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 
 	"github.com/coder/websocket"
 
@@ -150,22 +151,11 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.batchHook = batchHook{B: muxBatcher{m}}
-	m.gate = wsbridge.Gate{
-		Subprotocol: Subprotocol,
-		Max:         cfg.MaxSessions,
-		Accept: websocket.AcceptOptions{
-			Subprotocols:    []string{Subprotocol},
-			OriginPatterns:  cfg.OriginPatterns,
-			CompressionMode: websocket.CompressionDisabled,
-		},
-		Log:  m.log,
-		Name: "transport",
-	}
+	m.gate.Init("transport", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, m.log)
 	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
 	// does: a client that cannot read the response's headers (in a
 	// browser) tells the refusal from a session at once by that. A client
 	// that offers only Subprotocol gets it, and the close.
-	m.gate.Refuse = m.gate.Accept
 	m.gate.Refuse.Subprotocols = []string{fullSubprotocol, Subprotocol}
 	m.period = wsbridge.WatchPeriod(wsbridge.MuxEndGrace/4, cfg.IdleTimeout, cfg.WriteTimeout)
 	m.wg.Add(1)

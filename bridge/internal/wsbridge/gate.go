@@ -47,6 +47,20 @@ type Gate struct {
 	wg       sync.WaitGroup
 }
 
+// Init sets up g, unused so far, for sessions of subprotocol, at most max
+// at once, from pages of origins (websocket.AcceptOptions.OriginPatterns),
+// uncompressed; name ("relay" or "transport") tells it in log. A refusal
+// upgrades as a session does unless the caller changes Refuse after.
+func (g *Gate) Init(name, subprotocol string, max int, origins []string, log *slog.Logger) {
+	g.Name, g.Subprotocol, g.Max, g.Log = name, subprotocol, max, log
+	g.Accept = websocket.AcceptOptions{
+		Subprotocols:    []string{subprotocol},
+		OriginPatterns:  origins,
+		CompressionMode: websocket.CompressionDisabled,
+	}
+	g.Refuse = g.Accept
+}
+
 // Admit answers r. If it admits a session, it calls start under the
 // gate's lock with the WebSocket, its connection and release, which the
 // session calls once when it has ended (its goroutines included); start
