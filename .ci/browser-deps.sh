@@ -11,18 +11,5 @@ for b in chromium chromium-browser; do
 	fi
 done
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then
-		SUDO="sudo"
-	else
-		echo "browser-deps: not root and no sudo; install chromium yourself" >&2
-		exit 1
-	fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "browser-deps: installing chromium"
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq chromium >/dev/null
+APT_RECOMMENDS=1 bash "$(dirname "$0")/apt-install.sh" browser-deps chromium
 echo "browser-deps: $(command -v chromium): $(chromium --version 2>/dev/null || echo 'version unknown')"

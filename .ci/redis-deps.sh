@@ -11,20 +11,9 @@ if command -v redis-server >/dev/null 2>&1; then
 	exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then
-		SUDO="sudo"
-	else
-		echo "redis-deps: not root and no sudo; install redis-server yourself" >&2
-		exit 1
-	fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "redis-deps: installing redis-server"
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+bash "$(dirname "$0")/apt-install.sh" redis-deps redis-server
 # The tests start their own servers; the package's service is not needed.
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
 echo "redis-deps: $(command -v redis-server): $(redis-server --version)"
