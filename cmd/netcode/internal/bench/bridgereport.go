@@ -37,6 +37,9 @@ func (r *BridgeResult) Print(w io.Writer) {
 	}{{"bridge", &r.Bridge}, {"server", &r.Server}}
 	for _, s := range sides {
 		p := s.p
+		if p.PID == 0 {
+			continue // websocket mode: no netcode server
+		}
 		where := fmt.Sprintf("pid %d", p.PID)
 		if r.Shared {
 			where += fmt.Sprintf(", its share of the one process (by labelled profile samples; %.0f%% unlabelled, shared in proportion)", 100*r.Unlabelled)
@@ -112,8 +115,11 @@ func (r *BridgeResult) TableRow() string {
 	}
 	cells = append(cells, idle(&r.Bridge)+", "+idle(&r.Server))
 	per := func(f func(p *ProcessCost) string) string {
-		if r.Shared {
+		switch {
+		case r.Shared:
 			return f(&r.Bridge) + " (one process)"
+		case r.Server.PID == 0:
+			return f(&r.Bridge) + " (no server)"
 		}
 		return f(&r.Bridge) + ", " + f(&r.Server)
 	}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
@@ -38,6 +40,7 @@ const (
 	roleServer    = "server"    // a netcode echo server on UDP (relay mode's server)
 	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
 	roleTransport = "transport" // a netcode echo server on a transport.Mux, and the Mux's http.Server
+	roleWebSocket = "websocket" // a plain coder/websocket echo server (the floor)
 )
 
 // sideBridge is the value of LabelKey on the transport child's bridge
@@ -93,7 +96,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	c := &child{proto: *proto, max: *maxN, shards: *shards}
 	in := bufio.NewReader(stdin)
-	if *role != roleRelay {
+	if *role != roleRelay && *role != roleWebSocket {
 		// The private key comes first on stdin, not on the command line,
 		// where every user of the machine could read it.
 		line, err := in.ReadString('\n')
@@ -116,6 +119,8 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	case roleTransport:
 		err = c.startTransport()
+	case roleWebSocket:
+		err = c.startWebSocket()
 	default:
 		err = fmt.Errorf("bench child: unknown role %q", *role)
 	}
@@ -168,7 +173,8 @@ type child struct {
 	l     *netcode.Listener // server, transport
 	mux   *transport.Mux    // transport
 	relay *bridge.Handler   // relay
-	web   *http.Server      // relay, transport
+	ws    *wsEcho           // websocket
+	web   *http.Server      // relay, transport, websocket
 	webWG sync.WaitGroup
 
 	echoes sync.WaitGroup
@@ -228,6 +234,77 @@ func (c *child) startTransport() error {
 	mux := http.NewServeMux()
 	mux.Handle("/netcode", c.mux.Handler())
 	return c.startWeb(mux, "/netcode")
+}
+
+// startWebSocket serves the plain WebSocket echo of websocket mode.
+func (c *child) startWebSocket() error {
+	c.ws = &wsEcho{sessions: make(map[*websocket.Conn]struct{})}
+	mux := http.NewServeMux()
+	mux.Handle("/echo", c.ws)
+	return c.startWeb(mux, "/echo")
+}
+
+// wsEcho is the floor of the bridge modes: what a WebSocket server does
+// for a message at the least, reading it and writing it back, with the
+// relay's settings (its subprotocol, no compression) and no bridge.
+type wsEcho struct {
+	mu       sync.Mutex
+	sessions map[*websocket.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+func (e *wsEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    []string{bridge.Subprotocol},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		ws.CloseNow()
+		return
+	}
+	e.sessions[ws] = struct{}{}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.sessions, ws)
+		e.mu.Unlock()
+		ws.CloseNow()
+		e.wg.Done()
+	}()
+	ws.SetReadLimit(netcode.MaxPayloadBytes)
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	ctx := context.Background()
+	for {
+		typ, rd, err := ws.Reader(ctx)
+		if err != nil {
+			return
+		}
+		n, err := io.ReadFull(rd, buf)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return
+		}
+		if err := ws.Write(ctx, typ, buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// close ends every session and waits for their handlers.
+func (e *wsEcho) close() {
+	e.mu.Lock()
+	e.closed = true
+	for ws := range e.sessions {
+		ws.CloseNow()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
 }
 
 // startWeb serves h on 127.0.0.1:0, its goroutines labelled bridge.
@@ -295,6 +372,9 @@ func (c *child) close() {
 	if c.relay != nil {
 		c.relay.Close()
 	}
+	if c.ws != nil {
+		c.ws.close()
+	}
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
 	}
@@ -358,6 +438,10 @@ func (c *child) answer(req string) childStats {
 	switch {
 	case c.relay != nil:
 		st.Sessions = c.relay.Sessions()
+	case c.ws != nil:
+		c.ws.mu.Lock()
+		st.Sessions = len(c.ws.sessions)
+		c.ws.mu.Unlock()
 	case c.mux != nil:
 		st.Sessions = c.mux.Sessions()
 		st.Dropped += c.mux.Dropped()
