@@ -151,6 +151,7 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 		s.end(websocket.StatusNormalClosure, "")
 		s.wd.Stop()
 		s.wg.Wait()
+		bc.Release() // a batch the end cut short
 		s.mu.Lock()
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
@@ -221,18 +222,40 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 		return
 	}
 
-	// Server → browser, one message per payload.
-	for {
-		n, err := conn.Read(s.out[:])
-		if err != nil {
-			code, reason := closeFor(err)
-			s.end(code, reason)
-			return
-		}
-		if !s.write(websocket.MessageBinary, s.out[:n]) {
-			return
-		}
+	// Server → browser, one message per payload; those already waiting
+	// when one is read go out with it, in one write to the connection.
+	for s.relayBatch(conn) {
 	}
+}
+
+// relayBatch waits for a payload from the server and writes it to the
+// browser, with the payloads queued behind it in the same write to the
+// connection (up to wsbridge.BatchBytes at once). It reports false once the
+// session has ended.
+func (s *session) relayBatch(conn *netcode.Conn) bool {
+	n, err := conn.Read(s.out[:])
+	if err != nil {
+		code, reason := closeFor(err)
+		s.end(code, reason)
+		return false
+	}
+	if conn.Buffered() == 0 {
+		return s.write(websocket.MessageBinary, s.out[:n])
+	}
+	s.bc.Hold()
+	ok := s.write(websocket.MessageBinary, s.out[:n])
+	for ok && conn.Buffered() > 0 {
+		// Only this goroutine reads: what Buffered counts is there.
+		if n, err = conn.Read(s.out[:]); err != nil {
+			break // the next call ends the session, after the flush
+		}
+		ok = s.write(websocket.MessageBinary, s.out[:n])
+	}
+	if err := s.wd.Flush(s.bc); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
+		return false
+	}
+	return ok
 }
 
 // write sends one message to the browser; it reports false (having ended
@@ -268,10 +291,15 @@ func (s *session) readLoop() {
 			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1200 bytes")
 			return
 		}
-		select {
-		case <-s.ready:
-		case <-s.done:
-			return
+		if s.phase.Load() != phaseConnected {
+			// Dialing still: wait for the connection (or the end). Once
+			// connected, a Write after the end fails, and ends nothing
+			// more.
+			select {
+			case <-s.ready:
+			case <-s.done:
+				return
+			}
 		}
 		if _, err := s.conn.Write(s.in[:n]); err != nil {
 			code, reason := closeFor(err)
