@@ -164,6 +164,13 @@ type ProcessCost struct {
 	CPUMeasured   bool
 	Cores         float64
 	MicrosPerEcho float64
+	// RunsPerEcho estimates the goroutines the process's scheduler ran per
+	// echo over the window (its wake-ups: the runtime samples one run in
+	// 8), SwitchesPerEcho its threads' context switches per echo;
+	// WakesMeasured is false where they were not counted. Shared, they are
+	// the whole process's, in Bridge.
+	RunsPerEcho, SwitchesPerEcho float64
+	WakesMeasured                bool
 	// IdleCPU is the CPU time over the idle phase; IdleMicrosPerSession is
 	// µs of it per connected session per second. IdleMeasured is false
 	// where no CPU time could be had.
@@ -460,6 +467,11 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 			continue
 		}
 		side.c.CPU, side.c.CPUMeasured = side.cpu, true
+		if w := sp.wakes[side.c]; w.ok && res.Echoed > 0 {
+			side.c.RunsPerEcho = float64(w.runs) / float64(res.Echoed)
+			side.c.SwitchesPerEcho = float64(w.switches) / float64(res.Echoed)
+			side.c.WakesMeasured = true
+		}
 		side.c.Cores = side.cpu.Seconds() / wall.Seconds()
 		if res.Echoed > 0 {
 			side.c.MicrosPerEcho = float64(side.cpu.Nanoseconds()) / 1e3 / float64(res.Echoed)

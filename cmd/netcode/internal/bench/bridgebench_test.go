@@ -209,6 +209,9 @@ func TestRunBridge(t *testing.T) {
 			if runtime.GOOS == "linux" {
 				assert.True(t, b.FDs)
 				assert.GreaterOrEqual(t, b.FDsPerSession, 1.0, "each session has its TCP connection")
+				assert.True(t, b.WakesMeasured, "goroutine runs and context switches counted")
+				assert.Positive(t, b.RunsPerEcho, "at least the session's reader runs for an echo")
+				assert.Equal(t, !floor && !res.Shared, res.Server.WakesMeasured)
 				if !res.Shared {
 					assert.True(t, b.CPUMeasured)
 					assert.Equal(t, !floor, res.Server.CPUMeasured)

@@ -48,6 +48,14 @@ func (r *BridgeResult) Print(w io.Writer) {
 		if r.Window > 0 {
 			if p.CPUMeasured {
 				fmt.Fprintf(w, "    load:      %.2f cores, %.1f µs of CPU per echo\n", p.Cores, p.MicrosPerEcho)
+				if p.WakesMeasured {
+					whole := ""
+					if r.Shared {
+						whole = " (the whole process)"
+					}
+					fmt.Fprintf(w, "    wake-ups:  %.2f goroutine runs, %.2f thread context switches per echo%s\n",
+						p.RunsPerEcho, p.SwitchesPerEcho, whole)
+				}
 			} else {
 				fmt.Fprintf(w, "    load:      CPU not measured (no CPU clock, or no profiler sample to split it)\n")
 			}

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -72,6 +73,13 @@ type childStats struct {
 	StackInuse uint64        // goroutine stacks
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
+	// Runs estimates the goroutines the scheduler has run so far (the
+	// runtime's /sched/latencies:seconds samples one run in 8); Switches
+	// counts the process's thread context switches (getrusage), with
+	// SwitchesOK false where the system does not tell.
+	Runs       uint64
+	Switches   uint64
+	SwitchesOK bool
 	Dropped    uint64        // payloads or datagrams dropped by full queues
 	// CPUBySide is, after reqCPUStop, the profiled CPU time by the value
 	// of LabelKey (transport child: sideBridge, SideServer, "" for the
@@ -395,6 +403,8 @@ func (c *child) answer(req string) childStats {
 	switch req {
 	case reqCPU:
 		st.CPU = cpuTime()
+		st.Runs = goroutineRuns()
+		st.Switches, st.SwitchesOK = contextSwitches()
 		return st
 	case reqStats:
 	case reqCPUStart:
@@ -449,4 +459,24 @@ func (c *child) answer(req string) childStats {
 		st.Sessions = c.l.Stats().Connected
 	}
 	return st
+}
+
+// schedSamplePeriod is how many goroutine runs the runtime counts one
+// sample of /sched/latencies:seconds for (runtime's gTrackingPeriod).
+const schedSamplePeriod = 8
+
+// goroutineRuns estimates how many times the scheduler has started running
+// a goroutine in this process: the samples of /sched/latencies:seconds
+// times the period they are taken at.
+func goroutineRuns() uint64 {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	var n uint64
+	for _, c := range s[0].Value.Float64Histogram().Counts {
+		n += c
+	}
+	return n * schedSamplePeriod
 }
