@@ -80,7 +80,7 @@ type childStats struct {
 	Runs       uint64
 	Switches   uint64
 	SwitchesOK bool
-	Dropped    uint64        // payloads or datagrams dropped by full queues
+	Dropped    uint64 // payloads or datagrams dropped by full queues
 	// CPUBySide is, after reqCPUStop, the profiled CPU time by the value
 	// of LabelKey (transport child: sideBridge, SideServer, "" for the
 	// rest).
