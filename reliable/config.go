@@ -6,6 +6,7 @@ import (
 	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -101,12 +102,16 @@ type Config struct {
 	// grain added to resend timeouts. No timer ticks at this period: an
 	// idle connection sleeps until something is due. Default 10 ms.
 	TickInterval time.Duration
-	// SendRate is the bandwidth budget in bytes per second, shared by all
-	// channels; unreliable messages go first, so a large reliable
-	// transfer never delays them. Default 32 MiB/s. There is no
-	// congestion control beyond this budget and the window: on a path
-	// that carries less (a mobile link, a server's share of its uplink),
-	// set it to what the path can carry, as with kcp's windows.
+	// SendRate, if set, caps the send rate in bytes per second, shared
+	// by all channels; unreliable messages go first, so a large reliable
+	// transfer never delays them. Zero (the default) leaves the rate to
+	// congestion control, which finds it: a window of bytes in flight
+	// that doubles every RTT from 32 packets until the first loss, then
+	// grows by a packet per RTT and is cut to 0.7 of itself at each loss,
+	// paced over the smoothed RTT. It is bounded by the receive window
+	// (WindowBytes) and by the 1536 packets the acks can tell apart.
+	// Set SendRate to keep a transfer from taking all of a link it
+	// shares, such as a server's uplink.
 	SendRate int
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
@@ -204,7 +209,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		r.tick = defaultTickInterval
 	}
 	if r.rate <= 0 {
-		r.rate = defaultSendRate
+		r.rate = math.Inf(1) // congestion control alone
 	}
 	if r.linger <= 0 {
 		r.linger = defaultLinger

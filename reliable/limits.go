@@ -87,8 +87,6 @@ const (
 	// defaultTickInterval is the default TickInterval: the step of the
 	// send budget's pacing and the grain of resend timeouts.
 	defaultTickInterval = 10 * time.Millisecond
-	// defaultSendRate is the default bandwidth budget, in bytes per second.
-	defaultSendRate = 32 << 20
 	// defaultLinger is how long Close waits by default for the peer to
 	// acknowledge what was sent.
 	defaultLinger = 5 * time.Second

@@ -120,6 +120,10 @@ func (c *core) acked(s uint16) {
 		return
 	}
 	rec.valid = false
+	if rec.flight {
+		c.cc.acked(int(rec.bytes), rec.at, c.cfg.maxPacket)
+		c.cc.left(int(rec.bytes))
+	}
 	if !c.anyAcked || seqNewer(s, c.highestAcked) {
 		c.highestAcked, c.anyAcked = s, true
 	}
@@ -134,6 +138,7 @@ func (c *core) acked(s uint16) {
 		c.rttvar = (3*c.rttvar + d) / 4
 		c.srtt = (7*c.srtt + sample) / 8
 	}
+	c.cc.rttSample(sample, c.srtt, c.stamp())
 	for _, r := range rec.refs[:rec.n] {
 		c.ackChunk(int(r.ch), r.seq)
 	}

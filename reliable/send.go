@@ -122,24 +122,33 @@ func (c *core) burst() float64 {
 	return min(c.rate()*2*c.cfg.tick.Seconds(), maxBurstPackets*float64(c.cfg.maxPacket))
 }
 
-// rate is the budget in bytes per second: the configured rate, but no
-// more than keeps the packets of one RTT within what the Endpoint
-// remembers, so that every packet in flight can still be acked (beyond,
-// acks are lost, data is resent for nothing, and the resends push still
-// more packets out).
+// trackedPackets is how many packets may be in flight: what the Endpoint
+// remembers, less a margin for bursts, acks and resends, so that every
+// packet in flight can still be acked (beyond, acks are lost, data is
+// resent for nothing, and the resends push still more packets out).
+func (c *core) trackedPackets() int { return c.maxRecs - c.maxRecs/4 }
+
+// rate is the budget in bytes per second: the congestion window's pacing
+// rate, no more than Config.SendRate if set, nor than keeps the packets
+// of one RTT within what the Endpoint remembers. Before the first RTT
+// sample only SendRate paces; the congestion window bounds the first
+// flight.
 func (c *core) rate() float64 {
 	if !c.haveRTT || c.srtt <= 0 {
 		return c.cfg.rate
 	}
-	tracked := float64(c.maxRecs - c.maxRecs/4) // a margin for bursts, acks and resends
-	return min(c.cfg.rate, tracked*float64(c.cfg.maxPacket)/c.srtt.Seconds())
+	srtt := c.srtt.Seconds()
+	tracked := float64(c.trackedPackets()*c.cfg.maxPacket) / srtt
+	return min(c.cfg.rate, tracked, c.cc.pace(srtt))
 }
 
 // refill adds the tokens earned since the last refill, up to two ticks'
 // worth.
 func (c *core) refill() {
-	c.tokens = min(c.burst(), c.tokens+c.rate()*c.now.Sub(c.lastRefill).Seconds())
-	c.lastRefill = c.now
+	if d := c.now.Sub(c.lastRefill); d > 0 { // the rate may be infinite: no Inf*0
+		c.tokens = min(c.burst(), c.tokens+c.rate()*d.Seconds())
+		c.lastRefill = c.now
+	}
 }
 
 // beginPacket starts a payload: the layout hash, then every reliable
@@ -163,7 +172,7 @@ func (c *core) sendPacket() {
 	if c.data {
 		c.lastActive = c.now
 	}
-	seq := c.transmit(c.pkt)
+	seq := c.transmit(c.pkt, c.data)
 	rec := &c.recs[int(seq)%len(c.recs)]
 	rec.n = uint8(copy(rec.refs[:], c.refs))
 	for _, r := range c.refs {
@@ -196,8 +205,9 @@ func (c *core) growRecs() {
 }
 
 // transmit sends payload p as the Endpoint's next packet, with an empty
-// record, and returns its sequence.
-func (c *core) transmit(p []byte) uint16 {
+// record, and returns its sequence. A data packet counts in the
+// congestion window's flight until it is acked or shown lost.
+func (c *core) transmit(p []byte, data bool) uint16 {
 	seq := c.ep.NextSequence()
 	rec := &c.recs[int(seq)%len(c.recs)]
 	if rec.valid && rec.n > 0 && len(c.recs) < c.maxRecs {
@@ -205,9 +215,16 @@ func (c *core) transmit(p []byte) uint16 {
 		c.growRecs()
 		rec = &c.recs[int(seq)%len(c.recs)]
 	}
-	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.stamp(), 0
+	if rec.valid && rec.flight {
+		c.cc.left(int(rec.bytes)) // forgotten: no ack can come for it now
+	}
+	n := len(p) + endpoint.MaxPacketHeaderBytes
+	rec.valid, rec.flight, rec.seq, rec.at, rec.n, rec.bytes = true, data, seq, c.stamp(), 0, int32(n)
+	if data {
+		c.cc.sent(n)
+	}
 	_ = c.ep.SendPacket(p)
-	c.tokens -= float64(len(p) + endpoint.MaxPacketHeaderBytes)
+	c.tokens -= float64(n)
 	c.recvSinceSend = 0
 	c.ackNow = false
 	c.lastSend = c.now
@@ -269,7 +286,7 @@ func (c *core) flushUnreliable(i int) {
 				c.big = binary.LittleEndian.AppendUint32(c.big[:0], c.cfg.layout)
 				c.big = append(c.big, entryMessage, byte(i), byte(len(m)), byte(len(m)>>8))
 				c.big = append(c.big, m...)
-				c.transmit(c.big)
+				c.transmit(c.big, true)
 				q.pop()
 				continue
 			}
@@ -288,15 +305,18 @@ func (c *core) flushChunk(i int) bool {
 	cs := &c.chans[i]
 	s := &cs.snd
 	if slot, fast := c.dueResend(s); slot != nil {
-		c.addChunk(i, slot, false)
-		c.stats.Resent++
 		if fast {
 			c.stats.FastResent++
 		}
+		c.cc.lost(slot.sentAt, c.stamp())
+		c.addChunk(i, slot, false)
+		c.stats.Resent++
 		return true
 	}
+	// New data waits for room in the congestion window (resends do not:
+	// their acks are what empties it).
 	w := uint32(len(s.slots))
-	if !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
+	if c.cc.full(len(c.pkt)) || !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
 		return false
 	}
 	w = uint32(len(s.slots))
@@ -374,6 +394,10 @@ func (c *core) markLost() {
 		rec := &c.recs[int(p)%len(c.recs)]
 		if !rec.valid || rec.seq != p {
 			continue
+		}
+		if rec.flight {
+			rec.flight = false
+			c.cc.left(int(rec.bytes))
 		}
 		for _, r := range rec.refs[:rec.n] {
 			s := &c.chans[r.ch].snd

@@ -1,0 +1,112 @@
+package reliable
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestCongestion drives the congestion controller through rounds of acks
+// with given RTT samples and a loss in some, and checks the window.
+func TestCongestion(t *testing.T) {
+	const pkt = 1200
+	const base = 4 * time.Millisecond
+	tests := []struct {
+		name string
+		// rtts returns the RTT sample of packet i of round r.
+		rtts   func(r, i int) time.Duration
+		lossAt int // the round with a loss, -1 for none
+		want   func(t *testing.T, g *congestion, before float64)
+	}{
+		{"slow start doubles each round", func(int, int) time.Duration { return base }, -1,
+			func(t *testing.T, g *congestion, before float64) {
+				assert.Equal(t, float64(initialCwnd*pkt)*8, g.cwnd, "32 packets doubled three times")
+			}},
+		{"a loss with every sample delayed by a queue cuts", func(r, i int) time.Duration {
+			if r >= 1 { // a round of delayed samples, then the loss
+				return base + 5*time.Millisecond
+			}
+			return base
+		}, 2, func(t *testing.T, g *congestion, before float64) {
+			assert.Equal(t, uint64(1), g.cuts)
+			assert.Equal(t, before*lossBeta, g.cwnd, "cut; the rest of the flight was sent before the cut: no growth")
+		}},
+		{"a loss under jitter and reordering does not cut", func(r, i int) time.Duration {
+			if i%3 == 0 {
+				return base + 3*time.Millisecond // a reordered or jittered packet
+			}
+			return base + time.Duration(i%2)*time.Millisecond/2
+		}, 2, func(t *testing.T, g *congestion, before float64) {
+			assert.Zero(t, g.cuts)
+			assert.Equal(t, float64(initialCwnd*pkt)*8, g.cwnd)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := new(congestion)
+			*g = newCongestion(pkt, 1536)
+			// The acks clock the sender: each ack of this round's
+			// flight makes room for packets of the next round's.
+			var flight []int64 // send stamps
+			fill := func(now int64) []int64 {
+				var next []int64
+				for !g.full(pkt) {
+					g.sent(pkt)
+					next = append(next, now)
+				}
+				return next
+			}
+			flight = fill(0)
+			before := 0.0
+			for r := range 3 {
+				var next []int64
+				srtt := base
+				for i, sentAt := range flight {
+					now := sentAt + int64(tc.rtts(r, i))
+					g.rttSample(tc.rtts(r, i), srtt, now)
+					if r == tc.lossAt && i == len(flight)/2 {
+						before = g.cwnd
+						g.lost(sentAt, now)
+						g.lost(sentAt, now) // a second loss of the same flight: no second cut
+					}
+					g.acked(pkt, sentAt, pkt)
+					g.left(pkt)
+					next = append(next, fill(now)...)
+				}
+				flight = next
+			}
+			for range flight {
+				g.left(pkt)
+			}
+			assert.Zero(t, g.inflight)
+			tc.want(t, g, before)
+		})
+	}
+
+	t.Run("an application-limited sender does not grow the window", func(t *testing.T) {
+		g := newCongestion(pkt, 1536)
+		for range 1000 {
+			g.sent(pkt)
+			g.acked(pkt, 0, pkt)
+			g.left(pkt)
+		}
+		assert.Equal(t, float64(initialCwnd*pkt), g.cwnd)
+	})
+	t.Run("the window stays within its bounds", func(t *testing.T) {
+		g := newCongestion(pkt, 64)
+		for i := range 1000 {
+			g.sent(64 * pkt)
+			g.acked(64*pkt, int64(i), pkt)
+			g.left(64 * pkt)
+		}
+		assert.Equal(t, float64(64*pkt), g.cwnd)
+		g.rttSample(time.Millisecond, time.Millisecond, 0)
+		for i := range 100 {
+			now := int64(i+1) * int64(100*time.Millisecond)
+			g.rttSample(time.Second, time.Second, now) // a queue of a second
+			g.lost(now-1, now)
+		}
+		assert.Equal(t, float64(minCwnd*pkt), g.cwnd)
+	})
+}
