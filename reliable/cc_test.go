@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCongestion drives the congestion controller through rounds of acks
@@ -109,4 +110,31 @@ func TestCongestion(t *testing.T) {
 		}
 		assert.Equal(t, float64(minCwnd*pkt), g.cwnd)
 	})
+}
+
+// TestAckNow shows that a sender that waits for an ack asks for it at
+// once: after a write that the window takes whole, and when the window is
+// full, the receiver acks the last packet without waiting out its ack
+// delay, though fewer than ackEvery packets came.
+func TestAckNow(t *testing.T) {
+	for _, size := range []int{3000, 200_000} {
+		l := newCoreLink(t, 0, 0, 1)
+		a, b := l.a, l.b
+		a.chans[0].snd.write(make([]byte, 1)) // the first packet is out of order to b: acked at once
+		a.flush()
+		l.toB.deliver(b, l.now)
+		l.toA.deliver(a, l.now)
+		a.chans[0].snd.write(make([]byte, size))
+		a.flush()
+		sent := l.toB.n
+		require.Positive(t, sent)
+		if size > 3000 {
+			assert.True(t, a.cc.full(0), "the window is full: %d in flight, window %v", a.cc.inflight, a.cc.cwnd)
+		} else {
+			assert.Zero(t, a.chans[0].snd.queued(), "all sent")
+		}
+		l.toB.deliver(b, l.now)
+		assert.Equal(t, sent/ackEvery+1, l.toA.n, "%d bytes in %d packets: an ack every %d and one for the last", size, sent, ackEvery)
+		assert.Zero(t, b.recvSinceSend, "no ack left owed")
+	}
 }

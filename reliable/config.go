@@ -51,11 +51,12 @@ const (
 	msgEntryHeader   = 1 + 1 + 2
 	windowEntryBytes = 1 + 1 + 4 + 4
 	flagFIN          = 1
+	flagAckNow       = 2 // the sender waits for this ack: do not delay it
 	messageLenBytes  = 4 // a reliable message's length prefix in its stream
 	fragmentsPerMsg  = 16
 	minPacketBytes   = 64
 	maxWindowBytes   = 1 << 30
-	layoutVersion    = "gonetcode-reliable/1"
+	layoutVersion    = "gonetcode-reliable/2" // 2: flagAckNow
 )
 
 // ChannelConfig describes one channel. Both ends must have the same

@@ -22,14 +22,15 @@ type core struct {
 	chans []chanState
 	rel   []int // indices of the reliable channels
 
-	recs    []packetRec // by packet sequence modulo len, grown up to maxRecs
-	maxRecs int         // the Endpoint's sent packets buffer: acks come for no older packet
-	pkt     []byte      // payload being built
-	big     []byte      // payload of an unreliable message larger than a packet
-	refs    []chunkRef  // chunks in pkt
-	data    bool        // pkt carries more than the layout and windows
-	rr      int         // round-robin start among reliable channels
-	fresh   bool        // this flush was started by a tick
+	recs      []packetRec // by packet sequence modulo len, grown up to maxRecs
+	maxRecs   int         // the Endpoint's sent packets buffer: acks come for no older packet
+	pkt       []byte      // payload being built
+	big       []byte      // payload of an unreliable message larger than a packet
+	refs      []chunkRef  // chunks in pkt
+	lastFlags int         // index in pkt of the flags of its last chunk entry
+	data      bool        // pkt carries more than the layout and windows
+	rr        int         // round-robin start among reliable channels
+	fresh     bool        // this flush was started by a tick
 
 	tokens     float64
 	lastRefill time.Time

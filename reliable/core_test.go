@@ -255,7 +255,7 @@ func TestProtocolViolations(t *testing.T) {
 		{"short chunk", cat(u32(r.layout), []byte{entryChunk, 0, 0, 0}), ErrProtocol},
 		{"chunk longer than the packet", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{9, 0, 'x'}), ErrProtocol},
 		{"chunk over the maximum", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{0xff, 0xff}), ErrProtocol},
-		{"unknown chunk flag", cat(u32(r.layout), []byte{entryChunk, 0, 2}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
+		{"unknown chunk flag", cat(u32(r.layout), []byte{entryChunk, 0, 4}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
 		{"short message", cat(u32(r.layout), []byte{entryMessage, 1, 1}), ErrProtocol},
 		{"message over the maximum", cat(u32(r.layout), []byte{entryMessage, 1, 0xff, 0xff}), ErrProtocol},
 		{"short window", cat(u32(r.layout), []byte{entryWindow, 0, 1, 2}), ErrProtocol},

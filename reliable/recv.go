@@ -237,7 +237,7 @@ func (c *core) walk(p []byte, apply bool) error {
 			flags := p[2]
 			seq := binary.LittleEndian.Uint32(p[3:])
 			n := int(binary.LittleEndian.Uint16(p[7:]))
-			if n > c.cfg.chunkMax || len(p) < chunkEntryHeader+n || flags&^flagFIN != 0 {
+			if n > c.cfg.chunkMax || len(p) < chunkEntryHeader+n || flags&^(flagFIN|flagAckNow) != 0 {
 				return fmt.Errorf("%w: bad chunk", ErrProtocol)
 			}
 			if !seqBefore(seq, cs.rcv.next+cs.rcv.window) {
@@ -245,6 +245,7 @@ func (c *core) walk(p []byte, apply bool) error {
 			}
 			if apply {
 				cs.rcv.store(seq, flags&flagFIN != 0, p[chunkEntryHeader:chunkEntryHeader+n], cs)
+				c.ackNow = c.ackNow || flags&flagAckNow != 0
 			}
 			p = p[chunkEntryHeader+n:]
 		case typ == entryMessage && !reliable:

@@ -265,9 +265,30 @@ func (c *core) flush() {
 	for _, i := range c.rel {
 		owed = owed || c.chans[i].rcv.advertise
 	}
+	if c.data && len(c.refs) > 0 && c.waitsForAck() {
+		c.pkt[c.lastFlags] |= flagAckNow
+	}
 	if c.data || owed {
 		c.sendPacket()
 	}
+}
+
+// waitsForAck reports whether the sender, having built what it can send
+// now, waits for an ack to send more: its congestion window is full, or
+// it has nothing more to send and wants its flight acknowledged. Its last
+// packet then asks for the ack at once (flagAckNow) instead of after the
+// peer's ack delay, which a window smaller than ackEvery packets would
+// otherwise wait out every round trip, and which would pass for a queue.
+func (c *core) waitsForAck() bool {
+	if c.cc.full(len(c.pkt)) {
+		return true
+	}
+	for _, i := range c.rel {
+		if s := &c.chans[i].snd; s.queued() > 0 || s.finWanted && !s.finCut {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *core) flushUnreliable(i int) {
@@ -518,6 +539,7 @@ func (c *core) addChunk(i int, slot *sendSlot, dup bool) {
 	if slot.fin {
 		flags = flagFIN
 	}
+	c.lastFlags = len(c.pkt) + 2
 	c.pkt = append(c.pkt, entryChunk, byte(i), flags)
 	c.pkt = binary.LittleEndian.AppendUint32(c.pkt, slot.seq)
 	c.pkt = binary.LittleEndian.AppendUint16(c.pkt, uint16(len(slot.data)))

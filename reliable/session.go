@@ -56,6 +56,7 @@ type conn struct {
 	wmu     sync.Mutex
 	wq      *batch // datagrams waiting for the writer, in order
 	writing bool   // a goroutine is writing wq out
+	spare   *batch // the writer's: the batch it writes, swapped with wq
 
 	done    chan struct{} // closed when the connection has ended
 	endOnce sync.Once
@@ -77,8 +78,6 @@ type batch struct {
 	ends []int
 }
 
-var batches = sync.Pool{New: func() any { return new(batch) }}
-
 func (b *batch) add(p []byte) {
 	b.buf = append(b.buf, p...)
 	b.ends = append(b.ends, len(b.buf))
@@ -96,7 +95,7 @@ func (b *batch) addAll(o *batch) {
 func (b *batch) reset() { b.buf, b.ends = b.buf[:0], b.ends[:0] }
 
 func start(mc MessageConn, r *resolved) (*conn, error) {
-	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch)}
+	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch), spare: new(batch)}
 	c, err := newCore(r, time.Now(), func(p []byte) { cn.pend.add(p) })
 	if err != nil {
 		return nil, err
@@ -137,15 +136,15 @@ func (cn *conn) unlock() {
 }
 
 // writeQueued writes the write queue until it is empty; its caller set
-// writing.
+// writing, which makes spare its own.
 func (cn *conn) writeQueued() {
-	out := batches.Get().(*batch)
+	out := cn.spare
 	for {
 		cn.wmu.Lock()
 		if len(cn.wq.ends) == 0 {
 			cn.writing = false
+			cn.spare = out
 			cn.wmu.Unlock()
-			batches.Put(out)
 			return
 		}
 		out, cn.wq = cn.wq, out
