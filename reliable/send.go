@@ -335,9 +335,12 @@ func (c *core) flushChunk(i int) bool {
 		return true
 	}
 	// New data waits for room in the congestion window (resends do not:
-	// their acks are what empties it).
+	// their acks are what empties it), unless the channel has nothing in
+	// flight, whose resend timer would bring the acks that empty it: a
+	// window filled by unreliable messages whose acks were lost must not
+	// hold reliable data back for ever.
 	w := uint32(len(s.slots))
-	if c.cc.full(len(c.pkt)) || !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
+	if s.base != s.next && c.cc.full(len(c.pkt)) || !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
 		return false
 	}
 	w = uint32(len(s.slots))
