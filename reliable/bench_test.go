@@ -219,14 +219,8 @@ func BenchmarkMessage(b *testing.B) {
 // GB (both ends together), which load on the machine moves less than the
 // wall time.
 func BenchmarkStreamCore(b *testing.B) {
-	r, err := (&Config{}).resolve(true)
-	require.NoError(b, err)
 	now := time.Unix(1000, 0)
-	var toA, toB wire
-	a, err := newCore(r, now, toB.push)
-	require.NoError(b, err)
-	c, err := newCore(r, now, toA.push)
-	require.NoError(b, err)
+	a, c, toA, toB := streamCores(b, now)
 	src := make([]byte, goodputChunk)
 	pattern(src, 3)
 	dst := make([]byte, 64<<10)
@@ -260,5 +254,5 @@ func BenchmarkStreamCore(b *testing.B) {
 	for range b.N {
 		move()
 	}
-	b.ReportMetric((cpuTime(b) - cpu0).Seconds()/(float64(b.N)*goodputChunk/1e9), "CPU-s/GB")
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/(float64(b.N)*goodputChunk/1e9), "CPU-s/GB")
 }

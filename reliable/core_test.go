@@ -198,17 +198,25 @@ func TestBudgetUnreliableFirst(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// streamCores returns two stream cores with the defaults, started at now,
+// each sending on the wire to the other.
+func streamCores(tb testing.TB, now time.Time) (a, b *core, toA, toB *wire) {
+	tb.Helper()
+	r, err := (&Config{}).resolve(true)
+	require.NoError(tb, err)
+	toA, toB = new(wire), new(wire)
+	a, err = newCore(r, now, toB.push)
+	require.NoError(tb, err)
+	b, err = newCore(r, now, toA.push)
+	require.NoError(tb, err)
+	return a, b, toA, toB
+}
+
 // TestIdleIsSilent: a quiet connection keeps sending its acks and windows
 // for a while after the last data, then nothing (simulated time).
 func TestIdleIsSilent(t *testing.T) {
-	r, err := (&Config{}).resolve(true)
-	require.NoError(t, err)
 	now := time.Unix(1000, 0)
-	var toA, toB wire
-	a, err := newCore(r, now, toB.push)
-	require.NoError(t, err)
-	b, err := newCore(r, now, toA.push)
-	require.NoError(t, err)
+	a, b, toA, toB := streamCores(t, now)
 	a.hello()
 	b.hello()
 	a.chans[0].snd.write([]byte("hello"))
