@@ -293,3 +293,30 @@ func TestConfigNames(t *testing.T) {
 	assert.Equal(t, "stream", kindStream.String())
 	assert.Equal(t, "ChannelKind(9)", ChannelKind(9).String())
 }
+
+// TestSendQueueRing writes and cuts a byte stream through a send queue in
+// pieces of sizes that make its ring wrap and grow at every offset, and
+// checks the bytes come out as they went in, with the queue's bound.
+func TestSendQueueRing(t *testing.T) {
+	for _, tc := range []struct{ write, take int }{{1, 1}, {7, 5}, {1000, 1168}, {5000, 1168}, {70000, 333}} {
+		s := relSend{limit: 64 << 10}
+		src := make([]byte, 300<<10)
+		pattern(src, tc.write)
+		var got []byte
+		in := 0
+		for len(got) < len(src) {
+			if k := min(s.room(), tc.write, len(src)-in); k > 0 {
+				s.write(src[in : in+k])
+				in += k
+			}
+			if len(s.queue) > s.limit {
+				t.Fatalf("the ring outgrew its bound: %d bytes", len(s.queue))
+			}
+			out := make([]byte, min(s.queued(), tc.take))
+			s.take(out)
+			got = append(got, out...)
+		}
+		require.Equal(t, src, got, "write %d, take %d", tc.write, tc.take)
+		require.Zero(t, s.queued())
+	}
+}

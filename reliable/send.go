@@ -2,6 +2,7 @@ package reliable
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/gonetcode/netcode/reliable/endpoint"
@@ -11,8 +12,9 @@ import (
 // in queue; flush cuts them into chunks numbered from 0, each kept in a
 // slot until acked.
 type relSend struct {
-	queue      []byte
-	qhead      int
+	queue      []byte     // a ring of the bytes written and not yet cut, grown up to limit
+	qhead      int        // index in queue of the first byte queued
+	qlen       int        // bytes queued
 	limit      int        // most bytes queued
 	slots      []sendSlot // a ring indexed by chunk modulo its length, grown up to window
 	window     uint32
@@ -62,7 +64,7 @@ func (s *relSend) trim() {
 		} else {
 			clear(s.slots)
 		}
-		s.queue, s.qhead = nil, 0
+		s.queue, s.qhead, s.qlen = nil, 0, 0
 		s.dirty = false
 	}
 	s.used = false
@@ -84,26 +86,45 @@ func (s *relSend) grow() bool {
 }
 
 // queued returns the bytes waiting to be cut into chunks.
-func (s *relSend) queued() int { return len(s.queue) - s.qhead }
+func (s *relSend) queued() int { return s.qlen }
 
 // room returns how many more bytes the queue takes.
 func (s *relSend) room() int { return s.limit - s.queued() }
 
-// write queues b, which must fit in room.
+// write queues b, which must fit in room. The queue is a ring, so that a
+// writer who adds a few chunks' worth at a time to a full queue (a bulk
+// transfer, as acks free room) copies only what it adds; the ring grows,
+// by doubling, up to limit.
 func (s *relSend) write(b ...[]byte) {
 	need := 0
 	for _, p := range b {
 		need += len(p)
 	}
-	if s.qhead > 0 && len(s.queue)+need > cap(s.queue) {
-		n := copy(s.queue, s.queue[s.qhead:])
-		s.queue = s.queue[:n]
-		s.qhead = 0
+	if s.qlen+need > len(s.queue) {
+		q := make([]byte, min(max(2*len(s.queue), s.qlen+need, 4096), max(s.limit, s.qlen+need)))
+		n := s.qlen
+		s.take(q[:n])
+		s.queue, s.qhead, s.qlen = q, 0, n
 	}
 	for _, p := range b {
-		s.queue = append(s.queue, p...)
+		at := (s.qhead + s.qlen) % len(s.queue)
+		n := copy(s.queue[at:], p)
+		copy(s.queue, p[n:])
+		s.qlen += len(p)
 	}
 	s.used, s.dirty = true, true
+}
+
+// take moves the first len(dst) queued bytes (no more than are queued)
+// into dst.
+func (s *relSend) take(dst []byte) {
+	if len(dst) == 0 {
+		return
+	}
+	k := copy(dst, s.queue[s.qhead:])
+	copy(dst[k:], s.queue)
+	s.qhead = (s.qhead + len(dst)) % len(s.queue)
+	s.qlen -= len(dst)
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -357,11 +378,9 @@ func (c *core) flushChunk(i int) bool {
 		c.sendPacket()
 	}
 	slot := &s.slots[s.next%w]
-	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin, firstAt: c.stamp()}
-	s.qhead += n
-	if s.qhead == len(s.queue) {
-		s.queue, s.qhead = s.queue[:0], 0
-	}
+	data := slices.Grow(slot.data[:0], n)[:n]
+	s.take(data)
+	*slot = sendSlot{seq: s.next, data: data, fin: fin, firstAt: c.stamp()}
 	s.finCut = s.finCut || fin
 	s.next++
 	if n > 0 {
