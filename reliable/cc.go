@@ -1,15 +1,23 @@
 package reliable
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
-// congestion is the connection's congestion controller, NewReno's window
-// with CUBIC's gentler cut: cwnd bounds the bytes of data packets in
-// flight (sent, neither acknowledged nor shown lost), and the send budget
-// paces them at a multiple of cwnd per smoothed RTT. It starts at
-// initialCwnd packets and doubles every RTT (slow start) until the first
-// loss, then grows by a packet per RTT and, at each loss, is cut to
-// lossBeta of itself, once per round trip (a loss of a packet sent before
-// the last cut does not cut again).
+// congestion is the connection's congestion controller, CUBIC (RFC 9438)
+// with a loss response that tells a queue from random loss: cwnd bounds
+// the bytes of data packets in flight (sent, neither acknowledged nor
+// shown lost), and the send budget paces them at a multiple of cwnd per
+// smoothed RTT. It starts at initialCwnd packets and doubles every RTT
+// (slow start) until the first loss; at each loss it is cut to lossBeta
+// of itself, once per round trip (a loss of a packet sent before the last
+// cut does not cut again), and then grows along CUBIC's curve back to
+// the window before the cut and past it: quickly at first, flat near it,
+// in a time that does not depend on the RTT (about 4 s to regain 90% of
+// a 4,000-packet window, where NewReno's packet per RTT takes a minute
+// at 50 ms), and no slower than NewReno would (CUBIC's Reno-friendly
+// window), which rules on paths of short RTT.
 //
 // A loss is a chunk resent: because the acks of later packets showed it
 // lost and its own ack is overdue, or because its resend timeout expired.
@@ -41,8 +49,16 @@ type congestion struct {
 	// nanoseconds (0: none yet), and when this round began.
 	roundMin, lastRoundMin int64
 	roundAt                int64
+	mss                    float64 // bytes of a packet: the unit of growth
 	min, max               float64 // bounds of cwnd, in bytes
 	cuts                   uint64  // losses that cut the window (SessionStats)
+	// CUBIC's state, in packets and seconds: the window before the last
+	// cut, the time the curve takes back to it, when the curve started
+	// (the first ack after the cut; 0: not yet), and the Reno-friendly
+	// window.
+	wmax, k float64
+	epoch   int64
+	renoWnd float64
 }
 
 // Congestion control's constants.
@@ -63,10 +79,16 @@ const (
 	// the smoothed RTT must be for a loss to cut the window, which
 	// jitter of a millisecond (a scheduler's, a radio's) does not reach.
 	minQueueDelay = time.Millisecond
+	// cubicC is CUBIC's C, in packets per second cubed.
+	cubicC = 0.4
+	// renoAlpha is the growth of CUBIC's Reno-friendly window, in
+	// packets per RTT: 3(1-β)/(1+β), NewReno's average rate at β.
+	renoAlpha = 3 * (1 - lossBeta) / (1 + lossBeta)
 )
 
 func newCongestion(maxPacket, maxPackets int) congestion {
 	return congestion{
+		mss:      float64(maxPacket),
 		cwnd:     float64(initialCwnd * maxPacket),
 		ssthresh: float64(maxPackets * maxPacket),
 		min:      float64(minCwnd * maxPacket),
@@ -85,9 +107,10 @@ func (g *congestion) sent(n int) { g.inflight += n }
 func (g *congestion) left(n int) { g.inflight -= n }
 
 // acked grows the window for a packet of n bytes sent at stamp at, now
-// acknowledged, if the window was in use: a sender that leaves the window
-// mostly empty learns nothing about the path.
-func (g *congestion) acked(n int, at int64, maxPacket int) {
+// (stamp now, smoothed RTT srtt) acknowledged, if the window was in use:
+// a sender that leaves the window mostly empty learns nothing about the
+// path.
+func (g *congestion) acked(n int, at, now int64, srtt time.Duration) {
 	if g.cut && at <= g.recovery {
 		return // sent before the cut: the cut already accounts for it
 	}
@@ -95,11 +118,30 @@ func (g *congestion) acked(n int, at int64, maxPacket int) {
 		return
 	}
 	if g.cwnd < g.ssthresh {
-		g.cwnd += float64(n)
-	} else {
-		g.cwnd += float64(maxPacket) * float64(n) / g.cwnd
+		g.cwnd = min(g.cwnd+float64(n), g.max)
+		return
 	}
-	g.cwnd = min(g.cwnd, g.max)
+	mp := g.mss
+	w := g.cwnd / mp // packets
+	if g.epoch == 0 {
+		g.epoch = max(now, 1)
+		g.k = 0
+		if g.wmax > w {
+			g.k = math.Cbrt((g.wmax - w) / cubicC)
+		} else {
+			g.wmax = w
+		}
+		g.renoWnd = w
+	}
+	acked := float64(n) / mp
+	g.renoWnd += renoAlpha * acked / w
+	// The curve one RTT ahead, no more than 1.5 windows.
+	t := float64(now-g.epoch)/1e9 + srtt.Seconds() - g.k
+	target := min(max(cubicC*t*t*t+g.wmax, w), 1.5*w)
+	if target < g.renoWnd {
+		target = g.renoWnd
+	}
+	g.cwnd = min(g.cwnd+mp*(target-w)*acked/w, g.max)
 }
 
 // rttSample takes an RTT sample d at stamp now into the least RTTs; srtt
@@ -135,6 +177,13 @@ func (g *congestion) lost(at, now int64) {
 	if g.cut && at <= g.recovery || !g.queueing() {
 		return
 	}
+	w := g.cwnd / g.mss // packets
+	if w < g.wmax {
+		g.wmax = w * (1 + lossBeta) / 2 // a lower peak than the last: make room for newcomers sooner
+	} else {
+		g.wmax = w
+	}
+	g.epoch = 0
 	g.cwnd = max(g.cwnd*lossBeta, g.min)
 	g.ssthresh = g.cwnd
 	g.recovery, g.cut = now, true

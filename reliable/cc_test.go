@@ -71,7 +71,7 @@ func TestCongestion(t *testing.T) {
 						g.lost(sentAt, now)
 						g.lost(sentAt, now) // a second loss of the same flight: no second cut
 					}
-					g.acked(pkt, sentAt, pkt)
+					g.acked(pkt, sentAt, now, srtt)
 					g.left(pkt)
 					next = append(next, fill(now)...)
 				}
@@ -89,16 +89,40 @@ func TestCongestion(t *testing.T) {
 		g := newCongestion(pkt, 1536)
 		for range 1000 {
 			g.sent(pkt)
-			g.acked(pkt, 0, pkt)
+			g.acked(pkt, 0, 0, 0)
 			g.left(pkt)
 		}
 		assert.Equal(t, float64(initialCwnd*pkt), g.cwnd)
+	})
+	t.Run("after a cut the window regains 90% within 5 s at 50 ms", func(t *testing.T) {
+		const rtt = 50 * time.Millisecond
+		g := new(congestion)
+		*g = newCongestion(pkt, 8192)
+		g.cwnd, g.ssthresh = 4000*pkt, 4000*pkt
+		g.minRTT, g.roundMin, g.lastRoundMin = int64(rtt), int64(2*rtt), int64(2*rtt) // a queue
+		before := g.cwnd
+		g.lost(1, 1)
+		require.Equal(t, before*lossBeta, g.cwnd)
+		now := int64(2)
+		for range 100 { // 5 s of round trips, each acking a window sent together
+			n := int(g.cwnd / pkt)
+			for range n {
+				g.sent(pkt)
+			}
+			for range n {
+				g.acked(pkt, now, now+int64(rtt), rtt)
+				g.left(pkt)
+			}
+			now += int64(rtt)
+		}
+		assert.GreaterOrEqual(t, g.cwnd, 0.9*before, "NewReno's packet per RTT would be at %v", before*lossBeta+100*pkt)
+		assert.LessOrEqual(t, g.cwnd, 1.1*before, "near the last peak the curve is flat")
 	})
 	t.Run("the window stays within its bounds", func(t *testing.T) {
 		g := newCongestion(pkt, 64)
 		for i := range 1000 {
 			g.sent(64 * pkt)
-			g.acked(64*pkt, int64(i), pkt)
+			g.acked(64*pkt, int64(i), int64(i), 0)
 			g.left(64 * pkt)
 		}
 		assert.Equal(t, float64(64*pkt), g.cwnd)

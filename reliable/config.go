@@ -107,9 +107,9 @@ type Config struct {
 	// by all channels; unreliable messages go first, so a large reliable
 	// transfer never delays them. Zero (the default) leaves the rate to
 	// congestion control, which finds it: a window of bytes in flight
-	// that doubles every RTT from 32 packets until the first loss, then
-	// grows by a packet per RTT and is cut to 0.7 of itself at each loss,
-	// paced over the smoothed RTT. It is bounded by the receive window
+	// that doubles every RTT from 32 packets until the first loss, is
+	// cut to 0.7 of itself at a loss that comes with a queue, and grows
+	// back along CUBIC's curve, paced over the smoothed RTT. It is bounded by the receive window
 	// (WindowBytes) and by the 1536 packets the acks can tell apart.
 	// Set SendRate to keep a transfer from taking all of a link it
 	// shares, such as a server's uplink.

@@ -56,9 +56,9 @@
 // # Send rate
 //
 // Congestion control finds the rate: a window of bytes in flight starts
-// at 32 packets, doubles every round trip until the first loss, then
-// grows by a packet per round trip, and is cut to 0.7 of itself when a
-// loss comes with RTT samples that show a queue on the path (every
+// at 32 packets, doubles every round trip until the first loss, grows
+// back after a cut along CUBIC's curve (RFC 9438), and is cut to 0.7 of
+// itself when a loss comes with RTT samples that show a queue on the path (every
 // sample of the last round trip over the least RTT by half of it and at
 // least 1 ms): a queue that overflows delays every packet, jitter and
 // reordering only some, so random loss on a radio link does not collapse

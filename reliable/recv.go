@@ -121,7 +121,7 @@ func (c *core) acked(s uint16) {
 	}
 	rec.valid = false
 	if rec.flight {
-		c.cc.acked(int(rec.bytes), rec.at, c.cfg.maxPacket)
+		c.cc.acked(int(rec.bytes), rec.at, c.stamp(), c.srtt)
 		c.cc.left(int(rec.bytes))
 	}
 	if !c.anyAcked || seqNewer(s, c.highestAcked) {
