@@ -106,10 +106,14 @@
 // Locks, in order: a Channel's or Stream's read lock or write lock (one
 // per direction, serialising that direction's callers); then the
 // connection's state lock, held only to compute: the datagrams it makes
-// are written after it is released, by the goroutine that made them, so
-// no Write (netcode's AEAD and its system call) runs under it and a
-// reader never waits for a writer's system call; then the timer's lock,
-// a leaf. The queues: each reliable channel's send buffer (SendBuffer
-// bytes) and receive window (WindowBytes); each unreliable channel's send
-// and receive queues (Queue messages, QueueBytes).
+// join an ordered write queue before it is released, and are written
+// after, by the goroutine that made them or, if another is writing the
+// queue already, by that one after its own, so that they leave in the
+// order they were made; no Write (netcode's AEAD and its system call)
+// runs under the state lock and nobody waits for another's system call;
+// then the write queue's lock and the timer's lock, leaves. The queues:
+// each reliable channel's send buffer (SendBuffer bytes, a ring) and
+// receive window (WindowBytes); each unreliable channel's send and
+// receive queues (Queue messages, QueueBytes); the write queue (what one
+// flush makes, bounded by the congestion window and the burst).
 package reliable

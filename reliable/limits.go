@@ -62,6 +62,12 @@ const trimEvery = time.Second
 // receive buffer (Linux's default holds about 200 KB).
 const maxBurstPackets = 128
 
+// maxWriteQueue bounds the datagrams waiting for a connection's writer:
+// past it, what a flush makes is dropped, as a full socket buffer drops
+// it (unreliable messages are lost, reliable data resent). Each flush
+// makes at most a burst, so a writer that keeps up never sees it.
+const maxWriteQueue = 4 * maxBurstPackets
+
 // piggybackLooks bounds the chunks piggyback looks at for a packet.
 const piggybackLooks = 4 * maxRefs
 

@@ -118,10 +118,16 @@ func (cn *conn) unlock() {
 	write := false
 	if len(cn.pend.ends) > 0 {
 		cn.wmu.Lock()
-		if len(cn.wq.ends) == 0 {
+		switch {
+		case len(cn.wq.ends) == 0:
 			cn.pend, cn.wq = cn.wq, cn.pend
-		} else {
+		case len(cn.wq.ends) < maxWriteQueue:
 			cn.wq.addAll(cn.pend)
+			cn.pend.reset()
+		default:
+			// The writer is stuck in a Write that does not keep up:
+			// these are lost, as a full socket buffer loses them,
+			// rather than queued without bound.
 			cn.pend.reset()
 		}
 		write = !cn.writing
