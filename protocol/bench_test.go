@@ -51,7 +51,7 @@ func BenchmarkReadPayload(b *testing.B) {
 			for b.Loop() {
 				if i == len(pkts) {
 					i = 0
-					rp.Reset()
+					rp = ReplayProtection{}
 				}
 				m := copy(buf, pkts[i])
 				if err := r.Read(buf[:m], 0, c2s, &rp, &p); err != nil {

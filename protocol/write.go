@@ -29,15 +29,15 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[cryp
 	return dst
 }
 
-// AppendEncrypted appends an encrypted packet of type t with sequence number
+// appendEncrypted appends an encrypted packet of type t with sequence number
 // seq and plaintext body to dst, sealed with key, and returns the extended
-// slice. The packet is 1 + SequenceBytes(seq) + len(body) + crypto.MACBytes long.
+// slice. The packet is 1 + sequenceBytes(seq) + len(body) + crypto.MACBytes long.
 //
 // body may lie anywhere, including in dst's spare capacity: it is moved into
-// place before it is sealed there. AppendEncrypted does not check that body
+// place before it is sealed there. appendEncrypted does not check that body
 // has the size the reader requires for t.
-func AppendEncrypted(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, body []byte) []byte {
-	n := SequenceBytes(seq)
+func appendEncrypted(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, body []byte) []byte {
+	n := sequenceBytes(seq)
 	start := len(dst)
 	bodyAt := start + 1 + n
 	dst = slices.Grow(dst, 1+n+len(body)+crypto.MACBytes)
@@ -65,7 +65,7 @@ func seal(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, n, start
 // and returns dst extended to cover the header and the body, the number of
 // sequence bytes, and the offset of the packet.
 func begin(dst []byte, seq uint64, bodyLen int) (out []byte, n, start int) {
-	n = SequenceBytes(seq)
+	n = sequenceBytes(seq)
 	start = len(dst)
 	out = slices.Grow(dst, 1+n+bodyLen+crypto.MACBytes)
 	return out[:start+1+n+bodyLen], n, start
@@ -116,7 +116,7 @@ func AppendKeepAlive(dst []byte, key *crypto.PacketAEAD, seq uint64, clientIndex
 // payload is 1..MaxPayloadBytes long; readers drop anything else. payload may
 // lie in dst's spare capacity.
 func AppendPayload(dst []byte, key *crypto.PacketAEAD, seq uint64, payload []byte) []byte {
-	return AppendEncrypted(dst, key, Payload, seq, payload)
+	return appendEncrypted(dst, key, Payload, seq, payload)
 }
 
 // AppendDisconnect appends a disconnect packet to dst.

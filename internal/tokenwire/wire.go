@@ -20,7 +20,7 @@ import (
 // Sizes of the parts of netcode 1.02 tokens.
 const (
 	PrivateBytes        = protocol.PrivateTokenBytes            // 1024: the sealed private part, MAC included
-	PrivatePlainBytes   = protocol.PrivateTokenPlainBytes       // 1008: the private part decrypted
+	PrivatePlainBytes   = PrivateBytes - crypto.MACBytes        // 1008: the private part decrypted
 	ChallengeTokenBytes = protocol.ChallengeTokenBytes          // 300: a sealed challenge token, MAC included
 	ChallengePlainBytes = ChallengeTokenBytes - crypto.MACBytes // 284: a challenge token decrypted
 	UserDataBytes       = 256                                   // opaque data from the backend to the server
