@@ -97,14 +97,15 @@ var (
 	errTimeout       = tokenwire.Invalid("TimeoutSeconds is negative (use NoTimeout to disable timeouts)")
 )
 
-// Defaults for zero Params fields, as in the reference's example programs.
+// Defaults for zero Params fields, as in the reference's example programs,
+// and the value that disables timeouts.
 const (
-	// DefaultExpireSeconds is the lifetime of a token whose ExpireSeconds
-	// is 0.
-	DefaultExpireSeconds = 30
-	// DefaultTimeoutSeconds is the connection timeout of a token whose
+	// defaultExpireSeconds is the lifetime of a token whose ExpireSeconds
+	// is 0: 30 s.
+	defaultExpireSeconds = tokenwire.DefaultExpireSeconds
+	// defaultTimeoutSeconds is the connection timeout of a token whose
 	// TimeoutSeconds is 0.
-	DefaultTimeoutSeconds = 5
+	defaultTimeoutSeconds = 5
 	// NoTimeout, as TimeoutSeconds, disables the connection timeout: a
 	// dead peer then holds its slot until the server closes it, and a Dial
 	// to nothing waits until the token expires. For development only (a
@@ -129,8 +130,8 @@ type Params struct {
 	// against their own (for servers behind NAT or a load balancer). It
 	// must have one entry per ServerAddrs entry. Empty means ServerAddrs.
 	InternalAddrs []netip.AddrPort
-	// ExpireSeconds is the token's lifetime from its creation; 0 means
-	// DefaultExpireSeconds. A negative value is an error.
+	// ExpireSeconds is the token's lifetime from its creation; 0 means 30
+	// seconds. A negative value is an error.
 	ExpireSeconds int64
 	// NeverExpire makes a token that never expires (expire timestamp
 	// NeverExpireTimestamp), whatever ExpireSeconds says. For development only:
@@ -138,7 +139,7 @@ type Params struct {
 	// remember it (to refuse it again) for as long as they run.
 	NeverExpire bool
 	// TimeoutSeconds is the connection timeout: how long either side waits
-	// without hearing from the other; 0 means DefaultTimeoutSeconds.
+	// without hearing from the other; 0 means 5 seconds.
 	// NoTimeout disables timeouts (development only); other negative
 	// values are an error.
 	TimeoutSeconds int32
@@ -173,11 +174,11 @@ func (p *Params) validate() error {
 	case p.ExpireSeconds < 0:
 		return errExpire
 	case p.ExpireSeconds == 0:
-		p.ExpireSeconds = DefaultExpireSeconds
+		p.ExpireSeconds = defaultExpireSeconds
 	}
 	switch {
 	case p.TimeoutSeconds == 0:
-		p.TimeoutSeconds = DefaultTimeoutSeconds
+		p.TimeoutSeconds = defaultTimeoutSeconds
 	case p.TimeoutSeconds < 0 && p.TimeoutSeconds != NoTimeout:
 		return errTimeout
 	}

@@ -592,7 +592,7 @@ func TestGenerateExpire(t *testing.T) {
 		seconds int64
 		want    uint64
 	}{
-		{1000, 0, 1000 + token.DefaultExpireSeconds},
+		{1000, 0, 1000 + 30},
 		{1000, 30, 1030},
 		{0, math.MaxInt64, math.MaxInt64},
 		{math.MaxUint64 - 5, 10, token.NeverExpireTimestamp}, // saturates, never wraps
@@ -621,9 +621,9 @@ func TestGenerateDefaults(t *testing.T) {
 		wantLife    uint64
 		wantTimeout int32
 	}{
-		{"zero values", 0, 0, token.DefaultExpireSeconds, token.DefaultTimeoutSeconds},
+		{"zero values", 0, 0, 30, 5},
 		{"explicit", 45, 10, 45, 10},
-		{"no timeout", 0, token.NoTimeout, token.DefaultExpireSeconds, -1},
+		{"no timeout", 0, token.NoTimeout, 30, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

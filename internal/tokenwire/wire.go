@@ -28,6 +28,11 @@ const (
 	NonceBytes          = crypto.TokenNonceBytes                // 24: the private part's nonce
 )
 
+// DefaultExpireSeconds is the lifetime of a token whose ExpireSeconds is 0,
+// in token.Params and backend.Config alike: 30 s, as in the reference's
+// example programs.
+const DefaultExpireSeconds = 30
+
 // ErrInvalid is returned (possibly wrapped; test with errors.Is) for a token,
 // address or set of parameters that breaks the netcode 1.02 rules. Package
 // token exports it as token.ErrInvalid.
