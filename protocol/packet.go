@@ -38,6 +38,7 @@ import (
 	"strconv"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // PacketType is the type of a netcode packet, the low four bits of its prefix
@@ -81,7 +82,7 @@ const (
 	// MaxPayloadBytes is the largest payload one packet carries.
 	MaxPayloadBytes = 1200
 	// ConnectionRequestBytes is the exact size of a connection request.
-	ConnectionRequestBytes = 1 + len(crypto.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
+	ConnectionRequestBytes = 1 + len(aead.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
 	ChallengeTokenBytes = 300
 	// PrivateTokenBytes is the size of a sealed private connect token.

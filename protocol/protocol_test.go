@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 const testProtocolID = 0x1122334455667788
@@ -256,7 +257,7 @@ func TestRequestChecksInOrder(t *testing.T) {
 	var nonce [crypto.TokenNonceBytes]byte
 	plain := bytes.Repeat([]byte{1}, privateTokenPlainBytes)
 	const expire = 1000
-	sealed := tokenAEAD.Seal(nil, &nonce, testProtocolID, expire, plain)
+	sealed := aead.SealToken(tokenAEAD, nil, &nonce, testProtocolID, expire, plain)
 	valid := AppendConnectionRequest(nil, testProtocolID, expire, &nonce, sealed)
 	server := Reader{ProtocolID: testProtocolID, Allowed: ServerAccepts, TokenAEAD: tokenAEAD}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // Reasons Reader.Read refuses a datagram, for errors.Is. A datagram whose
@@ -130,7 +131,7 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 		return ErrReplayed
 	}
 	sealed := data[1+n:]
-	body, err := key.Open(sealed[:0], prefix, seq, sealed)
+	body, err := aead.OpenPacket(key, sealed[:0], prefix, seq, sealed)
 	if err != nil {
 		return ErrDecrypt
 	}
@@ -177,7 +178,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if r.TokenAEAD == nil {
 		return ErrNoKey
 	}
-	if string(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
+	if string(data[requestVersionAt:requestProtocolAt]) != aead.VersionInfo {
 		return errVersionInfo
 	}
 	if binary.LittleEndian.Uint64(data[requestProtocolAt:]) != r.ProtocolID {
@@ -192,10 +193,10 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if r.PreviousTokenAEAD != nil {
 		copy(r.keep[:], sealed)
 	}
-	plain, err := r.TokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+	plain, err := aead.OpenToken(r.TokenAEAD, sealed[:0], nonce, r.ProtocolID, expire, sealed)
 	if err != nil && r.PreviousTokenAEAD != nil {
 		copy(sealed, r.keep[:])
-		plain, err = r.PreviousTokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+		plain, err = aead.OpenToken(r.PreviousTokenAEAD, sealed[:0], nonce, r.ProtocolID, expire, sealed)
 	}
 	if err != nil {
 		return ErrDecrypt

@@ -3,8 +3,9 @@ package protocol
 import (
 	"bytes"
 	"fmt"
-	"github.com/gonetcode/netcode/crypto"
 	"testing"
+
+	"github.com/gonetcode/netcode/crypto"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

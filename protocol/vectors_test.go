@@ -236,7 +236,7 @@ var stageErrors = map[string]error{
 
 func TestConstants(t *testing.T) {
 	c := vectors(t).Constants
-	assert.Equal(t, []byte(crypto.VersionInfo), []byte(c.VersionInfo))
+	assert.Equal(t, []byte(aead.VersionInfo), []byte(c.VersionInfo))
 	assert.Equal(t, PrivateTokenBytes, c.ConnectTokenPrivateBytes)
 	assert.Equal(t, privateTokenPlainBytes, c.ConnectTokenPrivateBytes-c.MACBytes)
 	assert.Equal(t, crypto.TokenNonceBytes, c.ConnectTokenNonceBytes)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // AppendConnectionRequest appends a connection request (ConnectionRequestBytes
@@ -22,7 +23,7 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[cryp
 	p := dst[start:]
 	copy(p[requestPrivateAt:], sealedPrivate) // first: it may alias dst's spare capacity
 	p[0] = byte(ConnectionRequest)
-	copy(p[requestVersionAt:], []byte(crypto.VersionInfo))
+	copy(p[requestVersionAt:], []byte(aead.VersionInfo))
 	binary.LittleEndian.PutUint64(p[requestProtocolAt:], protocolID)
 	binary.LittleEndian.PutUint64(p[requestExpireAt:], expire)
 	copy(p[requestNonceAt:], nonce[:])
@@ -57,7 +58,7 @@ func seal(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, n, start
 	}
 	bodyAt := start + 1 + n
 	body := dst[bodyAt:]
-	sealed := key.Seal(body[:0], prefix, seq, body)
+	sealed := aead.SealPacket(key, body[:0], prefix, seq, body)
 	return dst[:bodyAt+len(sealed)]
 }
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 	"github.com/gonetcode/netcode/internal/tokenwire"
 )
 
@@ -52,14 +53,14 @@ const NeverExpireTimestamp = math.MaxUint64
 // Offsets into the public part of a connect token.
 const (
 	offVersion  = 0
-	offProtocol = offVersion + len(crypto.VersionInfo) // 13
-	offCreate   = offProtocol + 8                      // 21
-	offExpire   = offCreate + 8                        // 29
-	offNonce    = offExpire + 8                        // 37
-	offPrivate  = offNonce + nonceBytes                // 61
-	offTimeout  = offPrivate + privateBytes            // 1085
-	offNumAddrs = offTimeout + 4                       // 1089
-	offAddrs    = offNumAddrs + 4                      // 1093
+	offProtocol = offVersion + len(aead.VersionInfo) // 13
+	offCreate   = offProtocol + 8                    // 21
+	offExpire   = offCreate + 8                      // 29
+	offNonce    = offExpire + 8                      // 37
+	offPrivate  = offNonce + nonceBytes              // 61
+	offTimeout  = offPrivate + privateBytes          // 1085
+	offNumAddrs = offTimeout + 4                     // 1089
+	offAddrs    = offNumAddrs + 4                    // 1093
 )
 
 // ErrInvalid is returned (possibly wrapped; test with errors.Is) for a token,
@@ -276,7 +277,7 @@ func Generate(params *Params) ([]byte, error) {
 }
 
 // appendToken appends a connect token to dst. p must have been validated.
-func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create uint64, nonce *[nonceBytes]byte, c2s, s2c *crypto.Key) []byte {
+func appendToken(dst []byte, p *Params, ta *crypto.PrivateTokenAEAD, create uint64, nonce *[nonceBytes]byte, c2s, s2c *crypto.Key) []byte {
 	seconds := p.ExpireSeconds
 	if p.NeverExpire {
 		seconds = -1
@@ -285,7 +286,7 @@ func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create ui
 	start := len(dst)
 	dst = tokenwire.Extend(dst, ConnectTokenBytes)
 	b := dst[start:]
-	copy(b[offVersion:], []byte(crypto.VersionInfo))
+	copy(b[offVersion:], []byte(aead.VersionInfo))
 	binary.LittleEndian.PutUint64(b[offProtocol:], p.ProtocolID)
 	binary.LittleEndian.PutUint64(b[offCreate:], create)
 	binary.LittleEndian.PutUint64(b[offExpire:], expire)
@@ -294,7 +295,7 @@ func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create ui
 	// The private part is written in place and sealed in place.
 	plain := b[offPrivate : offPrivate+privatePlainBytes]
 	tokenwire.WritePrivate(plain, p.ClientID, p.TimeoutSeconds, p.internal(), c2s, s2c, &p.UserData)
-	aead.Seal(plain[:0], nonce, p.ProtocolID, expire, plain)
+	aead.SealToken(ta, plain[:0], nonce, p.ProtocolID, expire, plain)
 
 	binary.LittleEndian.PutUint32(b[offTimeout:], uint32(p.TimeoutSeconds))
 	writePublicTail(b[offNumAddrs:], p.ServerAddrs, c2s, s2c)
