@@ -49,7 +49,7 @@ type Conn struct {
 // relative to the page in a browser) with the subprotocol
 // Subprotocol and returns the connection. opts may be nil. A Mux
 // that has its MaxSessions open refuses the session: the error wraps
-// bridge.ErrBridgeFull, at once (by bridge.RefusedHeader, or in a browser, which hides
+// bridge.ErrBridgeFull, at once (by the response header Netcode-Bridge-Refused, or in a browser, which hides
 // the headers, by the subprotocol the refusal agrees to, see
 // Subprotocol). Should a session be refused after it opened,
 // reads fail with an error wrapping bridge.ErrBridgeFull.

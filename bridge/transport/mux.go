@@ -24,7 +24,7 @@ type MuxConfig struct {
 	// 1024, as in the relay's Config. Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response
-	// carries bridge.RefusedHeader, and Dial fails at once with
+	// carries the header Netcode-Bridge-Refused, and Dial fails at once with
 	// bridge.ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from

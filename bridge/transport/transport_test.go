@@ -20,6 +20,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 )
@@ -164,7 +165,7 @@ func TestTransportIdleTimeout(t *testing.T) {
 	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{IdleTimeout: 400 * time.Millisecond})
 	ws := bridgetest.RawWS(t, s.URL)
 	ce := bridgetest.Closed(t, ws, 5*time.Second)
-	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
+	assert.Equal(t, wsbridge.CodeIdleTimeout, ce.Code)
 	// A connected client sends keep-alives, which keep its session open.
 	c := s.DialWS(t)
 	time.Sleep(time.Second)
@@ -473,7 +474,7 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 				assert.Equal(t, 1, mux.Sessions())
 			}
 			ce := bridgetest.Closed(t, ws, 10*idle)
-			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
+			assert.Equal(t, wsbridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
 			bridgetest.Eventually(t, func() bool { return mux.Sessions() == 0 }, "session not ended")
 		})
 	}
