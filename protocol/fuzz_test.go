@@ -96,10 +96,10 @@ func checkAccepted(t *testing.T, s *fuzzSide, in []byte, p *Packet, pid uint64) 
 		t.Fatalf("%s: accepted a %v", s.name, p.Type)
 	}
 	if p.Type == ConnectionRequest {
-		if len(in) != ConnectionRequestBytes || len(p.PrivateToken) != privateTokenPlainBytes || s.r.TokenAEAD == nil {
+		if len(in) != connectionRequestBytes || len(p.PrivateToken) != privateTokenPlainBytes || s.r.TokenAEAD == nil {
 			t.Fatalf("%s: bad request: %d bytes, token %d", s.name, len(in), len(p.PrivateToken))
 		}
-		again := AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, in[ConnectionRequestBytes-PrivateTokenBytes:])
+		again := AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, in[connectionRequestBytes-PrivateTokenBytes:])
 		if !bytes.Equal(again, in) {
 			t.Fatalf("%s: request written again differs", s.name)
 		}

@@ -81,8 +81,6 @@ const (
 	MaxPacketBytes = 1300
 	// MaxPayloadBytes is the largest payload one packet carries.
 	MaxPayloadBytes = 1200
-	// ConnectionRequestBytes is the exact size of a connection request.
-	ConnectionRequestBytes = 1 + len(aead.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
 	ChallengeTokenBytes = 300
 	// PrivateTokenBytes is the size of a sealed private connect token.
@@ -91,6 +89,8 @@ const (
 
 // Sizes the package doc's wire layout shows, and the replay window.
 const (
+	// connectionRequestBytes is the exact size of a connection request.
+	connectionRequestBytes = 1 + len(aead.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// challengeBodyBytes is the plaintext body of a challenge or response:
 	// the challenge token sequence and the sealed challenge token.
 	challengeBodyBytes = 8 + ChallengeTokenBytes // 308

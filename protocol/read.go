@@ -172,7 +172,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	if !r.Allowed.has(ConnectionRequest) {
 		return errNotAllowed
 	}
-	if len(data) != ConnectionRequestBytes {
+	if len(data) != connectionRequestBytes {
 		return errLength
 	}
 	if r.TokenAEAD == nil {
@@ -189,7 +189,7 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 		return ErrExpired
 	}
 	nonce := (*[crypto.TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
-	sealed := data[requestPrivateAt:ConnectionRequestBytes]
+	sealed := data[requestPrivateAt:connectionRequestBytes]
 	if r.PreviousTokenAEAD != nil {
 		copy(r.keep[:], sealed)
 	}

@@ -249,10 +249,10 @@ func TestConstants(t *testing.T) {
 	assert.Equal(t, MaxPacketBytes, c.MaxPacketBytes)
 	assert.Equal(t, replayWindow, c.ReplayProtectionBufferSize)
 	assert.Equal(t, replayWindow, vectors(t).ReplayProtection.BufferSize)
-	assert.Equal(t, ConnectionRequestBytes, c.ConnectionRequestPacketBytes)
+	assert.Equal(t, connectionRequestBytes, c.ConnectionRequestPacketBytes)
 	assert.Equal(t, minEncryptedPacketBytes, c.MinEncryptedPacketBytes)
 	assert.Equal(t, serverGlobalSequenceStart, uint64(c.ServerGlobalSequenceStart))
-	assert.Equal(t, 1078, ConnectionRequestBytes)
+	assert.Equal(t, 1078, connectionRequestBytes)
 	assert.Equal(t, 308, challengeBodyBytes)
 	assert.Equal(t, 8, keepAliveBodyBytes)
 	assert.Equal(t, 1008, privateTokenPlainBytes)
@@ -498,7 +498,7 @@ func TestConnectionRequestVectors(t *testing.T) {
 
 			pkt := AppendConnectionRequest(nil, pid, expire, nonce, v.PrivateEncrypted)
 			assert.Equal(t, []byte(v.ConnectionRequestPacket), pkt)
-			assert.Len(t, pkt, ConnectionRequestBytes)
+			assert.Len(t, pkt, connectionRequestBytes)
 			got, ok := PeekType(pkt)
 			assert.True(t, ok)
 			assert.Equal(t, ConnectionRequest, got)
@@ -544,7 +544,7 @@ func TestInvalidPrivateTokensDecrypt(t *testing.T) {
 			require.Equal(t, "connect_token_private_read", v.RejectStage)
 			r := Reader{ProtocolID: uint64(c.ProtocolID), Allowed: ServerAccepts, TokenAEAD: tokenKey(t, c.PrivateKey)}
 			pkt := bytes.Clone(v.ConnectionRequestPacket)
-			assert.Equal(t, []byte(v.PrivateEncrypted), pkt[ConnectionRequestBytes-PrivateTokenBytes:])
+			assert.Equal(t, []byte(v.PrivateEncrypted), pkt[connectionRequestBytes-PrivateTokenBytes:])
 			var p Packet
 			require.NoError(t, r.Read(pkt, uint64(v.CurrentTimestamp), nil, nil, &p))
 			assert.Equal(t, []byte(v.PrivatePlaintext[:privateTokenPlainBytes]), p.PrivateToken)
@@ -595,7 +595,7 @@ func TestHandshakeTranscript(t *testing.T) {
 			switch p.Type {
 			case ConnectionRequest:
 				assert.Len(t, p.PrivateToken, privateTokenPlainBytes)
-				again = AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, tp.Packet[ConnectionRequestBytes-PrivateTokenBytes:])
+				again = AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, tp.Packet[connectionRequestBytes-PrivateTokenBytes:])
 			case ConnectionChallenge:
 				assert.Equal(t, serverGlobalSequenceStart, p.Sequence)
 				// The challenge token opens with the challenge key.

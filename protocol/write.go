@@ -8,8 +8,8 @@ import (
 	"github.com/gonetcode/netcode/internal/aead"
 )
 
-// AppendConnectionRequest appends a connection request (ConnectionRequestBytes
-// long) to dst and returns the extended slice. sealedPrivate is the sealed
+// AppendConnectionRequest appends a connection request (1078 bytes, as the
+// package doc's wire layout shows) to dst and returns the extended slice. sealedPrivate is the sealed
 // private part of the connect token, PrivateTokenBytes long, as found in the
 // public token together with protocolID, expire and nonce. It panics if
 // sealedPrivate has another length.
@@ -18,8 +18,8 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[cryp
 		panic("netcode/protocol: sealed private connect token must be 1024 bytes")
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, ConnectionRequestBytes)
-	dst = dst[:start+ConnectionRequestBytes]
+	dst = slices.Grow(dst, connectionRequestBytes)
+	dst = dst[:start+connectionRequestBytes]
 	p := dst[start:]
 	copy(p[requestPrivateAt:], sealedPrivate) // first: it may alias dst's spare capacity
 	p[0] = byte(ConnectionRequest)
