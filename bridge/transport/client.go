@@ -93,7 +93,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: netAddr(url),
 			Err: fmt.Errorf("netcode/bridge: server did not agree to subprotocol %s", Subprotocol)}
 	}
-	ws.SetReadLimit(MaxMessage)
+	ws.SetReadLimit(maxMessage)
 	c := &Conn{
 		ws:       ws,
 		url:      url,
@@ -129,7 +129,7 @@ func (c *Conn) opError(op string, err error) error {
 // the WebSocket ends, with an error wrapping net.ErrClosed that says why.
 func (c *Conn) reader() {
 	defer close(c.readDone)
-	buf := make([]byte, MaxMessage+1)
+	buf := make([]byte, maxMessage+1)
 	err := func() error {
 		for {
 			typ, n, err := wsbridge.ReadMessage(c.ws, buf)
@@ -139,7 +139,7 @@ func (c *Conn) reader() {
 			case typ != websocket.MessageBinary:
 				c.ws.Close(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
 				return errors.New("netcode/bridge: text message from the server")
-			case n > MaxMessage:
+			case n > maxMessage:
 				return errPacketTooBig
 			case n > 0:
 				c.q.Push(netip.AddrPort{}, buf[:n]) // full: dropped, as by a full socket buffer
@@ -193,7 +193,7 @@ func (c *Conn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	switch {
 	case len(b) == 0:
 		return 0, c.opError("write", errEmptyPacket)
-	case len(b) > MaxMessage:
+	case len(b) > maxMessage:
 		return 0, c.opError("write", errPacketTooBig)
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
@@ -217,7 +217,7 @@ func (c *Conn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return len(b), nil
 }
 
-// WriteTo sends b (1 to MaxMessage bytes) as one binary message and
+// WriteTo sends b (1 to protocol.MaxPacketBytes bytes) as one binary message and
 // remembers addr as the server's address.
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return c.writeToAddrPort(b, dgram.AddrPortOf(addr))

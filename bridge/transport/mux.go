@@ -261,7 +261,7 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	switch {
 	case len(b) == 0:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
-	case len(b) > MaxMessage:
+	case len(b) > maxMessage:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
 	}
 	m.mu.RLock()
@@ -412,7 +412,7 @@ func (m *Mux) Close() error {
 // Handler returns the http.Handler that accepts WebSocket sessions of the
 // transport (subprotocol [Subprotocol]; a request that does not
 // offer it is refused with HTTP 400). Each binary message is one netcode
-// packet of 1 to [MaxMessage] bytes; a longer message ends the
+// packet of 1 to protocol.MaxPacketBytes bytes; a longer message ends the
 // session with 1009, a text message with 1003, and empty messages are
 // ignored.
 func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
@@ -423,7 +423,7 @@ type muxHandler Mux
 func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
 	m.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
-		ws.SetReadLimit(MaxMessage)
+		ws.SetReadLimit(maxMessage)
 		m.mu.Lock()
 		m.next++
 		s := &muxSession{
