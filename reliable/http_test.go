@@ -262,9 +262,9 @@ func TestDialerErrors(t *testing.T) {
 	_, err = (&Dialer{Token: tok([]byte("not a token"))}).Dial("udp", "x")
 	assert.ErrorIs(t, err, netcode.ErrInvalidConnectToken)
 	_, err = (&Dialer{Config: &Config{MaxPacketBytes: 1}, Token: tok(nil)}).DialContext(context.Background(), "udp", "x")
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 	_, err = NewListener(nil, &Config{MaxPacketBytes: 1})
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 	_, err = NewStream(nil, &Config{MaxPacketBytes: 1})
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 }
