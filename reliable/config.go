@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"time"
 
@@ -152,9 +153,10 @@ var ErrSendQueueFull = errors.New("netcode/reliable: send queue full")
 // unacknowledged for Config.AckTimeout: it is gone, or hostile.
 var ErrAckTimeout = errors.New("netcode/reliable: peer did not acknowledge data within the ack timeout")
 
-// ErrUnexpectedEOF is the error of a Stream's Read when the message
-// connection ended before the peer closed the stream.
-var ErrUnexpectedEOF = errors.New("netcode/reliable: connection ended before the peer closed the stream")
+// errUnexpectedEOF is the error of a Stream's Read when the message
+// connection ended before the peer closed the stream: io.ErrUnexpectedEOF
+// for errors.Is, as a truncated stream reads in package io and crypto/tls.
+var errUnexpectedEOF = fmt.Errorf("netcode/reliable: connection ended before the peer closed the stream: %w", io.ErrUnexpectedEOF)
 
 // chanSpec is a resolved ChannelConfig.
 type chanSpec struct {
