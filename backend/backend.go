@@ -511,9 +511,8 @@ func (l *limiters) sweep(now time.Time) {
 	}
 }
 
-// Users returns how many users' rates are tracked now (for tests and
-// monitoring).
-func (h *Handler) Users() int {
+// users returns how many users' rates the in-memory limiter tracks now.
+func (h *Handler) users() int {
 	h.limits.mu.Lock()
 	defer h.limits.mu.Unlock()
 	return len(h.limits.users)
