@@ -77,22 +77,8 @@ func TestNewUsesBatcher(t *testing.T) {
 			require.IsType(t, &batcherConn{}, c)
 			assert.IsType(t, tc.single, c.(*batcherConn).Conn)
 
-			peer := New(listenUDP(t, "udp4", "127.0.0.1:0"))
-			defer peer.Close()
-			n, err := c.WriteBatch([]Message{{Buf: []byte("batch"), Addr: addrOf(t, peer)}})
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
-			require.NoError(t, c.WriteTo([]byte("single"), addrOf(t, peer)))
+			exchange(t, c)
 			assert.Equal(t, 1, b.writes, "WriteTo takes the one-datagram path")
-
-			require.NoError(t, peer.WriteTo([]byte("to it"), addrOf(t, c)))
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-			ms := newMsgs(4)
-			n, err = c.ReadBatch(ms)
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
-			assert.Equal(t, "to it", string(ms[0].Buf))
-			assert.Equal(t, addrOf(t, peer), ms[0].Addr)
 			assert.Equal(t, 1, b.reads)
 			assert.Equal(t, pc.LocalAddr(), c.LocalAddr())
 		})
@@ -125,20 +111,28 @@ func TestNewUsesHookedAddrPort(t *testing.T) {
 	defer c.Close()
 	require.IsType(t, &apConn{}, c)
 
+	exchange(t, c)
+	assert.Equal(t, 2, writes, "the batch of one and the single write")
+	assert.Equal(t, 1, reads)
+}
+
+// exchange sends c's peer, a fresh socket, a batch of one datagram and a
+// single one, and reads its answer in a batch.
+func exchange(t *testing.T, c Conn) {
+	t.Helper()
 	peer := New(listenUDP(t, "udp4", "127.0.0.1:0"))
 	defer peer.Close()
-	n, err := c.WriteBatch([]Message{{Buf: []byte("one"), Addr: addrOf(t, peer)}})
+	n, err := c.WriteBatch([]Message{{Buf: []byte("batch"), Addr: addrOf(t, peer)}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.NoError(t, c.WriteTo([]byte("two"), addrOf(t, peer)))
-	assert.Equal(t, 2, writes)
+	require.NoError(t, c.WriteTo([]byte("single"), addrOf(t, peer)))
 
-	require.NoError(t, peer.WriteTo([]byte("back"), addrOf(t, c)))
+	require.NoError(t, peer.WriteTo([]byte("to it"), addrOf(t, c)))
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 	ms := newMsgs(4)
 	n, err = c.ReadBatch(ms)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	assert.Equal(t, "back", string(ms[0].Buf))
-	assert.Equal(t, 1, reads)
+	assert.Equal(t, "to it", string(ms[0].Buf))
+	assert.Equal(t, addrOf(t, peer), ms[0].Addr)
 }
