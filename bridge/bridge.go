@@ -18,58 +18,12 @@ import (
 // not offer it is refused with HTTP 400 before the upgrade.
 const Subprotocol = "netcode.relay.v1"
 
-// Close codes the bridge ends a session with: its own, 4000 to 4012, and
-// the standard ones it uses. The numbers are the contract, listed in the
-// package documentation (# Close codes) for clients in any language; the
-// reason of the close frame names the error, for example "netcode:
-// connection denied".
-const (
-	// codeDisconnected: the server disconnected the client cleanly.
-	codeDisconnected websocket.StatusCode = 4000
-	// codeConnectionDenied: every server in the token was full or refused
-	// the client (netcode.ErrConnectionDenied).
-	codeConnectionDenied websocket.StatusCode = 4001
-	// codeConnectTokenExpired: the token expired before a server accepted it
-	// (netcode.ErrConnectTokenExpired).
-	codeConnectTokenExpired websocket.StatusCode = 4002
-	// codeInvalidConnectToken: the first message was not a readable
-	// 2048-byte connect token (netcode.ErrInvalidConnectToken).
-	codeInvalidConnectToken websocket.StatusCode = 4003
-	// codeConnectionRequestTimedOut: no server answered the connection
-	// request (netcode.ErrConnectionRequestTimedOut).
-	codeConnectionRequestTimedOut websocket.StatusCode = 4004
-	// codeConnectionResponseTimedOut: the server stopped answering during
-	// the handshake (netcode.ErrConnectionResponseTimedOut).
-	codeConnectionResponseTimedOut websocket.StatusCode = 4005
-	// codeConnectionTimedOut: nothing arrived from the server within the
-	// token's timeout (netcode.ErrConnectionTimedOut).
-	codeConnectionTimedOut websocket.StatusCode = 4006
-	// codeServerNotAllowed: the token names a server the bridge may not
-	// dial; the reason names the address.
-	codeServerNotAllowed websocket.StatusCode = 4010
-	// codeHandshakeTimeout: the connect token did not arrive within
-	// Config.HandshakeTimeout, or the dial took longer than
-	// Config.DialTimeout.
-	codeHandshakeTimeout websocket.StatusCode = 4011
-	// codeIdleTimeout: nothing was relayed in either direction (no message
-	// from the browser, no payload to it) within Config.IdleTimeout, or
-	// (Mux) no message went either way within MuxConfig.IdleTimeout.
-	codeIdleTimeout websocket.StatusCode = wsbridge.CodeIdleTimeout // 4012
-	// codeBridgeFull is WebSocket's 1013 (try again later): the bridge has
-	// its MaxSessions open (ErrBridgeFull, the reason). The session is
-	// refused right after the upgrade, and both the 101 response and the
-	// 503 one (after Close) carry the header Netcode-Bridge-Refused: full,
-	// so that clients that can read response headers (Go's, not a
-	// browser's) tell the refusal apart at once; transport.Dial does.
-	codeBridgeFull = wsbridge.CodeFull // 1013
-)
-
 // Config configures a Handler. The zero value refuses every token: name the
 // servers the bridge may dial in AllowedServers or AllowServer.
 type Config struct {
 	// AllowedServers lists the server addresses the bridge may dial. Every
 	// address in a token must be allowed (by this list or by AllowServer),
-	// or the session is refused with CodeServerNotAllowed before anything is
+	// or the session is refused with close code 4010 before anything is
 	// sent to any server. IPv4-mapped IPv6 addresses match their IPv4 form.
 	AllowedServers []netip.AddrPort
 	// AllowServer, if set, is asked about the token addresses that are not

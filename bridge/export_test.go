@@ -11,16 +11,16 @@ const (
 // The close codes and the refusal header, by name, for the external tests;
 // the package documentation's table gives their numbers.
 const (
-	CodeDisconnected               = codeDisconnected
-	CodeConnectionDenied           = codeConnectionDenied
-	CodeConnectTokenExpired        = codeConnectTokenExpired
-	CodeInvalidConnectToken        = codeInvalidConnectToken
-	CodeConnectionRequestTimedOut  = codeConnectionRequestTimedOut
-	CodeConnectionResponseTimedOut = codeConnectionResponseTimedOut
-	CodeConnectionTimedOut         = codeConnectionTimedOut
-	CodeServerNotAllowed           = codeServerNotAllowed
-	CodeHandshakeTimeout           = codeHandshakeTimeout
-	CodeIdleTimeout                = codeIdleTimeout
-	CodeBridgeFull                 = codeBridgeFull
+	CodeDisconnected               = wsbridge.CodeDisconnected
+	CodeConnectionDenied           = wsbridge.CodeConnectionDenied
+	CodeConnectTokenExpired        = wsbridge.CodeConnectTokenExpired
+	CodeInvalidConnectToken        = wsbridge.CodeInvalidConnectToken
+	CodeConnectionRequestTimedOut  = wsbridge.CodeConnectionRequestTimedOut
+	CodeConnectionResponseTimedOut = wsbridge.CodeConnectionResponseTimedOut
+	CodeConnectionTimedOut         = wsbridge.CodeConnectionTimedOut
+	CodeServerNotAllowed           = wsbridge.CodeServerNotAllowed
+	CodeHandshakeTimeout           = wsbridge.CodeHandshakeTimeout
+	CodeIdleTimeout                = wsbridge.CodeIdleTimeout
+	CodeBridgeFull                 = wsbridge.CodeFull
 	RefusedHeader                  = wsbridge.RefusedHeader
 )
