@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -51,11 +52,12 @@ const (
 	msgEntryHeader   = 1 + 1 + 2
 	windowEntryBytes = 1 + 1 + 4 + 4
 	flagFIN          = 1
+	flagAckNow       = 2 // the sender waits for this ack: do not delay it
 	messageLenBytes  = 4 // a reliable message's length prefix in its stream
 	fragmentsPerMsg  = 16
 	minPacketBytes   = 64
 	maxWindowBytes   = 1 << 30
-	layoutVersion    = "gonetcode-reliable/1"
+	layoutVersion    = "gonetcode-reliable/2" // 2: flagAckNow
 )
 
 // ChannelConfig describes one channel. Both ends must have the same
@@ -102,12 +104,16 @@ type Config struct {
 	// grain added to resend timeouts. No timer ticks at this period: an
 	// idle connection sleeps until something is due. Default 10 ms.
 	TickInterval time.Duration
-	// SendRate is the bandwidth budget in bytes per second, shared by all
-	// channels; unreliable messages go first, so a large reliable
-	// transfer never delays them. Default 32 MiB/s. There is no
-	// congestion control beyond this budget and the window: on a path
-	// that carries less (a mobile link, a server's share of its uplink),
-	// set it to what the path can carry, as with kcp's windows.
+	// SendRate, if set, caps the send rate in bytes per second, shared
+	// by all channels; unreliable messages go first, so a large reliable
+	// transfer never delays them. Zero (the default) leaves the rate to
+	// congestion control, which finds it: a window of bytes in flight
+	// that doubles every RTT from 32 packets until the first loss, is
+	// cut to 0.7 of itself at a loss that comes with a queue, and grows
+	// back along CUBIC's curve, paced over the smoothed RTT. It is bounded by the receive window
+	// (WindowBytes) and by the 1536 packets the acks can tell apart.
+	// Set SendRate to keep a transfer from taking all of a link it
+	// shares, such as a server's uplink.
 	SendRate int
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
@@ -206,7 +212,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		r.tick = defaultTickInterval
 	}
 	if r.rate <= 0 {
-		r.rate = defaultSendRate
+		r.rate = math.Inf(1) // congestion control alone
 	}
 	if r.linger <= 0 {
 		r.linger = defaultLinger
