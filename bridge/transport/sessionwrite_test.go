@@ -176,10 +176,10 @@ func TestMuxSessionAllocs(t *testing.T) {
 	race.Skip(t)
 	mux, url := newBareMux(t, bridgetransport.MuxConfig{})
 	ws, addr := sessionPeer(t, mux, url)
-	ws.SetReadLimit(bridgetransport.MaxMessage)
+	ws.SetReadLimit(protocol.MaxPacketBytes)
 	ctx := context.Background()
 	msg := make([]byte, 100)
-	buf := make([]byte, bridgetransport.MaxMessage)
+	buf := make([]byte, protocol.MaxPacketBytes)
 	require.NoError(t, mux.SetReadDeadline(time.Now().Add(time.Minute)))
 	roundTrip := func() {
 		if err := ws.Write(ctx, websocket.MessageBinary, msg); err != nil {

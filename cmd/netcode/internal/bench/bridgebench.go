@@ -463,15 +463,15 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 		c   *ProcessCost
 		cpu time.Duration
 	}{{&res.Bridge, br}, {&res.Server, sv}} {
-		if !ok || side.c.PID == 0 { // websocket mode has no server
-			continue
-		}
-		side.c.CPU, side.c.CPUMeasured = side.cpu, true
-		if w := sp.wakes[side.c]; w.ok && res.Echoed > 0 {
+		if w, counted := sp.wakes[side.c]; counted && w.ok && res.Echoed > 0 {
 			side.c.RunsPerEcho = float64(w.runs) / float64(res.Echoed)
 			side.c.SwitchesPerEcho = float64(w.switches) / float64(res.Echoed)
 			side.c.WakesMeasured = true
 		}
+		if !ok || side.c.PID == 0 { // websocket mode has no server
+			continue
+		}
+		side.c.CPU, side.c.CPUMeasured = side.cpu, true
 		side.c.Cores = side.cpu.Seconds() / wall.Seconds()
 		if res.Echoed > 0 {
 			side.c.MicrosPerEcho = float64(side.cpu.Nanoseconds()) / 1e3 / float64(res.Echoed)
