@@ -13,3 +13,7 @@ func SetBuffers(uc *net.UDPConn, size int) {
 	_ = uc.SetReadBuffer(size)
 	_ = uc.SetWriteBuffer(size)
 }
+
+// GSO reports whether c sends trains of datagrams as GSO super-datagrams:
+// never off Linux.
+func GSO(Conn) bool { return false }
