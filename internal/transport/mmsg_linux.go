@@ -201,29 +201,18 @@ func (b *batch) send(fd uintptr) bool {
 		b.errno = gsoFault // a test's stand-in for the kernel's refusal
 		return true
 	}
-	if b.n == 1 && b.done == 0 && b.hdrs[0].Hdr.Controllen != 0 {
-		// One train: sendmsg costs the kernel less than sendmmsg.
-		for {
-			_, _, e := unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0].Hdr)), 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			case 0:
-				b.done = 1
-			default:
-				b.errno = e
-			}
-			return true
-		}
-	}
 	if b.n == 1 && b.done == 0 {
-		// One datagram: sendto costs the kernel less than sendmmsg.
+		// One header: sendto (one datagram) or sendmsg (one train) costs
+		// the kernel less than sendmmsg.
 		h := &b.hdrs[0].Hdr
 		for {
-			_, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
-				0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			var e syscall.Errno
+			if h.Controllen == 0 {
+				_, _, e = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
+					0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			} else {
+				_, _, e = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(h)), 0)
+			}
 			switch e {
 			case unix.EINTR:
 				continue
