@@ -1,8 +1,9 @@
 package netcode_test
 
 import (
-	"github.com/gonetcode/netcode/internal/testing/race"
 	"testing"
+
+	"github.com/gonetcode/netcode/internal/testing/race"
 
 	"github.com/gonetcode/netcode"
 	"github.com/stretchr/testify/require"
@@ -56,23 +57,22 @@ func byteSize(n int) string {
 
 // TestSteadyStateAllocations checks the hot path's promise: once connected,
 // a payload costs no allocation on either side (counted for the whole
-// process, so the reader and ticker goroutines are included).
+// process, so the reader and ticker goroutines are included), whichever
+// path the transport takes.
 func TestSteadyStateAllocations(t *testing.T) {
 	race.Skip(t)
-	for _, f := range families {
-		t.Run(f.name, func(t *testing.T) {
-			l := listen(t, f.network, f.addr, nil)
-			cli, srv := pair(t, l)
-			msg := make([]byte, 100)
-			buf := make([]byte, netcode.MaxPayloadBytes)
-			for range 200 { // warm the pools
-				echoRoundTrip(t, cli, srv, msg, buf)
-			}
-			allocs := testing.AllocsPerRun(2000, func() { echoRoundTrip(t, cli, srv, msg, buf) })
-			t.Logf("%.3f allocations per round trip (4 payload packets through 2 conns)", allocs)
-			// The ticker's keep-alive bookkeeping and the runtime's timers
-			// may allocate now and then; one in ten round trips is the bound.
-			require.Less(t, allocs, 0.1)
-		})
-	}
+	onEachPath(t, func(t *testing.T, f family) {
+		l := listen(t, f.network, f.addr, nil)
+		cli, srv := pair(t, l)
+		msg := make([]byte, 100)
+		buf := make([]byte, netcode.MaxPayloadBytes)
+		for range 200 { // warm the pools
+			echoRoundTrip(t, cli, srv, msg, buf)
+		}
+		allocs := testing.AllocsPerRun(2000, func() { echoRoundTrip(t, cli, srv, msg, buf) })
+		t.Logf("%.3f allocations per round trip (4 payload packets through 2 conns)", allocs)
+		// The ticker's keep-alive bookkeeping and the runtime's timers
+		// may allocate now and then; one in ten round trips is the bound.
+		require.Less(t, allocs, 0.1)
+	})
 }
