@@ -3,9 +3,8 @@ package netcode_test
 import (
 	"testing"
 
-	"github.com/gonetcode/netcode/internal/testing/race"
-
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,9 +37,11 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 			buf := make([]byte, netcode.MaxPayloadBytes)
 			b.SetBytes(int64(2 * size))
 			b.ReportAllocs()
+			h := startHandoffs()
 			for b.Loop() {
 				echoRoundTrip(b, cli, srv, msg, buf)
 			}
+			h.report(b, b.N)
 		})
 	}
 }
