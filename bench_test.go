@@ -62,8 +62,8 @@ func byteSize(n int) string {
 // path the transport takes.
 func TestSteadyStateAllocations(t *testing.T) {
 	race.Skip(t)
-	onEachPath(t, func(t *testing.T, f family) {
-		l := listen(t, f.network, f.addr, nil)
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
 		cli, srv := pair(t, l)
 		msg := make([]byte, 100)
 		buf := make([]byte, netcode.MaxPayloadBytes)

@@ -29,17 +29,14 @@ const (
 	readerLoop  = "netcode.(*dialConn).readLoop"
 )
 
-// family is one of families.
-type family = struct{ name, network, addr string }
-
-// onEachPath runs test over real UDP on each family, with the sockets made
-// meanwhile on each path of the transport.
-func onEachPath(t *testing.T, test func(t *testing.T, f family)) {
+// onEachPath runs test over real UDP on each of families (its network and
+// address), with the sockets made meanwhile on each path of the transport.
+func onEachPath(t *testing.T, test func(t *testing.T, network, addr string)) {
 	for _, p := range transport.Paths {
 		for _, f := range families {
 			t.Run(fmt.Sprint(p, "/", f.name), func(t *testing.T) {
 				defer transport.ForcePath(transport.ForcePath(p))
-				test(t, f)
+				test(t, f.network, f.addr)
 			})
 		}
 	}
@@ -59,8 +56,8 @@ func waitFor(t *testing.T, state string, fns ...string) {
 // deadline set, or moved, while it reads, and Close, end that Read as
 // they end any; once Reads stop, the reader takes the socket back.
 func TestReadPullsFromSocket(t *testing.T) {
-	onEachPath(t, func(t *testing.T, f family) {
-		l := listen(t, f.network, f.addr, nil)
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
 		cli, srv := pair(t, l)
 		go echoUntilError(srv)
 		for i := range 3 {
@@ -184,9 +181,9 @@ func TestPullingConnStaysUp(t *testing.T) {
 // Listener, over real UDP, IPv4 and IPv6, with every socket on each path
 // of the transport: every payload comes back whole.
 func TestEchoOnEachPath(t *testing.T) {
-	onEachPath(t, func(t *testing.T, f family) {
+	onEachPath(t, func(t *testing.T, network, addr string) {
 		const clients, window, rounds = 8, 16, 20
-		l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = clients })
+		l := listen(t, network, addr, func(c *netcode.ServerConfig) { c.MaxClients = clients })
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		defer l.Close()

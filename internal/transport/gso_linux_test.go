@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,19 +123,23 @@ func TestGSOTrains(t *testing.T) {
 				} else {
 					assert.False(t, GSO(tx))
 				}
-				sendTrains(t, tx, fam.network, fam.addr)
+				sendTrains(t, tx, fam.network, fam.addr, PathMmsg, nil, 16)
 			})
 		}
 	}
 }
 
-// sendTrains writes trainMsgs from tx to two fresh receivers and checks
-// what each reads.
-func sendTrains(t *testing.T, tx Conn, network, addr string) {
+// sendTrains writes trainMsgs from tx to two fresh receivers (on path
+// rxPath, then given to setup if it is not nil) and checks what each
+// reads in batches of up to batch.
+func sendTrains(t *testing.T, tx Conn, network, addr string, rxPath Path, setup func(Conn), batch int) {
 	t.Helper()
 	var rx [2]Conn
 	for i := range rx {
-		rx[i] = onPath(PathMmsg)(listenUDP(t, network, addr))
+		rx[i] = onPath(rxPath)(listenUDP(t, network, addr))
+		if setup != nil {
+			setup(rx[i])
+		}
 		defer rx[i].Close()
 	}
 	ms := trainMsgs(addrOf(t, rx[0]), addrOf(t, rx[1]))
@@ -149,7 +154,7 @@ func sendTrains(t *testing.T, tx Conn, network, addr string) {
 			}
 		}
 		var got [][]byte
-		in := newMsgs(16)
+		in := newMsgs(batch)
 		require.NoError(t, r.SetReadDeadline(time.Now().Add(5*time.Second)))
 		for len(got) < len(want) {
 			for j := range in {
@@ -187,9 +192,88 @@ func TestGSOFallback(t *testing.T) {
 				require.True(t, GSO(tx))
 				gsoFault = tc.errno
 				defer func() { gsoFault = 0 }()
-				sendTrains(t, tx, fam.network, fam.addr)
+				sendTrains(t, tx, fam.network, fam.addr, PathMmsg, nil, 16)
 				assert.Equal(t, tc.gsoLeft, GSO(tx))
 			})
 		}
+	}
+}
+
+// kernelHasGRO asks the kernel itself whether a UDP socket takes
+// coalesced datagrams.
+func kernelHasGRO(t *testing.T) bool {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	return unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+}
+
+// TestGRO: receivers with GRO on, over real UDP, IPv4 and IPv6, get GSO
+// trains from loopback as super-datagrams (the kernel does not cut them)
+// and hand them out as the datagrams that were sent, in order, whatever
+// the caller's batch size (what does not fit waits for the next read).
+// Without GSO on the sender they get the datagrams one by one.
+func TestGRO(t *testing.T) {
+	if !kernelHasGRO(t) {
+		t.Skip("the kernel has no UDP GRO")
+	}
+	for _, fam := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
+		for _, sender := range []Path{PathBest, PathMmsg} {
+			for _, batch := range []int{1, 3, 64} {
+				t.Run(fmt.Sprint(fam.network, "/", sender, "/", batch), func(t *testing.T) {
+					tx := onPath(sender)(listenUDP(t, fam.network, fam.addr))
+					defer tx.Close()
+					var rx []Conn
+					sendTrains(t, tx, fam.network, fam.addr, PathBest, func(c Conn) {
+						require.True(t, EnableGRO(c))
+						require.True(t, GRO(c))
+						rx = append(rx, c)
+					}, batch)
+					coalesced := 0
+					for _, c := range rx {
+						coalesced += c.(*mmsgConn).gro.coalesced
+					}
+					if sender == PathBest {
+						assert.Positive(t, coalesced, "trains arrive coalesced")
+					} else {
+						assert.Zero(t, coalesced)
+					}
+				})
+			}
+		}
+	}
+	for _, p := range []Path{PathMmsg, PathPlain} {
+		c := onPath(p)(listenUDP(t, "udp4", "127.0.0.1:0"))
+		assert.False(t, EnableGRO(c), "GRO on %v", p)
+		assert.False(t, GRO(c))
+		c.Close()
+	}
+}
+
+// TestGROSegment parses UDP_GRO control messages, and refuses what is not
+// one without reading past the bytes given.
+func TestGROSegment(t *testing.T) {
+	msg := func(level, typ int32, data []byte) []byte {
+		b := make([]byte, unix.CmsgSpace(len(data)))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(len(data)))
+		copy(b[unix.CmsgLen(0):], data)
+		return b
+	}
+	gro := msg(unix.IPPROTO_UDP, unix.UDP_GRO, []byte{0xdc, 0x05, 0, 0}) // 1500
+	for _, tc := range []struct {
+		name string
+		p    []byte
+		want int
+	}{
+		{"one", gro, 1500},
+		{"after another", append(msg(unix.SOL_IP, unix.IP_TOS, []byte{1}), gro...), 1500},
+		{"none", nil, 0},
+		{"another only", msg(unix.SOL_IP, unix.IP_TOS, []byte{1}), 0},
+		{"truncated", gro[:unix.CmsgLen(0)+1], 0},
+		{"short header", gro[:4], 0},
+	} {
+		assert.Equal(t, tc.want, groSegment(tc.p), tc.name)
 	}
 }

@@ -41,8 +41,9 @@ type mmsgConn struct {
 	rc     syscall.RawConn
 	family int // unix.AF_INET or unix.AF_INET6
 
-	rmu sync.Mutex // one reader at a time owns r; held across recvmmsg
+	rmu sync.Mutex  // one reader at a time owns r and gro; held across recvmmsg
 	r   *batch
+	gro *groReader // set by EnableGRO: reads take coalesced datagrams
 
 	wmu    sync.Mutex // guards wfree and wfree1; a leaf
 	wfree  []*batch   // idle batch-write scratch: writers run in parallel
@@ -53,6 +54,9 @@ type mmsgConn struct {
 	// PathBest); cleared for good by the first train the kernel refuses
 	// with EIO (a device without checksum offload).
 	gso atomic.Bool
+	// offload: the socket was made on PathBest of a kernel with UDP GSO;
+	// EnableGRO may turn GRO on (Linux 5.0; its setsockopt says).
+	offload bool
 }
 
 // maxFree bounds the idle write scratch kept. The lists only ever hold as
@@ -84,8 +88,9 @@ func newUDP(uc *net.UDPConn) Conn {
 		return nil
 	}
 	c := &mmsgConn{c: uc, rc: rc, family: family}
-	if Path(forcedPath.Load()) == PathBest {
-		c.gso.Store(gsoSupported(rc))
+	if Path(forcedPath.Load()) == PathBest && gsoSupported(rc) {
+		c.offload = true
+		c.gso.Store(true)
 	}
 	// The scratch grows to the batches the owner asks for, and write
 	// scratch is made on the first batched write: a client's socket, which
@@ -301,6 +306,9 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.gro != nil {
+		return c.readGRO(ms)
+	}
 	b := c.r
 	if len(ms) > len(b.hdrs) {
 		b.grow(len(ms))
