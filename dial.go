@@ -207,6 +207,7 @@ type dialConn struct {
 	idle    *time.Timer         // the reader's wait for Reads to stop pulling; set and stopped in the read turn
 	freed   chan struct{}       // capacity 1: the reader gave the read turn up
 	waiters atomic.Int32        // Reads waiting on the read queue
+	noPull  atomic.Bool         // the socket has no read deadline: only the reader reads it
 
 	dmu     sync.Mutex // guards rdl, sockDL and pulling; a leaf
 	rdl     time.Time  // the Conn's read deadline
@@ -246,7 +247,7 @@ func (dc *dialConn) readLoop() {
 	}
 	err := transport.ReadLoopInto(dc.tc, dc.rms, dc.stop, func(ms []transport.Message) {
 		dc.receive(ms)
-		if dc.waiters.Load() > 0 {
+		if dc.waiters.Load() > 0 && !dc.noPull.Load() {
 			dc.yield()
 		}
 	}, nil)
@@ -326,6 +327,9 @@ func (dc *dialConn) readerDeadline() {
 // Pull is msgconn.Puller's: a Read reads the socket itself if the read
 // turn is free.
 func (dc *dialConn) Pull() (bool, error) {
+	if dc.noPull.Load() {
+		return false, nil
+	}
 	select {
 	case dc.rtok <- struct{}{}:
 	default:
@@ -339,11 +343,19 @@ func (dc *dialConn) Pull() (bool, error) {
 	}
 	dc.idle.Stop()
 	dc.dmu.Lock()
-	dc.pulling = true
 	if dl := dc.rdl; !dl.Equal(dc.sockDL) {
-		_ = dc.tc.SetReadDeadline(dl)
+		if err := dc.tc.SetReadDeadline(dl); err != nil {
+			// A caller's transport without read deadlines: a Read
+			// cannot wait on it, the reader reads it from now on.
+			dc.dmu.Unlock()
+			dc.noPull.Store(true)
+			dc.idle.Reset(0)
+			<-dc.rtok
+			return false, nil
+		}
 		dc.sockDL = dl
 	}
+	dc.pulling = true
 	dc.dmu.Unlock()
 	ms := dc.rms
 	for i := range ms {

@@ -3,6 +3,7 @@ package netcode_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -226,4 +227,40 @@ func TestEchoOnEachPath(t *testing.T) {
 		}
 		cwg.Wait()
 	})
+}
+
+// noReadDeadline is a caller's transport whose reads take no deadline.
+type noReadDeadline struct{ *net.UDPConn }
+
+func (noReadDeadline) SetReadDeadline(time.Time) error { return errors.ErrUnsupported }
+
+// TestPullWithoutReadDeadlines: over a caller's transport that refuses
+// read deadlines, a Read does not read the socket itself (it could not
+// be stopped at its deadline): the reader reads it, and Reads, their
+// deadlines and Close work as ever.
+func TestPullWithoutReadDeadlines(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	d := netcode.Dialer{ListenPacket: func(_ context.Context, network, addr string) (net.PacketConn, error) {
+		uc, err := net.ListenUDP(network, nil)
+		return noReadDeadline{uc}, err
+	}}
+	cli, srv := dialWith(t, &d, l, mint(t, l.Addr()))
+	go echoUntilError(srv)
+	for i := range 5 {
+		send(t, cli, cli, []byte{byte(i)})
+	}
+	require.NoError(t, cli.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
+	_, err := cli.Read(make([]byte, 10))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, cli.SetReadDeadline(time.Time{}))
+	send(t, cli, cli, []byte("still up"))
+	assert.False(t, stacks.Blocked("IO wait", inPull), "no Read reads the socket")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cli.Read(make([]byte, 10))
+		errc <- err
+	}()
+	waitReading(t, "netcode_test.TestPullWithoutReadDeadlines")
+	require.NoError(t, cli.Close())
+	require.ErrorIs(t, <-errc, net.ErrClosed)
 }

@@ -41,7 +41,7 @@ type mmsgConn struct {
 	rc     syscall.RawConn
 	family int // unix.AF_INET or unix.AF_INET6
 
-	rmu sync.Mutex  // one reader at a time owns r and gro; held across recvmmsg
+	rmu sync.Mutex // one reader at a time owns r and gro; held across recvmmsg
 	r   *batch
 	gro *groReader // set by EnableGRO: reads take coalesced datagrams
 
