@@ -44,9 +44,9 @@ func NewMessages(n int) []Message {
 	return ms
 }
 
-// ReadLoopInto is ReadLoop reading into ms, which the caller may share
-// with other reads of c that never run at the same time as the loop's
-// (the loop's own run only while handle runs, which it may do itself).
+// ReadLoopInto is ReadLoop reading into ms, the caller's. Other reads of
+// c may use ms while handle runs (handle waits for them to finish before
+// it returns: a socket shared by turns), never while the loop reads.
 func ReadLoopInto(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
 	var (
 		pause time.Duration
