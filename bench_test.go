@@ -77,3 +77,32 @@ func TestSteadyStateAllocations(t *testing.T) {
 		require.Less(t, allocs, 0.1)
 	})
 }
+
+// BenchmarkWindow1 is the window-1 round trip as netcode bench runs it: a
+// client writes a payload and reads its echo, which the server's own
+// goroutine reads and writes back; every hand-off between goroutines is
+// in the figures.
+func BenchmarkWindow1(b *testing.B) {
+	l := listen(b, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(b, l)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		echoUntilError(srv)
+	}()
+	msg := make([]byte, 100)
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	b.ReportAllocs()
+	h := startHandoffs()
+	for b.Loop() {
+		if _, err := cli.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cli.Read(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h.report(b, b.N)
+	srv.Close()
+	<-done
+}
