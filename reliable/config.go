@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"time"
 
@@ -128,8 +129,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrConfig is the error of an invalid Config.
-var ErrConfig = errors.New("netcode/reliable: invalid config")
+// errConfig is the error of an invalid Config.
+var errConfig = errors.New("netcode/reliable: invalid config")
 
 // ErrConfigMismatch is the error of a connection whose peer has another
 // channel layout (or stream versus channels): its packets carry another
@@ -152,9 +153,10 @@ var ErrSendQueueFull = errors.New("netcode/reliable: send queue full")
 // unacknowledged for Config.AckTimeout: it is gone, or hostile.
 var ErrAckTimeout = errors.New("netcode/reliable: peer did not acknowledge data within the ack timeout")
 
-// ErrUnexpectedEOF is the error of a Stream's Read when the message
-// connection ended before the peer closed the stream.
-var ErrUnexpectedEOF = errors.New("netcode/reliable: connection ended before the peer closed the stream")
+// errUnexpectedEOF is the error of a Stream's Read when the message
+// connection ended before the peer closed the stream: io.ErrUnexpectedEOF
+// for errors.Is, as a truncated stream reads in package io and crypto/tls.
+var errUnexpectedEOF = fmt.Errorf("netcode/reliable: connection ended before the peer closed the stream: %w", io.ErrUnexpectedEOF)
 
 // chanSpec is a resolved ChannelConfig.
 type chanSpec struct {
@@ -198,7 +200,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		r.maxPacket = netcode.MaxPayloadBytes
 	}
 	if r.maxPacket < minPacketBytes {
-		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", ErrConfig, r.maxPacket, minPacketBytes)
+		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", errConfig, r.maxPacket, minPacketBytes)
 	}
 	if r.tick <= 0 {
 		r.tick = defaultTickInterval
@@ -222,7 +224,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	case chans == nil:
 		chans = []ChannelConfig{{Kind: ReliableOrdered}, {Kind: Unreliable}}
 	case len(chans) == 0 || len(chans) > 255:
-		return nil, fmt.Errorf("%w: %d channels", ErrConfig, len(chans))
+		return nil, fmt.Errorf("%w: %d channels", errConfig, len(chans))
 	}
 	nrel := 0
 	for _, ch := range chans {
@@ -234,7 +236,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	r.maxPayload = r.maxPacket - endpoint.MaxPacketHeaderBytes
 	r.chunkMax = r.maxPayload - layoutBytes - nrel*windowEntryBytes - chunkEntryHeader
 	if r.chunkMax < 16 {
-		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", ErrConfig, nrel, r.maxPacket)
+		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", errConfig, nrel, r.maxPacket)
 	}
 	maxUnreliable := fragmentsPerMsg*fragmentSize - layoutBytes - msgEntryHeader
 	h := fnv.New32a()
@@ -242,7 +244,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	for i, ch := range chans {
 		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, sendBuffer: ch.SendBuffer, queue: ch.Queue, queueBytes: ch.QueueBytes}
 		if s.maxMessage < 0 || ch.WindowBytes < 0 || c.WindowBytes < 0 || c.WindowBytes > maxWindowBytes || s.sendBuffer < 0 || s.queue < 0 || s.queueBytes < 0 || ch.WindowBytes > maxWindowBytes {
-			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
+			return nil, fmt.Errorf("%w: channel %d: negative or huge size", errConfig, i)
 		}
 		switch ch.Kind {
 		case ReliableOrdered, kindStream:
@@ -271,7 +273,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				s.maxMessage = maxUnreliable
 			}
 			if s.maxMessage > maxUnreliable {
-				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", ErrConfig, i, s.maxMessage, maxUnreliable)
+				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", errConfig, i, s.maxMessage, maxUnreliable)
 			}
 			if s.queue == 0 {
 				s.queue = defaultQueue
@@ -281,7 +283,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			}
 			s.queueBytes = max(s.queueBytes, s.maxMessage)
 		default:
-			return nil, fmt.Errorf("%w: channel %d: kind %v", ErrConfig, i, ch.Kind)
+			return nil, fmt.Errorf("%w: channel %d: kind %v", errConfig, i, ch.Kind)
 		}
 		r.chans = append(r.chans, s)
 		var b [13]byte

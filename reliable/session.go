@@ -355,9 +355,6 @@ type Channel struct {
 	rd, wd  deadline.Deadline
 }
 
-// Kind returns the channel's kind.
-func (ch *Channel) Kind() ChannelKind { return ch.cn.c.cfg.chans[ch.i].kind }
-
 // SetReadDeadline sets when a blocked Receive gives up with an error
 // wrapping os.ErrDeadlineExceeded; zero means never.
 func (ch *Channel) SetReadDeadline(t time.Time) error {
