@@ -20,6 +20,10 @@ type endpoint interface {
 	// gives up when stop is closed (the connection ended: Close) or
 	// deadline is (the write deadline passed).
 	send(now time.Time, payload []byte, stop, deadline <-chan struct{}) error
+	// sendBatch sends each of ps as one payload, in order, waiting as
+	// send does, and hands the packets to the socket together; it
+	// returns how many it sent.
+	sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error)
 	close() // ends the connection from this side (sends disconnects)
 }
 
@@ -28,6 +32,9 @@ type msgEndpoint struct{ ep endpoint }
 
 func (m msgEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
 	return m.ep.send(now, p, stop, deadline)
+}
+func (m msgEndpoint) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	return m.ep.sendBatch(now, ps, stop, deadline)
 }
 func (m msgEndpoint) ClosePeer() { m.ep.close() }
 
@@ -48,12 +55,18 @@ var connRules = msgconn.Rules{
 // the network is never blocked by a slow reader.
 type Conn struct {
 	m msgconn.Conn // the read queue, deadlines and Close, shared with package cute
+	// batchHook lets package reliable send its datagrams in batches
+	// (msgconn.BatchWriterOf), with no exported method.
+	batchHook
 
 	clientID    uint64
 	clientIndex int
 	maxClients  int
 	userData    [token.UserDataBytes]byte
 }
+
+// batchHook is msgconn.Hook under an unexported name, for embedding.
+type batchHook = msgconn.Hook
 
 // pullEndpoint is an endpoint whose Reads may read its socket themselves
 // (a dialed Conn's).
@@ -70,6 +83,7 @@ func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 		m = pullEndpoint{msgEndpoint{ep}, p}
 	}
 	c.m.Init(m, &connRules, local, remote, q)
+	c.batchHook = msgconn.NewHook(&c.m)
 	return c
 }
 

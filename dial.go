@@ -198,6 +198,10 @@ type dialConn struct {
 	failErr   error         // written before failed is closed
 
 	turn chan struct{} // capacity 1: the write turn
+	// bout is the Output of batched sends (sendBatch), the Conn's own so
+	// that its buffer, grown to a train's bytes, is kept; used in the
+	// write turn.
+	bout client.Output
 	// rout is the Output for Receive, which never sends, so it has no
 	// datagram buffer; used in the read turn.
 	rout client.Output
@@ -557,6 +561,25 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 		return net.ErrClosed
 	}
 	return err
+}
+
+// sendBatch seals ps and writes them a train at a time (sendTrains),
+// each with one batched write, in the Conn's write turn, as send does.
+func (dc *dialConn) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	n, err := sendTrains(dc.turn, ps, stop, deadline, func(train [][]byte) (int, error) {
+		out := &dc.bout
+		n, err := dc.core.SendBatch(now, train, out)
+		dc.write(out.Datagrams)
+		dc.act(out) // Send changes no state: logs at most
+		return n, err
+	})
+	if errors.Is(err, client.ErrNotConnected) {
+		if e := dc.conn.Err(); e != nil {
+			return n, e
+		}
+		return n, net.ErrClosed
+	}
+	return n, err
 }
 
 // close sends the disconnect packets, in one batched write where the

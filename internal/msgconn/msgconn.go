@@ -35,6 +35,17 @@ type Endpoint interface {
 	ClosePeer()
 }
 
+// BatchEndpoint is an Endpoint that sends several payloads at once: sealed
+// one packet each, as SendPayload seals one, and handed to the socket
+// together, so that a socket with batched writes sends them in one system
+// call (a UDP GSO train, or one sendmmsg).
+type BatchEndpoint interface {
+	// SendPayloads sends ps in order, each as one payload, waiting and
+	// giving up as SendPayload does. It returns how many it sent; if
+	// fewer than len(ps), err says why the rest were not.
+	SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error)
+}
+
 // Puller is an Endpoint whose Reads may take datagrams straight from its
 // socket: a lone Read then reads the socket itself instead of waiting for
 // a reader goroutine to hand it the payload through the read queue.
@@ -72,7 +83,8 @@ type Rules struct {
 // queue's lock is a leaf.
 type Conn struct {
 	ep     Endpoint
-	pull   Puller // ep, if it is one
+	pull   Puller        // ep, if it is one
+	batch  BatchEndpoint // ep, if it is one
 	rules  *Rules
 	local  net.Addr
 	remote net.Addr
@@ -98,6 +110,7 @@ func NewQueue(n, def int) *packetq.Queue {
 func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packetq.Queue) {
 	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
 	c.pull, _ = ep.(Puller)
+	c.batch, _ = ep.(BatchEndpoint)
 }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
@@ -166,29 +179,112 @@ func (c *Conn) pullRead(b []byte) (int, error) {
 
 // Write sends b as one payload: see the dialects' Conn.Write.
 func (c *Conn) Write(b []byte) (int, error) {
+	if err := c.checkSize(b); err != nil {
+		return 0, err
+	}
+	if err := c.writable(); err != nil {
+		return 0, err
+	}
+	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
+		return 0, c.writeErr(err)
+	}
+	return len(b), nil
+}
+
+// WriteBatch sends each of ps as one payload, in order, as that many
+// Writes would, with the same errors, deadline and Close; an Endpoint
+// that is a BatchEndpoint seals them all and hands them to its socket
+// together. It returns how many payloads it sent: fewer than len(ps)
+// with the error that stopped it (a payload of the wrong size stops it
+// before anything is sent).
+func (c *Conn) WriteBatch(ps [][]byte) (int, error) {
+	for _, p := range ps {
+		if err := c.checkSize(p); err != nil {
+			return 0, err
+		}
+	}
+	if c.batch == nil {
+		for i, p := range ps {
+			if _, err := c.Write(p); err != nil {
+				return i, err
+			}
+		}
+		return len(ps), nil
+	}
+	if err := c.writable(); err != nil {
+		return 0, err
+	}
+	n, err := c.batch.SendPayloads(time.Now(), ps, c.q.Done(), c.wd.Wait())
+	if err != nil {
+		return n, c.writeErr(err)
+	}
+	return n, nil
+}
+
+// checkSize is Write's check of a payload's size.
+func (c *Conn) checkSize(b []byte) error {
 	switch {
 	case len(b) > c.rules.MaxPayload:
-		return 0, c.OpErr("write", c.rules.TooLarge)
+		return c.OpErr("write", c.rules.TooLarge)
 	case len(b) < c.rules.MinPayload:
-		return 0, c.OpErr("write", c.rules.TooSmall)
-	case c.closed.Load():
-		return 0, c.OpErr("write", net.ErrClosed)
+		return c.OpErr("write", c.rules.TooSmall)
+	}
+	return nil
+}
+
+// writable is nil if a Write may send now: the Conn is neither closed nor
+// ended, and its write deadline has not passed.
+func (c *Conn) writable() error {
+	if c.closed.Load() {
+		return c.OpErr("write", net.ErrClosed)
 	}
 	select {
 	case <-c.q.Done():
-		return 0, c.OpErr("write", c.q.Err())
+		return c.OpErr("write", c.q.Err())
 	default:
 	}
 	if c.wd.Expired() {
-		return 0, c.OpErr("write", os.ErrDeadlineExceeded)
+		return c.OpErr("write", os.ErrDeadlineExceeded)
 	}
-	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
-		if err == sendq.ErrStopped {
-			err = c.q.Err() // Close, or the connection ended while Write waited
-		}
-		return 0, c.OpErr("write", err)
+	return nil
+}
+
+// writeErr is Write's error for what its Endpoint returned.
+func (c *Conn) writeErr(err error) error {
+	if err == sendq.ErrStopped {
+		err = c.q.Err() // Close, or the connection ended while Write waited
 	}
-	return len(b), nil
+	return c.OpErr("write", err)
+}
+
+// BatchWriter is a connection that sends several payloads at once (see
+// Conn.WriteBatch).
+type BatchWriter interface {
+	WriteBatch(ps [][]byte) (int, error)
+}
+
+// Hook is embedded, under an unexported name, by a dialect's public Conn
+// type, so that BatchWriterOf finds its Conn's WriteBatch through an
+// unexported method: the public type exports no method for it.
+type Hook struct{ c *Conn }
+
+// NewHook returns the Hook of c.
+func NewHook(c *Conn) Hook { return Hook{c} }
+
+func (h Hook) batchWriter() BatchWriter {
+	if h.c == nil {
+		return nil
+	}
+	return h.c
+}
+
+// BatchWriterOf returns x's batched write if x embeds a Hook, else nil:
+// the caller (package reliable) then writes one payload at a time.
+func BatchWriterOf(x any) BatchWriter {
+	if h, ok := x.(interface{ batchWriter() BatchWriter }); ok {
+		return h.batchWriter()
+	}
+	return nil
 }
 
 // Close ends the connection: see the dialects' Conn.Close.

@@ -388,14 +388,6 @@ func (c *mmsgConn) writeSome(ms []Message, gso bool) (n, train int, err error) {
 	return n, 0, err
 }
 
-// The limits of one GSO train: the segments a kernel takes in one
-// super-datagram (UDP_MAX_SEGMENTS, 64 before Linux 6.9), and the bytes
-// of UDP payload one IPv4 datagram can carry (an IPv6 one, more).
-const (
-	maxSegments   = 64
-	maxTrainBytes = 1<<16 - 1 - 20 - 8
-)
-
 // cmsgSegSpace is the room of one UDP_SEGMENT control message.
 var cmsgSegSpace = unix.CmsgSpace(2)
 
@@ -418,9 +410,9 @@ func (c *mmsgConn) plan(b *batch, ms []Message, gso bool) (placed int) {
 		size := len(ms[k].Buf)
 		if gso && size > 0 {
 			bytes := size
-			for e < len(ms) && e-k < maxSegments && ms[e].Addr == ms[k].Addr {
+			for e < len(ms) && e-k < MaxTrainSegments && ms[e].Addr == ms[k].Addr {
 				m := len(ms[e].Buf)
-				if m == 0 || m > size || bytes+m > maxTrainBytes {
+				if m == 0 || m > size || bytes+m > MaxTrainBytes {
 					break
 				}
 				bytes += m

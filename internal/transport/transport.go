@@ -22,6 +22,16 @@ import (
 // than its buffer is truncated to the buffer's capacity.
 const MaxDatagram = 1500
 
+// The limits of one GSO train: the segments a kernel takes in one
+// super-datagram (UDP_MAX_SEGMENTS, 64 before Linux 6.9), and the bytes
+// of UDP payload one IPv4 datagram can carry (an IPv6 one, more). A
+// sender that seals a batch of datagrams for one destination need seal no
+// more than one train before writing it.
+const (
+	MaxTrainSegments = 64
+	MaxTrainBytes    = 1<<16 - 1 - 20 - 8
+)
+
 // DefaultSocketBuffer is the receive and send buffer size in bytes Listen
 // and ListenUDP ask for when given none.
 const DefaultSocketBuffer = 4 << 20
