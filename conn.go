@@ -20,6 +20,10 @@ type endpoint interface {
 	// gives up when stop is closed (the connection ended: Close) or
 	// deadline is (the write deadline passed).
 	send(now time.Time, payload []byte, stop, deadline <-chan struct{}) error
+	// sendBatch sends each of ps as one payload, in order, waiting as
+	// send does, and hands the packets to the socket together; it
+	// returns how many it sent.
+	sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error)
 	close() // ends the connection from this side (sends disconnects)
 }
 
@@ -28,6 +32,9 @@ type msgEndpoint struct{ ep endpoint }
 
 func (m msgEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
 	return m.ep.send(now, p, stop, deadline)
+}
+func (m msgEndpoint) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	return m.ep.sendBatch(now, ps, stop, deadline)
 }
 func (m msgEndpoint) ClosePeer() { m.ep.close() }
 
@@ -48,6 +55,9 @@ var connRules = msgconn.Rules{
 // the network is never blocked by a slow reader.
 type Conn struct {
 	m msgconn.Conn // the read queue, deadlines and Close, shared with package cute
+	// batchHook lets package reliable send its datagrams in batches
+	// (msgconn.BatchWriterOf), with no exported method.
+	batchHook
 
 	clientID    uint64
 	clientIndex int
@@ -55,10 +65,25 @@ type Conn struct {
 	userData    [token.UserDataBytes]byte
 }
 
+// batchHook is msgconn.Hook under an unexported name, for embedding.
+type batchHook = msgconn.Hook
+
+// pullEndpoint is an endpoint whose Reads may read its socket themselves
+// (a dialed Conn's).
+type pullEndpoint struct {
+	msgEndpoint
+	msgconn.Puller
+}
+
 // newConn returns a Conn that reads the payloads q receives.
 func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 	c := &Conn{}
-	c.m.Init(msgEndpoint{ep}, &connRules, local, remote, q)
+	var m msgconn.Endpoint = msgEndpoint{ep}
+	if p, ok := ep.(msgconn.Puller); ok {
+		m = pullEndpoint{msgEndpoint{ep}, p}
+	}
+	c.m.Init(m, &connRules, local, remote, q)
+	c.batchHook = msgconn.NewHook(&c.m)
 	return c
 }
 

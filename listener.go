@@ -146,7 +146,12 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	}
 	var shards []transport.Conn
 	for _, p := range pcs {
-		shards = append(shards, transport.New(p))
+		tc := transport.New(p)
+		// A server's socket reads many datagrams: it takes a client's
+		// train (a GSO sender's over loopback, or what the network
+		// card's GRO merged) as one, where the kernel can.
+		transport.EnableGRO(tc)
+		shards = append(shards, tc)
 	}
 	tc := shards[0]
 	l := &Listener{
@@ -504,6 +509,31 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 		return net.ErrClosed
 	}
 	return err
+}
+
+// sendBatch seals ps and hands their packets to the send queue a train at
+// a time (sendTrains), so that the socket sends each train in one system
+// call; it holds the Conn's write turn throughout, as send does.
+func (e *serverEndpoint) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	n, err := sendTrains(e.turn, ps, stop, deadline, func(train [][]byte) (int, error) {
+		out := &e.out
+		sealed := 0
+		var err error
+		for _, p := range train {
+			if err = e.c.Send(now, p, out); err != nil {
+				break
+			}
+			sealed++
+		}
+		if qerr := e.l.actOn(e.q, out, stop, deadline, e.wake); qerr != nil {
+			return 0, qerr
+		}
+		return sealed, err
+	})
+	if errors.Is(err, server.ErrClientGone) {
+		return n, net.ErrClosed
+	}
+	return n, err
 }
 
 func (e *serverEndpoint) close() {

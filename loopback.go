@@ -76,6 +76,15 @@ func (e *loopbackEnd) send(now time.Time, p []byte, _, _ <-chan struct{}) error 
 	return err
 }
 
+func (e *loopbackEnd) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	for i, p := range ps {
+		if err := e.send(now, p, stop, deadline); err != nil {
+			return i, err
+		}
+	}
+	return len(ps), nil
+}
+
 func (e *loopbackEnd) close() {
 	out := e.l.getOut()
 	if e.server {

@@ -109,8 +109,13 @@
 // join an ordered write queue before it is released, and are written
 // after, by the goroutine that made them or, if another is writing the
 // queue already, by that one after its own, so that they leave in the
-// order they were made; no Write (netcode's AEAD and its system call)
-// runs under the state lock and nobody waits for another's system call;
+// order they were made. A *netcode.Conn takes the queue in one batched
+// write: it seals each datagram as a packet of its own, as Write does,
+// and sends each run of up to 64 (a UDP GSO train) in one system call, or
+// one sendmmsg where the kernel has no GSO; over another message
+// connection each datagram is one Write. No write (netcode's AEAD and its
+// system call) runs under the state lock and nobody waits for another's
+// system call;
 // then the write queue's lock and the timer's lock, leaves. The queues:
 // each reliable channel's send buffer (SendBuffer bytes, a ring) and
 // receive window (WindowBytes); each unreliable channel's send and

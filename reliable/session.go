@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/msgconn"
 )
 
 // MessageConn is what a Session or a Stream runs over: a connection whose
@@ -58,6 +59,11 @@ type conn struct {
 	writing bool   // a goroutine is writing wq out
 	spare   *batch // the writer's: the batch it writes, swapped with wq
 
+	// bw is mc's batched write, if it has one (msgconn.BatchWriterOf);
+	// ps, the writer's, holds the datagrams of a batch it hands to bw.
+	bw msgconn.BatchWriter
+	ps [][]byte
+
 	done    chan struct{} // closed when the connection has ended
 	endOnce sync.Once
 	err     error // why it ended; written before done is closed
@@ -95,7 +101,7 @@ func (b *batch) addAll(o *batch) {
 func (b *batch) reset() { b.buf, b.ends = b.buf[:0], b.ends[:0] }
 
 func start(mc MessageConn, r *resolved) (*conn, error) {
-	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch), spare: new(batch)}
+	cn := &conn{mc: mc, bw: msgconn.BatchWriterOf(mc), done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch), spare: new(batch)}
 	c, err := newCore(r, time.Now(), func(p []byte) { cn.pend.add(p) })
 	if err != nil {
 		return nil, err
@@ -155,13 +161,38 @@ func (cn *conn) writeQueued() {
 		}
 		out, cn.wq = cn.wq, out
 		cn.wmu.Unlock()
-		from := 0
-		for _, end := range out.ends {
-			_, _ = cn.mc.Write(out.buf[from:end])
-			from = end
-		}
+		cn.write(out)
 		out.reset()
 	}
+}
+
+// write sends the datagrams of b, in order: in one batched write if the
+// message connection has one (a *netcode.Conn seals them and sends each
+// train in one system call), else one Write each. A datagram the
+// connection refuses is lost, as the network may lose any.
+func (cn *conn) write(b *batch) {
+	from := 0
+	if cn.bw == nil {
+		for _, end := range b.ends {
+			_, _ = cn.mc.Write(b.buf[from:end])
+			from = end
+		}
+		return
+	}
+	ps := cn.ps[:0]
+	for _, end := range b.ends {
+		ps = append(ps, b.buf[from:end])
+		from = end
+	}
+	for rest := ps; len(rest) > 0; {
+		n, err := cn.bw.WriteBatch(rest)
+		if err == nil || cn.ended() != nil {
+			break
+		}
+		rest = rest[min(n+1, len(rest)):] // skip the one refused
+	}
+	clear(ps) // no hold on b's buffer
+	cn.ps = ps[:0]
 }
 
 func (cn *conn) readLoop() {

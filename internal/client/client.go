@@ -557,12 +557,38 @@ func (c *Client) Send(now time.Time, payload []byte, out *Output) error {
 	if c.state != Connected {
 		return ErrNotConnected
 	}
+	c.seal(now, payload, out)
+	return nil
+}
+
+// SendBatch seals each of payloads into one packet to the server, in
+// order, as that many Sends would, and puts them in out.Datagrams; the
+// packets take consecutive sequence numbers under one hold of the lock.
+// It returns how many it sealed: fewer than len(payloads) when one has a
+// size Send refuses (ErrPayloadSize), none unless the client is connected
+// (ErrNotConnected).
+func (c *Client) SendBatch(now time.Time, payloads [][]byte, out *Output) (int, error) {
+	c.begin(out)
+	defer c.finish(out)
+	if c.state != Connected {
+		return 0, ErrNotConnected
+	}
+	for i, p := range payloads {
+		if len(p) < 1 || len(p) > protocol.MaxPayloadBytes {
+			return i, ErrPayloadSize
+		}
+		c.seal(now, p, out)
+	}
+	return len(payloads), nil
+}
+
+// seal appends payload's packet to out; c.mu is held and c is connected.
+func (c *Client) seal(now time.Time, payload []byte, out *Output) {
 	start := out.mark()
 	out.buf = protocol.AppendPayload(out.buf, c.send, c.seq, payload)
 	out.push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
-	return nil
 }
 
 // Disconnect ends the connection: it puts the redundant disconnect packets

@@ -350,3 +350,41 @@ func FuzzReceive(f *testing.F) {
 		c.Update(epoch.Add(time.Second), &out)
 	})
 }
+
+// TestSendBatch: SendBatch seals each payload as a packet of its own the
+// server reads, at consecutive sequences, continuing the sequence of
+// Send; a payload of a size Send refuses stops the batch there, and a
+// client not connected sends nothing.
+func TestSendBatch(t *testing.T) {
+	c, _ := connectedClient(t)
+	c.SetSequence(500)
+	var out Output
+	require.NoError(t, c.Send(epoch, []byte{9}, &out))
+	ps := [][]byte{{1}, make([]byte, protocol.MaxPayloadBytes), {3, 3, 3}}
+	n, err := c.SendBatch(epoch, ps, &out)
+	require.NoError(t, err)
+	require.Equal(t, len(ps), n)
+	require.Len(t, out.Datagrams, len(ps))
+	r := protocol.Reader{ProtocolID: protocolID, Allowed: protocol.ServerAccepts}
+	key := crypto.NewPacketAEAD(&c2sKey, protocolID)
+	var replay protocol.ReplayProtection
+	for i, m := range out.Datagrams {
+		require.Equal(t, srvA, m.Addr)
+		var p protocol.Packet
+		require.NoError(t, r.Read(append([]byte(nil), m.Buf...), 0, key, &replay, &p), "datagram %d", i)
+		require.Equal(t, protocol.Payload, p.Type)
+		require.Equal(t, uint64(501+i), p.Sequence)
+		require.Equal(t, ps[i], p.Payload)
+	}
+
+	n, err = c.SendBatch(epoch, [][]byte{{1}, {}, {2}}, &out)
+	require.ErrorIs(t, err, ErrPayloadSize)
+	require.Equal(t, 1, n)
+	require.Len(t, out.Datagrams, 1, "the payloads before the refused one")
+
+	c.Disconnect(&out)
+	n, err = c.SendBatch(epoch, ps, &out)
+	require.ErrorIs(t, err, ErrNotConnected)
+	require.Zero(t, n)
+	require.Empty(t, out.Datagrams)
+}

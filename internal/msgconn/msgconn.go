@@ -35,6 +35,38 @@ type Endpoint interface {
 	ClosePeer()
 }
 
+// BatchEndpoint is an Endpoint that sends several payloads at once: sealed
+// one packet each, as SendPayload seals one, and handed to the socket
+// together, so that a socket with batched writes sends them in one system
+// call (a UDP GSO train, or one sendmmsg).
+type BatchEndpoint interface {
+	// SendPayloads sends ps in order, each as one payload, waiting and
+	// giving up as SendPayload does. It returns how many it sent; if
+	// fewer than len(ps), err says why the rest were not.
+	SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error)
+}
+
+// Puller is an Endpoint whose Reads may take datagrams straight from its
+// socket: a lone Read then reads the socket itself instead of waiting for
+// a reader goroutine to hand it the payload through the read queue.
+type Puller interface {
+	// Pull reads the socket once on the caller's goroutine, if no other
+	// goroutine is reading it, waiting until datagrams come, the read
+	// deadline passes or the connection ends; it acts on them as the
+	// reader goroutine would (a payload goes to the read queue) and
+	// reports true, with os.ErrDeadlineExceeded once the read deadline
+	// has passed. It reports false at once if the socket is being read
+	// elsewhere: the Read then waits on the queue, with Waiting(1)
+	// before and Waiting(-1) after, and until Freed's channel says
+	// the socket may be free.
+	Pull() (bool, error)
+	Waiting(delta int32)
+	Freed() <-chan struct{}
+	// SetReadDeadline tells the Puller the Conn's read deadline, for the
+	// socket reads Pull makes.
+	SetReadDeadline(t time.Time)
+}
+
 // Rules are a dialect's payload limits and names.
 type Rules struct {
 	Net        string // the net.OpError's Net: "netcode", "cute"
@@ -51,6 +83,8 @@ type Rules struct {
 // queue's lock is a leaf.
 type Conn struct {
 	ep     Endpoint
+	pull   Puller        // ep, if it is one
+	batch  BatchEndpoint // ep, if it is one
 	rules  *Rules
 	local  net.Addr
 	remote net.Addr
@@ -75,6 +109,8 @@ func NewQueue(n, def int) *packetq.Queue {
 // Init readies c to read the payloads q receives and to send through ep.
 func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packetq.Queue) {
 	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
+	c.pull, _ = ep.(Puller)
+	c.batch, _ = ep.(BatchEndpoint)
 }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
@@ -98,7 +134,15 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, c.OpErr("read", net.ErrClosed)
 	}
-	n, _, err := c.q.ReadMessage(b)
+	var (
+		n   int
+		err error
+	)
+	if c.pull != nil {
+		n, err = c.pullRead(b)
+	} else {
+		n, _, err = c.q.ReadMessage(b)
+	}
 	switch err {
 	case nil:
 		return n, nil
@@ -108,31 +152,139 @@ func (c *Conn) Read(b []byte) (int, error) {
 	return 0, c.OpErr("read", err)
 }
 
+// pullRead is Read's wait for a Puller: a payload already queued, else
+// one it reads from the socket itself, else (the socket being read
+// elsewhere) one from the queue.
+func (c *Conn) pullRead(b []byte) (int, error) {
+	for {
+		n, _, err := c.q.TryReadMessage(b)
+		if err != packetq.ErrEmpty {
+			return n, err
+		}
+		pulled, err := c.pull.Pull()
+		if err != nil {
+			return 0, err
+		}
+		if pulled {
+			continue
+		}
+		c.pull.Waiting(1)
+		n, _, err = c.q.ReadMessageUntil(b, c.pull.Freed())
+		c.pull.Waiting(-1)
+		if err != packetq.ErrWoken {
+			return n, err
+		}
+	}
+}
+
 // Write sends b as one payload: see the dialects' Conn.Write.
 func (c *Conn) Write(b []byte) (int, error) {
+	if err := c.checkSize(b); err != nil {
+		return 0, err
+	}
+	if err := c.writable(); err != nil {
+		return 0, err
+	}
+	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
+		return 0, c.writeErr(err)
+	}
+	return len(b), nil
+}
+
+// WriteBatch sends each of ps as one payload, in order, as that many
+// Writes would, with the same errors, deadline and Close; an Endpoint
+// that is a BatchEndpoint seals them all and hands them to its socket
+// together. It returns how many payloads it sent: fewer than len(ps)
+// with the error that stopped it (a payload of the wrong size stops it
+// before anything is sent).
+func (c *Conn) WriteBatch(ps [][]byte) (int, error) {
+	for _, p := range ps {
+		if err := c.checkSize(p); err != nil {
+			return 0, err
+		}
+	}
+	if c.batch == nil {
+		for i, p := range ps {
+			if _, err := c.Write(p); err != nil {
+				return i, err
+			}
+		}
+		return len(ps), nil
+	}
+	if err := c.writable(); err != nil {
+		return 0, err
+	}
+	n, err := c.batch.SendPayloads(time.Now(), ps, c.q.Done(), c.wd.Wait())
+	if err != nil {
+		return n, c.writeErr(err)
+	}
+	return n, nil
+}
+
+// checkSize is Write's check of a payload's size.
+func (c *Conn) checkSize(b []byte) error {
 	switch {
 	case len(b) > c.rules.MaxPayload:
-		return 0, c.OpErr("write", c.rules.TooLarge)
+		return c.OpErr("write", c.rules.TooLarge)
 	case len(b) < c.rules.MinPayload:
-		return 0, c.OpErr("write", c.rules.TooSmall)
-	case c.closed.Load():
-		return 0, c.OpErr("write", net.ErrClosed)
+		return c.OpErr("write", c.rules.TooSmall)
+	}
+	return nil
+}
+
+// writable is nil if a Write may send now: the Conn is neither closed nor
+// ended, and its write deadline has not passed.
+func (c *Conn) writable() error {
+	if c.closed.Load() {
+		return c.OpErr("write", net.ErrClosed)
 	}
 	select {
 	case <-c.q.Done():
-		return 0, c.OpErr("write", c.q.Err())
+		return c.OpErr("write", c.q.Err())
 	default:
 	}
 	if c.wd.Expired() {
-		return 0, c.OpErr("write", os.ErrDeadlineExceeded)
+		return c.OpErr("write", os.ErrDeadlineExceeded)
 	}
-	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
-		if err == sendq.ErrStopped {
-			err = c.q.Err() // Close, or the connection ended while Write waited
-		}
-		return 0, c.OpErr("write", err)
+	return nil
+}
+
+// writeErr is Write's error for what its Endpoint returned.
+func (c *Conn) writeErr(err error) error {
+	if err == sendq.ErrStopped {
+		err = c.q.Err() // Close, or the connection ended while Write waited
 	}
-	return len(b), nil
+	return c.OpErr("write", err)
+}
+
+// BatchWriter is a connection that sends several payloads at once (see
+// Conn.WriteBatch).
+type BatchWriter interface {
+	WriteBatch(ps [][]byte) (int, error)
+}
+
+// Hook is embedded, under an unexported name, by a dialect's public Conn
+// type, so that BatchWriterOf finds its Conn's WriteBatch through an
+// unexported method: the public type exports no method for it.
+type Hook struct{ c *Conn }
+
+// NewHook returns the Hook of c.
+func NewHook(c *Conn) Hook { return Hook{c} }
+
+func (h Hook) batchWriter() BatchWriter {
+	if h.c == nil {
+		return nil
+	}
+	return h.c
+}
+
+// BatchWriterOf returns x's batched write if x embeds a Hook, else nil:
+// the caller (package reliable) then writes one payload at a time.
+func BatchWriterOf(x any) BatchWriter {
+	if h, ok := x.(interface{ batchWriter() BatchWriter }); ok {
+		return h.batchWriter()
+	}
+	return nil
 }
 
 // Close ends the connection: see the dialects' Conn.Close.
@@ -171,7 +323,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.OpErr("set", net.ErrClosed)
 	}
-	c.q.SetReadDeadline(t)
+	c.setReadDeadline(t)
 	c.wd.Set(t)
 	return nil
 }
@@ -181,8 +333,15 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.OpErr("set", net.ErrClosed)
 	}
-	c.q.SetReadDeadline(t)
+	c.setReadDeadline(t)
 	return nil
+}
+
+func (c *Conn) setReadDeadline(t time.Time) {
+	c.q.SetReadDeadline(t)
+	if c.pull != nil {
+		c.pull.SetReadDeadline(t)
+	}
 }
 
 // SetWriteDeadline sets the deadline for Write.

@@ -1,6 +1,8 @@
 // Package transport wraps datagram sockets for the netcode adapters: batched
-// reads and writes (recvmmsg/sendmmsg on Linux) through caller-owned buffers,
-// with no allocation per datagram on the hot path.
+// reads and writes (recvmmsg/sendmmsg on Linux, with UDP GSO trains and,
+// for a server's sockets, UDP GRO where the kernel has them) through
+// caller-owned buffers, with no allocation per datagram on the hot path.
+// ForcePath makes tests take each path.
 //
 // A Conn is safe for one reading goroutine at a time running concurrently
 // with any number of writing goroutines.
@@ -19,6 +21,16 @@ import (
 // size of an Ethernet MTU, larger than any netcode packet. A datagram longer
 // than its buffer is truncated to the buffer's capacity.
 const MaxDatagram = 1500
+
+// The limits of one GSO train: the segments a kernel takes in one
+// super-datagram (UDP_MAX_SEGMENTS, 64 before Linux 6.9), and the bytes
+// of UDP payload one IPv4 datagram can carry (an IPv6 one, more). A
+// sender that seals a batch of datagrams for one destination need seal no
+// more than one train before writing it.
+const (
+	MaxTrainSegments = 64
+	MaxTrainBytes    = 1<<16 - 1 - 20 - 8
+)
 
 // DefaultSocketBuffer is the receive and send buffer size in bytes Listen
 // and ListenUDP ask for when given none.
