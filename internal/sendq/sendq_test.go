@@ -267,3 +267,67 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 		})
 	}
 }
+
+// TestSendQueueWakesOnlyForRoom: when the writer takes a full queue it
+// wakes as many waiting senders as the queue has room for, in the order
+// they began to wait, not every one; the rest wait for the next batch,
+// and every datagram is written in the end.
+func TestSendQueueWakesOnlyForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to := netip.MustParseAddrPort("127.0.0.1:9")
+		rc := &recordConn{release: make(chan struct{})}
+		q := newQueue(rc)
+		go sendOne(q, to, datagram(0, 0)) // the held direct write
+		synctest.Wait()
+		for i := range Len {
+			require.NoError(t, sendOne(q, to, datagram(1, i)))
+		}
+		const extra = 8
+		var senders sync.WaitGroup
+		for i := range Len + extra {
+			senders.Add(1)
+			go func() {
+				defer senders.Done()
+				require.NoError(t, sendOne(q, to, datagram(2, i)))
+			}()
+			synctest.Wait() // in order
+		}
+		q.mu.Lock()
+		waiting := len(q.waiters)
+		unwoken := q.waiters[Len]
+		q.openRoom(Len)
+		left := len(q.waiters)
+		head := q.waiters[0]
+		q.mu.Unlock()
+		require.Equal(t, Len+extra, waiting)
+		require.Equal(t, extra, left, "woken: as many as there is room for")
+		require.Equal(t, unwoken, head, "the first to wait are woken first")
+		synctest.Wait() // the woken find the queue still full and wait again
+		close(rc.release)
+		senders.Wait()
+		q.Close()
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		require.Len(t, rc.got, 1+2*Len+extra)
+	})
+}
+
+// TestSendQueueGivingUpPassesTheWakeOn: a sender woken for room that gives
+// up instead (its Conn closed, its deadline passed) wakes the next waiter
+// in its place, so that room never goes unclaimed while senders wait.
+func TestSendQueueGivingUpPassesTheWakeOn(t *testing.T) {
+	q := newQueue(discardConn{})
+	defer q.Close()
+	gaveUp, next := make(chan struct{}, 1), make(chan struct{}, 1)
+	q.mu.Lock()
+	q.waiters = append(q.waiters, gaveUp, next)
+	q.openRoom(1)
+	q.mu.Unlock()
+	require.Len(t, gaveUp, 1)
+	require.Empty(t, next, "one room: one woken")
+	q.forget(gaveUp)
+	require.Len(t, next, 1, "the wake passed on")
+	q.mu.Lock()
+	require.Empty(t, q.waiters)
+	q.mu.Unlock()
+}
