@@ -123,6 +123,9 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 			q.mu.Lock()
 			q.busy = false
 			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
+			// A sender woken for room that wrote directly instead left
+			// that room unclaimed: wake waiters for what there is.
+			q.openRoom(len(q.queue) - q.n)
 			q.mu.Unlock()
 			if wake {
 				q.signal()

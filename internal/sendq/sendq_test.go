@@ -2,12 +2,16 @@ package sendq
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/stretchr/testify/require"
@@ -157,19 +161,27 @@ func TestSendQueueLoneSenderWritesAtOnce(t *testing.T) {
 	}
 }
 
+// fullQueue returns a queue (in a synctest bubble) whose first datagram's
+// direct write to to is held until rc.release is closed and whose queue
+// behind it is full: Len datagrams of sender 1.
+func fullQueue(t *testing.T, to netip.AddrPort) (*Queue, *recordConn) {
+	rc := &recordConn{release: make(chan struct{})}
+	q := newQueue(rc)
+	go sendOne(q, to, datagram(0, 0)) // the held direct write
+	synctest.Wait()
+	for i := range Len {
+		require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
+	}
+	return q, rc
+}
+
 // TestSendQueueFull: behind a held write, a full queue drops keep-alives
 // (counted) and makes other datagrams wait until the writer takes the
 // queue; a sender never writes another's datagrams.
 func TestSendQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		to := netip.MustParseAddrPort("127.0.0.1:9")
-		rc := &recordConn{release: make(chan struct{})}
-		q := newQueue(rc)
-		go sendOne(q, to, datagram(0, 0)) // the held direct write
-		synctest.Wait()
-		for i := range Len {
-			require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
-		}
+		q, rc := fullQueue(t, to)
 		keepAlive := []byte{0x14, 1, 2, 3}
 		require.NoError(t, sendOne(q, to, keepAlive)) // full: dropped
 		require.Equal(t, uint64(1), q.Dropped())
@@ -226,13 +238,7 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				rc := &recordConn{release: make(chan struct{})}
-				q := newQueue(rc)
-				go sendOne(q, to, datagram(0, 0)) // the held direct write
-				synctest.Wait()
-				for i := range Len {
-					require.NoError(t, sendOne(q, to, datagram(1, i)))
-				}
+				q, rc := fullQueue(t, to)
 				msg := []transport.Message{{Buf: datagram(2, 0), Addr: to}}
 				require.ErrorIs(t, q.Send(msg, NoWait, nil, nil), ErrStopped, "NoWait does not wait")
 
@@ -275,13 +281,7 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 func TestSendQueueWakesOnlyForRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		to := netip.MustParseAddrPort("127.0.0.1:9")
-		rc := &recordConn{release: make(chan struct{})}
-		q := newQueue(rc)
-		go sendOne(q, to, datagram(0, 0)) // the held direct write
-		synctest.Wait()
-		for i := range Len {
-			require.NoError(t, sendOne(q, to, datagram(1, i)))
-		}
+		q, rc := fullQueue(t, to)
 		const extra = 8
 		var senders sync.WaitGroup
 		for i := range Len + extra {
@@ -330,4 +330,58 @@ func TestSendQueueGivingUpPassesTheWakeOn(t *testing.T) {
 	q.mu.Lock()
 	require.Empty(t, q.waiters)
 	q.mu.Unlock()
+}
+
+// slowConn takes every write, spending cost per datagram as a socket's
+// system call does, so that senders outpace the writer and wait for room.
+type slowConn struct {
+	transport.Conn
+	cost time.Duration
+}
+
+func (c slowConn) WriteBatch(ms []transport.Message) (int, error) {
+	end := time.Now().Add(c.cost * time.Duration(len(ms)))
+	for time.Now().Before(end) {
+	}
+	return len(ms), nil
+}
+
+// BenchmarkSendQueueSenders: senders (a server's connections) each send
+// datagrams through one queue whose socket is slower than they are, so
+// that most of them wait for room. The cost per datagram must not grow
+// with the senders waiting: the writer wakes only as many as it has room
+// for.
+func BenchmarkSendQueueSenders(b *testing.B) {
+	for _, senders := range []int{64, 1024, 8192} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			q := newQueue(slowConn{cost: 200 * time.Nanosecond})
+			defer q.Close()
+			to := netip.MustParseAddrPort("127.0.0.1:9")
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			cpu0 := cpuNow()
+			b.ResetTimer()
+			for range senders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					msg := []transport.Message{{Buf: datagram(1, 0), Addr: to}}
+					wake := make(chan struct{}, 1)
+					for next.Add(1) <= int64(b.N) {
+						_ = q.Send(msg, nil, nil, wake)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// cpuNow is the process's CPU time (user and system), which a machine
+// busy with other work moves less than the wall clock.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
