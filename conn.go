@@ -10,9 +10,9 @@ import (
 	"github.com/gonetcode/netcode/token"
 )
 
-// DefaultReadQueue is how many received payloads a connection holds for Read
+// defaultReadQueue is how many received payloads a connection holds for Read
 // before it drops new ones.
-const DefaultReadQueue = 256
+const defaultReadQueue = 256
 
 // endpoint is the side-specific part of a Conn: how it sends and closes.
 type endpoint interface {
@@ -62,8 +62,8 @@ func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 	return c
 }
 
-// newQueue returns a read queue of n payloads (0: DefaultReadQueue).
-func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n, DefaultReadQueue) }
+// newQueue returns a read queue of n payloads (0: defaultReadQueue).
+func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n, defaultReadQueue) }
 
 // deliver queues a copy of p for Read, or drops it (counted in Dropped)
 // if the queue is full. It never blocks.

@@ -32,7 +32,7 @@ type Dialer struct {
 	// SocketConfig says for a caller's transport.
 	ListenPacket func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
 	// ReadQueue is how many received payloads the Conn holds for Read;
-	// 0 means DefaultReadQueue.
+	// 0 means 256.
 	ReadQueue int
 	// Socket sets up the Conn's UDP socket: its buffers, packet tagging
 	// and a Control hook. With ListenPacket, only what SocketConfig says

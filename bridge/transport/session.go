@@ -80,7 +80,7 @@ func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
 	defer s.bc.Release()
-	buf := make([]byte, MaxMessage)
+	buf := make([]byte, maxMessage)
 	for s.writeBatch(buf) {
 	}
 	s.ws.Close(s.code, s.reason)
@@ -127,7 +127,7 @@ func (s *muxSession) write(p []byte) bool {
 // readLoop feeds the peer's messages to the Mux's read queue until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
-	buf := make([]byte, MaxMessage+1)
+	buf := make([]byte, maxMessage+1)
 	for {
 		typ, n, err := wsbridge.ReadMessage(s.ws, buf)
 		if err != nil {
@@ -140,7 +140,7 @@ func (s *muxSession) readLoop() {
 			return
 		case n == 0:
 			continue // not a datagram, and not activity either
-		case n > MaxMessage:
+		case n > maxMessage:
 			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1300 bytes")
 			return
 		}
