@@ -55,10 +55,21 @@ type Conn struct {
 	userData    [token.UserDataBytes]byte
 }
 
+// pullEndpoint is an endpoint whose Reads may read its socket themselves
+// (a dialed Conn's).
+type pullEndpoint struct {
+	msgEndpoint
+	msgconn.Puller
+}
+
 // newConn returns a Conn that reads the payloads q receives.
 func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 	c := &Conn{}
-	c.m.Init(msgEndpoint{ep}, &connRules, local, remote, q)
+	var m msgconn.Endpoint = msgEndpoint{ep}
+	if p, ok := ep.(msgconn.Puller); ok {
+		m = pullEndpoint{msgEndpoint{ep}, p}
+	}
+	c.m.Init(m, &connRules, local, remote, q)
 	return c
 }
 

@@ -146,7 +146,12 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	}
 	var shards []transport.Conn
 	for _, p := range pcs {
-		shards = append(shards, transport.New(p))
+		tc := transport.New(p)
+		// A server's socket reads many datagrams: it takes a client's
+		// train (a GSO sender's over loopback, or what the network
+		// card's GRO merged) as one, where the kernel can.
+		transport.EnableGRO(tc)
+		shards = append(shards, tc)
 	}
 	tc := shards[0]
 	l := &Listener{

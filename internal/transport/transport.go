@@ -1,6 +1,8 @@
 // Package transport wraps datagram sockets for the netcode adapters: batched
-// reads and writes (recvmmsg/sendmmsg on Linux) through caller-owned buffers,
-// with no allocation per datagram on the hot path.
+// reads and writes (recvmmsg/sendmmsg on Linux, with UDP GSO trains and,
+// for a server's sockets, UDP GRO where the kernel has them) through
+// caller-owned buffers, with no allocation per datagram on the hot path.
+// ForcePath makes tests take each path.
 //
 // A Conn is safe for one reading goroutine at a time running concurrently
 // with any number of writing goroutines.
