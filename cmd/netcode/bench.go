@@ -77,7 +77,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proto := protocolFlag(bench.DefaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
 	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file; with -bridge, the window's profiles of the child processes to this name plus .relay and .server, or .transport")
-	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile cover the connect phase instead of the window")
+	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile and -server-cpuprofile cover the connect phase instead of the window")
+	fs.StringVar(&cfg.ServerCPUProfile, "server-cpuprofile", "", "with -server-process: write the server process's CPU profile (second half of the window, or the connect phase with -profile-connect) to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile at the end to this file")
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
 	quiet := fs.Bool("q", false, "no progress lines")
@@ -113,7 +114,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bc.Rate = bench.DefaultBridgeRate
 		}
 		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
-			"server-tick", "profile-connect", "memprofile", "memprofilerate", "server-process"} {
+			"server-tick", "profile-connect", "memprofile", "memprofilerate", "server-process", "server-cpuprofile"} {
 			if set[name] {
 				return fmt.Errorf("-%s does not apply with -bridge", name)
 			}
@@ -132,6 +133,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idle != 0 {
 		return fmt.Errorf("-idle applies only with -bridge")
+	}
+	if cfg.ServerCPUProfile != "" && !cfg.ServerProcess {
+		return fmt.Errorf("-server-cpuprofile applies only with -server-process (else -cpuprofile has the server's goroutines, labelled bench=server)")
 	}
 	if cfg.ServerProcess && cfg.ServerTick != 0 {
 		return fmt.Errorf("-server-tick does not apply with -server-process")

@@ -70,6 +70,9 @@ type childStats struct {
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
 	Dropped    uint64        // payloads or datagrams dropped by full queues
+	// Datagrams are the datagrams the netcode server received and sent so
+	// far (server role; with every answer, reqCPU's too).
+	Datagrams uint64
 	// CPUBySide is, after reqCPUStop, the profiled CPU time by the value
 	// of LabelKey (transport child: sideBridge, SideServer, "" for the
 	// rest).
@@ -315,6 +318,7 @@ func (c *child) answer(req string) childStats {
 	switch req {
 	case reqCPU:
 		st.CPU = cpuTime()
+		st.Datagrams = c.datagrams()
 		return st
 	case reqStats:
 	case reqCPUStart:
@@ -364,5 +368,16 @@ func (c *child) answer(req string) childStats {
 	case c.l != nil:
 		st.Sessions = c.l.Stats().Connected
 	}
+	st.Datagrams = c.datagrams()
 	return st
+}
+
+// datagrams are the datagrams the netcode server received and sent so
+// far; 0 in the relay.
+func (c *child) datagrams() uint64 {
+	if c.l == nil {
+		return 0
+	}
+	s := c.l.Stats()
+	return s.PacketsReceived + s.PacketsSent
 }
