@@ -209,7 +209,8 @@ func quicConfig() *quic.Config {
 var configureQUIC func(*quic.Config)
 
 // Serve serves HTTP/3 on conn (a UDP socket, which the Server owns from
-// now on) until Close; it then returns http.ErrServerClosed.
+// now on) until Close, and then returns http.ErrServerClosed; or until the
+// socket fails, with its error.
 func (s *Server) Serve(conn net.PacketConn) error {
 	ln, err := quic.ListenEarly(conn, s.h3.TLSConfig, quicConfig())
 	if err != nil {
@@ -231,7 +232,13 @@ func (s *Server) Serve(conn net.PacketConn) error {
 	for {
 		c, err := ln.Accept(context.Background())
 		if err != nil {
-			return http.ErrServerClosed
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return http.ErrServerClosed
+			}
+			return err
 		}
 		s.wg.Add(1)
 		go s.serveConn(c)
