@@ -33,9 +33,13 @@ type devCerts struct {
 	switchAt time.Time // when next is served
 }
 
+// defaultDevValidity is Config.DevValidity's default: a day short of
+// the 14 browsers accept, for clocks that disagree.
+const defaultDevValidity = devcert.MaxPinnedValidity - 24*time.Hour
+
 func newDevCerts(hosts []string, validity time.Duration) (*devCerts, error) {
 	if validity <= 0 {
-		validity = devcert.MaxPinnedValidity
+		validity = defaultDevValidity
 	}
 	if validity > devcert.MaxPinnedValidity {
 		return nil, errors.New("netcode/bridge: development certificates are valid for 14 days at most (browsers refuse longer ones by hash)")

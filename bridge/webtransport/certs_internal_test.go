@@ -21,12 +21,12 @@ func TestDevCertRotation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d, err := newDevCerts([]string{"localhost"}, 0)
 		require.NoError(t, err)
-		period := devcert.MaxPinnedValidity / 3
+		period := defaultDevValidity / 3
 		step := time.Hour
 		fetched := map[time.Time][][32]byte{} // hashes by when a page fetched them
 		rotations := 0
 		var last [32]byte
-		for now := time.Now(); time.Since(now) < 4*devcert.MaxPinnedValidity; time.Sleep(step) {
+		for now := time.Now(); time.Since(now) < 4*defaultDevValidity; time.Sleep(step) {
 			serving, next, err := d.current(time.Now())
 			require.NoError(t, err)
 			c := serving.X509

@@ -62,7 +62,7 @@ type Config struct {
 	DevHosts []string
 	// DevValidity is how long each development certificate is valid:
 	// at most 14 days (browsers refuse a longer one by hash), at least 3
-	// hours; 0 means 14 days. The Server makes a new one every third of
+	// hours; 0 means 13 days. The Server makes a new one every third of
 	// it and serves it from a third later, so a hash fetched at any time
 	// stays good for a third at least.
 	DevValidity time.Duration
