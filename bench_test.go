@@ -1,10 +1,10 @@
 package netcode_test
 
 import (
-	"github.com/gonetcode/netcode/internal/testing/race"
 	"testing"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,9 +37,11 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 			buf := make([]byte, netcode.MaxPayloadBytes)
 			b.SetBytes(int64(2 * size))
 			b.ReportAllocs()
+			h := startHandoffs()
 			for b.Loop() {
 				echoRoundTrip(b, cli, srv, msg, buf)
 			}
+			h.report(b, b.N)
 		})
 	}
 }
@@ -56,23 +58,51 @@ func byteSize(n int) string {
 
 // TestSteadyStateAllocations checks the hot path's promise: once connected,
 // a payload costs no allocation on either side (counted for the whole
-// process, so the reader and ticker goroutines are included).
+// process, so the reader and ticker goroutines are included), whichever
+// path the transport takes.
 func TestSteadyStateAllocations(t *testing.T) {
 	race.Skip(t)
-	for _, f := range families {
-		t.Run(f.name, func(t *testing.T) {
-			l := listen(t, f.network, f.addr, nil)
-			cli, srv := pair(t, l)
-			msg := make([]byte, 100)
-			buf := make([]byte, netcode.MaxPayloadBytes)
-			for range 200 { // warm the pools
-				echoRoundTrip(t, cli, srv, msg, buf)
-			}
-			allocs := testing.AllocsPerRun(2000, func() { echoRoundTrip(t, cli, srv, msg, buf) })
-			t.Logf("%.3f allocations per round trip (4 payload packets through 2 conns)", allocs)
-			// The ticker's keep-alive bookkeeping and the runtime's timers
-			// may allocate now and then; one in ten round trips is the bound.
-			require.Less(t, allocs, 0.1)
-		})
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
+		cli, srv := pair(t, l)
+		msg := make([]byte, 100)
+		buf := make([]byte, netcode.MaxPayloadBytes)
+		for range 200 { // warm the pools
+			echoRoundTrip(t, cli, srv, msg, buf)
+		}
+		allocs := testing.AllocsPerRun(2000, func() { echoRoundTrip(t, cli, srv, msg, buf) })
+		t.Logf("%.3f allocations per round trip (4 payload packets through 2 conns)", allocs)
+		// The ticker's keep-alive bookkeeping and the runtime's timers
+		// may allocate now and then; one in ten round trips is the bound.
+		require.Less(t, allocs, 0.1)
+	})
+}
+
+// BenchmarkWindow1 is the window-1 round trip as netcode bench runs it: a
+// client writes a payload and reads its echo, which the server's own
+// goroutine reads and writes back; every hand-off between goroutines is
+// in the figures.
+func BenchmarkWindow1(b *testing.B) {
+	l := listen(b, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(b, l)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		echoUntilError(srv)
+	}()
+	msg := make([]byte, 100)
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	b.ReportAllocs()
+	h := startHandoffs()
+	for b.Loop() {
+		if _, err := cli.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cli.Read(buf); err != nil {
+			b.Fatal(err)
+		}
 	}
+	h.report(b, b.N)
+	srv.Close()
+	<-done
 }

@@ -50,7 +50,7 @@ type ServerConfig struct {
 	// client connecting while it is full is disconnected. 0 means MaxClients.
 	AcceptBacklog int
 	// ReadQueue is how many received payloads each connection holds for
-	// Read; 0 means DefaultReadQueue.
+	// Read; 0 means 256.
 	ReadQueue int
 	// TickInterval is how late a keep-alive or a timeout may be acted on:
 	// the Listener files every client under its next deadline in buckets

@@ -10,9 +10,9 @@ import (
 	"github.com/gonetcode/netcode/token"
 )
 
-// DefaultReadQueue is how many received payloads a connection holds for Read
+// defaultReadQueue is how many received payloads a connection holds for Read
 // before it drops new ones.
-const DefaultReadQueue = 256
+const defaultReadQueue = 256
 
 // endpoint is the side-specific part of a Conn: how it sends and closes.
 type endpoint interface {
@@ -55,15 +55,26 @@ type Conn struct {
 	userData    [token.UserDataBytes]byte
 }
 
+// pullEndpoint is an endpoint whose Reads may read its socket themselves
+// (a dialed Conn's).
+type pullEndpoint struct {
+	msgEndpoint
+	msgconn.Puller
+}
+
 // newConn returns a Conn that reads the payloads q receives.
 func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 	c := &Conn{}
-	c.m.Init(msgEndpoint{ep}, &connRules, local, remote, q)
+	var m msgconn.Endpoint = msgEndpoint{ep}
+	if p, ok := ep.(msgconn.Puller); ok {
+		m = pullEndpoint{msgEndpoint{ep}, p}
+	}
+	c.m.Init(m, &connRules, local, remote, q)
 	return c
 }
 
-// newQueue returns a read queue of n payloads (0: DefaultReadQueue).
-func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n, DefaultReadQueue) }
+// newQueue returns a read queue of n payloads (0: defaultReadQueue).
+func newQueue(n int) *packetq.Queue { return msgconn.NewQueue(n, defaultReadQueue) }
 
 // deliver queues a copy of p for Read, or drops it (counted in Dropped)
 // if the queue is full. It never blocks.

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +35,7 @@ type Dialer struct {
 	// SocketConfig says for a caller's transport.
 	ListenPacket func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
 	// ReadQueue is how many received payloads the Conn holds for Read;
-	// 0 means DefaultReadQueue.
+	// 0 means 256.
 	ReadQueue int
 	// Socket sets up the Conn's UDP socket: its buffers, packet tagging
 	// and a Control hook. With ListenPacket, only what SocketConfig says
@@ -110,7 +112,12 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
+		rtok:      make(chan struct{}, 1),
+		freed:     make(chan struct{}, 1),
+		rms:       transport.NewMessages(dialReadBatch),
+		idle:      time.NewTimer(time.Hour),
 	}
+	dc.idle.Stop()
 	dc.turn = make(chan struct{}, 1)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, log)
@@ -170,6 +177,18 @@ func (dc *dialConn) serverTried() net.Addr {
 // Conn's end, which Close marks first), then takes the turn itself, so
 // that its disconnect packets follow the packets already sealed: it waits
 // only for the one socket write in progress, if any, never for a queue.
+//
+// The socket is read by whoever holds the read turn (rtok): the reader
+// goroutine, or a Read that finds nothing queued and the turn free, which
+// then reads the socket itself (Pull) and takes its payload with no
+// goroutine hand-off. The reader gives the turn up after a batch when a
+// Read is waiting for a payload (it wakes them through freed), and takes
+// it back once no Read has pulled for pullGrace, so that keep-alives and
+// payloads are taken in while nobody reads. With the turn go rms and rout,
+// and the socket's read deadline: a Read that pulls reads with the Conn's
+// read deadline (SetReadDeadline moves it under dmu while the Read waits),
+// the reader with none. Order: rtok → the write turn → the core's lock;
+// dmu is a leaf.
 type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
@@ -180,9 +199,21 @@ type dialConn struct {
 	failErr   error         // written before failed is closed
 
 	turn chan struct{} // capacity 1: the write turn
-	// rout is the read loop's Output for Receive, which never sends, so it
-	// has no datagram buffer; only the read loop uses it.
+	// rout is the Output for Receive, which never sends, so it has no
+	// datagram buffer; used in the read turn.
 	rout client.Output
+
+	rtok    chan struct{}       // capacity 1: the read turn
+	rms     []transport.Message // the read buffers; used in the read turn
+	idle    *time.Timer         // the reader's wait for Reads to stop pulling; set and stopped in the read turn
+	freed   chan struct{}       // capacity 1: the reader gave the read turn up
+	waiters atomic.Int32        // Reads waiting on the read queue
+	noPull  atomic.Bool         // the socket has no read deadline: only the reader reads it
+
+	dmu     sync.Mutex // guards rdl, sockDL and pulling; a leaf
+	rdl     time.Time  // the Conn's read deadline
+	sockDL  time.Time  // the socket's read deadline
+	pulling bool       // a Read is reading the socket
 
 	tmu     sync.Mutex
 	timer   *time.Timer    // runs fire; nil until first armed
@@ -201,29 +232,28 @@ type dialConn struct {
 // keeps: a bridge's relay holds thousands of Conns.
 const dialReadBatch = 8
 
+// pullGrace is how long the reader leaves the socket to Reads that pull
+// after the last one: past it with no Read pulling, the reader reads it
+// again. Longer than the pause between two Reads of a busy loop, short
+// beside the protocol's timeouts.
+const pullGrace = 20 * time.Millisecond
+
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
-	out := &dc.rout
-	err := transport.ReadLoop(dc.tc, dialReadBatch, dc.stop, func(ms []transport.Message) {
-		now := time.Now()
-		var next time.Time
-		for i := range ms {
-			if len(ms[i].Buf) <= protocol.MaxPacketBytes {
-				dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
-				dc.act(out)
-				next = out.Next
-			}
-		}
-		switch {
-		case next.IsZero():
-		case !now.Before(next):
-			// Due at once (the answer to a challenge, a denial to act
-			// on): no need to wait for the timer.
-			dc.update()
-		default:
-			dc.schedule(next)
+	select {
+	case dc.rtok <- struct{}{}:
+		dc.readerDeadline()
+	case <-dc.stop:
+		return
+	}
+	err := transport.ReadLoopInto(dc.tc, dc.rms, dc.stop, func(ms []transport.Message) {
+		dc.receive(ms)
+		if dc.waiters.Load() > 0 && !dc.noPull.Load() {
+			dc.yield()
 		}
 	}, nil)
+	dc.idle.Stop()
+	<-dc.rtok
 	if err == nil {
 		return
 	}
@@ -233,6 +263,159 @@ func (dc *dialConn) readLoop() {
 	case <-dc.connected:
 		dc.conn.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
 		dc.halt()
+	default:
+	}
+}
+
+// receive hands a batch of datagrams to the core and acts on the
+// outcome; it runs in the read turn.
+func (dc *dialConn) receive(ms []transport.Message) {
+	out := &dc.rout
+	now := time.Now()
+	var next time.Time
+	for i := range ms {
+		if len(ms[i].Buf) <= protocol.MaxPacketBytes {
+			dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
+			dc.act(out)
+			next = out.Next
+		}
+	}
+	switch {
+	case next.IsZero():
+	case !now.Before(next):
+		// Due at once (the answer to a challenge, a denial to act
+		// on): no need to wait for the timer.
+		dc.update()
+	default:
+		dc.schedule(next)
+	}
+}
+
+// yield gives the read turn to the Reads waiting for a payload, and takes
+// it back once none has pulled for pullGrace, or the Conn ends.
+func (dc *dialConn) yield() {
+	dc.idle.Reset(pullGrace)
+	<-dc.rtok
+	signal(dc.freed)
+	for {
+		select {
+		case <-dc.idle.C:
+		case <-dc.stop:
+			dc.rtok <- struct{}{} // a Pull's read ends with the socket
+			return
+		}
+		select {
+		case dc.rtok <- struct{}{}:
+			dc.readerDeadline()
+			return
+		default:
+			// A Read is pulling: it sets the timer again when it ends.
+		}
+	}
+}
+
+// readerDeadline clears the socket's read deadline that a Read's Pull
+// left, for the reader, which has just taken the read turn.
+func (dc *dialConn) readerDeadline() {
+	dc.dmu.Lock()
+	if !dc.sockDL.IsZero() {
+		_ = dc.tc.SetReadDeadline(time.Time{})
+		dc.sockDL = time.Time{}
+	}
+	dc.dmu.Unlock()
+}
+
+// Pull is msgconn.Puller's: a Read reads the socket itself if the read
+// turn is free.
+func (dc *dialConn) Pull() (bool, error) {
+	if dc.noPull.Load() {
+		return false, nil
+	}
+	select {
+	case dc.rtok <- struct{}{}:
+	default:
+		return false, nil
+	}
+	select {
+	case <-dc.stop: // the socket is closed or closing: the queue ends
+		<-dc.rtok
+		return false, nil
+	default:
+	}
+	dc.idle.Stop()
+	dc.dmu.Lock()
+	if dl := dc.rdl; !dl.Equal(dc.sockDL) {
+		if err := dc.tc.SetReadDeadline(dl); err != nil {
+			// A caller's transport without read deadlines: a Read
+			// cannot wait on it, the reader reads it from now on.
+			dc.dmu.Unlock()
+			dc.noPull.Store(true)
+			dc.idle.Reset(0)
+			<-dc.rtok
+			return false, nil
+		}
+		dc.sockDL = dl
+	}
+	dc.pulling = true
+	dc.dmu.Unlock()
+	ms := dc.rms
+	for i := range ms {
+		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
+	}
+	n, err := dc.tc.ReadBatch(ms)
+	dc.dmu.Lock()
+	dc.pulling = false
+	dl := dc.rdl
+	dc.dmu.Unlock()
+	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
+	switch {
+	case err == nil:
+		dc.receive(ms[:n])
+		dc.idle.Reset(pullGrace)
+	case timedOut:
+		dc.idle.Reset(pullGrace)
+	default:
+		// The reader's loop deals with the other errors (it retries with
+		// a pause, or ends the Conn): it takes the socket back now.
+		dc.idle.Reset(0)
+	}
+	<-dc.rtok
+	if dc.waiters.Load() > 0 {
+		signal(dc.freed) // another Read may pull now
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case !timedOut:
+		return false, nil
+	case !dl.IsZero() && !time.Now().Before(dl):
+		return true, os.ErrDeadlineExceeded
+	}
+	return true, nil // a deadline since moved: read again
+}
+
+// Waiting is msgconn.Puller's: Reads waiting on the read queue.
+func (dc *dialConn) Waiting(delta int32) { dc.waiters.Add(delta) }
+
+// Freed is msgconn.Puller's: the read turn may be free.
+func (dc *dialConn) Freed() <-chan struct{} { return dc.freed }
+
+// SetReadDeadline is msgconn.Puller's: the Conn's read deadline, for the
+// socket reads of Pull.
+func (dc *dialConn) SetReadDeadline(t time.Time) {
+	dc.dmu.Lock()
+	dc.rdl = t
+	if dc.pulling {
+		_ = dc.tc.SetReadDeadline(t)
+		dc.sockDL = t
+	}
+	dc.dmu.Unlock()
+}
+
+// signal makes a non-blocking send on c (capacity 1).
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
 	default:
 	}
 }

@@ -54,8 +54,10 @@
 //	                      socket's send queue after the core's locks
 //	                      (dropped, counted, if it is full)
 //	writer ×ReadShards    one per socket, its send queue's (sendqueue.go):
-//	                      sends what is queued from its socket, sendmmsg
-//	                      batches of up to 64
+//	                      sends what is queued from its socket, grouped
+//	                      by destination, sendmmsg batches of up to 64
+//	                      in which each run of datagrams to one client
+//	                      is one UDP GSO train where the kernel has it
 //	Conn.Write (callers)  in the Conn's write turn: seals under the client's
 //	                      send lock, then hands the packet to the send
 //	                      queue of the socket that heard the client's
@@ -94,13 +96,21 @@
 // timeout or the token's expiry; its callback runs, on a goroutine of its
 // own, only then. Each call into the core reports what it did in an Output
 // (state change, payload, datagrams, log records, next deadline) that the
-// caller acts on after the core's lock is released. Locks: the Conn's
-// write turn (the timer, Write and Close; held from the sealing of its
-// packets to their socket write, so that they leave in order; Close does
-// not wait for it: it closes the socket under a Write held there, as
-// crypto/tls does) → the core's lock; the timer's lock is a leaf. Its
-// payloads wait in its own packetq.Queue. Close on either side stops
-// every goroutine it owns before it returns.
+// caller acts on after the core's lock is released. Its payloads wait in
+// its own packetq.Queue. The socket is read by whoever holds the Conn's
+// read turn: the reader, or a Read that finds nothing queued and the turn
+// free, which then reads the socket itself (with the Conn's read
+// deadline), hands what it read to the core and returns the payload with
+// no goroutine hand-off. The reader gives the turn up after a batch when
+// a Read waits on the queue, stays parked while Reads read the socket,
+// and takes it back 20 ms after the last one, so that keep-alives and
+// payloads are still taken in when nobody reads. Locks: the read turn (a
+// channel) → the Conn's write turn (the timer, Write and Close; held from
+// the sealing of its packets to their socket write, so that they leave in
+// order; Close does not wait for it: it closes the socket under a Write
+// held there, as crypto/tls does) → the core's lock; the timer's lock and
+// the read deadline's are leaves. Close on either side stops every
+// goroutine it owns before it returns.
 //
 // Every goroutine, by the function it runs (TestGoroutineInventory fails
 // if another runs):

@@ -27,10 +27,6 @@ var (
 	// ErrEmptyPayload: a Write of zero bytes; netcode payloads are 1 to
 	// MaxPayloadBytes long.
 	ErrEmptyPayload = errors.New("netcode: empty payload")
-	// ErrZeroKey: ServerConfig.PrivateKey is all zeros, a key anyone could
-	// mint tokens with. Generate one with crypto.GenerateKey (or
-	// `netcode keygen`).
-	ErrZeroKey = errors.New("netcode: private key is all zeros")
 	// ErrFull: every client slot is taken (ConnectLoopback).
 	ErrFull = errors.New("netcode: server full")
 	// ErrClientIDInUse: a client with that id is connected (ConnectLoopback).

@@ -110,13 +110,18 @@ func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	return newListener([]net.PacketConn{pc}, cfg)
 }
 
+// errZeroKey refuses a ServerConfig.PrivateKey of all zeros, a key anyone
+// could mint tokens with: it is crypto.ErrZeroKey for errors.Is.
+var errZeroKey = fmt.Errorf("netcode: ServerConfig.PrivateKey: %w", crypto.ErrZeroKey)
+
 // checkConfig refuses a configuration no server should run with.
 func checkConfig(cfg *ServerConfig) error {
 	switch {
 	case cfg == nil:
 		return errors.New("netcode: nil ServerConfig")
 	case cfg.PrivateKey == crypto.Key{}:
-		return ErrZeroKey
+		// Generate one with crypto.GenerateKey (or `netcode keygen`).
+		return errZeroKey
 	}
 	return nil
 }
@@ -141,7 +146,12 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	}
 	var shards []transport.Conn
 	for _, p := range pcs {
-		shards = append(shards, transport.New(p))
+		tc := transport.New(p)
+		// A server's socket reads many datagrams: it takes a client's
+		// train (a GSO sender's over loopback, or what the network
+		// card's GRO merged) as one, where the kernel can.
+		transport.EnableGRO(tc)
+		shards = append(shards, tc)
 	}
 	tc := shards[0]
 	l := &Listener{

@@ -17,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
+	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,16 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(echoServerEnv); spec != "" {
 		runEchoServer(spec) // a child process of TestNoNonceReuseOnTheWire
 		return
+	}
+	// NETCODE_TEST_PATH=mmsg or plain runs every test with the sockets on
+	// that path of the transport (the default is the best the system
+	// has); the tests that matter most run on each path anyway.
+	if p := os.Getenv("NETCODE_TEST_PATH"); p != "" {
+		for _, path := range transport.Paths {
+			if path.String() == p {
+				transport.ForcePath(path)
+			}
+		}
 	}
 	goleak.VerifyTestMain(m)
 }

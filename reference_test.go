@@ -532,8 +532,8 @@ func TestListenCreateErrors(t *testing.T) {
 		cfg  *netcode.ServerConfig
 		want error // nil: any error
 	}{
-		{"zero private key", &netcode.ServerConfig{ProtocolID: testProtocolID}, netcode.ErrZeroKey},
-		{"zero private key with a previous key", &netcode.ServerConfig{ProtocolID: testProtocolID, PreviousPrivateKey: testKey}, netcode.ErrZeroKey},
+		{"zero private key", &netcode.ServerConfig{ProtocolID: testProtocolID}, crypto.ErrZeroKey},
+		{"zero private key with a previous key", &netcode.ServerConfig{ProtocolID: testProtocolID, PreviousPrivateKey: testKey}, crypto.ErrZeroKey},
 		{"nil config", nil, nil},
 	} {
 		for _, f := range families {

@@ -46,6 +46,7 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
+	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -65,14 +66,18 @@ var (
 
 // Defaults of Config's zero fields.
 const (
-	DefaultRate     = rate.Limit(1) // tokens per second per user
-	DefaultBurst    = 5
-	DefaultMaxUsers = 100_000
+	// DefaultRate is Rate's default: tokens per second per user. Package
+	// fleet's Redis limiter defaults to it too.
+	DefaultRate = rate.Limit(1)
+	// DefaultBurst is Burst's default, here and in package fleet.
+	DefaultBurst = 5
 
-	// DefaultTimeoutSeconds is the backend's own default connection
+	// defaultMaxUsers is MaxUsers's default.
+	defaultMaxUsers = 100_000
+	// defaultTimeoutSeconds is the backend's own default connection
 	// timeout, as the browser example's tokens had; the token package's
 	// is 5 s.
-	DefaultTimeoutSeconds = 10
+	defaultTimeoutSeconds = 10
 )
 
 // Identity is who the Authenticate hook found the caller to be.
@@ -128,12 +133,13 @@ type Config struct {
 	// ErrNoServers answers 503.
 	ChooseServers func(r *http.Request, id Identity) ([]Server, error)
 
-	// ExpireSeconds is the tokens' lifetime; 0 means token.DefaultExpireSeconds.
+	// ExpireSeconds is the tokens' lifetime; 0 means 30 seconds, as in
+	// token.Params.
 	// A token must reach the client and the client a server within it.
 	ExpireSeconds int64
 	// TimeoutSeconds is the connections' timeout written in the tokens: how
-	// long either side waits without hearing from the other. 0 means
-	// DefaultTimeoutSeconds.
+	// long either side waits without hearing from the other. 0 means 10
+	// seconds (token.Params's default is 5).
 	TimeoutSeconds int32
 
 	// Rate is how many tokens per second a user may get in the long run;
@@ -141,7 +147,7 @@ type Config struct {
 	Rate  rate.Limit
 	Burst int
 	// MaxUsers bounds the users whose rate is tracked at once; 0 means
-	// DefaultMaxUsers. A user whose limiter has refilled is forgotten
+	// 100,000. A user whose limiter has refilled is forgotten
 	// first; when every tracked user is active, new users are answered 429
 	// until one refills.
 	MaxUsers int
@@ -225,10 +231,10 @@ func NewHandler(config *Config) (*Handler, error) {
 		return nil, errors.New("netcode/backend: negative ExpireSeconds or TimeoutSeconds")
 	}
 	if cfg.ExpireSeconds == 0 {
-		cfg.ExpireSeconds = token.DefaultExpireSeconds
+		cfg.ExpireSeconds = tokenwire.DefaultExpireSeconds
 	}
 	if cfg.TimeoutSeconds == 0 {
-		cfg.TimeoutSeconds = DefaultTimeoutSeconds
+		cfg.TimeoutSeconds = defaultTimeoutSeconds
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = DefaultRate
@@ -237,7 +243,7 @@ func NewHandler(config *Config) (*Handler, error) {
 		cfg.Burst = DefaultBurst
 	}
 	if cfg.MaxUsers == 0 {
-		cfg.MaxUsers = DefaultMaxUsers
+		cfg.MaxUsers = defaultMaxUsers
 	}
 	if cfg.Rate < 0 || cfg.Burst < 0 || cfg.MaxUsers < 0 {
 		return nil, errors.New("netcode/backend: negative Rate, Burst or MaxUsers")
@@ -505,9 +511,8 @@ func (l *limiters) sweep(now time.Time) {
 	}
 }
 
-// Users returns how many users' rates are tracked now (for tests and
-// monitoring).
-func (h *Handler) Users() int {
+// users returns how many users' rates the in-memory limiter tracks now.
+func (h *Handler) users() int {
 	h.limits.mu.Lock()
 	defer h.limits.mu.Unlock()
 	return len(h.limits.users)

@@ -292,8 +292,8 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 200, w.Code)
 	ct, err := token.Parse(w.Body.Bytes())
 	require.NoError(t, err)
-	assert.Equal(t, uint64(token.DefaultExpireSeconds), ct.ExpireTimestamp-ct.CreateTimestamp)
-	assert.Equal(t, int32(backend.DefaultTimeoutSeconds), ct.TimeoutSeconds)
+	assert.Equal(t, uint64(30), ct.ExpireTimestamp-ct.CreateTimestamp)
+	assert.Equal(t, int32(10), ct.TimeoutSeconds)
 }
 
 // BenchmarkHandler is one token request through the handler: the hook,

@@ -18,54 +18,12 @@ import (
 // not offer it is refused with HTTP 400 before the upgrade.
 const Subprotocol = "netcode.relay.v1"
 
-// Close codes the bridge ends a session with: its own, 4000 to 4012, and
-// the standard ones it uses, listed with them in the package documentation
-// (# Close codes). The reason of the close frame names the error, for
-// example "netcode: connection denied".
-const (
-	// CodeDisconnected: the server disconnected the client cleanly.
-	CodeDisconnected websocket.StatusCode = 4000
-	// CodeConnectionDenied: every server in the token was full or refused
-	// the client (netcode.ErrConnectionDenied).
-	CodeConnectionDenied websocket.StatusCode = 4001
-	// CodeConnectTokenExpired: the token expired before a server accepted it
-	// (netcode.ErrConnectTokenExpired).
-	CodeConnectTokenExpired websocket.StatusCode = 4002
-	// CodeInvalidConnectToken: the first message was not a readable
-	// 2048-byte connect token (netcode.ErrInvalidConnectToken).
-	CodeInvalidConnectToken websocket.StatusCode = 4003
-	// CodeConnectionRequestTimedOut: no server answered the connection
-	// request (netcode.ErrConnectionRequestTimedOut).
-	CodeConnectionRequestTimedOut websocket.StatusCode = 4004
-	// CodeConnectionResponseTimedOut: the server stopped answering during
-	// the handshake (netcode.ErrConnectionResponseTimedOut).
-	CodeConnectionResponseTimedOut websocket.StatusCode = 4005
-	// CodeConnectionTimedOut: nothing arrived from the server within the
-	// token's timeout (netcode.ErrConnectionTimedOut).
-	CodeConnectionTimedOut websocket.StatusCode = 4006
-	// CodeServerNotAllowed: the token names a server the bridge may not
-	// dial; the reason names the address.
-	CodeServerNotAllowed websocket.StatusCode = 4010
-	// CodeHandshakeTimeout: the connect token did not arrive within
-	// Config.HandshakeTimeout, or the dial took longer than
-	// Config.DialTimeout.
-	CodeHandshakeTimeout websocket.StatusCode = 4011
-	// CodeIdleTimeout: nothing was relayed in either direction (no message
-	// from the browser, no payload to it) within Config.IdleTimeout, or
-	// (Mux) no message went either way within MuxConfig.IdleTimeout.
-	CodeIdleTimeout websocket.StatusCode = wsbridge.CodeIdleTimeout // 4012
-	// CodeBridgeFull is WebSocket's 1013 (try again later): the bridge has
-	// its MaxSessions open (ErrBridgeFull, the reason). The session is
-	// refused right after the upgrade; see also RefusedHeader.
-	CodeBridgeFull = wsbridge.CodeFull // 1013
-)
-
 // Config configures a Handler. The zero value refuses every token: name the
 // servers the bridge may dial in AllowedServers or AllowServer.
 type Config struct {
 	// AllowedServers lists the server addresses the bridge may dial. Every
 	// address in a token must be allowed (by this list or by AllowServer),
-	// or the session is refused with CodeServerNotAllowed before anything is
+	// or the session is refused with close code 4010 before anything is
 	// sent to any server. IPv4-mapped IPv6 addresses match their IPv4 form.
 	AllowedServers []netip.AddrPort
 	// AllowServer, if set, is asked about the token addresses that are not
@@ -80,7 +38,7 @@ type Config struct {
 	// HandshakeTimeout is how long the browser has to send its connect
 	// token after the upgrade, and then how long the token's servers have
 	// to answer the connection request (the dial fails with
-	// CodeConnectionRequestTimedOut past it). A server answers only a
+	// close code 4004 past it). A server answers only a
 	// token it can open: a forged token costs this long of connection
 	// requests (10 a second, about 1 KB each), whatever timeout its public
 	// part claims. 0 means 5 s.
@@ -298,10 +256,3 @@ var ErrBridgeFull = wsbridge.ErrFull
 // naming both sizes; a transport.Mux's WriteTo fails with it; the Go
 // clients' writes too.
 var ErrDatagramTooLarge = wsbridge.ErrTooBig
-
-// RefusedHeader is the HTTP response header by which a session refused
-// for the cap says so before any WebSocket message, on the 101 response
-// (then closed with 1013) as on the 503 one: its value is "full". Clients
-// that can read response headers (Go's, not a browser's) tell the refusal
-// apart at once; transport.Dial does.
-const RefusedHeader = wsbridge.RefusedHeader // "Netcode-Bridge-Refused"

@@ -13,7 +13,7 @@
 // the other is ended too: a browser that goes away makes the bridge
 // disconnect from the server cleanly (the server frees the slot at once),
 // and a server that disconnects, times out or denies the connection makes
-// the bridge close the WebSocket with one of the Code constants below and a
+// the bridge close the WebSocket with one of the close codes below and a
 // reason naming the netcode error.
 //
 // The bridge works in front of any netcode 1.02 server. It is not an open
@@ -32,8 +32,8 @@
 // # Close codes
 //
 // The code and reason of the close frame say why a session ended. Codes
-// 4000 to 4012 are the bridge's own (the Code constants); the others are
-// WebSocket's. R: the relay (Handler); T: the transport (package
+// 4000 to 4012 are the bridge's own; the others are WebSocket's. A client
+// in any language tells why its session ended by these numbers. R: the relay (Handler); T: the transport (package
 // bridge/transport's Mux).
 //
 //	code  name                           mode why
@@ -43,7 +43,7 @@
 //	1008  policy violation               R    an empty message
 //	1009  message too big                R T  a message over 1200 bytes (R), 1300 (T)
 //	1011  internal error                 R    an unexpected error of the server's side
-//	1013  try again later                R T  MaxSessions reached (CodeBridgeFull, ErrBridgeFull, RefusedHeader; T: see transport.Subprotocol)
+//	1013  try again later                R T  MaxSessions reached (ErrBridgeFull, the header Netcode-Bridge-Refused: full; T: see transport.Subprotocol)
 //	4000  disconnected                   R    the server disconnected the client
 //	4001  connection denied              R    every server in the token was full or refused it
 //	4002  connect token expired          R    the token expired before a server accepted it
@@ -66,7 +66,7 @@
 // encrypted end to end between a Go client (built for js/wasm in the
 // browser) and the server: its Mux merges a UDP socket with WebSocket
 // peers for a netcode Listener. Both bridges admit sessions the same way
-// (MaxSessions, the refusal with 1013 and RefusedHeader, HTTP 503 after
+// (MaxSessions, the refusal with 1013 and Netcode-Bridge-Refused, HTTP 503 after
 // Close, the bounded close) and use this package's close codes. See
 // examples/wasm.
 //
@@ -101,6 +101,6 @@
 // included) has a deadline on the TCP connection, which is cut when it
 // passes, even if the client declared a frame longer than it sent. So
 // Handler.Close and Mux.Close return within about those bounds. Refusals
-// for MaxSessions are named: [ErrBridgeFull], [CodeBridgeFull],
-// [RefusedHeader].
+// for MaxSessions are named: [ErrBridgeFull], close code 1013, and the
+// response header Netcode-Bridge-Refused: full.
 package bridge

@@ -7,3 +7,20 @@ const (
 	CloseTimeout = wsbridge.CloseTimeout
 	MuxEndGrace  = wsbridge.MuxEndGrace
 )
+
+// The close codes and the refusal header, by name, for the external tests;
+// the package documentation's table gives their numbers.
+const (
+	CodeDisconnected               = wsbridge.CodeDisconnected
+	CodeConnectionDenied           = wsbridge.CodeConnectionDenied
+	CodeConnectTokenExpired        = wsbridge.CodeConnectTokenExpired
+	CodeInvalidConnectToken        = wsbridge.CodeInvalidConnectToken
+	CodeConnectionRequestTimedOut  = wsbridge.CodeConnectionRequestTimedOut
+	CodeConnectionResponseTimedOut = wsbridge.CodeConnectionResponseTimedOut
+	CodeConnectionTimedOut         = wsbridge.CodeConnectionTimedOut
+	CodeServerNotAllowed           = wsbridge.CodeServerNotAllowed
+	CodeHandshakeTimeout           = wsbridge.CodeHandshakeTimeout
+	CodeIdleTimeout                = wsbridge.CodeIdleTimeout
+	CodeBridgeFull                 = wsbridge.CodeFull
+	RefusedHeader                  = wsbridge.RefusedHeader
+)

@@ -22,6 +22,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
+	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -242,7 +243,7 @@ func TestStalledFrameEndsSession(t *testing.T) {
 		{"relay token text", relay, bridge.Subprotocol, false, 1, 100, bridge.CodeInvalidConnectToken},
 		{"relay connected 1201 bytes", relay, bridge.Subprotocol, true, 2, netcode.MaxPayloadBytes + 1, websocket.StatusMessageTooBig},
 		{"relay connected text", relay, bridge.Subprotocol, true, 1, 100, websocket.StatusUnsupportedData},
-		{"mux 1301 bytes", mux, transport.Subprotocol, false, 2, transport.MaxMessage + 1, websocket.StatusMessageTooBig},
+		{"mux 1301 bytes", mux, transport.Subprotocol, false, 2, protocol.MaxPacketBytes + 1, websocket.StatusMessageTooBig},
 		{"mux text", mux, transport.Subprotocol, false, 1, 100, websocket.StatusUnsupportedData},
 	}
 	for _, tt := range tests {

@@ -170,18 +170,18 @@ func (s *session) serve(l wsbridge.RelayLink, remote string) {
 		return
 	}
 	if err != nil || n != token.ConnectTokenBytes {
-		s.end(CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
+		s.end(wsbridge.CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}
 	tokenBytes := tb[:n]
 	tok, err := token.Parse(tokenBytes)
 	if err != nil || len(tok.ServerAddrs) == 0 {
-		s.end(CodeInvalidConnectToken, netcode.ErrInvalidConnectToken.Error())
+		s.end(wsbridge.CodeInvalidConnectToken, netcode.ErrInvalidConnectToken.Error())
 		return
 	}
 	for _, a := range tok.ServerAddrs {
 		if !h.allows(a) {
-			s.end(CodeServerNotAllowed, "netcode/bridge: server "+a.String()+" not allowed")
+			s.end(wsbridge.CodeServerNotAllowed, "netcode/bridge: server "+a.String()+" not allowed")
 			return
 		}
 	}
@@ -299,17 +299,17 @@ func (s *session) watch(now int64) bool {
 	switch s.phase.Load() {
 	case phaseToken:
 		if now >= s.deadline.Load() {
-			s.endLater(now, CodeHandshakeTimeout, "netcode/bridge: no connect token within the handshake timeout")
+			s.endLater(now, wsbridge.CodeHandshakeTimeout, "netcode/bridge: no connect token within the handshake timeout")
 			return true
 		}
 	case phaseDial:
 		if now >= s.deadline.Load() {
-			s.endLater(now, CodeHandshakeTimeout, "netcode/bridge: dial timed out")
+			s.endLater(now, wsbridge.CodeHandshakeTimeout, "netcode/bridge: dial timed out")
 			return true
 		}
 	case phaseConnected:
 		if s.wd.IdleFor(now) {
-			s.endLater(now, CodeIdleTimeout, "netcode/bridge: idle timeout")
+			s.endLater(now, wsbridge.CodeIdleTimeout, "netcode/bridge: idle timeout")
 			return true
 		}
 	}
@@ -331,7 +331,7 @@ func closeFor(err error) (websocket.StatusCode, string) {
 	}
 	switch {
 	case errors.Is(err, io.EOF):
-		return CodeDisconnected, "netcode: disconnected by the server"
+		return wsbridge.CodeDisconnected, "netcode: disconnected by the server"
 	case errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
 		return websocket.StatusGoingAway, "netcode/bridge: session closed"
 	}
@@ -342,10 +342,10 @@ var errorCodes = []struct {
 	err  error
 	code websocket.StatusCode
 }{
-	{netcode.ErrConnectionDenied, CodeConnectionDenied},
-	{netcode.ErrConnectTokenExpired, CodeConnectTokenExpired},
-	{netcode.ErrInvalidConnectToken, CodeInvalidConnectToken},
-	{netcode.ErrConnectionRequestTimedOut, CodeConnectionRequestTimedOut},
-	{netcode.ErrConnectionResponseTimedOut, CodeConnectionResponseTimedOut},
-	{netcode.ErrConnectionTimedOut, CodeConnectionTimedOut},
+	{netcode.ErrConnectionDenied, wsbridge.CodeConnectionDenied},
+	{netcode.ErrConnectTokenExpired, wsbridge.CodeConnectTokenExpired},
+	{netcode.ErrInvalidConnectToken, wsbridge.CodeInvalidConnectToken},
+	{netcode.ErrConnectionRequestTimedOut, wsbridge.CodeConnectionRequestTimedOut},
+	{netcode.ErrConnectionResponseTimedOut, wsbridge.CodeConnectionResponseTimedOut},
+	{netcode.ErrConnectionTimedOut, wsbridge.CodeConnectionTimedOut},
 }

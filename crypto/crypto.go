@@ -10,15 +10,17 @@
 // random 24-byte nonce, with associated data made of the version info, the
 // protocol id and the token's expire timestamp.
 //
-// The types here keep scratch space for nonces and associated data so that the
-// hot path never allocates; for that reason a value of any of them must not be
-// used by more than one goroutine at a time.
+// A Key is what a game keeps: the private key it shares between its token
+// backend and its servers (GenerateKey, ParseKey, ReadKeyFile). PacketAEAD and
+// PrivateTokenAEAD are the ciphers made from keys that package protocol's
+// writers and Reader, and package token, seal and open with. They keep scratch
+// space for nonces and associated data so that the hot path never allocates;
+// for that reason a value of either must not be used by more than one
+// goroutine at a time.
 package crypto
 
 import (
-	"crypto/cipher"
 	"crypto/rand"
-	"encoding/binary"
 
 	"golang.org/x/crypto/chacha20poly1305"
 
@@ -30,19 +32,7 @@ const (
 	KeyBytes        = chacha20poly1305.KeySize    // 32: every key
 	MACBytes        = chacha20poly1305.Overhead   // 16: the tag that ends every sealed part
 	TokenNonceBytes = chacha20poly1305.NonceSizeX // 24: the nonce of a connect token's private part
-
-	packetADBytes = len(VersionInfo) + 8 + 1 // version info, protocol id, prefix byte
-	tokenADBytes  = len(VersionInfo) + 8 + 8 // version info, protocol id, expire timestamp
-	versionBytes  = len(VersionInfo)         // 13
 )
-
-// VersionInfo is the 13-byte protocol version string, NUL terminated, that
-// starts every connect token and connection request and every associated data.
-const VersionInfo = "NETCODE 1.02\x00"
-
-// ErrOpen is returned when a ciphertext does not authenticate: wrong key, wrong
-// nonce, wrong associated data, or tampered bytes.
-var ErrOpen = aead.ErrOpen
 
 // Key is a 256-bit symmetric key.
 type Key [KeyBytes]byte
@@ -54,75 +44,43 @@ func GenerateKey() (Key, error) {
 	return k, err
 }
 
-// PacketAEAD seals and opens netcode packets for one direction of one
-// connection: the key, the protocol id and the version info are fixed when it
-// is made; the prefix byte and the sequence number come with each packet.
-// A PacketAEAD must not be used concurrently.
+// PacketAEAD is the packet cipher of one direction of one connection, which
+// package protocol's writers seal with and its Reader opens with: the key,
+// the protocol id and the version info are fixed when it is made; the prefix
+// byte and the sequence number come with each packet. A PacketAEAD must not
+// be used concurrently.
 type PacketAEAD struct {
-	aead *aead.AEAD
-	ad   [packetADBytes]byte
+	packetCipher
 }
+
+// packetCipher is the cipher a PacketAEAD holds, embedded so that package
+// protocol reaches it (through package aead) while PacketAEAD exports no
+// method.
+type packetCipher = aead.Packet
 
 // NewPacketAEAD returns a PacketAEAD for key and protocolID.
 func NewPacketAEAD(key *Key, protocolID uint64) *PacketAEAD {
-	p := &PacketAEAD{aead: aead.New(key)}
-	copy(p.ad[:], VersionInfo)
-	binary.LittleEndian.PutUint64(p.ad[versionBytes:], protocolID)
+	p := new(PacketAEAD)
+	aead.InitPacket(&p.packetCipher, (*[KeyBytes]byte)(key), protocolID)
 	return p
 }
 
-// Seal appends the encryption of plaintext, authenticated together with the
-// packet's prefix byte, followed by the MAC, to dst.
-func (p *PacketAEAD) Seal(dst []byte, prefix byte, sequence uint64, plaintext []byte) []byte {
-	p.ad[packetADBytes-1] = prefix
-	return p.aead.Seal(dst, sequence, plaintext, p.ad[:])
-}
-
-// Open authenticates ciphertext (ending with the MAC) against the packet's
-// prefix byte and sequence number, and appends the plaintext to dst.
-func (p *PacketAEAD) Open(dst []byte, prefix byte, sequence uint64, ciphertext []byte) ([]byte, error) {
-	p.ad[packetADBytes-1] = prefix
-	return p.aead.Open(dst, sequence, ciphertext, p.ad[:])
-}
-
-// PrivateTokenAEAD seals and opens the private part of connect tokens with
-// XChaCha20-Poly1305 under the server's private key. A server keeps one for
-// its key; a token backend may keep one per goroutine. It must not be used
-// concurrently.
+// PrivateTokenAEAD is the cipher of the private part of connect tokens,
+// XChaCha20-Poly1305 under the server's private key: package token's
+// Generate seals with one, and protocol.Reader opens connection requests
+// with one. A server keeps one for its key; a token backend may keep one
+// per goroutine. It must not be used concurrently.
 type PrivateTokenAEAD struct {
-	aead cipher.AEAD
-	ad   [tokenADBytes]byte
+	tokenCipher
 }
+
+// tokenCipher is the cipher a PrivateTokenAEAD holds, embedded as
+// packetCipher is.
+type tokenCipher = aead.Token
 
 // NewPrivateTokenAEAD returns a PrivateTokenAEAD for the given private key.
 func NewPrivateTokenAEAD(privateKey *Key) *PrivateTokenAEAD {
-	a, err := chacha20poly1305.NewX(privateKey[:])
-	if err != nil {
-		panic("netcode/crypto: " + err.Error()) // unreachable: the key has the right size
-	}
-	t := &PrivateTokenAEAD{aead: a}
-	copy(t.ad[:], VersionInfo)
+	t := new(PrivateTokenAEAD)
+	aead.InitToken(&t.tokenCipher, (*[KeyBytes]byte)(privateKey))
 	return t
-}
-
-func (t *PrivateTokenAEAD) setAD(protocolID, expireTimestamp uint64) []byte {
-	binary.LittleEndian.PutUint64(t.ad[versionBytes:], protocolID)
-	binary.LittleEndian.PutUint64(t.ad[versionBytes+8:], expireTimestamp)
-	return t.ad[:]
-}
-
-// Seal appends the encryption of plaintext and its MAC to dst, bound to the
-// protocol id and the token's expire timestamp.
-func (t *PrivateTokenAEAD) Seal(dst []byte, nonce *[TokenNonceBytes]byte, protocolID, expireTimestamp uint64, plaintext []byte) []byte {
-	return t.aead.Seal(dst, nonce[:], plaintext, t.setAD(protocolID, expireTimestamp))
-}
-
-// Open authenticates and decrypts a sealed private token, appending the
-// plaintext to dst. It returns ErrOpen if authentication fails.
-func (t *PrivateTokenAEAD) Open(dst []byte, nonce *[TokenNonceBytes]byte, protocolID, expireTimestamp uint64, ciphertext []byte) ([]byte, error) {
-	out, err := t.aead.Open(dst, nonce[:], ciphertext, t.setAD(protocolID, expireTimestamp))
-	if err != nil {
-		return nil, ErrOpen
-	}
-	return out, nil
 }

@@ -141,7 +141,7 @@ func splitPacket(t testing.TB, pkt []byte) (byte, uint64, []byte) {
 
 func TestConstants(t *testing.T) {
 	v := loadVectors(t)
-	assertBytes(t, v.Constants.VersionInfo, []byte(crypto.VersionInfo), "version info")
+	assertBytes(t, v.Constants.VersionInfo, []byte(aead.VersionInfo), "version info")
 	assert.Equal(t, v.Constants.KeyBytes, crypto.KeyBytes)
 	assert.Equal(t, v.Constants.MACBytes, crypto.MACBytes)
 	assert.Equal(t, 24, crypto.TokenNonceBytes)
@@ -175,9 +175,9 @@ func TestPacketVectors(t *testing.T) {
 
 			// PacketAEAD seals to the reference's bytes and opens them.
 			p := crypto.NewPacketAEAD(key(t, tc.Key), tc.ProtocolID)
-			sealed := p.Seal(bytes.Clone(tc.Packet[:len(tc.Packet)-len(ct)]), prefix, seq, tc.Plaintext)
+			sealed := aead.SealPacket(p, bytes.Clone(tc.Packet[:len(tc.Packet)-len(ct)]), prefix, seq, tc.Plaintext)
 			assertBytes(t, tc.Packet, sealed, "sealed packet")
-			opened, err := p.Open(nil, prefix, seq, ct)
+			opened, err := aead.OpenPacket(p, nil, prefix, seq, ct)
 			require.NoError(t, err)
 			assertBytes(t, tc.Plaintext, opened, "opened body")
 
@@ -187,10 +187,10 @@ func TestPacketVectors(t *testing.T) {
 
 			// In place, both ways.
 			buf := bytes.Clone(ct)
-			opened, err = p.Open(buf[:0], prefix, seq, buf)
+			opened, err = aead.OpenPacket(p, buf[:0], prefix, seq, buf)
 			require.NoError(t, err)
 			assertBytes(t, tc.Plaintext, opened, "opened in place")
-			resealed := p.Seal(opened[:0], prefix, seq, opened)
+			resealed := aead.SealPacket(p, opened[:0], prefix, seq, opened)
 			assertBytes(t, ct, resealed, "sealed in place")
 		})
 	}
@@ -205,7 +205,7 @@ func TestAcceptedEdgeCases(t *testing.T) {
 			require.Equal(t, tc.Sequence, seq)
 			require.Equal(t, tc.SeqBytes, int(prefix>>4))
 			p := crypto.NewPacketAEAD(key(t, tc.ReadKey), tc.ProtocolID)
-			got, err := p.Open(nil, prefix, seq, ct)
+			got, err := aead.OpenPacket(p, nil, prefix, seq, ct)
 			require.NoError(t, err)
 			assertBytes(t, tc.Plaintext, got, "body")
 		})
@@ -229,14 +229,14 @@ func TestInvalidPacketsDecrypt(t *testing.T) {
 				expire := binary.LittleEndian.Uint64(tc.Packet[22:30])
 				nonce := [crypto.TokenNonceBytes]byte(tc.Packet[30:54])
 				pt := crypto.NewPrivateTokenAEAD(key(t, tc.PrivateKey))
-				_, err := pt.Open(nil, &nonce, tc.ProtocolID, expire, tc.Packet[54:])
-				assert.ErrorIs(t, err, crypto.ErrOpen, tc.Reason)
+				_, err := aead.OpenToken(pt, nil, &nonce, tc.ProtocolID, expire, tc.Packet[54:])
+				assert.ErrorIs(t, err, aead.ErrOpen, tc.Reason)
 				return
 			}
 			prefix, seq, ct := splitPacket(t, tc.Packet)
 			p := crypto.NewPacketAEAD(key(t, tc.ReadKey), tc.ProtocolID)
-			_, err := p.Open(nil, prefix, seq, ct)
-			assert.ErrorIs(t, err, crypto.ErrOpen, tc.Reason)
+			_, err := aead.OpenPacket(p, nil, prefix, seq, ct)
+			assert.ErrorIs(t, err, aead.ErrOpen, tc.Reason)
 		})
 	}
 	assert.Equal(t, 12, count)
@@ -256,7 +256,7 @@ func TestPrivateTokenVectors(t *testing.T) {
 			// buffer; the MAC fills the last 16.
 			plain := tc.PrivatePlaintext[:1024-crypto.MACBytes]
 			pt := crypto.NewPrivateTokenAEAD(key(t, in.PrivateKey))
-			sealed := pt.Seal(nil, &nonce, in.ProtocolID, in.ExpireTimestamp, plain)
+			sealed := aead.SealToken(pt, nil, &nonce, in.ProtocolID, in.ExpireTimestamp, plain)
 			assertBytes(t, tc.PrivateEncrypted, sealed, "sealed private token")
 			assertBytes(t, tc.PrivateMAC, sealed[len(sealed)-crypto.MACBytes:], "MAC")
 
@@ -264,7 +264,7 @@ func TestPrivateTokenVectors(t *testing.T) {
 			require.NoError(t, err)
 			assertBytes(t, tc.PrivateEncrypted, raw.Seal(nil, nonce[:], plain, ad[:]), "raw XChaCha20-Poly1305")
 
-			opened, err := pt.Open(nil, &nonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
+			opened, err := aead.OpenToken(pt, nil, &nonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
 			require.NoError(t, err)
 			assertBytes(t, plain, opened, "opened private token")
 
@@ -273,24 +273,24 @@ func TestPrivateTokenVectors(t *testing.T) {
 			wrongNonce[0] ^= 1
 			for name, open := range map[string]func() error{
 				"protocol id": func() error {
-					_, err := pt.Open(nil, &nonce, in.ProtocolID^1, in.ExpireTimestamp, tc.PrivateEncrypted)
+					_, err := aead.OpenToken(pt, nil, &nonce, in.ProtocolID^1, in.ExpireTimestamp, tc.PrivateEncrypted)
 					return err
 				},
 				"expire": func() error {
-					_, err := pt.Open(nil, &nonce, in.ProtocolID, in.ExpireTimestamp-1, tc.PrivateEncrypted)
+					_, err := aead.OpenToken(pt, nil, &nonce, in.ProtocolID, in.ExpireTimestamp-1, tc.PrivateEncrypted)
 					return err
 				},
 				"nonce": func() error {
-					_, err := pt.Open(nil, &wrongNonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
+					_, err := aead.OpenToken(pt, nil, &wrongNonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
 					return err
 				},
 				"key": func() error {
 					wk := crypto.NewPrivateTokenAEAD(key(t, v.Common.WrongKey))
-					_, err := wk.Open(nil, &nonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
+					_, err := aead.OpenToken(wk, nil, &nonce, in.ProtocolID, in.ExpireTimestamp, tc.PrivateEncrypted)
 					return err
 				},
 			} {
-				assert.ErrorIs(t, open(), crypto.ErrOpen, name)
+				assert.ErrorIs(t, open(), aead.ErrOpen, name)
 			}
 		})
 	}
@@ -328,7 +328,7 @@ func TestOpenFailures(t *testing.T) {
 	require.NotEmpty(t, tc.Packet)
 	prefix, seq, ct := splitPacket(t, tc.Packet)
 	good := crypto.NewPacketAEAD(key(t, tc.Key), tc.ProtocolID)
-	_, err := good.Open(nil, prefix, seq, ct)
+	_, err := aead.OpenPacket(good, nil, prefix, seq, ct)
 	require.NoError(t, err)
 
 	flip := func(i int) []byte {
@@ -360,8 +360,8 @@ func TestOpenFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := c.aead.Open(nil, c.prefix, c.seq, c.ct)
-			assert.ErrorIs(t, err, crypto.ErrOpen)
+			out, err := aead.OpenPacket(c.aead, nil, c.prefix, c.seq, c.ct)
+			assert.ErrorIs(t, err, aead.ErrOpen)
 			assert.Nil(t, out)
 		})
 	}
@@ -373,9 +373,9 @@ func TestOpenFailures(t *testing.T) {
 	require.NoError(t, err)
 	ad[0] ^= 1
 	_, err = a.Open(nil, seq, ct, ad[:])
-	assert.ErrorIs(t, err, crypto.ErrOpen)
+	assert.ErrorIs(t, err, aead.ErrOpen)
 	_, err = a.Open(nil, seq, ct, nil)
-	assert.ErrorIs(t, err, crypto.ErrOpen)
+	assert.ErrorIs(t, err, aead.ErrOpen)
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
@@ -385,9 +385,9 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 15, 16, 17, 100, 1200} {
 		msg := bytes.Repeat([]byte{byte(n)}, n)
 		for _, seq := range []uint64{0, 1, 1 << 40, ^uint64(0)} {
-			sealed := p.Seal(nil, 0x15, seq, msg)
+			sealed := aead.SealPacket(p, nil, 0x15, seq, msg)
 			require.Len(t, sealed, n+crypto.MACBytes)
-			got, err := p.Open(nil, 0x15, seq, sealed)
+			got, err := aead.OpenPacket(p, nil, 0x15, seq, sealed)
 			require.NoError(t, err)
 			assert.Equal(t, msg, append([]byte{}, got...))
 		}
@@ -411,15 +411,15 @@ func TestZeroAllocs(t *testing.T) {
 	out := make([]byte, 0, 1300)
 	var sealed []byte
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		sealed = p.Seal(buf[:0], 0x15, 9, msg)
+		sealed = aead.SealPacket(p, buf[:0], 0x15, 9, msg)
 	}), "PacketAEAD.Seal")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		if _, err := p.Open(out[:0], 0x15, 9, sealed); err != nil {
+		if _, err := aead.OpenPacket(p, out[:0], 0x15, 9, sealed); err != nil {
 			t.Fatal(err)
 		}
 	}), "PacketAEAD.Open")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		if _, err := p.Open(out[:0], 0x15, 10, sealed); err == nil {
+		if _, err := aead.OpenPacket(p, out[:0], 0x15, 10, sealed); err == nil {
 			t.Fatal("opened with the wrong sequence")
 		}
 	}), "PacketAEAD.Open failing")
@@ -429,10 +429,10 @@ func TestZeroAllocs(t *testing.T) {
 	plain := make([]byte, 1008)
 	tok := make([]byte, 0, 1024)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		tok = pt.Seal(tok[:0], &nonce, 1, 2, plain)
+		tok = aead.SealToken(pt, tok[:0], &nonce, 1, 2, plain)
 	}), "PrivateTokenAEAD.Seal")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		if _, err := pt.Open(plain[:0], &nonce, 1, 2, tok); err != nil {
+		if _, err := aead.OpenToken(pt, plain[:0], &nonce, 1, 2, tok); err != nil {
 			t.Fatal(err)
 		}
 	}), "PrivateTokenAEAD.Open")
@@ -443,16 +443,16 @@ func benchPacket(b *testing.B, size int, open bool) {
 	p := crypto.NewPacketAEAD(&k, 7)
 	msg := make([]byte, size)
 	buf := make([]byte, 0, size+crypto.MACBytes)
-	sealed := p.Seal(nil, 0x15, 9, msg)
+	sealed := aead.SealPacket(p, nil, 0x15, 9, msg)
 	b.ReportAllocs()
 	b.SetBytes(int64(size))
 	for b.Loop() {
 		if open {
-			if _, err := p.Open(buf[:0], 0x15, 9, sealed); err != nil {
+			if _, err := aead.OpenPacket(p, buf[:0], 0x15, 9, sealed); err != nil {
 				b.Fatal(err)
 			}
 		} else {
-			buf = p.Seal(buf[:0], 0x15, 9, msg)
+			buf = aead.SealPacket(p, buf[:0], 0x15, 9, msg)
 		}
 	}
 }
@@ -470,7 +470,7 @@ func BenchmarkPacketOpenForged(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(forged)))
 	for b.Loop() {
-		if _, err := p.Open(buf[:0], 0x15, 9, forged); err == nil {
+		if _, err := aead.OpenPacket(p, buf[:0], 0x15, 9, forged); err == nil {
 			b.Fatal("forgery opened")
 		}
 	}
@@ -485,7 +485,7 @@ func BenchmarkPrivateTokenSeal(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(1008)
 	for b.Loop() {
-		buf = pt.Seal(buf[:0], &nonce, 1, 2, plain)
+		buf = aead.SealToken(pt, buf[:0], &nonce, 1, 2, plain)
 	}
 }
 
@@ -493,12 +493,12 @@ func BenchmarkPrivateTokenOpen(b *testing.B) {
 	k := crypto.Key{1}
 	pt := crypto.NewPrivateTokenAEAD(&k)
 	var nonce [crypto.TokenNonceBytes]byte
-	sealed := pt.Seal(nil, &nonce, 1, 2, make([]byte, 1008))
+	sealed := aead.SealToken(pt, nil, &nonce, 1, 2, make([]byte, 1008))
 	buf := make([]byte, 0, 1008)
 	b.ReportAllocs()
 	b.SetBytes(1008)
 	for b.Loop() {
-		if _, err := pt.Open(buf[:0], &nonce, 1, 2, sealed); err != nil {
+		if _, err := aead.OpenToken(pt, buf[:0], &nonce, 1, 2, sealed); err != nil {
 			b.Fatal(err)
 		}
 	}

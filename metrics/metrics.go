@@ -6,7 +6,7 @@
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Every ServerStats field is exported under the name its documentation
-// gives, with the prefix netcode_server_, and BuildInfoName says which
+// gives, with the prefix netcode_server_, and netcode_build_info says which
 // build serves. The collector reads Stats at every scrape; it keeps nothing between
 // scrapes and costs the server nothing in between. It lives in its own
 // package so that the netcode package itself does not depend on
@@ -21,7 +21,7 @@ import (
 	"github.com/gonetcode/netcode"
 )
 
-// StatsSource is what a Collector reads: a *netcode.Listener.
+// StatsSource is what NewCollector reads: a *netcode.Listener.
 type StatsSource interface {
 	Stats() netcode.ServerStats
 }
@@ -91,34 +91,37 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// BuildInfoName is the metric that says which build serves: always 1,
+// buildInfoName is the metric that says which build serves: always 1,
 // with the labels version (netcode.Version) and goversion (the Go release
 // the program was built with), as Prometheus's own build_info metrics do.
-const BuildInfoName = "netcode_build_info"
+const buildInfoName = "netcode_build_info"
 
-// Collector is a prometheus.Collector of one server's Stats, and of
-// BuildInfoName.
-type Collector struct {
+// collector is the prometheus.Collector of one server's Stats, and of
+// buildInfoName.
+type collector struct {
 	src       StatsSource
 	descs     []*prometheus.Desc
 	buildInfo *prometheus.Desc
 }
 
-// NewCollector returns a collector of src's Stats. constLabels are added to
-// every metric (for example {"server": "eu-1"} when one process runs
-// several Listeners); nil adds none.
-func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
-	c := &Collector{src: src, descs: make([]*prometheus.Desc, len(metrics))}
+// NewCollector returns a collector of src's Stats and of
+// netcode_build_info, the metric that says which build serves (always 1,
+// with the labels version, netcode.Version, and goversion, the Go release
+// the program was built with). constLabels are added to every metric (for
+// example {"server": "eu-1"} when one process runs several Listeners); nil
+// adds none.
+func NewCollector(src StatsSource, constLabels prometheus.Labels) prometheus.Collector {
+	c := &collector{src: src, descs: make([]*prometheus.Desc, len(metrics))}
 	for i, m := range metrics {
 		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
 	}
-	c.buildInfo = prometheus.NewDesc(BuildInfoName, "The netcode release and Go version the server was built with; always 1.",
+	c.buildInfo = prometheus.NewDesc(buildInfoName, "The netcode release and Go version the server was built with; always 1.",
 		[]string{"version", "goversion"}, constLabels)
 	return c
 }
 
 // Describe sends the descriptions of every metric.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
@@ -126,7 +129,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the server's Stats once and sends every metric.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	for i, m := range metrics {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&st))

@@ -57,7 +57,7 @@ func TestEveryField(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]float64{}
 	for _, mf := range families {
-		if mf.GetName() == metrics.BuildInfoName {
+		if mf.GetName() == "netcode_build_info" {
 			continue // TestBuildInfo
 		}
 		require.Len(t, mf.GetMetric(), 1)
@@ -145,7 +145,7 @@ func TestBuildInfo(t *testing.T) {
 	require.NoError(t, err)
 	var found bool
 	for _, mf := range families {
-		if mf.GetName() != metrics.BuildInfoName {
+		if mf.GetName() != "netcode_build_info" {
 			continue
 		}
 		found = true
@@ -159,7 +159,7 @@ func TestBuildInfo(t *testing.T) {
 		}
 		assert.Equal(t, map[string]string{"server": "eu-1", "version": netcode.Version, "goversion": runtime.Version()}, labels)
 	}
-	assert.True(t, found, "no %s", metrics.BuildInfoName)
+	assert.True(t, found, "no %s", "netcode_build_info")
 }
 
 // TestPromlint: every metric passes Prometheus's own linter (names, units,

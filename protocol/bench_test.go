@@ -51,7 +51,7 @@ func BenchmarkReadPayload(b *testing.B) {
 			for b.Loop() {
 				if i == len(pkts) {
 					i = 0
-					rp.Reset()
+					rp = ReplayProtection{}
 				}
 				m := copy(buf, pkts[i])
 				if err := r.Read(buf[:m], 0, c2s, &rp, &p); err != nil {
@@ -94,7 +94,7 @@ func BenchmarkReadRequest(b *testing.B) {
 	vs := vectors(b)
 	v := vs.ConnectTokens[0]
 	r := Reader{ProtocolID: uint64(v.Inputs.ProtocolID), Allowed: ServerAccepts, TokenAEAD: tokenKey(b, v.Inputs.PrivateKey)}
-	buf := make([]byte, ConnectionRequestBytes)
+	buf := make([]byte, connectionRequestBytes)
 	b.ReportAllocs()
 	var p Packet
 	for b.Loop() {

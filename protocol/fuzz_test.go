@@ -9,8 +9,8 @@ import (
 )
 
 var allReadErrors = []error{
-	ErrLength, ErrPacketType, ErrNotAllowed, ErrSequenceBytes, ErrVersionInfo,
-	ErrProtocolID, ErrExpired, ErrNoKey, ErrReplayed, ErrDecrypt, ErrBodySize,
+	errLength, errPacketType, errNotAllowed, errSequenceBytes, errVersionInfo,
+	ErrProtocolID, ErrExpired, ErrNoKey, ErrReplayed, ErrDecrypt, errBodySize,
 }
 
 func isReadError(err error) bool {
@@ -72,7 +72,7 @@ func FuzzRead(f *testing.F) {
 		for i := range sides {
 			s := &sides[i]
 			if s.replay != nil {
-				s.replay.Reset()
+				*s.replay = ReplayProtection{}
 			}
 			data := bytes.Clone(in)
 			var p Packet
@@ -92,14 +92,14 @@ func FuzzRead(f *testing.F) {
 }
 
 func checkAccepted(t *testing.T, s *fuzzSide, in []byte, p *Packet, pid uint64) {
-	if !s.r.Allowed.Has(p.Type) {
+	if !s.r.Allowed.has(p.Type) {
 		t.Fatalf("%s: accepted a %v", s.name, p.Type)
 	}
 	if p.Type == ConnectionRequest {
-		if len(in) != ConnectionRequestBytes || len(p.PrivateToken) != PrivateTokenPlainBytes || s.r.TokenAEAD == nil {
+		if len(in) != connectionRequestBytes || len(p.PrivateToken) != privateTokenPlainBytes || s.r.TokenAEAD == nil {
 			t.Fatalf("%s: bad request: %d bytes, token %d", s.name, len(in), len(p.PrivateToken))
 		}
-		again := AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, in[ConnectionRequestBytes-PrivateTokenBytes:])
+		again := AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, in[connectionRequestBytes-PrivateTokenBytes:])
 		if !bytes.Equal(again, in) {
 			t.Fatalf("%s: request written again differs", s.name)
 		}
@@ -122,11 +122,11 @@ func checkAccepted(t *testing.T, s *fuzzSide, in []byte, p *Packet, pid uint64) 
 	if n < 1 || n > 8 || len(in) < 1+n+crypto.MACBytes {
 		t.Fatalf("%s: accepted bad framing % x", s.name, in[:1])
 	}
-	if n != SequenceBytes(p.Sequence) {
+	if n != sequenceBytes(p.Sequence) {
 		return // non-minimal sequence: accepted, but not what the writers produce
 	}
 	body := bodyOf(p)
-	again := AppendEncrypted(nil, s.key, p.Type, p.Sequence, body)
+	again := appendEncrypted(nil, s.key, p.Type, p.Sequence, body)
 	if !bytes.Equal(again, in) {
 		t.Fatalf("%s: %v written again differs:\n% x\n% x", s.name, p.Type, again, in)
 	}
@@ -148,7 +148,7 @@ func bodyOf(p *Packet) []byte {
 
 // FuzzRoundTrip seals arbitrary bodies as every packet type and reads them
 // back: those of the right size for their type are accepted with the same
-// fields, the others refused with ErrBodySize (or ErrPacketType for type 0).
+// fields, the others refused with errBodySize (or errPacketType for type 0).
 func FuzzRoundTrip(f *testing.F) {
 	vs := vectors(f)
 	for _, v := range vs.Packets {
@@ -157,12 +157,12 @@ func FuzzRoundTrip(f *testing.F) {
 	c2s, _ := testKeys()
 	r := Reader{ProtocolID: testProtocolID, Allowed: 0x7f}
 	f.Fuzz(func(t *testing.T, typ byte, seq uint64, body []byte) {
-		pt := PacketType(typ % uint8(NumPacketTypes))
+		pt := PacketType(typ % uint8(numPacketTypes))
 		if len(body) > MaxPacketBytes {
 			body = body[:MaxPacketBytes]
 		}
-		pkt := AppendEncrypted(nil, c2s, pt, seq, body)
-		if len(pkt) != 1+SequenceBytes(seq)+len(body)+crypto.MACBytes {
+		pkt := appendEncrypted(nil, c2s, pt, seq, body)
+		if len(pkt) != 1+sequenceBytes(seq)+len(body)+crypto.MACBytes {
 			t.Fatalf("packet of %d bytes", len(pkt))
 		}
 		var rp ReplayProtection
@@ -171,22 +171,22 @@ func FuzzRoundTrip(f *testing.F) {
 		want := error(nil)
 		switch pt {
 		case ConnectionRequest:
-			want = ErrPacketType
+			want = errPacketType
 		case ConnectionDenied, Disconnect:
 			if len(body) != 0 {
-				want = ErrBodySize
+				want = errBodySize
 			}
 		case ConnectionChallenge, ConnectionResponse:
 			if len(body) != challengeBodyBytes {
-				want = ErrBodySize
+				want = errBodySize
 			}
 		case KeepAlive:
 			if len(body) != keepAliveBodyBytes {
-				want = ErrBodySize
+				want = errBodySize
 			}
 		case Payload:
 			if len(body) < 1 || len(body) > MaxPayloadBytes {
-				want = ErrBodySize
+				want = errBodySize
 			}
 		}
 		if err != want {
@@ -275,17 +275,17 @@ func FuzzReplay(f *testing.F) {
 				seq = v | binary.LittleEndian.Uint64(append(ops[:6:6], 0, 0))<<16
 				ops = ops[6:]
 			}
-			got, want := r.AlreadyReceived(seq), m.alreadyReceived(seq)
+			got, want := r.alreadyReceived(seq), m.alreadyReceived(seq)
 			if got != want {
 				t.Fatalf("sequence %d (most recent %d): AlreadyReceived %v, reference %v", seq, m.mostRecent, got, want)
 			}
 			// Bit 3 of the mode: the packet failed to decrypt, no advance.
 			if !got && mode&8 == 0 {
-				r.Advance(seq)
+				r.advance(seq)
 				m.advance(seq)
 			}
-			if r.MostRecent() != m.mostRecent {
-				t.Fatalf("most recent %d, reference %d", r.MostRecent(), m.mostRecent)
+			if r.mostRecent != m.mostRecent {
+				t.Fatalf("most recent %d, reference %d", r.mostRecent, m.mostRecent)
 			}
 		}
 	})

@@ -38,6 +38,7 @@ import (
 	"strconv"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // PacketType is the type of a netcode packet, the low four bits of its prefix
@@ -53,10 +54,10 @@ const (
 	KeepAlive           PacketType = 4 // both ways; from the server it carries the client's slot
 	Payload             PacketType = 5 // both ways: one application message
 	Disconnect          PacketType = 6 // both ways: the sender is going away
-	NumPacketTypes      PacketType = 7 // number of packet types; types ≥ NumPacketTypes are invalid
+	numPacketTypes      PacketType = 7 // number of packet types; types ≥ numPacketTypes are invalid
 )
 
-var typeNames = [NumPacketTypes]string{
+var typeNames = [numPacketTypes]string{
 	"connection request",
 	"connection denied",
 	"connection challenge",
@@ -68,7 +69,7 @@ var typeNames = [NumPacketTypes]string{
 
 // String returns the name of the packet type, e.g. "connection request".
 func (t PacketType) String() string {
-	if t < NumPacketTypes {
+	if t < numPacketTypes {
 		return typeNames[t]
 	}
 	return "PacketType(" + strconv.Itoa(int(t)) + ")"
@@ -80,18 +81,16 @@ const (
 	MaxPacketBytes = 1300
 	// MaxPayloadBytes is the largest payload one packet carries.
 	MaxPayloadBytes = 1200
-	// ConnectionRequestBytes is the exact size of a connection request.
-	ConnectionRequestBytes = 1 + len(crypto.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// ChallengeTokenBytes is the size of a sealed challenge token.
 	ChallengeTokenBytes = 300
 	// PrivateTokenBytes is the size of a sealed private connect token.
 	PrivateTokenBytes = 1024
-	// PrivateTokenPlainBytes is the size of a decrypted private connect token.
-	PrivateTokenPlainBytes = PrivateTokenBytes - crypto.MACBytes // 1008
 )
 
 // Sizes the package doc's wire layout shows, and the replay window.
 const (
+	// connectionRequestBytes is the exact size of a connection request.
+	connectionRequestBytes = 1 + len(aead.VersionInfo) + 8 + 8 + crypto.TokenNonceBytes + PrivateTokenBytes // 1078
 	// challengeBodyBytes is the plaintext body of a challenge or response:
 	// the challenge token sequence and the sealed challenge token.
 	challengeBodyBytes = 8 + ChallengeTokenBytes // 308
@@ -106,6 +105,9 @@ const (
 	// replayWindow is the number of recent sequence numbers replay
 	// protection remembers.
 	replayWindow = 256
+	// privateTokenPlainBytes is the size of a decrypted private connect
+	// token: the sealed one without its MAC.
+	privateTokenPlainBytes = PrivateTokenBytes - crypto.MACBytes // 1008
 )
 
 // Offsets inside a connection request.
@@ -117,24 +119,13 @@ const (
 	requestPrivateAt  = requestNonceAt + crypto.TokenNonceBytes
 )
 
-// TypeSet is a set of packet types, one bit per type.
+// TypeSet is a set of packet types, bit 1<<t for type t: for example
+// 1<<Payload | 1<<KeepAlive, or ServerAccepts | ClientAccepts to read both sides.
 type TypeSet uint8
 
-// Has reports whether t is in the set.
-func (s TypeSet) Has(t PacketType) bool {
-	return t < NumPacketTypes && s&(1<<t) != 0
-}
-
-// TypesOf returns the set holding the given types. Types ≥ NumPacketTypes are
-// ignored.
-func TypesOf(types ...PacketType) TypeSet {
-	var s TypeSet
-	for _, t := range types {
-		if t < NumPacketTypes {
-			s |= 1 << t
-		}
-	}
-	return s
+// has reports whether t is in the set.
+func (s TypeSet) has(t PacketType) bool {
+	return t < numPacketTypes && s&(1<<t) != 0
 }
 
 // The packet types each side accepts, as in the reference.
@@ -162,8 +153,8 @@ type Packet struct {
 	// TokenNonce is the nonce the private connect token was sealed with
 	// (connection request).
 	TokenNonce [crypto.TokenNonceBytes]byte
-	// PrivateToken is the decrypted private connect token,
-	// PrivateTokenPlainBytes long (connection request). The 16-byte MAC that
+	// PrivateToken is the decrypted private connect token, 1008 bytes
+	// (PrivateTokenBytes less crypto.MACBytes) long (connection request). The 16-byte MAC that
 	// followed it in the datagram is left in place after it.
 	PrivateToken []byte
 
@@ -190,15 +181,15 @@ func PeekType(b []byte) (t PacketType, ok bool) {
 		return 0, false
 	}
 	t = PacketType(b[0] & 0x0f)
-	if t >= NumPacketTypes {
+	if t >= numPacketTypes {
 		return 0, false
 	}
 	return t, true
 }
 
-// SequenceBytes returns how many bytes seq takes on the wire: the fewest that
+// sequenceBytes returns how many bytes seq takes on the wire: the fewest that
 // hold it, at least 1 and at most 8.
-func SequenceBytes(seq uint64) int {
+func sequenceBytes(seq uint64) int {
 	if seq == 0 {
 		return 1
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 const testProtocolID = 0x1122334455667788
@@ -34,7 +35,7 @@ func TestPacketTypeString(t *testing.T) {
 		{KeepAlive, "keep-alive"},
 		{Payload, "payload"},
 		{Disconnect, "disconnect"},
-		{NumPacketTypes, "PacketType(7)"},
+		{numPacketTypes, "PacketType(7)"},
 		{255, "PacketType(255)"},
 	}
 	for _, tt := range tests {
@@ -54,18 +55,36 @@ func TestTypeSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.set, TypesOf(tt.in...))
+			assert.Equal(t, tt.set, typesOf(tt.in...))
 			for typ := PacketType(0); typ < 16; typ++ {
 				want := false
 				for _, in := range tt.in {
 					want = want || in == typ
 				}
-				assert.Equal(t, want, tt.set.Has(typ), "%v", typ)
+				assert.Equal(t, want, tt.set.has(typ), "%v", typ)
 			}
 		})
 	}
-	assert.False(t, TypeSet(0xff).Has(NumPacketTypes), "invalid types are never members")
-	assert.Equal(t, TypeSet(0), TypesOf(7, 8, 200))
+	assert.False(t, TypeSet(0xff).has(numPacketTypes), "invalid types are never members")
+}
+
+func TestMalformedErrors(t *testing.T) {
+	for _, err := range []error{errLength, errPacketType, errNotAllowed, errSequenceBytes, errVersionInfo, errBodySize} {
+		assert.ErrorIs(t, err, ErrMalformed)
+		assert.Contains(t, err.Error(), "netcode/protocol: malformed packet: ")
+		for _, other := range []error{ErrProtocolID, ErrExpired, ErrNoKey, ErrReplayed, ErrDecrypt} {
+			assert.NotErrorIs(t, err, other)
+		}
+	}
+}
+
+// typesOf returns the set holding the given types.
+func typesOf(types ...PacketType) TypeSet {
+	var s TypeSet
+	for _, t := range types {
+		s |= 1 << t
+	}
+	return s
 }
 
 func TestPeekType(t *testing.T) {
@@ -94,12 +113,12 @@ func TestPeekType(t *testing.T) {
 }
 
 func TestSequenceBytes(t *testing.T) {
-	assert.Equal(t, 1, SequenceBytes(0))
+	assert.Equal(t, 1, sequenceBytes(0))
 	for n := 1; n <= 8; n++ {
 		top := uint64(math.MaxUint64) >> (64 - 8*n)
-		assert.Equal(t, n, SequenceBytes(top), "%#x", top)
+		assert.Equal(t, n, sequenceBytes(top), "%#x", top)
 		if n > 1 {
-			assert.Equal(t, n, SequenceBytes(top>>8+1), "%#x", top>>8+1)
+			assert.Equal(t, n, sequenceBytes(top>>8+1), "%#x", top>>8+1)
 		}
 	}
 }
@@ -107,13 +126,13 @@ func TestSequenceBytes(t *testing.T) {
 func TestAppendEncryptedOverlap(t *testing.T) {
 	c2s, _ := testKeys()
 	body := []byte("hello, overlapping world")
-	want := AppendEncrypted(nil, c2s, Payload, 1000, body)
+	want := appendEncrypted(nil, c2s, Payload, 1000, body)
 
 	// The body written where the packet starts (dst's spare capacity).
 	buf := make([]byte, 3, 100)
 	copy(buf[:3], "abc")
 	in := append(buf[3:3], body...)
-	got := AppendEncrypted(buf, c2s, Payload, 1000, in)
+	got := appendEncrypted(buf, c2s, Payload, 1000, in)
 	assert.Equal(t, want, got[3:])
 	assert.Equal(t, "abc", string(got[:3]))
 	assert.Equal(t, &buf[0], &got[0], "no reallocation")
@@ -211,16 +230,16 @@ func TestReadOrder(t *testing.T) {
 		key  *crypto.PacketAEAD
 		want error
 	}{
-		{"empty no key", nil, nil, ErrLength},
+		{"empty no key", nil, nil, errLength},
 		// The reference checks for a key before anything else about an
 		// encrypted packet.
 		{"short no key", []byte{0x14}, nil, ErrNoKey},
 		{"bad type no key", mod(func(b []byte) []byte { b[0] = 0x27; return b }), nil, ErrNoKey},
-		{"short bad type", []byte{0x1f, 0, 0}, c2s, ErrLength},
-		{"bad type bad sequence length", mod(func(b []byte) []byte { b[0] = 0x0f; return b }), c2s, ErrPacketType},
-		{"not allowed bad sequence length", mod(func(b []byte) []byte { b[0] = 0x02; return b }), c2s, ErrNotAllowed},
-		{"encrypted type 0", mod(func(b []byte) []byte { b[0] = 0x10; return b }), c2s, ErrPacketType},
-		{"sequence length beyond packet", append([]byte{0x84}, make([]byte, 23)...), c2s, ErrLength},
+		{"short bad type", []byte{0x1f, 0, 0}, c2s, errLength},
+		{"bad type bad sequence length", mod(func(b []byte) []byte { b[0] = 0x0f; return b }), c2s, errPacketType},
+		{"not allowed bad sequence length", mod(func(b []byte) []byte { b[0] = 0x02; return b }), c2s, errNotAllowed},
+		{"encrypted type 0", mod(func(b []byte) []byte { b[0] = 0x10; return b }), c2s, errPacketType},
+		{"sequence length beyond packet", append([]byte{0x84}, make([]byte, 23)...), c2s, errLength},
 		{"minimal length, 8 sequence bytes", append([]byte{0x84}, make([]byte, 24)...), c2s, ErrDecrypt},
 		{"valid", valid, c2s, nil},
 	}
@@ -236,9 +255,9 @@ func TestRequestChecksInOrder(t *testing.T) {
 	var priv crypto.Key
 	tokenAEAD := crypto.NewPrivateTokenAEAD(&priv)
 	var nonce [crypto.TokenNonceBytes]byte
-	plain := bytes.Repeat([]byte{1}, PrivateTokenPlainBytes)
+	plain := bytes.Repeat([]byte{1}, privateTokenPlainBytes)
 	const expire = 1000
-	sealed := tokenAEAD.Seal(nil, &nonce, testProtocolID, expire, plain)
+	sealed := aead.SealToken(tokenAEAD, nil, &nonce, testProtocolID, expire, plain)
 	valid := AppendConnectionRequest(nil, testProtocolID, expire, &nonce, sealed)
 	server := Reader{ProtocolID: testProtocolID, Allowed: ServerAccepts, TokenAEAD: tokenAEAD}
 
@@ -250,10 +269,10 @@ func TestRequestChecksInOrder(t *testing.T) {
 		want error
 	}{
 		{"valid", nil, server, expire - 1, nil},
-		{"not allowed before length", func(b []byte) []byte { return b[:5] }, Reader{Allowed: ClientAccepts}, 0, ErrNotAllowed},
-		{"length before key", func(b []byte) []byte { return b[:5] }, Reader{Allowed: ServerAccepts}, 0, ErrLength},
+		{"not allowed before length", func(b []byte) []byte { return b[:5] }, Reader{Allowed: ClientAccepts}, 0, errNotAllowed},
+		{"length before key", func(b []byte) []byte { return b[:5] }, Reader{Allowed: ServerAccepts}, 0, errLength},
 		{"key before version", func(b []byte) []byte { b[1] = 'X'; return b }, Reader{Allowed: ServerAccepts}, 0, ErrNoKey},
-		{"version before protocol", func(b []byte) []byte { b[1] = 'X'; b[14]++; return b }, server, 0, ErrVersionInfo},
+		{"version before protocol", func(b []byte) []byte { b[1] = 'X'; b[14]++; return b }, server, 0, errVersionInfo},
 		{"protocol before expiry", func(b []byte) []byte { b[14]++; return b }, server, expire, ErrProtocolID},
 		{"expiry before decryption", func(b []byte) []byte { b[100]++; return b }, server, expire, ErrExpired},
 		{"far future now", nil, server, math.MaxUint64, ErrExpired},
@@ -285,19 +304,19 @@ func TestReplayAdvanceOrder(t *testing.T) {
 	var rp ReplayProtection
 	var p Packet
 
-	bad := AppendEncrypted(nil, c2s, KeepAlive, 10, make([]byte, 7))
-	assert.Equal(t, ErrBodySize, server.Read(bad, 0, c2s, &rp, &p))
-	assert.Equal(t, uint64(10), rp.MostRecent())
-	assert.True(t, rp.AlreadyReceived(10))
+	bad := appendEncrypted(nil, c2s, KeepAlive, 10, make([]byte, 7))
+	assert.Equal(t, errBodySize, server.Read(bad, 0, c2s, &rp, &p))
+	assert.Equal(t, uint64(10), rp.mostRecent)
+	assert.True(t, rp.alreadyReceived(10))
 	assert.Equal(t, ErrReplayed, server.Read(AppendKeepAlive(nil, c2s, 10, 0, 0), 0, c2s, &rp, &p))
 
 	resp := AppendResponse(nil, c2s, 20, 1, make([]byte, ChallengeTokenBytes))
 	require.NoError(t, server.Read(bytes.Clone(resp), 0, c2s, &rp, &p))
-	assert.Equal(t, uint64(10), rp.MostRecent(), "responses are not replay protected")
+	assert.Equal(t, uint64(10), rp.mostRecent, "responses are not replay protected")
 	require.NoError(t, server.Read(resp, 0, c2s, &rp, &p))
 
 	for _, typ := range []PacketType{Payload, Disconnect} {
-		pkt := AppendEncrypted(nil, c2s, typ, 30+uint64(typ), []byte{1})
+		pkt := appendEncrypted(nil, c2s, typ, 30+uint64(typ), []byte{1})
 		if typ == Disconnect {
 			pkt = AppendDisconnect(nil, c2s, 30+uint64(typ))
 		}
@@ -308,30 +327,30 @@ func TestReplayAdvanceOrder(t *testing.T) {
 
 func TestReplayProtection(t *testing.T) {
 	var r ReplayProtection
-	assert.False(t, r.AlreadyReceived(0))
-	assert.False(t, r.AlreadyReceived(math.MaxUint64))
-	r.Advance(0)
-	assert.True(t, r.AlreadyReceived(0))
-	r.Advance(300)
-	assert.True(t, r.AlreadyReceived(44), "300-256")
-	assert.False(t, r.AlreadyReceived(45))
-	assert.True(t, r.AlreadyReceived(300))
-	assert.False(t, r.AlreadyReceived(301))
-	assert.False(t, r.AlreadyReceived(299))
+	assert.False(t, r.alreadyReceived(0))
+	assert.False(t, r.alreadyReceived(math.MaxUint64))
+	r.advance(0)
+	assert.True(t, r.alreadyReceived(0))
+	r.advance(300)
+	assert.True(t, r.alreadyReceived(44), "300-256")
+	assert.False(t, r.alreadyReceived(45))
+	assert.True(t, r.alreadyReceived(300))
+	assert.False(t, r.alreadyReceived(301))
+	assert.False(t, r.alreadyReceived(299))
 
 	// Near the top of the sequence space nothing wraps.
-	r.Reset()
+	r = ReplayProtection{}
 	top := uint64(math.MaxUint64 - 1)
-	r.Advance(top)
-	assert.False(t, r.AlreadyReceived(top-1))
-	assert.False(t, r.AlreadyReceived(top-255))
-	assert.True(t, r.AlreadyReceived(top-256))
-	assert.True(t, r.AlreadyReceived(top))
-	assert.False(t, r.AlreadyReceived(math.MaxUint64))
-	r.Advance(math.MaxUint64)
-	assert.Equal(t, uint64(math.MaxUint64), r.MostRecent())
-	assert.False(t, r.AlreadyReceived(math.MaxUint64), "reference quirk: 2^64-1 is the empty marker")
-	assert.True(t, r.AlreadyReceived(top))
+	r.advance(top)
+	assert.False(t, r.alreadyReceived(top-1))
+	assert.False(t, r.alreadyReceived(top-255))
+	assert.True(t, r.alreadyReceived(top-256))
+	assert.True(t, r.alreadyReceived(top))
+	assert.False(t, r.alreadyReceived(math.MaxUint64))
+	r.advance(math.MaxUint64)
+	assert.Equal(t, uint64(math.MaxUint64), r.mostRecent)
+	assert.False(t, r.alreadyReceived(math.MaxUint64), "reference quirk: 2^64-1 is the empty marker")
+	assert.True(t, r.alreadyReceived(top))
 }
 
 func TestZeroAllocs(t *testing.T) {
@@ -353,7 +372,7 @@ func TestZeroAllocs(t *testing.T) {
 		"keep-alive": func() []byte { return AppendKeepAlive(buf[:0], c2s, seq, 1, 2) },
 		"payload":    func() []byte { return AppendPayload(buf[:0], c2s, seq, payload) },
 		"disconnect": func() []byte { return AppendDisconnect(buf[:0], c2s, seq) },
-		"generic":    func() []byte { return AppendEncrypted(buf[:0], c2s, Payload, seq, payload[:10]) },
+		"generic":    func() []byte { return appendEncrypted(buf[:0], c2s, Payload, seq, payload[:10]) },
 	}
 	for name, w := range writers {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { seq++; w() }), name)

@@ -5,23 +5,21 @@ import (
 	"errors"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
-// Reasons Reader.Read refuses a datagram. Each names one stage of the
-// reference's validation; compare with ==.
+// Reasons Reader.Read refuses a datagram, for errors.Is. A datagram whose
+// bytes break the layout of netcode 1.02 is ErrMalformed, whichever check it
+// fails; the error's text names the check. The others name the stages of the
+// reference's validation that a caller may act on.
 var (
-	// ErrLength: the datagram is empty, a connection request is not exactly
-	// ConnectionRequestBytes long, or an encrypted packet is too short for
-	// its prefix, sequence and MAC.
-	ErrLength = errors.New("netcode/protocol: bad packet length")
-	// ErrPacketType: the prefix byte names no packet type.
-	ErrPacketType = errors.New("netcode/protocol: invalid packet type")
-	// ErrNotAllowed: the packet type is not one this side reads.
-	ErrNotAllowed = errors.New("netcode/protocol: packet type not allowed")
-	// ErrSequenceBytes: the prefix byte's sequence length is outside 1..8.
-	ErrSequenceBytes = errors.New("netcode/protocol: bad sequence length")
-	// ErrVersionInfo: a connection request is not for "NETCODE 1.02".
-	ErrVersionInfo = errors.New("netcode/protocol: bad version info")
+	// ErrMalformed: the datagram is empty, its prefix byte names no packet
+	// type or a sequence length outside 1..8, its type is not one this
+	// side reads (Reader.Allowed), it has the wrong length for its type (a
+	// connection request not exactly 1078 bytes, an encrypted packet too
+	// short for its prefix, sequence and MAC, a decrypted body of the
+	// wrong size), or a connection request is not for "NETCODE 1.02".
+	ErrMalformed = errors.New("netcode/protocol: malformed packet")
 	// ErrProtocolID: a connection request is for another protocol id.
 	ErrProtocolID = errors.New("netcode/protocol: wrong protocol id")
 	// ErrExpired: a connection request's connect token has expired.
@@ -34,8 +32,23 @@ var (
 	// ErrDecrypt: the packet or the private connect token did not
 	// authenticate.
 	ErrDecrypt = errors.New("netcode/protocol: decryption failed")
-	// ErrBodySize: the decrypted body has the wrong size for its type.
-	ErrBodySize = errors.New("netcode/protocol: bad body size")
+)
+
+// malformed is an ErrMalformed naming the check that failed. Read returns
+// the values below, made once, so that refusing a datagram never allocates.
+type malformed string
+
+func (e malformed) Error() string        { return ErrMalformed.Error() + ": " + string(e) }
+func (e malformed) Is(target error) bool { return target == ErrMalformed }
+
+// The checks a malformed datagram fails, each an ErrMalformed.
+var (
+	errLength        error = malformed("bad packet length")
+	errPacketType    error = malformed("invalid packet type")
+	errNotAllowed    error = malformed("packet type not allowed")
+	errSequenceBytes error = malformed("bad sequence length")
+	errVersionInfo   error = malformed("bad version info")
+	errBodySize      error = malformed("bad body size")
 )
 
 // Reader validates and decodes the packets one side of a connection receives.
@@ -47,7 +60,7 @@ type Reader struct {
 	// ProtocolID is the application's protocol id.
 	ProtocolID uint64
 	// Allowed is the set of packet types this side reads; others are refused
-	// with ErrNotAllowed.
+	// as ErrMalformed.
 	Allowed TypeSet
 	// TokenAEAD opens private connect tokens with the server's private key.
 	// Nil refuses connection requests with ErrNoKey.
@@ -78,7 +91,7 @@ type Reader struct {
 func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *ReplayProtection, p *Packet) error {
 	*p = Packet{}
 	if len(data) < 1 {
-		return ErrLength
+		return errLength
 	}
 	prefix := data[0]
 	if prefix == byte(ConnectionRequest) {
@@ -90,62 +103,62 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 		return ErrNoKey
 	}
 	if len(data) < minEncryptedPacketBytes {
-		return ErrLength
+		return errLength
 	}
 	t := PacketType(prefix & 0x0f)
-	if t >= NumPacketTypes || t == ConnectionRequest {
+	if t >= numPacketTypes || t == ConnectionRequest {
 		// The reference lets an encrypted type 0 through to decryption and
 		// refuses it afterwards; refusing it here saves the work and
 		// changes no outcome (type 0 has no replay protection).
-		return ErrPacketType
+		return errPacketType
 	}
-	if !r.Allowed.Has(t) {
-		return ErrNotAllowed
+	if !r.Allowed.has(t) {
+		return errNotAllowed
 	}
 	n := int(prefix >> 4)
 	if n < 1 || n > maxSequenceBytes {
-		return ErrSequenceBytes
+		return errSequenceBytes
 	}
 	if len(data) < 1+n+crypto.MACBytes {
-		return ErrLength
+		return errLength
 	}
 	var seq uint64
 	for i := range n {
 		seq |= uint64(data[1+i]) << (8 * i)
 	}
 	protected := replay != nil && t >= KeepAlive
-	if protected && replay.AlreadyReceived(seq) {
+	if protected && replay.alreadyReceived(seq) {
 		return ErrReplayed
 	}
 	sealed := data[1+n:]
-	body, err := key.Open(sealed[:0], prefix, seq, sealed)
+	body, err := aead.OpenPacket(key, sealed[:0], prefix, seq, sealed)
 	if err != nil {
 		return ErrDecrypt
 	}
 	if protected {
-		replay.Advance(seq)
+		replay.advance(seq)
 	}
 
 	switch t {
 	case ConnectionDenied, Disconnect:
 		if len(body) != 0 {
-			return ErrBodySize
+			return errBodySize
 		}
 	case ConnectionChallenge, ConnectionResponse:
 		if len(body) != challengeBodyBytes {
-			return ErrBodySize
+			return errBodySize
 		}
 		p.ChallengeSequence = binary.LittleEndian.Uint64(body)
 		p.ChallengeToken = body[8:challengeBodyBytes:challengeBodyBytes]
 	case KeepAlive:
 		if len(body) != keepAliveBodyBytes {
-			return ErrBodySize
+			return errBodySize
 		}
 		p.ClientIndex = binary.LittleEndian.Uint32(body)
 		p.MaxClients = binary.LittleEndian.Uint32(body[4:])
 	case Payload:
 		if len(body) < 1 || len(body) > MaxPayloadBytes {
-			return ErrBodySize
+			return errBodySize
 		}
 		p.Payload = body[:len(body):len(body)]
 	}
@@ -156,17 +169,17 @@ func (r *Reader) Read(data []byte, now uint64, key *crypto.PacketAEAD, replay *R
 
 // readRequest validates and decodes a connection request (prefix byte 0).
 func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
-	if !r.Allowed.Has(ConnectionRequest) {
-		return ErrNotAllowed
+	if !r.Allowed.has(ConnectionRequest) {
+		return errNotAllowed
 	}
-	if len(data) != ConnectionRequestBytes {
-		return ErrLength
+	if len(data) != connectionRequestBytes {
+		return errLength
 	}
 	if r.TokenAEAD == nil {
 		return ErrNoKey
 	}
-	if string(data[requestVersionAt:requestProtocolAt]) != crypto.VersionInfo {
-		return ErrVersionInfo
+	if string(data[requestVersionAt:requestProtocolAt]) != aead.VersionInfo {
+		return errVersionInfo
 	}
 	if binary.LittleEndian.Uint64(data[requestProtocolAt:]) != r.ProtocolID {
 		return ErrProtocolID
@@ -176,14 +189,14 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 		return ErrExpired
 	}
 	nonce := (*[crypto.TokenNonceBytes]byte)(data[requestNonceAt:requestPrivateAt])
-	sealed := data[requestPrivateAt:ConnectionRequestBytes]
+	sealed := data[requestPrivateAt:connectionRequestBytes]
 	if r.PreviousTokenAEAD != nil {
 		copy(r.keep[:], sealed)
 	}
-	plain, err := r.TokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+	plain, err := aead.OpenToken(r.TokenAEAD, sealed[:0], nonce, r.ProtocolID, expire, sealed)
 	if err != nil && r.PreviousTokenAEAD != nil {
 		copy(sealed, r.keep[:])
-		plain, err = r.PreviousTokenAEAD.Open(sealed[:0], nonce, r.ProtocolID, expire, sealed)
+		plain, err = aead.OpenToken(r.PreviousTokenAEAD, sealed[:0], nonce, r.ProtocolID, expire, sealed)
 	}
 	if err != nil {
 		return ErrDecrypt
@@ -191,6 +204,6 @@ func (r *Reader) readRequest(data []byte, now uint64, p *Packet) error {
 	p.Type = ConnectionRequest
 	p.ExpireTimestamp = expire
 	p.TokenNonce = *nonce
-	p.PrivateToken = plain[:PrivateTokenPlainBytes:PrivateTokenPlainBytes]
+	p.PrivateToken = plain[:privateTokenPlainBytes:privateTokenPlainBytes]
 	return nil
 }

@@ -17,27 +17,17 @@ package protocol
 //     2^64-1 reads as empty and that sequence is accepted again; storing
 //     sequence + 1 wraps 2^64-1 to 0 and keeps that quirk exactly.
 //
-// The zero value is an empty window. A ReplayProtection must not be used
-// concurrently.
+// Reader.Read checks and advances it. The zero value is an empty window;
+// assigning the zero value empties it again. A ReplayProtection must not be
+// used concurrently.
 type ReplayProtection struct {
 	mostRecent uint64
 	received   [replayWindow]uint64 // sequence + 1; 0 is empty
 }
 
-// Reset empties the window.
-func (r *ReplayProtection) Reset() {
-	*r = ReplayProtection{}
-}
-
-// MostRecent returns the highest sequence number passed to Advance since the
-// last Reset (0 if none).
-func (r *ReplayProtection) MostRecent() uint64 {
-	return r.mostRecent
-}
-
-// AlreadyReceived reports whether a packet with sequence seq must be refused:
+// alreadyReceived reports whether a packet with sequence seq must be refused:
 // it is too old for the window or was received before.
-func (r *ReplayProtection) AlreadyReceived(seq uint64) bool {
+func (r *ReplayProtection) alreadyReceived(seq uint64) bool {
 	// seq + replayWindow <= mostRecent, without overflow.
 	if r.mostRecent >= replayWindow && seq <= r.mostRecent-replayWindow {
 		return true
@@ -46,8 +36,8 @@ func (r *ReplayProtection) AlreadyReceived(seq uint64) bool {
 	return stored != 0 && stored-1 >= seq
 }
 
-// Advance records that a packet with sequence seq was received and accepted.
-func (r *ReplayProtection) Advance(seq uint64) {
+// advance records that a packet with sequence seq was received and accepted.
+func (r *ReplayProtection) advance(seq uint64) {
 	if seq > r.mostRecent {
 		r.mostRecent = seq
 	}

@@ -3,8 +3,9 @@ package protocol
 import (
 	"bytes"
 	"fmt"
-	"github.com/gonetcode/netcode/crypto"
 	"testing"
+
+	"github.com/gonetcode/netcode/crypto"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,19 +22,19 @@ var forgeries = []struct {
 		return pkt
 	}},
 	{"tampered ciphertext", func(pkt []byte, seq uint64) []byte {
-		pkt[1+SequenceBytes(seq)] ^= 0x80
+		pkt[1+sequenceBytes(seq)] ^= 0x80
 		return pkt
 	}},
 	{"other key", func(pkt []byte, seq uint64) []byte {
 		_, s2c := testKeys()
-		return AppendPayload(nil, s2c, seq, pkt[1+SequenceBytes(seq):len(pkt)-crypto.MACBytes])
+		return AppendPayload(nil, s2c, seq, pkt[1+sequenceBytes(seq):len(pkt)-crypto.MACBytes])
 	}},
 	{"other packet's sequence", func(pkt []byte, seq uint64) []byte {
 		// A packet sealed under another sequence of the same length, its
 		// header rewritten to claim seq.
 		c2s, _ := testKeys()
 		other := AppendPayload(nil, c2s, seq^1, []byte("other packet"))
-		copy(other[1:1+SequenceBytes(seq)], pkt[1:1+SequenceBytes(seq)])
+		copy(other[1:1+sequenceBytes(seq)], pkt[1:1+sequenceBytes(seq)])
 		return other
 	}},
 }
@@ -57,7 +58,7 @@ func TestReplayCheckedBeforeDecryption(t *testing.T) {
 				require.Equal(t, ErrDecrypt, server.Read(bytes.Clone(forged), 0, c2s, nil, &p))
 				// ...with it, the replay check refuses it first.
 				assert.Equal(t, ErrReplayed, server.Read(forged, 0, c2s, &rp, &p))
-				assert.Equal(t, seq, rp.MostRecent())
+				assert.Equal(t, seq, rp.mostRecent)
 			})
 		}
 	}
@@ -97,7 +98,7 @@ func TestForgeryDoesNotAdvanceReplay(t *testing.T) {
 				require.NoError(t, server.Read(AppendPayload(nil, c2s, last-2, []byte("late")), 0, c2s, &rp, &p))
 				require.NoError(t, server.Read(AppendPayload(nil, c2s, tc.seq, []byte("real")), 0, c2s, &rp, &p))
 				assert.Equal(t, "real", string(p.Payload))
-				assert.Equal(t, max(last, tc.seq), rp.MostRecent())
+				assert.Equal(t, max(last, tc.seq), rp.mostRecent)
 			})
 		}
 	}

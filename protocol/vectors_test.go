@@ -221,24 +221,24 @@ func readerFor(direction string, protocolID uint64, tok *crypto.PrivateTokenAEAD
 }
 
 var stageErrors = map[string]error{
-	"length":         ErrLength,
-	"packet_type":    ErrPacketType,
-	"not_allowed":    ErrNotAllowed,
-	"sequence_bytes": ErrSequenceBytes,
-	"version_info":   ErrVersionInfo,
+	"length":         errLength,
+	"packet_type":    errPacketType,
+	"not_allowed":    errNotAllowed,
+	"sequence_bytes": errSequenceBytes,
+	"version_info":   errVersionInfo,
 	"protocol_id":    ErrProtocolID,
 	"expired":        ErrExpired,
 	"no_key":         ErrNoKey,
 	"replayed":       ErrReplayed,
 	"decrypt":        ErrDecrypt,
-	"body_size":      ErrBodySize,
+	"body_size":      errBodySize,
 }
 
 func TestConstants(t *testing.T) {
 	c := vectors(t).Constants
-	assert.Equal(t, []byte(crypto.VersionInfo), []byte(c.VersionInfo))
+	assert.Equal(t, []byte(aead.VersionInfo), []byte(c.VersionInfo))
 	assert.Equal(t, PrivateTokenBytes, c.ConnectTokenPrivateBytes)
-	assert.Equal(t, PrivateTokenPlainBytes, c.ConnectTokenPrivateBytes-c.MACBytes)
+	assert.Equal(t, privateTokenPlainBytes, c.ConnectTokenPrivateBytes-c.MACBytes)
 	assert.Equal(t, crypto.TokenNonceBytes, c.ConnectTokenNonceBytes)
 	assert.Equal(t, ChallengeTokenBytes, c.ChallengeTokenBytes)
 	assert.Equal(t, challengeBodyBytes, 8+c.ChallengeTokenBytes)
@@ -249,13 +249,13 @@ func TestConstants(t *testing.T) {
 	assert.Equal(t, MaxPacketBytes, c.MaxPacketBytes)
 	assert.Equal(t, replayWindow, c.ReplayProtectionBufferSize)
 	assert.Equal(t, replayWindow, vectors(t).ReplayProtection.BufferSize)
-	assert.Equal(t, ConnectionRequestBytes, c.ConnectionRequestPacketBytes)
+	assert.Equal(t, connectionRequestBytes, c.ConnectionRequestPacketBytes)
 	assert.Equal(t, minEncryptedPacketBytes, c.MinEncryptedPacketBytes)
 	assert.Equal(t, serverGlobalSequenceStart, uint64(c.ServerGlobalSequenceStart))
-	assert.Equal(t, 1078, ConnectionRequestBytes)
+	assert.Equal(t, 1078, connectionRequestBytes)
 	assert.Equal(t, 308, challengeBodyBytes)
 	assert.Equal(t, 8, keepAliveBodyBytes)
-	assert.Equal(t, 1008, PrivateTokenPlainBytes)
+	assert.Equal(t, 1008, privateTokenPlainBytes)
 }
 
 // writeVector writes the packet a vector describes with the typed writer of
@@ -296,7 +296,7 @@ func TestPacketVectors(t *testing.T) {
 			require.Len(t, v.PlaintextBody, v.PlaintextBodyBytes)
 
 			// The vector's own description of the framing.
-			assert.Equal(t, v.SequenceBytes, SequenceBytes(seq))
+			assert.Equal(t, v.SequenceBytes, sequenceBytes(seq))
 			assert.Equal(t, byte(v.PacketType)|byte(v.SequenceBytes)<<4, v.PrefixByte)
 			assert.Equal(t, v.PrefixByte, v.Packet[0])
 			ad := vectortest.PacketAD(pid, v.PrefixByte)
@@ -319,7 +319,7 @@ func TestPacketVectors(t *testing.T) {
 			got := writeVector(t, v, key, head)
 			assert.Equal(t, head, got[:len(head)])
 			assert.Equal(t, []byte(v.Packet), got[len(head):], "typed writer after existing bytes")
-			assert.Equal(t, []byte(v.Packet), AppendEncrypted(nil, key, v.PacketType, seq, v.PlaintextBody), "generic writer")
+			assert.Equal(t, []byte(v.Packet), appendEncrypted(nil, key, v.PacketType, seq, v.PlaintextBody), "generic writer")
 
 			// Reader of the receiving side, with and without replay protection.
 			for _, replay := range []*ReplayProtection{nil, new(ReplayProtection)} {
@@ -333,14 +333,14 @@ func TestPacketVectors(t *testing.T) {
 					err := r.Read(data, 0, key, replay, &p)
 					switch {
 					case v.PacketType < KeepAlive:
-						assert.Zero(t, replay.MostRecent(), "handshake packets leave replay protection alone")
+						assert.Zero(t, replay.mostRecent, "handshake packets leave replay protection alone")
 						assert.NoError(t, err, "handshake packets have no replay protection")
 					case seq == math.MaxUint64:
 						// The reference quirk: 2^64-1 is its empty-slot marker.
-						assert.Equal(t, seq, replay.MostRecent(), "replay advanced")
+						assert.Equal(t, seq, replay.mostRecent, "replay advanced")
 						assert.NoError(t, err, "the reference accepts 2^64-1 again")
 					default:
-						assert.Equal(t, seq, replay.MostRecent(), "replay advanced")
+						assert.Equal(t, seq, replay.mostRecent, "replay advanced")
 						assert.Equal(t, ErrReplayed, err, "second read is a replay")
 					}
 				}
@@ -358,11 +358,11 @@ func TestPacketVectors(t *testing.T) {
 			case KeepAlive, Payload, Disconnect:
 				assert.NoError(t, err, "both sides read this type")
 			default:
-				assert.Equal(t, ErrNotAllowed, err)
+				assert.Equal(t, errNotAllowed, err)
 			}
 		})
 	}
-	for typ := ConnectionDenied; typ < NumPacketTypes; typ++ {
+	for typ := ConnectionDenied; typ < numPacketTypes; typ++ {
 		assert.Positive(t, seen[typ], "vectors cover %v", typ)
 	}
 }
@@ -405,7 +405,7 @@ func TestSequenceEncoding(t *testing.T) {
 	for _, v := range vs.SequenceEncoding {
 		seq := uint64(v.Sequence)
 		t.Run(strconv.FormatUint(seq, 10), func(t *testing.T) {
-			assert.Equal(t, v.SequenceBytes, SequenceBytes(seq))
+			assert.Equal(t, v.SequenceBytes, sequenceBytes(seq))
 			require.Len(t, v.Encoded, v.SequenceBytes)
 			pkt := AppendKeepAlive(nil, key, seq, 1, 2)
 			assert.Equal(t, v.PrefixByte, pkt[0])
@@ -430,7 +430,7 @@ func TestInvalidPackets(t *testing.T) {
 			require.True(t, ok, "unknown stage %q", v.RejectStage)
 			stages[v.RejectStage] = true
 			require.Len(t, v.Packet, v.PacketBytes)
-			allowed := TypesOf(v.AllowedPacketTypes...)
+			allowed := typesOf(v.AllowedPacketTypes...)
 			switch v.Reader {
 			case "server":
 				require.Equal(t, ServerAccepts, allowed)
@@ -492,13 +492,13 @@ func TestConnectionRequestVectors(t *testing.T) {
 			expire := uint64(in.ExpireTimestamp)
 			nonce := (*[crypto.TokenNonceBytes]byte)(in.Nonce)
 			require.Len(t, v.PrivateEncrypted, PrivateTokenBytes)
-			assert.Equal(t, []byte(v.PrivateMAC), []byte(v.PrivateEncrypted[PrivateTokenPlainBytes:]))
+			assert.Equal(t, []byte(v.PrivateMAC), []byte(v.PrivateEncrypted[privateTokenPlainBytes:]))
 			ad := vectortest.TokenAD(pid, expire)
 			assert.Equal(t, []byte(v.PrivateAssociatedData), ad[:])
 
 			pkt := AppendConnectionRequest(nil, pid, expire, nonce, v.PrivateEncrypted)
 			assert.Equal(t, []byte(v.ConnectionRequestPacket), pkt)
-			assert.Len(t, pkt, ConnectionRequestBytes)
+			assert.Len(t, pkt, connectionRequestBytes)
 			got, ok := PeekType(pkt)
 			assert.True(t, ok)
 			assert.Equal(t, ConnectionRequest, got)
@@ -511,8 +511,8 @@ func TestConnectionRequestVectors(t *testing.T) {
 			assert.Equal(t, uint64(0), p.Sequence)
 			assert.Equal(t, expire, p.ExpireTimestamp)
 			assert.Equal(t, *nonce, p.TokenNonce)
-			assert.Equal(t, []byte(v.PrivatePlaintext[:PrivateTokenPlainBytes]), p.PrivateToken)
-			assert.Len(t, p.PrivateToken, PrivateTokenPlainBytes)
+			assert.Equal(t, []byte(v.PrivatePlaintext[:privateTokenPlainBytes]), p.PrivateToken)
+			assert.Len(t, p.PrivateToken, privateTokenPlainBytes)
 			assert.Equal(t, []byte(v.PrivateMAC), pkt[len(pkt)-crypto.MACBytes:], "the MAC stays at the end of the datagram")
 
 			// One second before expiry is fine; at expiry it is refused.
@@ -528,7 +528,7 @@ func TestConnectionRequestVectors(t *testing.T) {
 			noKey := Reader{ProtocolID: pid, Allowed: ServerAccepts}
 			assert.Equal(t, ErrNoKey, noKey.Read(pkt, now, nil, nil, &p))
 			client := Reader{ProtocolID: pid, Allowed: ClientAccepts, TokenAEAD: r.TokenAEAD}
-			assert.Equal(t, ErrNotAllowed, client.Read(pkt, now, nil, nil, &p))
+			assert.Equal(t, errNotAllowed, client.Read(pkt, now, nil, nil, &p))
 		})
 	}
 }
@@ -544,10 +544,10 @@ func TestInvalidPrivateTokensDecrypt(t *testing.T) {
 			require.Equal(t, "connect_token_private_read", v.RejectStage)
 			r := Reader{ProtocolID: uint64(c.ProtocolID), Allowed: ServerAccepts, TokenAEAD: tokenKey(t, c.PrivateKey)}
 			pkt := bytes.Clone(v.ConnectionRequestPacket)
-			assert.Equal(t, []byte(v.PrivateEncrypted), pkt[ConnectionRequestBytes-PrivateTokenBytes:])
+			assert.Equal(t, []byte(v.PrivateEncrypted), pkt[connectionRequestBytes-PrivateTokenBytes:])
 			var p Packet
 			require.NoError(t, r.Read(pkt, uint64(v.CurrentTimestamp), nil, nil, &p))
-			assert.Equal(t, []byte(v.PrivatePlaintext[:PrivateTokenPlainBytes]), p.PrivateToken)
+			assert.Equal(t, []byte(v.PrivatePlaintext[:privateTokenPlainBytes]), p.PrivateToken)
 		})
 	}
 }
@@ -594,8 +594,8 @@ func TestHandshakeTranscript(t *testing.T) {
 			var again []byte
 			switch p.Type {
 			case ConnectionRequest:
-				assert.Len(t, p.PrivateToken, PrivateTokenPlainBytes)
-				again = AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, tp.Packet[ConnectionRequestBytes-PrivateTokenBytes:])
+				assert.Len(t, p.PrivateToken, privateTokenPlainBytes)
+				again = AppendConnectionRequest(nil, pid, p.ExpireTimestamp, &p.TokenNonce, tp.Packet[connectionRequestBytes-PrivateTokenBytes:])
 			case ConnectionChallenge:
 				assert.Equal(t, serverGlobalSequenceStart, p.Sequence)
 				// The challenge token opens with the challenge key.
@@ -651,19 +651,16 @@ func TestReplayVectors(t *testing.T) {
 			var r ReplayProtection
 			for i, s := range c.Steps {
 				seq := uint64(s.Sequence)
-				accepted := !r.AlreadyReceived(seq)
+				accepted := !r.alreadyReceived(seq)
 				assert.Equal(t, s.Accepted, accepted, "step %d: sequence %d", i, seq)
 				if accepted {
-					r.Advance(seq)
+					r.advance(seq)
 				}
-				assert.Equal(t, uint64(s.MostRecent), r.MostRecent(), "step %d", i)
+				assert.Equal(t, uint64(s.MostRecent), r.mostRecent, "step %d", i)
 				if s.ReferenceQuirk {
 					quirks++
 				}
 			}
-			// Reset empties it.
-			r.Reset()
-			assert.Equal(t, ReplayProtection{}, r)
 		})
 	}
 	assert.Positive(t, quirks, "the vectors include the reference quirk at 2^64-1")
@@ -696,7 +693,7 @@ func TestReplayThroughRead(t *testing.T) {
 				} else {
 					assert.Equal(t, ErrReplayed, err, "step %d", i)
 				}
-				assert.Equal(t, uint64(s.MostRecent), rp.MostRecent(), "step %d", i)
+				assert.Equal(t, uint64(s.MostRecent), rp.mostRecent, "step %d", i)
 			}
 		})
 	}

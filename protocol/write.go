@@ -5,10 +5,11 @@ import (
 	"slices"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
-// AppendConnectionRequest appends a connection request (ConnectionRequestBytes
-// long) to dst and returns the extended slice. sealedPrivate is the sealed
+// AppendConnectionRequest appends a connection request (1078 bytes, as the
+// package doc's wire layout shows) to dst and returns the extended slice. sealedPrivate is the sealed
 // private part of the connect token, PrivateTokenBytes long, as found in the
 // public token together with protocolID, expire and nonce. It panics if
 // sealedPrivate has another length.
@@ -17,27 +18,27 @@ func AppendConnectionRequest(dst []byte, protocolID, expire uint64, nonce *[cryp
 		panic("netcode/protocol: sealed private connect token must be 1024 bytes")
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, ConnectionRequestBytes)
-	dst = dst[:start+ConnectionRequestBytes]
+	dst = slices.Grow(dst, connectionRequestBytes)
+	dst = dst[:start+connectionRequestBytes]
 	p := dst[start:]
 	copy(p[requestPrivateAt:], sealedPrivate) // first: it may alias dst's spare capacity
 	p[0] = byte(ConnectionRequest)
-	copy(p[requestVersionAt:], []byte(crypto.VersionInfo))
+	copy(p[requestVersionAt:], []byte(aead.VersionInfo))
 	binary.LittleEndian.PutUint64(p[requestProtocolAt:], protocolID)
 	binary.LittleEndian.PutUint64(p[requestExpireAt:], expire)
 	copy(p[requestNonceAt:], nonce[:])
 	return dst
 }
 
-// AppendEncrypted appends an encrypted packet of type t with sequence number
+// appendEncrypted appends an encrypted packet of type t with sequence number
 // seq and plaintext body to dst, sealed with key, and returns the extended
-// slice. The packet is 1 + SequenceBytes(seq) + len(body) + crypto.MACBytes long.
+// slice. The packet is 1 + sequenceBytes(seq) + len(body) + crypto.MACBytes long.
 //
 // body may lie anywhere, including in dst's spare capacity: it is moved into
-// place before it is sealed there. AppendEncrypted does not check that body
+// place before it is sealed there. appendEncrypted does not check that body
 // has the size the reader requires for t.
-func AppendEncrypted(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, body []byte) []byte {
-	n := SequenceBytes(seq)
+func appendEncrypted(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, body []byte) []byte {
+	n := sequenceBytes(seq)
 	start := len(dst)
 	bodyAt := start + 1 + n
 	dst = slices.Grow(dst, 1+n+len(body)+crypto.MACBytes)
@@ -57,7 +58,7 @@ func seal(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, n, start
 	}
 	bodyAt := start + 1 + n
 	body := dst[bodyAt:]
-	sealed := key.Seal(body[:0], prefix, seq, body)
+	sealed := aead.SealPacket(key, body[:0], prefix, seq, body)
 	return dst[:bodyAt+len(sealed)]
 }
 
@@ -65,7 +66,7 @@ func seal(dst []byte, key *crypto.PacketAEAD, t PacketType, seq uint64, n, start
 // and returns dst extended to cover the header and the body, the number of
 // sequence bytes, and the offset of the packet.
 func begin(dst []byte, seq uint64, bodyLen int) (out []byte, n, start int) {
-	n = SequenceBytes(seq)
+	n = sequenceBytes(seq)
 	start = len(dst)
 	out = slices.Grow(dst, 1+n+bodyLen+crypto.MACBytes)
 	return out[:start+1+n+bodyLen], n, start
@@ -116,7 +117,7 @@ func AppendKeepAlive(dst []byte, key *crypto.PacketAEAD, seq uint64, clientIndex
 // payload is 1..MaxPayloadBytes long; readers drop anything else. payload may
 // lie in dst's spare capacity.
 func AppendPayload(dst []byte, key *crypto.PacketAEAD, seq uint64, payload []byte) []byte {
-	return AppendEncrypted(dst, key, Payload, seq, payload)
+	return appendEncrypted(dst, key, Payload, seq, payload)
 }
 
 // AppendDisconnect appends a disconnect packet to dst.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"github.com/gonetcode/netcode/reliable/endpoint"
 	"hash/fnv"
+	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -50,11 +52,12 @@ const (
 	msgEntryHeader   = 1 + 1 + 2
 	windowEntryBytes = 1 + 1 + 4 + 4
 	flagFIN          = 1
+	flagAckNow       = 2 // the sender waits for this ack: do not delay it
 	messageLenBytes  = 4 // a reliable message's length prefix in its stream
 	fragmentsPerMsg  = 16
 	minPacketBytes   = 64
 	maxWindowBytes   = 1 << 30
-	layoutVersion    = "gonetcode-reliable/1"
+	layoutVersion    = "gonetcode-reliable/2" // 2: flagAckNow
 )
 
 // ChannelConfig describes one channel. Both ends must have the same
@@ -101,12 +104,16 @@ type Config struct {
 	// grain added to resend timeouts. No timer ticks at this period: an
 	// idle connection sleeps until something is due. Default 10 ms.
 	TickInterval time.Duration
-	// SendRate is the bandwidth budget in bytes per second, shared by all
-	// channels; unreliable messages go first, so a large reliable
-	// transfer never delays them. Default 32 MiB/s. There is no
-	// congestion control beyond this budget and the window: on a path
-	// that carries less (a mobile link, a server's share of its uplink),
-	// set it to what the path can carry, as with kcp's windows.
+	// SendRate, if set, caps the send rate in bytes per second, shared
+	// by all channels; unreliable messages go first, so a large reliable
+	// transfer never delays them. Zero (the default) leaves the rate to
+	// congestion control, which finds it: a window of bytes in flight
+	// that doubles every RTT from 32 packets until the first loss, is
+	// cut to 0.7 of itself at a loss that comes with a queue, and grows
+	// back along CUBIC's curve, paced over the smoothed RTT. It is bounded by the receive window
+	// (WindowBytes) and by the 1536 packets the acks can tell apart.
+	// Set SendRate to keep a transfer from taking all of a link it
+	// shares, such as a server's uplink.
 	SendRate int
 	// Linger is how long Close waits for the peer to acknowledge what was
 	// sent before closing the message connection. Default 5 s.
@@ -128,8 +135,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrConfig is the error of an invalid Config.
-var ErrConfig = errors.New("netcode/reliable: invalid config")
+// errConfig is the error of an invalid Config.
+var errConfig = errors.New("netcode/reliable: invalid config")
 
 // ErrConfigMismatch is the error of a connection whose peer has another
 // channel layout (or stream versus channels): its packets carry another
@@ -152,9 +159,10 @@ var ErrSendQueueFull = errors.New("netcode/reliable: send queue full")
 // unacknowledged for Config.AckTimeout: it is gone, or hostile.
 var ErrAckTimeout = errors.New("netcode/reliable: peer did not acknowledge data within the ack timeout")
 
-// ErrUnexpectedEOF is the error of a Stream's Read when the message
-// connection ended before the peer closed the stream.
-var ErrUnexpectedEOF = errors.New("netcode/reliable: connection ended before the peer closed the stream")
+// errUnexpectedEOF is the error of a Stream's Read when the message
+// connection ended before the peer closed the stream: io.ErrUnexpectedEOF
+// for errors.Is, as a truncated stream reads in package io and crypto/tls.
+var errUnexpectedEOF = fmt.Errorf("netcode/reliable: connection ended before the peer closed the stream: %w", io.ErrUnexpectedEOF)
 
 // chanSpec is a resolved ChannelConfig.
 type chanSpec struct {
@@ -198,13 +206,13 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 		r.maxPacket = netcode.MaxPayloadBytes
 	}
 	if r.maxPacket < minPacketBytes {
-		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", ErrConfig, r.maxPacket, minPacketBytes)
+		return nil, fmt.Errorf("%w: MaxPacketBytes %d is under %d", errConfig, r.maxPacket, minPacketBytes)
 	}
 	if r.tick <= 0 {
 		r.tick = defaultTickInterval
 	}
 	if r.rate <= 0 {
-		r.rate = defaultSendRate
+		r.rate = math.Inf(1) // congestion control alone
 	}
 	if r.linger <= 0 {
 		r.linger = defaultLinger
@@ -222,7 +230,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	case chans == nil:
 		chans = []ChannelConfig{{Kind: ReliableOrdered}, {Kind: Unreliable}}
 	case len(chans) == 0 || len(chans) > 255:
-		return nil, fmt.Errorf("%w: %d channels", ErrConfig, len(chans))
+		return nil, fmt.Errorf("%w: %d channels", errConfig, len(chans))
 	}
 	nrel := 0
 	for _, ch := range chans {
@@ -234,7 +242,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	r.maxPayload = r.maxPacket - endpoint.MaxPacketHeaderBytes
 	r.chunkMax = r.maxPayload - layoutBytes - nrel*windowEntryBytes - chunkEntryHeader
 	if r.chunkMax < 16 {
-		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", ErrConfig, nrel, r.maxPacket)
+		return nil, fmt.Errorf("%w: %d reliable channels leave no room in a %d-byte packet", errConfig, nrel, r.maxPacket)
 	}
 	maxUnreliable := fragmentsPerMsg*fragmentSize - layoutBytes - msgEntryHeader
 	h := fnv.New32a()
@@ -242,7 +250,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	for i, ch := range chans {
 		s := chanSpec{kind: ch.Kind, maxMessage: ch.MaxMessageSize, sendBuffer: ch.SendBuffer, queue: ch.Queue, queueBytes: ch.QueueBytes}
 		if s.maxMessage < 0 || ch.WindowBytes < 0 || c.WindowBytes < 0 || c.WindowBytes > maxWindowBytes || s.sendBuffer < 0 || s.queue < 0 || s.queueBytes < 0 || ch.WindowBytes > maxWindowBytes {
-			return nil, fmt.Errorf("%w: channel %d: negative or huge size", ErrConfig, i)
+			return nil, fmt.Errorf("%w: channel %d: negative or huge size", errConfig, i)
 		}
 		switch ch.Kind {
 		case ReliableOrdered, kindStream:
@@ -271,7 +279,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				s.maxMessage = maxUnreliable
 			}
 			if s.maxMessage > maxUnreliable {
-				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", ErrConfig, i, s.maxMessage, maxUnreliable)
+				return nil, fmt.Errorf("%w: channel %d: MaxMessageSize %d over the unreliable maximum %d", errConfig, i, s.maxMessage, maxUnreliable)
 			}
 			if s.queue == 0 {
 				s.queue = defaultQueue
@@ -281,7 +289,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			}
 			s.queueBytes = max(s.queueBytes, s.maxMessage)
 		default:
-			return nil, fmt.Errorf("%w: channel %d: kind %v", ErrConfig, i, ch.Kind)
+			return nil, fmt.Errorf("%w: channel %d: kind %v", errConfig, i, ch.Kind)
 		}
 		r.chans = append(r.chans, s)
 		var b [13]byte

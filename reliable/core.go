@@ -22,17 +22,19 @@ type core struct {
 	chans []chanState
 	rel   []int // indices of the reliable channels
 
-	recs    []packetRec // by packet sequence modulo len, grown up to maxRecs
-	maxRecs int         // the Endpoint's sent packets buffer: acks come for no older packet
-	pkt     []byte      // payload being built
-	big     []byte      // payload of an unreliable message larger than a packet
-	refs    []chunkRef  // chunks in pkt
-	data    bool        // pkt carries more than the layout and windows
-	rr      int         // round-robin start among reliable channels
-	fresh   bool        // this flush was started by a tick
+	recs      []packetRec // by packet sequence modulo len, grown up to maxRecs
+	maxRecs   int         // the Endpoint's sent packets buffer: acks come for no older packet
+	pkt       []byte      // payload being built
+	big       []byte      // payload of an unreliable message larger than a packet
+	refs      []chunkRef  // chunks in pkt
+	lastFlags int         // index in pkt of the flags of its last chunk entry
+	data      bool        // pkt carries more than the layout and windows
+	rr        int         // round-robin start among reliable channels
+	fresh     bool        // this flush was started by a tick
 
 	tokens     float64
 	lastRefill time.Time
+	cc         congestion
 
 	lastTrim time.Time
 
@@ -60,11 +62,13 @@ type chunkRef struct {
 }
 
 type packetRec struct {
-	valid bool
-	seq   uint16
-	n     uint8
-	at    int64 // sent, in nanoseconds since the core started
-	refs  [maxRefs]chunkRef
+	valid  bool
+	flight bool // a data packet counted in the congestion window's flight
+	seq    uint16
+	n      uint8
+	bytes  int32 // on the wire, as the send budget counts them
+	at     int64 // sent, in nanoseconds since the core started
+	refs   [maxRefs]chunkRef
 }
 
 // SessionStats are a connection's figures.
@@ -75,6 +79,16 @@ type SessionStats struct {
 	SRTT time.Duration
 	// RTO is the current resend timeout.
 	RTO time.Duration
+	// CongestionWindow is the bytes of data packets the congestion
+	// controller lets be in flight, found from the acks and losses (see
+	// Config.SendRate).
+	CongestionWindow int
+	// PacingRate is the rate, in bytes per second, at which the send
+	// budget paces packets: from the congestion window and the smoothed
+	// RTT, capped by Config.SendRate.
+	PacingRate float64
+	// CongestionCuts counts losses that cut the congestion window.
+	CongestionCuts uint64
 	// Resent counts chunks of reliable data sent again.
 	Resent uint64
 	// FastResent counts those resent because later packets were acked.
@@ -115,7 +129,6 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 		now:        now,
 		chans:      make([]chanState, len(cfg.chans)),
 		pkt:        make([]byte, 0, cfg.maxPayload),
-		tokens:     cfg.rate * cfg.tick.Seconds(),
 		lastRefill: now,
 		lastTrim:   now,
 		lastSend:   now,
@@ -131,6 +144,8 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 	c.ep = ep
 	c.maxRecs = epc.SentPacketsBufferSize
 	c.recs = make([]packetRec, min(c.maxRecs, initialSlots))
+	c.cc = newCongestion(cfg.maxPacket, c.trackedPackets())
+	c.tokens = c.burst()
 	for i, s := range cfg.chans {
 		ch := &c.chans[i]
 		ch.spec = s
@@ -252,6 +267,9 @@ func (c *core) sessionStats() SessionStats {
 	st.Endpoint = c.ep.Stats()
 	st.SRTT = c.srtt
 	st.RTO = c.rto(1)
+	st.CongestionWindow = int(c.cc.cwnd)
+	st.PacingRate = c.rate()
+	st.CongestionCuts = c.cc.cuts
 	return st
 }
 

@@ -198,17 +198,25 @@ func TestBudgetUnreliableFirst(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// streamCores returns two stream cores with the defaults, started at now,
+// each sending on the wire to the other.
+func streamCores(tb testing.TB, now time.Time) (a, b *core, toA, toB *wire) {
+	tb.Helper()
+	r, err := (&Config{}).resolve(true)
+	require.NoError(tb, err)
+	toA, toB = new(wire), new(wire)
+	a, err = newCore(r, now, toB.push)
+	require.NoError(tb, err)
+	b, err = newCore(r, now, toA.push)
+	require.NoError(tb, err)
+	return a, b, toA, toB
+}
+
 // TestIdleIsSilent: a quiet connection keeps sending its acks and windows
 // for a while after the last data, then nothing (simulated time).
 func TestIdleIsSilent(t *testing.T) {
-	r, err := (&Config{}).resolve(true)
-	require.NoError(t, err)
 	now := time.Unix(1000, 0)
-	var toA, toB wire
-	a, err := newCore(r, now, toB.push)
-	require.NoError(t, err)
-	b, err := newCore(r, now, toA.push)
-	require.NoError(t, err)
+	a, b, toA, toB := streamCores(t, now)
 	a.hello()
 	b.hello()
 	a.chans[0].snd.write([]byte("hello"))
@@ -255,7 +263,7 @@ func TestProtocolViolations(t *testing.T) {
 		{"short chunk", cat(u32(r.layout), []byte{entryChunk, 0, 0, 0}), ErrProtocol},
 		{"chunk longer than the packet", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{9, 0, 'x'}), ErrProtocol},
 		{"chunk over the maximum", cat(u32(r.layout), []byte{entryChunk, 0, 0}, u32(0), []byte{0xff, 0xff}), ErrProtocol},
-		{"unknown chunk flag", cat(u32(r.layout), []byte{entryChunk, 0, 2}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
+		{"unknown chunk flag", cat(u32(r.layout), []byte{entryChunk, 0, 4}, u32(0), []byte{1, 0, 'x'}), ErrProtocol},
 		{"short message", cat(u32(r.layout), []byte{entryMessage, 1, 1}), ErrProtocol},
 		{"message over the maximum", cat(u32(r.layout), []byte{entryMessage, 1, 0xff, 0xff}), ErrProtocol},
 		{"short window", cat(u32(r.layout), []byte{entryWindow, 0, 1, 2}), ErrProtocol},
@@ -284,4 +292,31 @@ func TestConfigNames(t *testing.T) {
 	assert.Equal(t, "unreliable", Unreliable.String())
 	assert.Equal(t, "stream", kindStream.String())
 	assert.Equal(t, "ChannelKind(9)", ChannelKind(9).String())
+}
+
+// TestSendQueueRing writes and cuts a byte stream through a send queue in
+// pieces of sizes that make its ring wrap and grow at every offset, and
+// checks the bytes come out as they went in, with the queue's bound.
+func TestSendQueueRing(t *testing.T) {
+	for _, tc := range []struct{ write, take int }{{1, 1}, {7, 5}, {1000, 1168}, {5000, 1168}, {70000, 333}} {
+		s := relSend{limit: 64 << 10}
+		src := make([]byte, 300<<10)
+		pattern(src, tc.write)
+		var got []byte
+		in := 0
+		for len(got) < len(src) {
+			if k := min(s.room(), tc.write, len(src)-in); k > 0 {
+				s.write(src[in : in+k])
+				in += k
+			}
+			if len(s.queue) > s.limit {
+				t.Fatalf("the ring outgrew its bound: %d bytes", len(s.queue))
+			}
+			out := make([]byte, min(s.queued(), tc.take))
+			s.take(out)
+			got = append(got, out...)
+		}
+		require.Equal(t, src, got, "write %d, take %d", tc.write, tc.take)
+		require.Zero(t, s.queued())
+	}
 }

@@ -22,7 +22,7 @@
 //     all, never delayed by resends). Use it for a game: state updates on
 //     an unreliable channel, events and chat on a reliable one, over one
 //     connection. Unreliable messages are sent first under the connection's
-//     bandwidth budget, so a large reliable message never starves them.
+//     send budget, so a large reliable message never starves them.
 //     Both ends must declare the same channels; a peer with another layout
 //     is detected on its first packet and the session ends with
 //     ErrConfigMismatch.
@@ -52,6 +52,25 @@
 // Errors are *net.OpError values naming both addresses; after Close calls
 // fail with net.ErrClosed, and a Stream reads io.EOF after the peer's
 // Close.
+//
+// # Send rate
+//
+// Congestion control finds the rate: a window of bytes in flight starts
+// at 32 packets, doubles every round trip until the first loss, grows
+// back after a cut along CUBIC's curve (RFC 9438), and is cut to 0.7 of
+// itself when a loss comes with RTT samples that show a queue on the path (every
+// sample of the last round trip over the least RTT by half of it and at
+// least 1 ms): a queue that overflows delays every packet, jitter and
+// reordering only some, so random loss on a radio link does not collapse
+// the rate. Packets are paced at 1.25 windows per smoothed RTT (2 in
+// slow start). The window never exceeds the receive window (WindowBytes)
+// nor the 1536 packets the acks tell apart. Config.SendRate, if set,
+// caps the rate: for a transfer that must leave room on a link it
+// shares. SessionStats reports the window, the pacing rate and the cuts.
+//
+// The receiver acks every 16 packets, or after a millisecond, or at once
+// when the sender's last packet says it waits for the ack (its window is
+// full, or it has nothing more to send).
 //
 // # What a peer can make a connection hold
 //
@@ -87,10 +106,14 @@
 // Locks, in order: a Channel's or Stream's read lock or write lock (one
 // per direction, serialising that direction's callers); then the
 // connection's state lock, held only to compute: the datagrams it makes
-// are written after it is released, by the goroutine that made them, so
-// no Write (netcode's AEAD and its system call) runs under it and a
-// reader never waits for a writer's system call; then the timer's lock,
-// a leaf. The queues: each reliable channel's send buffer (SendBuffer
-// bytes) and receive window (WindowBytes); each unreliable channel's send
-// and receive queues (Queue messages, QueueBytes).
+// join an ordered write queue before it is released, and are written
+// after, by the goroutine that made them or, if another is writing the
+// queue already, by that one after its own, so that they leave in the
+// order they were made; no Write (netcode's AEAD and its system call)
+// runs under the state lock and nobody waits for another's system call;
+// then the write queue's lock and the timer's lock, leaves. The queues:
+// each reliable channel's send buffer (SendBuffer bytes, a ring) and
+// receive window (WindowBytes); each unreliable channel's send and
+// receive queues (Queue messages, QueueBytes); the write queue (what one
+// flush makes, bounded by the congestion window and the burst).
 package reliable

@@ -368,5 +368,5 @@ func TestWindowBytes(t *testing.T) {
 		})
 	}
 	_, err := (&Config{WindowBytes: -1}).resolve(true)
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 }

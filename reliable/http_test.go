@@ -162,7 +162,7 @@ func TestHTTPOverNetsim(t *testing.T) {
 
 // TestStreamPeerGone: when the netcode connection ends without the
 // stream's end (the peer's process died, say), Read fails with
-// ErrUnexpectedEOF after the data, and Write fails.
+// io.ErrUnexpectedEOF after the data, and Write fails.
 func TestStreamPeerGone(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestStreamPeerGone(t *testing.T) {
 			assert.Equal(t, "bye", string(buf))
 			require.NoError(t, nc.Close()) // under the stream: no FIN
 			_, err = srv.Read(buf)
-			assert.ErrorIs(t, err, ErrUnexpectedEOF)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 			assert.Contains(t, err.Error(), srv.RemoteAddr().String(), "the error names the peer")
 			_, err = srv.Write([]byte("x"))
 			assert.ErrorIs(t, err, io.ErrClosedPipe)
@@ -262,9 +262,9 @@ func TestDialerErrors(t *testing.T) {
 	_, err = (&Dialer{Token: tok([]byte("not a token"))}).Dial("udp", "x")
 	assert.ErrorIs(t, err, netcode.ErrInvalidConnectToken)
 	_, err = (&Dialer{Config: &Config{MaxPacketBytes: 1}, Token: tok(nil)}).DialContext(context.Background(), "udp", "x")
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 	_, err = NewListener(nil, &Config{MaxPacketBytes: 1})
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 	_, err = NewStream(nil, &Config{MaxPacketBytes: 1})
-	assert.ErrorIs(t, err, ErrConfig)
+	assert.ErrorIs(t, err, errConfig)
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -141,4 +142,54 @@ func TestSessionAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, step); n > 0 {
 		t.Errorf("%v allocations per message", n)
 	}
+}
+
+// stuckConn is a message connection whose Writes, once stuck is set,
+// block until release is closed, telling entered.
+type stuckConn struct {
+	*memConn
+	stuck   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *stuckConn) Write(b []byte) (int, error) {
+	if c.stuck.Load() {
+		signal(c.entered)
+		<-c.release
+	}
+	return c.memConn.Write(b)
+}
+
+// TestWriteQueueBound shows that a writer stuck in a Write does not make
+// the datagrams of others pile up without bound: unreliable Sends from
+// other goroutines, which never block, keep going, and what is past the
+// bound is dropped.
+func TestWriteQueueBound(t *testing.T) {
+	a, b := memPair()
+	sa := &stuckConn{memConn: a, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	cfg := &Config{Channels: []ChannelConfig{{Kind: Unreliable}}}
+	s, err := NewSession(sa, cfg)
+	require.NoError(t, err)
+	peer, err := NewSession(b, cfg)
+	require.NoError(t, err)
+	msg := make([]byte, 1000)
+	sa.stuck.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- s.Channel(0).Send(msg) }() // becomes the writer, and sticks
+	<-sa.entered
+	for range 20 * maxWriteQueue {
+		if err := s.Channel(0).Send(msg); err != nil {
+			require.ErrorIs(t, err, ErrSendQueueFull)
+		}
+	}
+	s.cn.wmu.Lock()
+	queued := len(s.cn.wq.ends)
+	s.cn.wmu.Unlock()
+	require.LessOrEqual(t, queued, maxWriteQueue+maxBurstPackets, "datagrams waiting for the stuck writer")
+	require.Positive(t, queued, "the Sends queued nothing: the test tests nothing")
+	sa.stuck.Store(false)
+	close(sa.release)
+	require.NoError(t, <-done)
+	closeBoth(t, s, peer)
 }

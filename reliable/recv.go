@@ -120,6 +120,10 @@ func (c *core) acked(s uint16) {
 		return
 	}
 	rec.valid = false
+	if rec.flight {
+		c.cc.acked(int(rec.bytes), rec.at, c.stamp(), c.srtt)
+		c.cc.left(int(rec.bytes))
+	}
 	if !c.anyAcked || seqNewer(s, c.highestAcked) {
 		c.highestAcked, c.anyAcked = s, true
 	}
@@ -134,6 +138,7 @@ func (c *core) acked(s uint16) {
 		c.rttvar = (3*c.rttvar + d) / 4
 		c.srtt = (7*c.srtt + sample) / 8
 	}
+	c.cc.rttSample(sample, c.srtt, c.stamp())
 	for _, r := range rec.refs[:rec.n] {
 		c.ackChunk(int(r.ch), r.seq)
 	}
@@ -232,7 +237,7 @@ func (c *core) walk(p []byte, apply bool) error {
 			flags := p[2]
 			seq := binary.LittleEndian.Uint32(p[3:])
 			n := int(binary.LittleEndian.Uint16(p[7:]))
-			if n > c.cfg.chunkMax || len(p) < chunkEntryHeader+n || flags&^flagFIN != 0 {
+			if n > c.cfg.chunkMax || len(p) < chunkEntryHeader+n || flags&^(flagFIN|flagAckNow) != 0 {
 				return fmt.Errorf("%w: bad chunk", ErrProtocol)
 			}
 			if !seqBefore(seq, cs.rcv.next+cs.rcv.window) {
@@ -240,6 +245,7 @@ func (c *core) walk(p []byte, apply bool) error {
 			}
 			if apply {
 				cs.rcv.store(seq, flags&flagFIN != 0, p[chunkEntryHeader:chunkEntryHeader+n], cs)
+				c.ackNow = c.ackNow || flags&flagAckNow != 0
 			}
 			p = p[chunkEntryHeader+n:]
 		case typ == entryMessage && !reliable:

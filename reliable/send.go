@@ -2,6 +2,7 @@ package reliable
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/gonetcode/netcode/reliable/endpoint"
@@ -11,8 +12,9 @@ import (
 // in queue; flush cuts them into chunks numbered from 0, each kept in a
 // slot until acked.
 type relSend struct {
-	queue      []byte
-	qhead      int
+	queue      []byte     // a ring of the bytes written and not yet cut, grown up to limit
+	qhead      int        // index in queue of the first byte queued
+	qlen       int        // bytes queued
 	limit      int        // most bytes queued
 	slots      []sendSlot // a ring indexed by chunk modulo its length, grown up to window
 	window     uint32
@@ -62,7 +64,7 @@ func (s *relSend) trim() {
 		} else {
 			clear(s.slots)
 		}
-		s.queue, s.qhead = nil, 0
+		s.queue, s.qhead, s.qlen = nil, 0, 0
 		s.dirty = false
 	}
 	s.used = false
@@ -84,26 +86,45 @@ func (s *relSend) grow() bool {
 }
 
 // queued returns the bytes waiting to be cut into chunks.
-func (s *relSend) queued() int { return len(s.queue) - s.qhead }
+func (s *relSend) queued() int { return s.qlen }
 
 // room returns how many more bytes the queue takes.
 func (s *relSend) room() int { return s.limit - s.queued() }
 
-// write queues b, which must fit in room.
+// write queues b, which must fit in room. The queue is a ring, so that a
+// writer who adds a few chunks' worth at a time to a full queue (a bulk
+// transfer, as acks free room) copies only what it adds; the ring grows,
+// by doubling, up to limit.
 func (s *relSend) write(b ...[]byte) {
 	need := 0
 	for _, p := range b {
 		need += len(p)
 	}
-	if s.qhead > 0 && len(s.queue)+need > cap(s.queue) {
-		n := copy(s.queue, s.queue[s.qhead:])
-		s.queue = s.queue[:n]
-		s.qhead = 0
+	if s.qlen+need > len(s.queue) {
+		q := make([]byte, min(max(2*len(s.queue), s.qlen+need, 4096), max(s.limit, s.qlen+need)))
+		n := s.qlen
+		s.take(q[:n])
+		s.queue, s.qhead, s.qlen = q, 0, n
 	}
 	for _, p := range b {
-		s.queue = append(s.queue, p...)
+		at := (s.qhead + s.qlen) % len(s.queue)
+		n := copy(s.queue[at:], p)
+		copy(s.queue, p[n:])
+		s.qlen += len(p)
 	}
 	s.used, s.dirty = true, true
+}
+
+// take moves the first len(dst) queued bytes (no more than are queued)
+// into dst.
+func (s *relSend) take(dst []byte) {
+	if len(dst) == 0 {
+		return
+	}
+	k := copy(dst, s.queue[s.qhead:])
+	copy(dst[k:], s.queue)
+	s.qhead = (s.qhead + len(dst)) % len(s.queue)
+	s.qlen -= len(dst)
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -122,24 +143,33 @@ func (c *core) burst() float64 {
 	return min(c.rate()*2*c.cfg.tick.Seconds(), maxBurstPackets*float64(c.cfg.maxPacket))
 }
 
-// rate is the budget in bytes per second: the configured rate, but no
-// more than keeps the packets of one RTT within what the Endpoint
-// remembers, so that every packet in flight can still be acked (beyond,
-// acks are lost, data is resent for nothing, and the resends push still
-// more packets out).
+// trackedPackets is how many packets may be in flight: what the Endpoint
+// remembers, less a margin for bursts, acks and resends, so that every
+// packet in flight can still be acked (beyond, acks are lost, data is
+// resent for nothing, and the resends push still more packets out).
+func (c *core) trackedPackets() int { return c.maxRecs - c.maxRecs/4 }
+
+// rate is the budget in bytes per second: the congestion window's pacing
+// rate, no more than Config.SendRate if set, nor than keeps the packets
+// of one RTT within what the Endpoint remembers. Before the first RTT
+// sample only SendRate paces; the congestion window bounds the first
+// flight.
 func (c *core) rate() float64 {
 	if !c.haveRTT || c.srtt <= 0 {
 		return c.cfg.rate
 	}
-	tracked := float64(c.maxRecs - c.maxRecs/4) // a margin for bursts, acks and resends
-	return min(c.cfg.rate, tracked*float64(c.cfg.maxPacket)/c.srtt.Seconds())
+	srtt := c.srtt.Seconds()
+	tracked := float64(c.trackedPackets()*c.cfg.maxPacket) / srtt
+	return min(c.cfg.rate, tracked, c.cc.pace(srtt))
 }
 
 // refill adds the tokens earned since the last refill, up to two ticks'
 // worth.
 func (c *core) refill() {
-	c.tokens = min(c.burst(), c.tokens+c.rate()*c.now.Sub(c.lastRefill).Seconds())
-	c.lastRefill = c.now
+	if d := c.now.Sub(c.lastRefill); d > 0 { // the rate may be infinite: no Inf*0
+		c.tokens = min(c.burst(), c.tokens+c.rate()*d.Seconds())
+		c.lastRefill = c.now
+	}
 }
 
 // beginPacket starts a payload: the layout hash, then every reliable
@@ -163,7 +193,7 @@ func (c *core) sendPacket() {
 	if c.data {
 		c.lastActive = c.now
 	}
-	seq := c.transmit(c.pkt)
+	seq := c.transmit(c.pkt, c.data)
 	rec := &c.recs[int(seq)%len(c.recs)]
 	rec.n = uint8(copy(rec.refs[:], c.refs))
 	for _, r := range c.refs {
@@ -196,8 +226,9 @@ func (c *core) growRecs() {
 }
 
 // transmit sends payload p as the Endpoint's next packet, with an empty
-// record, and returns its sequence.
-func (c *core) transmit(p []byte) uint16 {
+// record, and returns its sequence. A data packet counts in the
+// congestion window's flight until it is acked or shown lost.
+func (c *core) transmit(p []byte, data bool) uint16 {
 	seq := c.ep.NextSequence()
 	rec := &c.recs[int(seq)%len(c.recs)]
 	if rec.valid && rec.n > 0 && len(c.recs) < c.maxRecs {
@@ -205,9 +236,16 @@ func (c *core) transmit(p []byte) uint16 {
 		c.growRecs()
 		rec = &c.recs[int(seq)%len(c.recs)]
 	}
-	rec.valid, rec.seq, rec.at, rec.n = true, seq, c.stamp(), 0
+	if rec.valid && rec.flight {
+		c.cc.left(int(rec.bytes)) // forgotten: no ack can come for it now
+	}
+	n := len(p) + endpoint.MaxPacketHeaderBytes
+	rec.valid, rec.flight, rec.seq, rec.at, rec.n, rec.bytes = true, data, seq, c.stamp(), 0, int32(n)
+	if data {
+		c.cc.sent(n)
+	}
 	_ = c.ep.SendPacket(p)
-	c.tokens -= float64(len(p) + endpoint.MaxPacketHeaderBytes)
+	c.tokens -= float64(n)
 	c.recvSinceSend = 0
 	c.ackNow = false
 	c.lastSend = c.now
@@ -248,9 +286,30 @@ func (c *core) flush() {
 	for _, i := range c.rel {
 		owed = owed || c.chans[i].rcv.advertise
 	}
+	if c.data && len(c.refs) > 0 && c.waitsForAck() {
+		c.pkt[c.lastFlags] |= flagAckNow
+	}
 	if c.data || owed {
 		c.sendPacket()
 	}
+}
+
+// waitsForAck reports whether the sender, having built what it can send
+// now, waits for an ack to send more: its congestion window is full, or
+// it has nothing more to send and wants its flight acknowledged. Its last
+// packet then asks for the ack at once (flagAckNow) instead of after the
+// peer's ack delay, which a window smaller than ackEvery packets would
+// otherwise wait out every round trip, and which would pass for a queue.
+func (c *core) waitsForAck() bool {
+	if c.cc.full(len(c.pkt)) {
+		return true
+	}
+	for _, i := range c.rel {
+		if s := &c.chans[i].snd; s.queued() > 0 || s.finWanted && !s.finCut {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *core) flushUnreliable(i int) {
@@ -269,7 +328,7 @@ func (c *core) flushUnreliable(i int) {
 				c.big = binary.LittleEndian.AppendUint32(c.big[:0], c.cfg.layout)
 				c.big = append(c.big, entryMessage, byte(i), byte(len(m)), byte(len(m)>>8))
 				c.big = append(c.big, m...)
-				c.transmit(c.big)
+				c.transmit(c.big, true)
 				q.pop()
 				continue
 			}
@@ -288,15 +347,21 @@ func (c *core) flushChunk(i int) bool {
 	cs := &c.chans[i]
 	s := &cs.snd
 	if slot, fast := c.dueResend(s); slot != nil {
-		c.addChunk(i, slot, false)
-		c.stats.Resent++
 		if fast {
 			c.stats.FastResent++
 		}
+		c.cc.lost(slot.sentAt, c.stamp())
+		c.addChunk(i, slot, false)
+		c.stats.Resent++
 		return true
 	}
+	// New data waits for room in the congestion window (resends do not:
+	// their acks are what empties it), unless the channel has nothing in
+	// flight, whose resend timer would bring the acks that empty it: a
+	// window filled by unreliable messages whose acks were lost must not
+	// hold reliable data back for ever.
 	w := uint32(len(s.slots))
-	if !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
+	if s.base != s.next && c.cc.full(len(c.pkt)) || !seqBefore(s.next, s.peerLimit) || s.next-s.base >= w && !s.grow() {
 		return false
 	}
 	w = uint32(len(s.slots))
@@ -313,11 +378,9 @@ func (c *core) flushChunk(i int) bool {
 		c.sendPacket()
 	}
 	slot := &s.slots[s.next%w]
-	*slot = sendSlot{seq: s.next, data: append(slot.data[:0], s.queue[s.qhead:s.qhead+n]...), fin: fin, firstAt: c.stamp()}
-	s.qhead += n
-	if s.qhead == len(s.queue) {
-		s.queue, s.qhead = s.queue[:0], 0
-	}
+	data := slices.Grow(slot.data[:0], n)[:n]
+	s.take(data)
+	*slot = sendSlot{seq: s.next, data: data, fin: fin, firstAt: c.stamp()}
 	s.finCut = s.finCut || fin
 	s.next++
 	if n > 0 {
@@ -374,6 +437,10 @@ func (c *core) markLost() {
 		rec := &c.recs[int(p)%len(c.recs)]
 		if !rec.valid || rec.seq != p {
 			continue
+		}
+		if rec.flight {
+			rec.flight = false
+			c.cc.left(int(rec.bytes))
 		}
 		for _, r := range rec.refs[:rec.n] {
 			s := &c.chans[r.ch].snd
@@ -494,6 +561,7 @@ func (c *core) addChunk(i int, slot *sendSlot, dup bool) {
 	if slot.fin {
 		flags = flagFIN
 	}
+	c.lastFlags = len(c.pkt) + 2
 	c.pkt = append(c.pkt, entryChunk, byte(i), flags)
 	c.pkt = binary.LittleEndian.AppendUint32(c.pkt, slot.seq)
 	c.pkt = binary.LittleEndian.AppendUint16(c.pkt, uint16(len(slot.data)))

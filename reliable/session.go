@@ -33,9 +33,18 @@ type MessageConn interface {
 // Locks, in order: a Channel's or Stream's readMu or writeMu (one lock per
 // direction, serialising that direction's callers); then mu, which guards
 // the core and is held only to compute, never across a Write, a wait or a
-// log call: the datagrams the core makes under mu gather in pend and are
-// written by whoever held mu, after releasing it; then tmu, a leaf that
-// guards the timer.
+// log call: the datagrams the core makes under mu gather in pend; then
+// wmu, a leaf that guards the write queue; then tmu, a leaf that guards
+// the timer.
+//
+// Datagrams leave in the order the core made them, which is the order of
+// their Endpoint sequences: whoever releases mu moves pend to the write
+// queue (under wmu, before releasing mu), and writes the queue unless
+// another goroutine is already writing it, in which case that one writes
+// these too, after its own. Goroutines that each wrote their own batch
+// after releasing mu would interleave them on the wire, and the peer
+// would see reordering that is not the network's: out-of-order acks at
+// once, and chunks declared lost that were only late.
 type conn struct {
 	mc MessageConn
 
@@ -43,6 +52,11 @@ type conn struct {
 	c        *core
 	pend     *batch        // the core's datagrams while mu is held
 	progress chan struct{} // signalled when acks free send slots or data arrives (for Close)
+
+	wmu     sync.Mutex
+	wq      *batch // datagrams waiting for the writer, in order
+	writing bool   // a goroutine is writing wq out
+	spare   *batch // the writer's: the batch it writes, swapped with wq
 
 	done    chan struct{} // closed when the connection has ended
 	endOnce sync.Once
@@ -58,21 +72,30 @@ type conn struct {
 	wakes   atomic.Uint64  // fire calls that ran the core (tests)
 }
 
-// batch is datagrams made under conn.mu, to write after it.
+// batch is datagrams made under conn.mu, to write after it, in order.
 type batch struct {
 	buf  []byte
 	ends []int
 }
-
-var batches = sync.Pool{New: func() any { return new(batch) }}
 
 func (b *batch) add(p []byte) {
 	b.buf = append(b.buf, p...)
 	b.ends = append(b.ends, len(b.buf))
 }
 
+// addAll appends the datagrams of o.
+func (b *batch) addAll(o *batch) {
+	base := len(b.buf)
+	b.buf = append(b.buf, o.buf...)
+	for _, end := range o.ends {
+		b.ends = append(b.ends, base+end)
+	}
+}
+
+func (b *batch) reset() { b.buf, b.ends = b.buf[:0], b.ends[:0] }
+
 func start(mc MessageConn, r *resolved) (*conn, error) {
-	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: batches.Get().(*batch)}
+	cn := &conn{mc: mc, done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch), spare: new(batch)}
 	c, err := newCore(r, time.Now(), func(p []byte) { cn.pend.add(p) })
 	if err != nil {
 		return nil, err
@@ -87,26 +110,58 @@ func start(mc MessageConn, r *resolved) (*conn, error) {
 	return cn, nil
 }
 
-// unlock releases mu, then writes the datagrams the core made under it and
-// arms the timer for the core's next due time.
+// unlock releases mu, then writes the datagrams the core made under it, in
+// order after any still queued, and arms the timer for the core's next
+// due time.
 func (cn *conn) unlock() {
-	var out *batch
-	if len(cn.pend.ends) > 0 {
-		out = cn.pend
-		cn.pend = batches.Get().(*batch)
-	}
 	next := cn.c.nextDue()
+	write := false
+	if len(cn.pend.ends) > 0 {
+		cn.wmu.Lock()
+		switch {
+		case len(cn.wq.ends) == 0:
+			cn.pend, cn.wq = cn.wq, cn.pend
+		case len(cn.wq.ends) < maxWriteQueue:
+			cn.wq.addAll(cn.pend)
+			cn.pend.reset()
+		default:
+			// The writer is stuck in a Write that does not keep up:
+			// these are lost, as a full socket buffer loses them,
+			// rather than queued without bound.
+			cn.pend.reset()
+		}
+		write = !cn.writing
+		cn.writing = true
+		cn.wmu.Unlock()
+	}
 	cn.mu.Unlock()
-	if out != nil {
+	if write {
+		cn.writeQueued()
+	}
+	cn.schedule(next)
+}
+
+// writeQueued writes the write queue until it is empty; its caller set
+// writing, which makes spare its own.
+func (cn *conn) writeQueued() {
+	out := cn.spare
+	for {
+		cn.wmu.Lock()
+		if len(cn.wq.ends) == 0 {
+			cn.writing = false
+			cn.spare = out
+			cn.wmu.Unlock()
+			return
+		}
+		out, cn.wq = cn.wq, out
+		cn.wmu.Unlock()
 		from := 0
 		for _, end := range out.ends {
 			_, _ = cn.mc.Write(out.buf[from:end])
 			from = end
 		}
-		out.buf, out.ends = out.buf[:0], out.ends[:0]
-		batches.Put(out)
+		out.reset()
 	}
-	cn.schedule(next)
 }
 
 func (cn *conn) readLoop() {
@@ -354,9 +409,6 @@ type Channel struct {
 	writeMu sync.Mutex
 	rd, wd  deadline.Deadline
 }
-
-// Kind returns the channel's kind.
-func (ch *Channel) Kind() ChannelKind { return ch.cn.c.cfg.chans[ch.i].kind }
 
 // SetReadDeadline sets when a blocked Receive gives up with an error
 // wrapping os.ErrDeadlineExceeded; zero means never.

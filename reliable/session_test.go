@@ -275,6 +275,6 @@ func TestConfigErrors(t *testing.T) {
 		{Channels: []ChannelConfig{{Kind: Unreliable, QueueBytes: -1}}},
 	} {
 		_, err := NewSession(a, cfg)
-		assert.ErrorIs(t, err, ErrConfig, "%+v", cfg)
+		assert.ErrorIs(t, err, errConfig, "%+v", cfg)
 	}
 }

@@ -22,8 +22,8 @@ import (
 // an end of stream, waits (up to Config.Linger) until the peer has
 // acknowledged everything written, then closes the message connection;
 // the peer reads what was written and then io.EOF. If the message
-// connection ends first, Read fails with ErrUnexpectedEOF and Write with
-// io.ErrClosedPipe. Deadlines behave as in package net.
+// connection ends first, Read fails with an error wrapping
+// io.ErrUnexpectedEOF and Write with io.ErrClosedPipe. Deadlines behave as in package net.
 type Stream struct {
 	cn *conn
 	// readMu and writeMu serialise Reads and Writes; each is taken before
@@ -86,7 +86,7 @@ func (s *Stream) Read(b []byte) (int, error) {
 		cn.unlock()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = ErrUnexpectedEOF
+				err = errUnexpectedEOF
 			}
 			return 0, cn.endErr("read", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 	"github.com/gonetcode/netcode/internal/tokenwire"
 	"github.com/gonetcode/netcode/protocol"
 )
@@ -40,7 +41,7 @@ func Parse(b []byte) (*ConnectToken, error) {
 	if len(b) != ConnectTokenBytes {
 		return nil, errLength
 	}
-	if !bytes.Equal(b[offVersion:offProtocol], []byte(crypto.VersionInfo)) {
+	if !bytes.Equal(b[offVersion:offProtocol], []byte(aead.VersionInfo)) {
 		return nil, errVersion
 	}
 	t := &ConnectToken{
@@ -84,7 +85,7 @@ func (t *ConnectToken) AppendBinary(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = tokenwire.Extend(dst, ConnectTokenBytes)
 	b := dst[start:]
-	copy(b[offVersion:], []byte(crypto.VersionInfo))
+	copy(b[offVersion:], []byte(aead.VersionInfo))
 	binary.LittleEndian.PutUint64(b[offProtocol:], t.ProtocolID)
 	binary.LittleEndian.PutUint64(b[offCreate:], t.CreateTimestamp)
 	binary.LittleEndian.PutUint64(b[offExpire:], t.ExpireTimestamp)

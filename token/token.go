@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 	"github.com/gonetcode/netcode/internal/tokenwire"
 )
 
@@ -52,14 +53,14 @@ const NeverExpireTimestamp = math.MaxUint64
 // Offsets into the public part of a connect token.
 const (
 	offVersion  = 0
-	offProtocol = offVersion + len(crypto.VersionInfo) // 13
-	offCreate   = offProtocol + 8                      // 21
-	offExpire   = offCreate + 8                        // 29
-	offNonce    = offExpire + 8                        // 37
-	offPrivate  = offNonce + nonceBytes                // 61
-	offTimeout  = offPrivate + privateBytes            // 1085
-	offNumAddrs = offTimeout + 4                       // 1089
-	offAddrs    = offNumAddrs + 4                      // 1093
+	offProtocol = offVersion + len(aead.VersionInfo) // 13
+	offCreate   = offProtocol + 8                    // 21
+	offExpire   = offCreate + 8                      // 29
+	offNonce    = offExpire + 8                      // 37
+	offPrivate  = offNonce + nonceBytes              // 61
+	offTimeout  = offPrivate + privateBytes          // 1085
+	offNumAddrs = offTimeout + 4                     // 1089
+	offAddrs    = offNumAddrs + 4                    // 1093
 )
 
 // ErrInvalid is returned (possibly wrapped; test with errors.Is) for a token,
@@ -97,14 +98,15 @@ var (
 	errTimeout       = tokenwire.Invalid("TimeoutSeconds is negative (use NoTimeout to disable timeouts)")
 )
 
-// Defaults for zero Params fields, as in the reference's example programs.
+// Defaults for zero Params fields, as in the reference's example programs,
+// and the value that disables timeouts.
 const (
-	// DefaultExpireSeconds is the lifetime of a token whose ExpireSeconds
-	// is 0.
-	DefaultExpireSeconds = 30
-	// DefaultTimeoutSeconds is the connection timeout of a token whose
+	// defaultExpireSeconds is the lifetime of a token whose ExpireSeconds
+	// is 0: 30 s.
+	defaultExpireSeconds = tokenwire.DefaultExpireSeconds
+	// defaultTimeoutSeconds is the connection timeout of a token whose
 	// TimeoutSeconds is 0.
-	DefaultTimeoutSeconds = 5
+	defaultTimeoutSeconds = 5
 	// NoTimeout, as TimeoutSeconds, disables the connection timeout: a
 	// dead peer then holds its slot until the server closes it, and a Dial
 	// to nothing waits until the token expires. For development only (a
@@ -129,8 +131,8 @@ type Params struct {
 	// against their own (for servers behind NAT or a load balancer). It
 	// must have one entry per ServerAddrs entry. Empty means ServerAddrs.
 	InternalAddrs []netip.AddrPort
-	// ExpireSeconds is the token's lifetime from its creation; 0 means
-	// DefaultExpireSeconds. A negative value is an error.
+	// ExpireSeconds is the token's lifetime from its creation; 0 means 30
+	// seconds. A negative value is an error.
 	ExpireSeconds int64
 	// NeverExpire makes a token that never expires (expire timestamp
 	// NeverExpireTimestamp), whatever ExpireSeconds says. For development only:
@@ -138,7 +140,7 @@ type Params struct {
 	// remember it (to refuse it again) for as long as they run.
 	NeverExpire bool
 	// TimeoutSeconds is the connection timeout: how long either side waits
-	// without hearing from the other; 0 means DefaultTimeoutSeconds.
+	// without hearing from the other; 0 means 5 seconds.
 	// NoTimeout disables timeouts (development only); other negative
 	// values are an error.
 	TimeoutSeconds int32
@@ -173,11 +175,11 @@ func (p *Params) validate() error {
 	case p.ExpireSeconds < 0:
 		return errExpire
 	case p.ExpireSeconds == 0:
-		p.ExpireSeconds = DefaultExpireSeconds
+		p.ExpireSeconds = defaultExpireSeconds
 	}
 	switch {
 	case p.TimeoutSeconds == 0:
-		p.TimeoutSeconds = DefaultTimeoutSeconds
+		p.TimeoutSeconds = defaultTimeoutSeconds
 	case p.TimeoutSeconds < 0 && p.TimeoutSeconds != NoTimeout:
 		return errTimeout
 	}
@@ -275,7 +277,7 @@ func Generate(params *Params) ([]byte, error) {
 }
 
 // appendToken appends a connect token to dst. p must have been validated.
-func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create uint64, nonce *[nonceBytes]byte, c2s, s2c *crypto.Key) []byte {
+func appendToken(dst []byte, p *Params, ta *crypto.PrivateTokenAEAD, create uint64, nonce *[nonceBytes]byte, c2s, s2c *crypto.Key) []byte {
 	seconds := p.ExpireSeconds
 	if p.NeverExpire {
 		seconds = -1
@@ -284,7 +286,7 @@ func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create ui
 	start := len(dst)
 	dst = tokenwire.Extend(dst, ConnectTokenBytes)
 	b := dst[start:]
-	copy(b[offVersion:], []byte(crypto.VersionInfo))
+	copy(b[offVersion:], []byte(aead.VersionInfo))
 	binary.LittleEndian.PutUint64(b[offProtocol:], p.ProtocolID)
 	binary.LittleEndian.PutUint64(b[offCreate:], create)
 	binary.LittleEndian.PutUint64(b[offExpire:], expire)
@@ -293,7 +295,7 @@ func appendToken(dst []byte, p *Params, aead *crypto.PrivateTokenAEAD, create ui
 	// The private part is written in place and sealed in place.
 	plain := b[offPrivate : offPrivate+privatePlainBytes]
 	tokenwire.WritePrivate(plain, p.ClientID, p.TimeoutSeconds, p.internal(), c2s, s2c, &p.UserData)
-	aead.Seal(plain[:0], nonce, p.ProtocolID, expire, plain)
+	aead.SealToken(ta, plain[:0], nonce, p.ProtocolID, expire, plain)
 
 	binary.LittleEndian.PutUint32(b[offTimeout:], uint32(p.TimeoutSeconds))
 	writePublicTail(b[offNumAddrs:], p.ServerAddrs, c2s, s2c)

@@ -32,7 +32,7 @@ func TestConstants(t *testing.T) {
 	assert.Equal(t, c.KeyBytes, crypto.KeyBytes)
 	assert.Equal(t, c.UserDataBytes, token.UserDataBytes)
 	assert.Equal(t, c.MaxServersPerConnect, token.MaxServers)
-	assertBytes(t, []byte(c.VersionInfo), []byte(crypto.VersionInfo))
+	assertBytes(t, []byte(c.VersionInfo), []byte(aead.VersionInfo))
 	// A connection request is prefix, version, protocol id, expire, nonce
 	// and the sealed private part.
 	assert.Equal(t, c.ConnectionRequestPktBytes, 1+len(c.VersionInfo)+8+8+crypto.TokenNonceBytes+tokenwire.PrivateBytes)
@@ -96,7 +96,7 @@ func TestConnectTokenVectors(t *testing.T) {
 	for _, tc := range v.ConnectTokens {
 		t.Run(tc.Name, func(t *testing.T) {
 			in := &tc.Inputs
-			requireBytes(t, []byte(crypto.VersionInfo), []byte(in.VersionInfo))
+			requireBytes(t, []byte(aead.VersionInfo), []byte(in.VersionInfo))
 			// The vectors' fixed inputs are the common ones.
 			assert.Equal(t, v.Common.PrivateKey, in.PrivateKey)
 			assert.Equal(t, v.Common.ProtocolID, in.ProtocolID)
@@ -139,7 +139,7 @@ func TestConnectTokenVectors(t *testing.T) {
 			req := tc.ConnectionRequestPkt
 			require.Len(t, req, v.Constants.ConnectionRequestPktBytes)
 			assert.Equal(t, byte(0), req[0])
-			assertBytes(t, []byte(crypto.VersionInfo), req[1:14])
+			assertBytes(t, []byte(aead.VersionInfo), req[1:14])
 			assert.Equal(t, ct.ProtocolID, binary.LittleEndian.Uint64(req[14:]))
 			assert.Equal(t, ct.ExpireTimestamp, binary.LittleEndian.Uint64(req[22:]))
 			assertBytes(t, ct.Nonce[:], req[30:54])
@@ -592,7 +592,7 @@ func TestGenerateExpire(t *testing.T) {
 		seconds int64
 		want    uint64
 	}{
-		{1000, 0, 1000 + token.DefaultExpireSeconds},
+		{1000, 0, 1000 + 30},
 		{1000, 30, 1030},
 		{0, math.MaxInt64, math.MaxInt64},
 		{math.MaxUint64 - 5, 10, token.NeverExpireTimestamp}, // saturates, never wraps
@@ -621,9 +621,9 @@ func TestGenerateDefaults(t *testing.T) {
 		wantLife    uint64
 		wantTimeout int32
 	}{
-		{"zero values", 0, 0, token.DefaultExpireSeconds, token.DefaultTimeoutSeconds},
+		{"zero values", 0, 0, 30, 5},
 		{"explicit", 45, 10, 45, 10},
-		{"no timeout", 0, token.NoTimeout, token.DefaultExpireSeconds, -1},
+		{"no timeout", 0, token.NoTimeout, 30, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 func apOf(a net.Addr) netip.AddrPort { return transport.AddrPortOf(a) }
@@ -166,7 +167,7 @@ func TestMuxWriteBatch(t *testing.T) {
 			n, err = tc.WriteBatch([]transport.Message{
 				{Buf: []byte("ok"), Addr: wsAddr[0]},
 				{Buf: []byte("ok"), Addr: apOf(p1.LocalAddr())},
-				{Buf: make([]byte, bridgetransport.MaxMessage+1), Addr: wsAddr[1]},
+				{Buf: make([]byte, protocol.MaxPacketBytes+1), Addr: wsAddr[1]},
 				{Buf: []byte("not sent"), Addr: wsAddr[1]},
 			})
 			assert.Equal(t, 2, n)

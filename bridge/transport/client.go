@@ -35,6 +35,8 @@ type Options struct {
 // netcode.Dialer with [ListenPacket]. It works in browsers too
 // (GOOS=js GOARCH=wasm), over the browser's WebSocket.
 type Conn struct {
+	batchHook // the I/O by netip.AddrPort a netcode Dialer finds: connIO
+
 	ws       *websocket.Conn
 	url      string
 	q        *packetq.Queue // the server's datagrams; ended when the WebSocket is
@@ -49,7 +51,7 @@ type Conn struct {
 // relative to the page in a browser) with the subprotocol
 // Subprotocol and returns the connection. opts may be nil. A Mux
 // that has its MaxSessions open refuses the session: the error wraps
-// bridge.ErrBridgeFull, at once (by bridge.RefusedHeader, or in a browser, which hides
+// bridge.ErrBridgeFull, at once (by the response header Netcode-Bridge-Refused, or in a browser, which hides
 // the headers, by the subprotocol the refusal agrees to, see
 // Subprotocol). Should a session be refused after it opened,
 // reads fail with an error wrapping bridge.ErrBridgeFull.
@@ -91,13 +93,14 @@ func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "websocket", Addr: netAddr(url),
 			Err: fmt.Errorf("netcode/bridge: server did not agree to subprotocol %s", Subprotocol)}
 	}
-	ws.SetReadLimit(MaxMessage)
+	ws.SetReadLimit(maxMessage)
 	c := &Conn{
 		ws:       ws,
 		url:      url,
 		q:        packetq.New(o.ReadQueue),
 		readDone: make(chan struct{}),
 	}
+	c.batchHook = batchHook{P: connIO{c}}
 	go c.reader()
 	return c, nil
 }
@@ -126,7 +129,7 @@ func (c *Conn) opError(op string, err error) error {
 // the WebSocket ends, with an error wrapping net.ErrClosed that says why.
 func (c *Conn) reader() {
 	defer close(c.readDone)
-	buf := make([]byte, MaxMessage+1)
+	buf := make([]byte, maxMessage+1)
 	err := func() error {
 		for {
 			typ, n, err := wsbridge.ReadMessage(c.ws, buf)
@@ -136,7 +139,7 @@ func (c *Conn) reader() {
 			case typ != websocket.MessageBinary:
 				c.ws.Close(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
 				return errors.New("netcode/bridge: text message from the server")
-			case n > MaxMessage:
+			case n > maxMessage:
 				return errPacketTooBig
 			case n > 0:
 				c.q.Push(netip.AddrPort{}, buf[:n]) // full: dropped, as by a full socket buffer
@@ -159,11 +162,9 @@ func (c *Conn) serverAddr() netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// ReadFromUDPAddrPort reads one datagram from the server into b (truncated
-// if b is short) and returns its length and the address last written to.
-// Once the WebSocket has closed and the queue is empty, it returns an
-// error wrapping net.ErrClosed.
-func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+// readFromAddrPort is ReadFrom without the *net.UDPAddr, which a netcode
+// Dialer reaches through the hook (connIO).
+func (c *Conn) readFromAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, _, err := c.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, c.opError("read", err)
@@ -171,25 +172,28 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	return n, c.serverAddr(), nil
 }
 
-// ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
+// ReadFrom reads one datagram from the server into b (truncated if b is
+// short) and returns its length and the address last written to, a
+// *net.UDPAddr. Once the WebSocket has closed and the queue is empty, it
+// returns an error wrapping net.ErrClosed.
 func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, addr, err := c.ReadFromUDPAddrPort(b)
+	n, addr, err := c.readFromAddrPort(b)
 	if err != nil {
 		return 0, nil, err
 	}
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
-// WriteToUDPAddrPort sends b (1 to MaxMessage bytes) as one
-// binary message and remembers addr as the server's address.
-func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+// writeToAddrPort is WriteTo with a netip.AddrPort, which a netcode Dialer
+// reaches through the hook (connIO).
+func (c *Conn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
 	switch {
 	case len(b) == 0:
 		return 0, c.opError("write", errEmptyPacket)
-	case len(b) > MaxMessage:
+	case len(b) > maxMessage:
 		return 0, c.opError("write", errPacketTooBig)
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
@@ -213,9 +217,20 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return len(b), nil
 }
 
-// WriteTo implements net.PacketConn.
+// WriteTo sends b (1 to protocol.MaxPacketBytes bytes) as one binary message and
+// remembers addr as the server's address.
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	return c.WriteToUDPAddrPort(b, dgram.AddrPortOf(addr))
+	return c.writeToAddrPort(b, dgram.AddrPortOf(addr))
+}
+
+// connIO is a Conn's I/O by netip.AddrPort for a netcode Dialer over it.
+type connIO struct{ c *Conn }
+
+func (x connIO) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	return x.c.readFromAddrPort(b)
+}
+func (x connIO) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	return x.c.writeToAddrPort(b, addr)
 }
 
 // LocalAddr returns the WebSocket's URL as a net.Addr of network

@@ -10,7 +10,7 @@
 // serves both kinds of client; [Mux.Handler] accepts the WebSockets. The
 // client side is [Dial], or [ListenPacket] for netcode.Dialer.ListenPacket.
 // Sessions are admitted, refused for MaxSessions (close code 1013,
-// bridge.RefusedHeader, bridge.ErrBridgeFull) and closed within a bound
+// the header Netcode-Bridge-Refused, bridge.ErrBridgeFull) and closed within a bound
 // exactly as the relay's are, by the same code; the close codes are
 // package bridge's. See examples/wasm. Package bridge/webtransport adds
 // WebTransport peers to a Mux, beside its WebSocket ones, under the same

@@ -10,11 +10,12 @@ import (
 
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // FuzzMuxMessage sends hostile messages over the WebSocket transport into
 // a Mux with a netcode server behind it: nothing may panic, a binary
-// message of at most transport.MaxMessage bytes never ends the session, any
+// message of at most protocol.MaxPacketBytes bytes never ends the session, any
 // other message ends it with the documented code, and the server keeps
 // serving real clients. Every input costs a WebSocket round trip, so run it
 // with a bounded minimization, for example
@@ -26,8 +27,8 @@ func FuzzMuxMessage(f *testing.F) {
 	f.Add(false, []byte{})
 	f.Add(false, []byte{0})
 	f.Add(false, tok[:1078])
-	f.Add(false, make([]byte, transport.MaxMessage))
-	f.Add(false, make([]byte, transport.MaxMessage+1))
+	f.Add(false, make([]byte, protocol.MaxPacketBytes))
+	f.Add(false, make([]byte, protocol.MaxPacketBytes+1))
 	f.Add(true, []byte("hello"))
 	for _, p := range []byte{1, 2, 3, 4, 5, 6, 7} {
 		f.Add(false, append([]byte{p}, make([]byte, 40)...))
@@ -44,7 +45,7 @@ func FuzzMuxMessage(f *testing.F) {
 			typ = websocket.MessageText
 		}
 		require.NoError(t, ws.Write(ctx, typ, msg))
-		if !text && len(msg) <= transport.MaxMessage {
+		if !text && len(msg) <= protocol.MaxPacketBytes {
 			// The session lives on: it still takes a message, and closes
 			// cleanly when asked.
 			require.NoError(t, ws.Write(ctx, websocket.MessageBinary, []byte{0}))

@@ -25,7 +25,7 @@ type MuxConfig struct {
 	// 1024, as in the relay's Config. Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response
-	// carries bridge.RefusedHeader, and Dial fails at once with
+	// carries the header Netcode-Bridge-Refused, and Dial fails at once with
 	// bridge.ErrBridgeFull.
 	MaxSessions int
 	// IdleTimeout ends a session when no message has gone either way (from
@@ -93,7 +93,7 @@ type MuxConfig struct {
 // finish within a couple of seconds (its peer does not read) is cut
 // without a close handshake, so Close always returns.
 type Mux struct {
-	batchHook // the batched I/O a netcode Listener finds: muxBatcher
+	batchHook // the I/O a netcode Listener finds: muxBatcher, batched and by netip.AddrPort
 	hostHook  // what package bridge/webtransport starts its sessions through
 
 	udp    net.PacketConn
@@ -152,7 +152,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	m.batchHook = batchHook{B: muxBatcher{m}}
+	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}}
 	m.hostHook = hostHook{H: (*muxHost)(m)}
 	m.gate.Init("transport", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, m.log)
 	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
@@ -213,13 +213,9 @@ func (m *Mux) opError(op string, addr net.Addr, err error) error {
 	return &net.OpError{Op: op, Net: "netcode-mux", Source: m.udp.LocalAddr(), Addr: addr, Err: err}
 }
 
-// ReadFromUDPAddrPort reads one datagram, from UDP or from a WebSocket
-// session, into b and returns its length and sender. A datagram longer than
-// b is truncated. It allocates nothing. After Close it returns an error
-// wrapping net.ErrClosed; if the UDP socket failed for good (not for a
-// transient error such as an ICMP one, which the Mux rides out), it returns
-// what is queued, then that error.
-func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+// readFromAddrPort is ReadFrom without the *net.UDPAddr, which a netcode
+// Listener reaches through the hook (muxBatcher).
+func (m *Mux) readFromAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, addr, err := m.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, m.opError("read", nil, err)
@@ -232,20 +228,24 @@ func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	return n, addr, nil
 }
 
-// ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
+// ReadFrom reads one datagram, from UDP or from a WebSocket session, into
+// b and returns its length and sender, a *net.UDPAddr. A datagram longer
+// than b is truncated. After Close it returns an error wrapping
+// net.ErrClosed; if the UDP socket failed for good (not for a transient
+// error such as an ICMP one, which the Mux rides out), it returns what is
+// queued, then that error. A netcode Listener over the Mux reads it in
+// batches, without allocating.
 func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, addr, err := m.ReadFromUDPAddrPort(b)
+	n, addr, err := m.readFromAddrPort(b)
 	if err != nil {
 		return 0, nil, err
 	}
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
-// WriteToUDPAddrPort sends one datagram: to a WebSocket session if addr is
-// a transport address, over UDP otherwise. Like UDP, it reports success for
-// a session that has ended or whose send queue is full (the datagram is
-// dropped). It allocates nothing.
-func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+// writeToAddrPort is WriteTo with a netip.AddrPort, which a netcode
+// Listener reaches through the hook (muxBatcher).
+func (m *Mux) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	var err error
 	if IsSessionAddr(addr) {
 		err = m.toSession(b, addr)
@@ -264,7 +264,7 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 	switch {
 	case len(b) == 0:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
-	case len(b) > MaxMessage:
+	case len(b) > maxMessage:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errPacketTooBig)
 	}
 	m.mu.RLock()
@@ -288,7 +288,7 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 // then takes as many as are queued and fit. Each goes into
 // ms[i].Buf[:cap(ms[i].Buf)], truncated if longer; Buf is resliced to it
 // and Addr is its sender. A netcode Listener over a Mux reads with it.
-// The errors are those of ReadFromUDPAddrPort. It allocates nothing.
+// The errors are those of ReadFrom. It allocates nothing.
 func (m *Mux) readBatch(ms []dgram.Message) (int, error) {
 	n, err := m.q.ReadBatch(ms)
 	if err != nil {
@@ -321,7 +321,7 @@ func (m *Mux) dequeued(addr netip.AddrPort) {
 // writeBatch sends ms in order: each run of
 // datagrams for UDP peers goes through the UDP socket's batched path
 // (sendmmsg on Linux), and datagrams for transport addresses to their
-// sessions' send queues, as WriteToUDPAddrPort does. It returns how many
+// sessions' send queues, as WriteTo does. It returns how many
 // were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
 // nothing.
 func (m *Mux) writeBatch(ms []dgram.Message) (int, error) {
@@ -349,14 +349,17 @@ func (m *Mux) writeBatch(ms []dgram.Message) (int, error) {
 
 var _ dgram.Batcher = muxBatcher{}
 
-// WriteTo implements net.PacketConn. addr must be a *net.UDPAddr or have
-// the form "host:port".
+// WriteTo sends one datagram: to a WebSocket session if addr is a
+// transport address, over UDP otherwise. addr must be a *net.UDPAddr or
+// have the form "host:port". Like UDP, it reports success for a session
+// that has ended or whose send queue is full (the datagram is dropped). A
+// netcode Listener over the Mux writes it without allocating.
 func (m *Mux) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ap := dgram.AddrPortOf(addr)
 	if !ap.IsValid() {
 		return 0, m.opError("write", addr, errors.New("netcode/bridge: not an IP address"))
 	}
-	return m.WriteToUDPAddrPort(b, ap)
+	return m.writeToAddrPort(b, ap)
 }
 
 // LocalAddr returns the UDP socket's address.
@@ -368,7 +371,7 @@ func (m *Mux) SetDeadline(t time.Time) error {
 	return m.udp.SetWriteDeadline(t)
 }
 
-// SetReadDeadline sets the deadline for ReadFrom and ReadFromUDPAddrPort.
+// SetReadDeadline sets the deadline for ReadFrom.
 func (m *Mux) SetReadDeadline(t time.Time) error {
 	m.q.SetReadDeadline(t)
 	return nil
@@ -415,7 +418,7 @@ func (m *Mux) Close() error {
 // Handler returns the http.Handler that accepts WebSocket sessions of the
 // transport (subprotocol [Subprotocol]; a request that does not
 // offer it is refused with HTTP 400). Each binary message is one netcode
-// packet of 1 to [MaxMessage] bytes; a longer message ends the
+// packet of 1 to protocol.MaxPacketBytes bytes; a longer message ends the
 // session with 1009, a text message with 1003, and empty messages are
 // ignored.
 func (m *Mux) Handler() http.Handler { return (*muxHandler)(m) }
@@ -426,7 +429,7 @@ type muxHandler Mux
 func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
 	m.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
-		ws.SetReadLimit(MaxMessage)
+		ws.SetReadLimit(maxMessage)
 		m.start(wsbridge.WSLink{WS: ws, BC: bc}, r.RemoteAddr, release)
 	})
 }
@@ -468,12 +471,20 @@ func (h *muxHost) Start(l wsbridge.Link, remote string, release func()) {
 // exports no method of internal types.
 type hostHook = wsbridge.Hosted
 
-// batchHook is the hook a Mux embeds under an unexported name, so that it
-// exports no method of internal types.
+// batchHook is the hook a Mux and a Conn embed under an unexported name,
+// so that they export no method of internal types, nor the netip.AddrPort
+// methods that only a netcode Listener or Dialer uses.
 type batchHook = dgram.Batched
 
-// muxBatcher is a Mux's batched I/O for a netcode Listener over it.
+// muxBatcher is a Mux's I/O for a netcode Listener over it: batched, and
+// one datagram at a time by netip.AddrPort, without allocating.
 type muxBatcher struct{ m *Mux }
 
 func (b muxBatcher) ReadBatch(ms []dgram.Message) (int, error)  { return b.m.readBatch(ms) }
 func (b muxBatcher) WriteBatch(ms []dgram.Message) (int, error) { return b.m.writeBatch(ms) }
+func (b muxBatcher) ReadFromUDPAddrPort(p []byte) (int, netip.AddrPort, error) {
+	return b.m.readFromAddrPort(p)
+}
+func (b muxBatcher) WriteToUDPAddrPort(p []byte, addr netip.AddrPort) (int, error) {
+	return b.m.writeToAddrPort(p, addr)
+}

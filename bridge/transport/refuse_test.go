@@ -15,6 +15,7 @@ import (
 
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 )
 
@@ -27,7 +28,7 @@ func TestTransportConnRefusedLater(t *testing.T) {
 		if err != nil {
 			return
 		}
-		ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
+		ws.Close(wsbridge.CodeFull, bridge.ErrBridgeFull.Error())
 	}))
 	defer hs.Close()
 	c, err := transport.Dial(bridgetest.Ctx(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
@@ -55,7 +56,7 @@ func TestDialTransportRefused503(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if tt.header {
-					w.Header().Set(bridge.RefusedHeader, "full")
+					w.Header().Set(wsbridge.RefusedHeader, "full")
 				}
 				http.Error(w, "busy", http.StatusServiceUnavailable)
 			}))
@@ -87,7 +88,7 @@ func TestDialTransportSubprotocols(t *testing.T) {
 				if err != nil {
 					return
 				}
-				ws.Close(bridge.CodeBridgeFull, bridge.ErrBridgeFull.Error())
+				ws.Close(wsbridge.CodeFull, bridge.ErrBridgeFull.Error())
 			}))
 			defer hs.Close()
 			_, err := transport.Dial(bridgetest.Ctx(t, 5*time.Second), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)

@@ -79,7 +79,7 @@ func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
 	defer s.link.Release()
-	buf := make([]byte, MaxMessage)
+	buf := make([]byte, maxMessage)
 	for s.writeBatch(buf) {
 	}
 	s.link.Close(s.code, s.reason)
@@ -126,7 +126,7 @@ func (s *muxSession) write(p []byte) bool {
 // readLoop feeds the peer's messages to the Mux's read queue until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
-	buf := make([]byte, MaxMessage+1)
+	buf := make([]byte, maxMessage+1)
 	for {
 		n, err := s.link.Read(buf)
 		if err != nil && err != wsbridge.ErrText {
@@ -139,7 +139,7 @@ func (s *muxSession) readLoop() {
 			return
 		case n == 0:
 			continue // not a datagram, and not activity either
-		case n > MaxMessage:
+		case n > maxMessage:
 			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1300 bytes")
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // sessionPeer opens a raw WebSocket session to mux and returns it with its
@@ -36,7 +37,7 @@ func sessionPeer(t testing.TB, mux *bridgetransport.Mux, url string) (*websocket
 // the WebSocket in batches) arrives whole and in order, message by message,
 // over several rounds.
 func TestMuxSessionBurst(t *testing.T) {
-	for _, size := range []int{1, 100, bridgetransport.MaxMessage} {
+	for _, size := range []int{1, 100, protocol.MaxPacketBytes} {
 		mux, url := newBareMux(t, bridgetransport.MuxConfig{SendQueue: 256})
 		ws, addr := sessionPeer(t, mux, url)
 		ctx := bridgetest.Ctx(t, 10*time.Second)
@@ -73,7 +74,7 @@ func BenchmarkMuxSessionWrite(b *testing.B) {
 		ms[i] = transport.Message{Buf: make([]byte, 100), Addr: addr}
 	}
 	ctx := context.Background() // no deadline: no timer per read
-	buf := make([]byte, bridgetransport.MaxMessage)
+	buf := make([]byte, protocol.MaxPacketBytes)
 	tc := transport.New(mux) // the batched I/O a Listener uses
 	b.ReportAllocs()
 	start := bridgetest.CPUTime()

@@ -25,9 +25,9 @@ const Subprotocol = "netcode.transport.v1"
 // (see Subprotocol).
 const fullSubprotocol = Subprotocol + ".full"
 
-// MaxMessage is the largest binary message of the transport: the
+// maxMessage is the largest binary message of the transport: the
 // largest netcode packet.
-const MaxMessage = protocol.MaxPacketBytes
+const maxMessage = protocol.MaxPacketBytes
 
 // Transport addresses. A WebSocket peer of a Mux is known to the netcode
 // server by a synthetic address from the IPv6 discard-only prefix 100::/64

@@ -20,8 +20,10 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 func TestTransportEchoUDPAndWebSocket(t *testing.T) {
@@ -114,7 +116,7 @@ func TestTransportBadMessages(t *testing.T) {
 
 	t.Run("oversize", func(t *testing.T) {
 		ws := bridgetest.RawWS(t, s.URL)
-		require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageBinary, make([]byte, transport.MaxMessage+1)))
+		require.NoError(t, ws.Write(bridgetest.Ctx(t, 5*time.Second), websocket.MessageBinary, make([]byte, protocol.MaxPacketBytes+1)))
 		ce := bridgetest.Closed(t, ws, 5*time.Second)
 		assert.Equal(t, websocket.StatusMessageTooBig, ce.Code)
 	})
@@ -128,7 +130,7 @@ func TestTransportBadMessages(t *testing.T) {
 		ws := bridgetest.RawWS(t, s.URL)
 		ctx := bridgetest.Ctx(t, 5*time.Second)
 		for i := range 200 {
-			b := make([]byte, i*6%(transport.MaxMessage+1))
+			b := make([]byte, i*6%(protocol.MaxPacketBytes+1))
 			for j := range b {
 				b[j] = byte(i * j)
 			}
@@ -164,7 +166,7 @@ func TestTransportIdleTimeout(t *testing.T) {
 	s := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{IdleTimeout: 400 * time.Millisecond})
 	ws := bridgetest.RawWS(t, s.URL)
 	ce := bridgetest.Closed(t, ws, 5*time.Second)
-	assert.Equal(t, bridge.CodeIdleTimeout, ce.Code)
+	assert.Equal(t, wsbridge.CodeIdleTimeout, ce.Code)
 	// A connected client sends keep-alives, which keep its session open.
 	c := s.DialWS(t)
 	time.Sleep(time.Second)
@@ -274,11 +276,11 @@ func TestMuxPacketConn(t *testing.T) {
 		assert.Equal(t, "write", oe.Op)
 		assert.ErrorContains(t, err, why)
 	}
-	_, err = c1.WriteTo(make([]byte, transport.MaxMessage+1), server)
+	_, err = c1.WriteTo(make([]byte, protocol.MaxPacketBytes+1), server)
 	writeFails(err, "packet larger than 1300 bytes")
 	_, err = c1.WriteTo(nil, server)
 	writeFails(err, "empty packet")
-	_, err = mux.WriteTo(make([]byte, transport.MaxMessage+1), addrs["ws ping 0"])
+	_, err = mux.WriteTo(make([]byte, protocol.MaxPacketBytes+1), addrs["ws ping 0"])
 	writeFails(err, "packet larger than 1300 bytes")
 	// To a session that never existed: dropped, like UDP.
 	_, err = mux.WriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[100::ffff]:1")))
@@ -441,7 +443,7 @@ func TestMuxWriteTimeout(t *testing.T) {
 	_, from := peerOf(t, mux, url)
 	// Fill its TCP connection: writes never block the caller, the session's
 	// writer stalls, and the write timeout ends the session.
-	p := make([]byte, transport.MaxMessage)
+	p := make([]byte, protocol.MaxPacketBytes)
 	deadline := time.Now().Add(10 * time.Second)
 	for mux.Sessions() > 0 {
 		require.True(t, time.Now().Before(deadline), "session not ended")
@@ -473,7 +475,7 @@ func TestMuxIdleTimeoutEitherDirection(t *testing.T) {
 				assert.Equal(t, 1, mux.Sessions())
 			}
 			ce := bridgetest.Closed(t, ws, 10*idle)
-			assert.Equal(t, bridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
+			assert.Equal(t, wsbridge.CodeIdleTimeout, ce.Code, "reason %q", ce.Reason)
 			bridgetest.Eventually(t, func() bool { return mux.Sessions() == 0 }, "session not ended")
 		})
 	}
@@ -496,7 +498,7 @@ func TestMuxCloseWithStalledPeer(t *testing.T) {
 	// Queue large datagrams until the TCP buffers are full and the
 	// session's writer is parked in the poller inside a WebSocket write:
 	// with a peer that never reads, it stays there.
-	p := make([]byte, transport.MaxMessage)
+	p := make([]byte, protocol.MaxPacketBytes)
 	for deadline := time.Now().Add(60 * time.Second); !stacks.Blocked("IO wait", "transport.(*muxSession).write"); {
 		require.True(t, time.Now().Before(deadline), "the writer never stalled")
 		for range 64 {

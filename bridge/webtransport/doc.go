@@ -6,7 +6,7 @@
 // relay) and of a transport.Mux (the end-to-end transport). They are the
 // same Handler's and Mux's sessions as their WebSocket ones: admitted by
 // the same gate (MaxSessions counts both kinds; refusals say 1013 and
-// bridge.RefusedHeader; Close ends both), with the same timeouts, close
+// the header Netcode-Bridge-Refused: full; Close ends both), with the same timeouts, close
 // codes (package bridge's table) and counts (Sessions, Dropped):
 //
 //	relay := bridge.NewHandler(&bridge.Config{AllowedServers: servers})

@@ -20,8 +20,10 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
+	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/bridge/webtransport"
+	"github.com/gonetcode/netcode/protocol"
 )
 
 // rawTLS trusts the rig's development certificate as a browser pinning it
@@ -93,7 +95,7 @@ func TestRefusedWhenFull(t *testing.T) {
 	_, err = transport.Dial(ctx, r.ws, nil)
 	require.ErrorIs(t, err, bridge.ErrBridgeFull, "the WebSocket path shares the cap")
 	code, reason := ended(t, r.raw(t, r.transportURL))
-	assert.Equal(t, bridge.CodeBridgeFull, code)
+	assert.Equal(t, wsbridge.CodeFull, code)
 	assert.Equal(t, bridge.ErrBridgeFull.Error(), reason)
 
 	rc := r.dialRelay(t)
@@ -101,9 +103,9 @@ func TestRefusedWhenFull(t *testing.T) {
 	require.ErrorIs(t, err, bridge.ErrBridgeFull)
 	ws, _, err := websocket.Dial(ctx, r.wsr, &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
 	require.NoError(t, err)
-	assert.Equal(t, bridge.CodeBridgeFull, bridgetest.Closed(t, ws, 5*time.Second).Code, "the WebSocket relay shares the cap")
+	assert.Equal(t, wsbridge.CodeFull, bridgetest.Closed(t, ws, 5*time.Second).Code, "the WebSocket relay shares the cap")
 	code, _ = ended(t, r.raw(t, r.relayURL))
-	assert.Equal(t, bridge.CodeBridgeFull, code)
+	assert.Equal(t, wsbridge.CodeFull, code)
 
 	require.NoError(t, tc.Close())
 	require.NoError(t, rc.Close())
@@ -161,7 +163,7 @@ func TestDatagramTooLarge(t *testing.T) {
 	require.ErrorIs(t, err, bridge.ErrDatagramTooLarge)
 	peer := netip.MustParseAddrPort(r.serverConns()[0].RemoteAddr().String())
 	require.True(t, transport.IsSessionAddr(peer))
-	_, err = r.mux.WriteToUDPAddrPort(make([]byte, max+1), peer)
+	_, err = r.mux.WriteTo(make([]byte, max+1), net.UDPAddrFromAddrPort(peer))
 	require.ErrorIs(t, err, bridge.ErrDatagramTooLarge)
 
 	rc := r.dialRelay(t)
@@ -205,7 +207,7 @@ func TestHostilePeers(t *testing.T) {
 		reason string
 	}{
 		{"relay: no token", false, func(t *testing.T) *wt.Session { return r.raw(t, r.relayURL) },
-			bridge.CodeHandshakeTimeout, "no connect token"},
+			wsbridge.CodeHandshakeTimeout, "no connect token"},
 		{"relay: a short token", false, func(t *testing.T) *wt.Session {
 			s := r.raw(t, r.relayURL)
 			str, err := s.OpenStreamSync(bridgetest.Ctx(t, 5*time.Second))
@@ -214,7 +216,7 @@ func TestHostilePeers(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, str.Close())
 			return s
-		}, bridge.CodeInvalidConnectToken, "invalid connect token"},
+		}, wsbridge.CodeInvalidConnectToken, "invalid connect token"},
 		{"relay: an empty datagram", false, func(t *testing.T) *wt.Session {
 			s := r.rawRelay(t)
 			require.NoError(t, s.SendDatagram(nil))
@@ -226,12 +228,12 @@ func TestHostilePeers(t *testing.T) {
 			return s
 		}, websocket.StatusMessageTooBig, "larger than 1200"},
 		{"relay: silent once connected", false, func(t *testing.T) *wt.Session { return r.rawRelay(t) },
-			bridge.CodeIdleTimeout, "idle"},
+			wsbridge.CodeIdleTimeout, "idle"},
 		{"transport: silent", true, func(t *testing.T) *wt.Session { return r.raw(t, r.transportURL) },
-			bridge.CodeIdleTimeout, "idle"},
+			wsbridge.CodeIdleTimeout, "idle"},
 		{"transport: a datagram over 1300 bytes", true, func(t *testing.T) *wt.Session {
 			s := r.raw(t, r.transportURL)
-			require.NoError(t, s.SendDatagram(make([]byte, transport.MaxMessage+1)))
+			require.NoError(t, s.SendDatagram(make([]byte, protocol.MaxPacketBytes+1)))
 			return s
 		}, websocket.StatusMessageTooBig, "larger than 1300"},
 		{"transport: garbage datagrams, then silence", true, func(t *testing.T) *wt.Session {
@@ -240,7 +242,7 @@ func TestHostilePeers(t *testing.T) {
 				require.NoError(t, s.SendDatagram(make([]byte, 1+i)))
 			}
 			return s
-		}, bridge.CodeIdleTimeout, "idle"},
+		}, wsbridge.CodeIdleTimeout, "idle"},
 		{"transport: streams the peer opens", true, func(t *testing.T) *wt.Session {
 			s := r.raw(t, r.transportURL)
 			opened := 0
@@ -257,7 +259,7 @@ func TestHostilePeers(t *testing.T) {
 			}
 			assert.Less(t, opened, 8, "streams opened")
 			return s
-		}, bridge.CodeIdleTimeout, "idle"},
+		}, wsbridge.CodeIdleTimeout, "idle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

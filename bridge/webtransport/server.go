@@ -356,7 +356,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, host wsbri
 // refuse turns a session away for the cap: in the session's own terms
 // (opened, then closed at once with 1013, try again later), or with HTTP
 // 503 when many refusals are in progress; both say so by
-// bridge.RefusedHeader.
+// the header Netcode-Bridge-Refused: full.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, g *wsbridge.Gate, conn *quic.Conn) {
 	upgrade, done := g.Refusal()
 	defer done()

@@ -1,7 +1,11 @@
 // Package aead is the ChaCha20-Poly1305 cipher netcode 1.02 seals packets and
 // challenge tokens with: the 96-bit nonce is four zero bytes and the 64-bit
-// little-endian sequence number. Package crypto builds its PacketAEAD on it;
-// the server seals its challenge tokens with it.
+// little-endian sequence number. The server seals its challenge tokens with
+// it. It also holds the ciphers of crypto's PacketAEAD and PrivateTokenAEAD,
+// which embed them (Packet, Token), and the functions that seal and open with
+// them, so that package crypto exports the types and their constructors only:
+// packages protocol and token, and the server, seal and open through this
+// package.
 package aead
 
 import (
@@ -13,8 +17,7 @@ import (
 )
 
 // ErrOpen is returned when a ciphertext does not authenticate: wrong key,
-// wrong nonce, wrong associated data, or tampered bytes. Package crypto
-// exports it as crypto.ErrOpen.
+// wrong nonce, wrong associated data, or tampered bytes.
 var ErrOpen = errors.New("netcode/crypto: message authentication failed")
 
 // AEAD seals and opens with ChaCha20-Poly1305 under one key, using the netcode

@@ -283,7 +283,7 @@ func (c *Client) SetSequence(seq uint64) {
 // sequence is not reset: the keys are the same for every server in the
 // token, so a fresh count would reuse nonces.
 func (c *Client) startServer(now time.Time) {
-	c.replay.Reset()
+	c.replay = protocol.ReplayProtection{}
 	c.pending = Disconnected
 	c.challengeSeq = 0
 	c.clientIndex, c.maxClients = 0, 0

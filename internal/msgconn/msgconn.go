@@ -35,6 +35,27 @@ type Endpoint interface {
 	ClosePeer()
 }
 
+// Puller is an Endpoint whose Reads may take datagrams straight from its
+// socket: a lone Read then reads the socket itself instead of waiting for
+// a reader goroutine to hand it the payload through the read queue.
+type Puller interface {
+	// Pull reads the socket once on the caller's goroutine, if no other
+	// goroutine is reading it, waiting until datagrams come, the read
+	// deadline passes or the connection ends; it acts on them as the
+	// reader goroutine would (a payload goes to the read queue) and
+	// reports true, with os.ErrDeadlineExceeded once the read deadline
+	// has passed. It reports false at once if the socket is being read
+	// elsewhere: the Read then waits on the queue, with Waiting(1)
+	// before and Waiting(-1) after, and until Freed's channel says
+	// the socket may be free.
+	Pull() (bool, error)
+	Waiting(delta int32)
+	Freed() <-chan struct{}
+	// SetReadDeadline tells the Puller the Conn's read deadline, for the
+	// socket reads Pull makes.
+	SetReadDeadline(t time.Time)
+}
+
 // Rules are a dialect's payload limits and names.
 type Rules struct {
 	Net        string // the net.OpError's Net: "netcode", "cute"
@@ -51,6 +72,7 @@ type Rules struct {
 // queue's lock is a leaf.
 type Conn struct {
 	ep     Endpoint
+	pull   Puller // ep, if it is one
 	rules  *Rules
 	local  net.Addr
 	remote net.Addr
@@ -75,6 +97,7 @@ func NewQueue(n, def int) *packetq.Queue {
 // Init readies c to read the payloads q receives and to send through ep.
 func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packetq.Queue) {
 	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
+	c.pull, _ = ep.(Puller)
 }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
@@ -98,7 +121,15 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, c.OpErr("read", net.ErrClosed)
 	}
-	n, _, err := c.q.ReadMessage(b)
+	var (
+		n   int
+		err error
+	)
+	if c.pull != nil {
+		n, err = c.pullRead(b)
+	} else {
+		n, _, err = c.q.ReadMessage(b)
+	}
 	switch err {
 	case nil:
 		return n, nil
@@ -106,6 +137,31 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return 0, io.EOF // unwrapped, as package net returns it
 	}
 	return 0, c.OpErr("read", err)
+}
+
+// pullRead is Read's wait for a Puller: a payload already queued, else
+// one it reads from the socket itself, else (the socket being read
+// elsewhere) one from the queue.
+func (c *Conn) pullRead(b []byte) (int, error) {
+	for {
+		n, _, err := c.q.TryReadMessage(b)
+		if err != packetq.ErrEmpty {
+			return n, err
+		}
+		pulled, err := c.pull.Pull()
+		if err != nil {
+			return 0, err
+		}
+		if pulled {
+			continue
+		}
+		c.pull.Waiting(1)
+		n, _, err = c.q.ReadMessageUntil(b, c.pull.Freed())
+		c.pull.Waiting(-1)
+		if err != packetq.ErrWoken {
+			return n, err
+		}
+	}
 }
 
 // Write sends b as one payload: see the dialects' Conn.Write.
@@ -171,7 +227,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.OpErr("set", net.ErrClosed)
 	}
-	c.q.SetReadDeadline(t)
+	c.setReadDeadline(t)
 	c.wd.Set(t)
 	return nil
 }
@@ -181,8 +237,15 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.OpErr("set", net.ErrClosed)
 	}
-	c.q.SetReadDeadline(t)
+	c.setReadDeadline(t)
 	return nil
+}
+
+func (c *Conn) setReadDeadline(t time.Time) {
+	c.q.SetReadDeadline(t)
+	if c.pull != nil {
+		c.pull.SetReadDeadline(t)
+	}
 }
 
 // SetWriteDeadline sets the deadline for Write.

@@ -32,6 +32,14 @@ const MaxBytes = 2048
 // ErrTooLarge is returned by Push for a datagram over MaxBytes.
 var ErrTooLarge = errors.New("netcode/packetq: datagram larger than MaxBytes")
 
+// ErrEmpty is what TryReadMessage returns when nothing is queued and the
+// queue has not ended.
+var ErrEmpty = errors.New("netcode/packetq: nothing queued")
+
+// ErrWoken is what ReadMessageUntil returns when its wake channel fired
+// before a datagram was queued.
+var ErrWoken = errors.New("netcode/packetq: woken")
+
 type buffer [MaxBytes]byte
 
 var pool = sync.Pool{New: func() any { return new(buffer) }}
@@ -139,7 +147,7 @@ func (q *Queue) signal() {
 // Read reads the next datagram into b, truncating it if b is short, and
 // returns its length and sender. See ReadMessage for the errors.
 func (q *Queue) Read(b []byte) (int, netip.AddrPort, error) {
-	return q.read(b, false)
+	return q.read(b, false, nil)
 }
 
 // ReadMessage is Read for message semantics: a datagram longer than b is
@@ -151,11 +159,26 @@ func (q *Queue) Read(b []byte) (int, netip.AddrPort, error) {
 // (they are kept), as package net does. After Close they return
 // net.ErrClosed; after End they return what is queued, then End's error.
 func (q *Queue) ReadMessage(b []byte) (int, netip.AddrPort, error) {
-	return q.read(b, true)
+	return q.read(b, true, nil)
 }
 
-func (q *Queue) read(b []byte, keepShort bool) (int, netip.AddrPort, error) {
-	if err := q.lockReady(); err != nil {
+// TryReadMessage is ReadMessage without the wait: with nothing queued
+// (and the queue not ended) it returns ErrEmpty at once.
+func (q *Queue) TryReadMessage(b []byte) (int, netip.AddrPort, error) {
+	return q.read(b, true, noWait)
+}
+
+// ReadMessageUntil is ReadMessage that also gives up waiting, with
+// ErrWoken, when wake can be received from.
+func (q *Queue) ReadMessageUntil(b []byte, wake <-chan struct{}) (int, netip.AddrPort, error) {
+	return q.read(b, true, wake)
+}
+
+// noWait, as a read's wake channel, makes it not wait at all.
+var noWait = make(chan struct{})
+
+func (q *Queue) read(b []byte, keepShort bool, wake <-chan struct{}) (int, netip.AddrPort, error) {
+	if err := q.lockReady(wake); err != nil {
 		return 0, netip.AddrPort{}, err
 	}
 	if keepShort && len(b) < q.ring[q.head].n {
@@ -177,7 +200,7 @@ func (q *Queue) ReadBatch(ms []transport.Message) (int, error) {
 	if len(ms) == 0 {
 		return 0, nil
 	}
-	if err := q.lockReady(); err != nil {
+	if err := q.lockReady(nil); err != nil {
 		return 0, err
 	}
 	k := 0
@@ -191,8 +214,9 @@ func (q *Queue) ReadBatch(ms []transport.Message) (int, error) {
 }
 
 // lockReady waits until a datagram is queued and returns with q.mu held,
-// or returns the error the read ends with, q.mu not held.
-func (q *Queue) lockReady() error {
+// or returns the error the read ends with, q.mu not held: ErrWoken if
+// wake fires first (nil: never), ErrEmpty at once if wake is noWait.
+func (q *Queue) lockReady(wake <-chan struct{}) error {
 	for {
 		expired := q.rd.Wait()
 		q.mu.Lock()
@@ -215,10 +239,15 @@ func (q *Queue) lockReady() error {
 			return err
 		}
 		q.mu.Unlock()
+		if wake == noWait {
+			return ErrEmpty
+		}
 		select {
 		case <-q.notify:
 		case <-q.done:
 		case <-expired:
+		case <-wake:
+			return ErrWoken
 		}
 	}
 }

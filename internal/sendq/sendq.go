@@ -6,8 +6,10 @@
 package sendq
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -55,6 +57,10 @@ type Queue struct {
 	busy    bool            // a write is in progress (direct or the writer's)
 	closed  bool            // no more sends; the writer sends what is queued and exits
 	waiters []chan struct{} // senders waiting for room, each woken by a send on its channel
+
+	// byDest is the writer's scratch for grouping a batch by destination
+	// (group), made on its first use; only the writer uses it.
+	byDest *grouper
 
 	wake    chan struct{} // capacity 1: the queue has datagrams
 	done    chan struct{} // closed when the writer exits
@@ -218,6 +224,14 @@ func (q *Queue) writer() {
 			q.busy = true
 			q.openRoom()
 			q.mu.Unlock()
+			if transport.GSO(q.tc) {
+				// Datagrams to one destination side by side: the
+				// socket sends each run of them as one train.
+				if q.byDest == nil {
+					q.byDest = new(grouper)
+				}
+				msgs = q.byDest.group(msgs)
+			}
 			q.write(msgs)
 			q.mu.Lock()
 			q.busy = false
@@ -228,6 +242,72 @@ func (q *Queue) writer() {
 			return
 		}
 	}
+}
+
+// grouper reorders a batch of datagrams so that those to one destination
+// are side by side, without allocating: a counting sort by destination,
+// in the order the destinations first appear, that keeps the order of
+// each destination's datagrams (their sequence order).
+type grouper struct {
+	gen    uint32
+	slots  [2 * Len]groupSlot // open addressing over the destinations of one batch
+	gids   [Len]uint16        // each datagram's destination, by first appearance
+	starts [Len]int
+	out    [Len]transport.Message
+}
+
+type groupSlot struct {
+	addr netip.AddrPort
+	gen  uint32 // the batch it was filled in; older is empty
+	gid  uint16
+}
+
+// group returns msgs (at most Len) grouped by destination: msgs itself
+// when no destination repeats, else g's own array, whose entries share
+// msgs' buffers.
+func (g *grouper) group(msgs []transport.Message) []transport.Message {
+	g.gen++
+	if g.gen == 0 { // wrapped: forget every slot
+		g.slots = [2 * Len]groupSlot{}
+		g.gen = 1
+	}
+	n := 0 // destinations
+	for i := range msgs {
+		a := msgs[i].Addr
+		s := hashAddr(a) % uint64(len(g.slots))
+		for g.slots[s].gen == g.gen && g.slots[s].addr != a {
+			s = (s + 1) % uint64(len(g.slots))
+		}
+		sl := &g.slots[s]
+		if sl.gen != g.gen {
+			*sl = groupSlot{addr: a, gen: g.gen, gid: uint16(n)}
+			g.starts[n] = 0
+			n++
+		}
+		g.gids[i] = sl.gid
+		g.starts[sl.gid]++
+	}
+	if n == len(msgs) {
+		return msgs
+	}
+	at := 0
+	for d := range n {
+		at, g.starts[d] = at+g.starts[d], at
+	}
+	for i := range msgs {
+		d := g.gids[i]
+		g.out[g.starts[d]] = msgs[i]
+		g.starts[d]++
+	}
+	return g.out[:len(msgs)]
+}
+
+// hashAddr mixes an address and port for grouper's table.
+func hashAddr(a netip.AddrPort) uint64 {
+	b := a.Addr().As16()
+	h := binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[8:])
+	h = (h ^ uint64(a.Port())) * 0xff51afd7ed558ccd
+	return h ^ h>>32
 }
 
 // openRoom wakes the senders waiting for room. q.mu is held.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/aead"
 )
 
 // Private is the private part of a connect token, as the server reads it.
@@ -89,7 +90,7 @@ func ParsePrivate(plain []byte, p *Private) error {
 // before with the same key. It returns an error wrapping ErrInvalid, and dst
 // unchanged, if p has no or more than 32 addresses or an address that cannot
 // be written. With enough capacity in dst it does not allocate.
-func SealPrivate(dst []byte, p *Private, aead *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64) ([]byte, error) {
+func SealPrivate(dst []byte, p *Private, ta *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64) ([]byte, error) {
 	if err := CheckAddrs(p.ServerAddrs); err != nil {
 		return dst, err
 	}
@@ -97,7 +98,7 @@ func SealPrivate(dst []byte, p *Private, aead *crypto.PrivateTokenAEAD, nonce *[
 	dst = Extend(dst, PrivateBytes)
 	plain := dst[start : start+PrivatePlainBytes]
 	WritePrivate(plain, p.ClientID, p.TimeoutSeconds, p.ServerAddrs, &p.ClientToServerKey, &p.ServerToClientKey, &p.UserData)
-	aead.Seal(plain[:0], nonce, protocolID, expire, plain)
+	aead.SealToken(ta, plain[:0], nonce, protocolID, expire, plain)
 	return dst, nil
 }
 
@@ -107,11 +108,11 @@ var privScratch = sync.Pool{New: func() any { return new([PrivatePlainBytes]byte
 
 // OpenPrivate authenticates and decrypts a sealed private part (PrivateBytes
 // long) and reads it into p as ParsePrivate does. It returns ErrDecrypt if
-// the private part does not authenticate under aead's key, nonce, protocolID
+// the private part does not authenticate under ta's key, nonce, protocolID
 // and expire, and an error wrapping ErrInvalid if it has the wrong length or
 // decrypts to an invalid token. sealed is not modified: it is decrypted into
 // scratch space that is wiped afterwards.
-func OpenPrivate(sealed []byte, aead *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64, p *Private) error {
+func OpenPrivate(sealed []byte, ta *crypto.PrivateTokenAEAD, nonce *[NonceBytes]byte, protocolID, expire uint64, p *Private) error {
 	if len(sealed) != PrivateBytes {
 		return ErrLength
 	}
@@ -120,7 +121,7 @@ func OpenPrivate(sealed []byte, aead *crypto.PrivateTokenAEAD, nonce *[NonceByte
 		clear(buf[:])
 		privScratch.Put(buf)
 	}()
-	plain, err := aead.Open(buf[:0], nonce, protocolID, expire, sealed)
+	plain, err := aead.OpenToken(ta, buf[:0], nonce, protocolID, expire, sealed)
 	if err != nil {
 		return ErrDecrypt
 	}

@@ -20,13 +20,18 @@ import (
 // Sizes of the parts of netcode 1.02 tokens.
 const (
 	PrivateBytes        = protocol.PrivateTokenBytes            // 1024: the sealed private part, MAC included
-	PrivatePlainBytes   = protocol.PrivateTokenPlainBytes       // 1008: the private part decrypted
+	PrivatePlainBytes   = PrivateBytes - crypto.MACBytes        // 1008: the private part decrypted
 	ChallengeTokenBytes = protocol.ChallengeTokenBytes          // 300: a sealed challenge token, MAC included
 	ChallengePlainBytes = ChallengeTokenBytes - crypto.MACBytes // 284: a challenge token decrypted
 	UserDataBytes       = 256                                   // opaque data from the backend to the server
 	MaxServers          = 32                                    // most server addresses in one token
 	NonceBytes          = crypto.TokenNonceBytes                // 24: the private part's nonce
 )
+
+// DefaultExpireSeconds is the lifetime of a token whose ExpireSeconds is 0,
+// in token.Params and backend.Config alike: 30 s, as in the reference's
+// example programs.
+const DefaultExpireSeconds = 30
 
 // ErrInvalid is returned (possibly wrapped; test with errors.Is) for a token,
 // address or set of parameters that breaks the netcode 1.02 rules. Package

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -62,10 +63,10 @@ func TestNewUsesBatcher(t *testing.T) {
 		single Conn
 	}{
 		{"with AddrPort methods", func(uc *net.UDPConn, c *calls) net.PacketConn {
-			return hookedAP{apOnly{uc}, Batched{batchingAP{apOnly{uc}, c}}}
+			return hookedAP{apOnly{uc}, Batched{B: batchingAP{apOnly{uc}, c}}}
 		}, &apConn{}},
 		{"plain PacketConn", func(uc *net.UDPConn, c *calls) net.PacketConn {
-			return hookedPlain{hidden{uc}, Batched{batchingPlain{hidden{uc}, c}}}
+			return hookedPlain{hidden{uc}, Batched{B: batchingPlain{hidden{uc}, c}}}
 		}, &genericConn{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,24 +77,62 @@ func TestNewUsesBatcher(t *testing.T) {
 			require.IsType(t, &batcherConn{}, c)
 			assert.IsType(t, tc.single, c.(*batcherConn).Conn)
 
-			peer := New(listenUDP(t, "udp4", "127.0.0.1:0"))
-			defer peer.Close()
-			n, err := c.WriteBatch([]Message{{Buf: []byte("batch"), Addr: addrOf(t, peer)}})
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
-			require.NoError(t, c.WriteTo([]byte("single"), addrOf(t, peer)))
+			exchange(t, c)
 			assert.Equal(t, 1, b.writes, "WriteTo takes the one-datagram path")
-
-			require.NoError(t, peer.WriteTo([]byte("to it"), addrOf(t, c)))
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-			ms := newMsgs(4)
-			n, err = c.ReadBatch(ms)
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
-			assert.Equal(t, "to it", string(ms[0].Buf))
-			assert.Equal(t, addrOf(t, peer), ms[0].Addr)
 			assert.Equal(t, 1, b.reads)
 			assert.Equal(t, pc.LocalAddr(), c.LocalAddr())
 		})
 	}
+}
+
+// countingAP counts a hooked connection's netip.AddrPort calls.
+type countingAP struct {
+	apOnly
+	reads, writes *int
+}
+
+func (c countingAP) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	*c.reads++
+	return c.apOnly.ReadFromUDPAddrPort(b)
+}
+
+func (c countingAP) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	*c.writes++
+	return c.apOnly.WriteToUDPAddrPort(b, addr)
+}
+
+// TestNewUsesHookedAddrPort: a connection that offers the netip.AddrPort
+// methods through its Batched (P), as the bridge's Mux and Conn do, and not
+// as methods of its own, is read and written through them.
+func TestNewUsesHookedAddrPort(t *testing.T) {
+	var reads, writes int
+	uc := listenUDP(t, "udp4", "127.0.0.1:0")
+	c := New(hookedPlain{hidden{uc}, Batched{P: countingAP{apOnly{uc}, &reads, &writes}}})
+	defer c.Close()
+	require.IsType(t, &apConn{}, c)
+
+	exchange(t, c)
+	assert.Equal(t, 2, writes, "the batch of one and the single write")
+	assert.Equal(t, 1, reads)
+}
+
+// exchange sends c's peer, a fresh socket, a batch of one datagram and a
+// single one, and reads its answer in a batch.
+func exchange(t *testing.T, c Conn) {
+	t.Helper()
+	peer := New(listenUDP(t, "udp4", "127.0.0.1:0"))
+	defer peer.Close()
+	n, err := c.WriteBatch([]Message{{Buf: []byte("batch"), Addr: addrOf(t, peer)}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, c.WriteTo([]byte("single"), addrOf(t, peer)))
+
+	require.NoError(t, peer.WriteTo([]byte("to it"), addrOf(t, c)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	ms := newMsgs(4)
+	n, err = c.ReadBatch(ms)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	assert.Equal(t, "to it", string(ms[0].Buf))
+	assert.Equal(t, addrOf(t, peer), ms[0].Addr)
 }

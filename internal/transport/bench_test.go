@@ -112,7 +112,7 @@ func BenchmarkReadBatch(b *testing.B) {
 func BenchmarkLoopback(b *testing.B) {
 	for _, k := range kinds {
 		for _, mode := range []string{"batch", "single"} {
-			if k.name != "native" && mode == "batch" {
+			if !k.batched && mode == "batch" {
 				continue // the fallbacks are single whatever is asked
 			}
 			b.Run(k.name+"/"+mode, func(b *testing.B) {

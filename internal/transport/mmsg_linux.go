@@ -3,11 +3,13 @@
 package transport
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -22,6 +24,13 @@ const minBatch = 64
 // syscall.RawConn. The header, iovec and sockaddr arrays are kept and
 // reused, so a call allocates nothing in steady state.
 //
+// With gso set, a batch write sends each train of consecutive datagrams to
+// one destination, all of one size but the last (which may be shorter), as
+// one super-datagram that the kernel cuts into those datagrams (UDP GSO,
+// the UDP_SEGMENT control message): one header of sendmmsg, one trip
+// through the stack, for the whole train. The receiver sees the same
+// datagrams as without it.
+//
 // Locks: rmu and wmu are leaves, taken by the goroutine reading or writing
 // with no lock of this package held, and never together. rmu is held
 // across the recvmmsg call (one reader at a time owns r); wmu only to take
@@ -32,12 +41,22 @@ type mmsgConn struct {
 	rc     syscall.RawConn
 	family int // unix.AF_INET or unix.AF_INET6
 
-	rmu sync.Mutex // one reader at a time owns r; held across recvmmsg
+	rmu sync.Mutex // one reader at a time owns r and gro; held across recvmmsg
 	r   *batch
+	gro *groReader // set by EnableGRO: reads take coalesced datagrams
 
 	wmu    sync.Mutex // guards wfree and wfree1; a leaf
 	wfree  []*batch   // idle batch-write scratch: writers run in parallel
 	wfree1 []*batch   // idle one-datagram scratch for WriteTo
+
+	// gso: batch writes send trains as GSO super-datagrams. Set when the
+	// socket is made if the kernel has UDP_SEGMENT (and the path is
+	// PathBest); cleared for good by the first train the kernel refuses
+	// with EIO (a device without checksum offload).
+	gso atomic.Bool
+	// offload: the socket was made on PathBest of a kernel with UDP GSO;
+	// EnableGRO may turn GRO on (Linux 5.0; its setsockopt says).
+	offload bool
 }
 
 // maxFree bounds the idle write scratch kept. The lists only ever hold as
@@ -52,6 +71,9 @@ const (
 // newUDP returns the recvmmsg/sendmmsg Conn, or nil if the socket does
 // not allow it.
 func newUDP(uc *net.UDPConn) Conn {
+	if Path(forcedPath.Load()) == PathPlain {
+		return nil
+	}
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		return nil
@@ -66,6 +88,10 @@ func newUDP(uc *net.UDPConn) Conn {
 		return nil
 	}
 	c := &mmsgConn{c: uc, rc: rc, family: family}
+	if Path(forcedPath.Load()) == PathBest && gsoSupported(rc) {
+		c.offload = true
+		c.gso.Store(true)
+	}
 	// The scratch grows to the batches the owner asks for, and write
 	// scratch is made on the first batched write: a client's socket, which
 	// reads a few datagrams at a time and rarely writes a batch, then
@@ -85,10 +111,17 @@ type mmsghdr struct {
 }
 
 // batch is the scratch for one recvmmsg or sendmmsg call.
+//
+// For reading, header i receives into iovs[i]. For writing, message k of
+// the caller's is iovs[k], and header i, with names[i], carries segs[i]
+// messages from iovs[k] on: one, or a GSO train, whose segment size is in
+// its control message at ctrl[i*cmsgSegSpace:].
 type batch struct {
 	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // large enough for either family
+	segs  []int                   // writing: the messages of each header
+	ctrl  []byte                  // writing: each header's UDP_SEGMENT control message
 
 	fn    func(fd uintptr) bool // b.recv or b.send, made once
 	n     int                   // headers in use
@@ -110,6 +143,7 @@ func (b *batch) grow(n int) {
 	b.hdrs = make([]mmsghdr, n)
 	b.iovs = make([]unix.Iovec, n)
 	b.names = make([]unix.RawSockaddrInet6, n)
+	b.segs = make([]int, n)
 	for i := range b.hdrs {
 		h := &b.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
@@ -129,10 +163,22 @@ func (b *batch) setBuf(i int, p []byte) {
 	b.iovs[i].SetLen(len(p))
 }
 
-// release drops the references to the caller's buffers.
+// release drops the references to the caller's buffers after a read.
 func (b *batch) release() {
 	for i := 0; i < b.n; i++ {
 		b.iovs[i].Base = nil
+	}
+}
+
+// releaseWrite drops the references to the caller's buffers after a
+// write, whose headers carry segs[i] iovecs each.
+func (b *batch) releaseWrite() {
+	k := 0
+	for i := 0; i < b.n; i++ {
+		k += b.segs[i]
+	}
+	for j := range k {
+		b.iovs[j].Base = nil
 	}
 }
 
@@ -156,12 +202,22 @@ func (b *batch) recv(fd uintptr) bool {
 }
 
 func (b *batch) send(fd uintptr) bool {
+	if gsoFault != 0 && b.done < b.n && b.segs[b.done] > 1 {
+		b.errno = gsoFault // a test's stand-in for the kernel's refusal
+		return true
+	}
 	if b.n == 1 && b.done == 0 {
-		// One datagram: sendto costs the kernel less than sendmmsg.
+		// One header: sendto (one datagram) or sendmsg (one train) costs
+		// the kernel less than sendmmsg.
 		h := &b.hdrs[0].Hdr
 		for {
-			_, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
-				0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			var e syscall.Errno
+			if h.Controllen == 0 {
+				_, _, e = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
+					0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			} else {
+				_, _, e = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(h)), 0)
+			}
 			switch e {
 			case unix.EINTR:
 				continue
@@ -208,6 +264,7 @@ func (c *mmsgConn) getBatch() *batch {
 
 func newWriteBatch() *batch {
 	b := newBatch(minBatch)
+	b.ctrl = make([]byte, minBatch*cmsgSegSpace)
 	b.fn = b.send
 	return b
 }
@@ -249,6 +306,9 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.gro != nil {
+		return c.readGRO(ms)
+	}
 	b := c.r
 	if len(ms) > len(b.hdrs) {
 		b.grow(len(ms))
@@ -277,7 +337,22 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 func (c *mmsgConn) WriteBatch(ms []Message) (int, error) {
 	sent := 0
 	for sent < len(ms) {
-		n, err := c.writeSome(ms[sent:])
+		n, train, err := c.writeSome(ms[sent:], c.gso.Load())
+		sent += n
+		if err == nil {
+			continue
+		}
+		if train == 0 {
+			return sent, err
+		}
+		// The kernel refused a train. EIO says the device cannot
+		// segment it (no checksum offload): this socket sends no more
+		// trains. Whatever the cause, the train's datagrams go again
+		// one by one, so that an error concerns one datagram.
+		if errors.Is(err, unix.EIO) {
+			c.gso.Store(false)
+		}
+		n, _, err = c.writeSome(ms[sent:sent+train], false)
 		sent += n
 		if err != nil {
 			return sent, err
@@ -286,37 +361,113 @@ func (c *mmsgConn) WriteBatch(ms []Message) (int, error) {
 	return sent, nil
 }
 
-// writeSome sends up to one scratch batch of ms.
-func (c *mmsgConn) writeSome(ms []Message) (int, error) {
+// writeSome sends up to one scratch batch of ms, with GSO trains if gso.
+// It returns how many of ms it sent and, if the kernel refused a train
+// (err not nil), how many datagrams that train carries, which follow
+// them.
+func (c *mmsgConn) writeSome(ms []Message, gso bool) (n, train int, err error) {
 	b := c.getBatch()
 	defer c.putBatch(b)
-	if len(ms) > len(b.hdrs) {
-		ms = ms[:len(b.hdrs)]
+	if len(ms) > len(b.iovs) {
+		ms = ms[:len(b.iovs)]
 	}
-	b.n, b.done, b.errno = 0, 0, 0
-	var aerr error
-	for i := range ms {
-		if !c.encodeSockaddr(&b.names[i], &b.hdrs[i].Hdr, ms[i].Addr) {
-			aerr = errInvalidAddr
-			break
+	placed := c.plan(b, ms, gso)
+	done, err := c.flush(b)
+	for i := range done {
+		n += b.segs[i]
+	}
+	if err != nil {
+		if done < b.n && b.segs[done] > 1 {
+			train = b.segs[done]
 		}
-		b.setBuf(i, ms[i].Buf)
-		b.n++
+		return n, train, err
 	}
-	n, err := c.flush(b)
-	if err == nil && aerr != nil {
-		err = &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(ms[n].Addr), Err: aerr}
+	if placed < len(ms) {
+		err = &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(ms[n].Addr), Err: errInvalidAddr}
 	}
-	return n, err
+	return n, 0, err
 }
 
-// flush sends b's n headers.
+// The limits of one GSO train: the segments a kernel takes in one
+// super-datagram (UDP_MAX_SEGMENTS, 64 before Linux 6.9), and the bytes
+// of UDP payload one IPv4 datagram can carry (an IPv6 one, more).
+const (
+	maxSegments   = 64
+	maxTrainBytes = 1<<16 - 1 - 20 - 8
+)
+
+// cmsgSegSpace is the room of one UDP_SEGMENT control message.
+var cmsgSegSpace = unix.CmsgSpace(2)
+
+// plan lays ms out in b's headers, stopping before a destination the
+// socket cannot reach, and returns how many messages it placed. With
+// gso, each run of consecutive datagrams to one destination, all of the
+// first one's size but the last (which may be shorter), takes one header
+// with a UDP_SEGMENT control message, up to the kernel's limits; else
+// each datagram takes one header.
+func (c *mmsgConn) plan(b *batch, ms []Message, gso bool) (placed int) {
+	b.n, b.done, b.errno = 0, 0, 0
+	k := 0
+	for k < len(ms) {
+		i := b.n
+		h := &b.hdrs[i].Hdr
+		if !c.encodeSockaddr(&b.names[i], h, ms[k].Addr) {
+			break
+		}
+		e := k + 1
+		size := len(ms[k].Buf)
+		if gso && size > 0 {
+			bytes := size
+			for e < len(ms) && e-k < maxSegments && ms[e].Addr == ms[k].Addr {
+				m := len(ms[e].Buf)
+				if m == 0 || m > size || bytes+m > maxTrainBytes {
+					break
+				}
+				bytes += m
+				e++
+				if m < size {
+					break // the shorter one ends the train
+				}
+			}
+		}
+		for j := k; j < e; j++ {
+			b.setBuf(j, ms[j].Buf)
+		}
+		h.Iov = &b.iovs[k]
+		h.SetIovlen(e - k)
+		if e-k > 1 {
+			ctl := b.ctrl[i*cmsgSegSpace : (i+1)*cmsgSegSpace]
+			putSegment(ctl, size)
+			h.Control = &ctl[0]
+			h.SetControllen(len(ctl))
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+		b.segs[i] = e - k
+		b.n++
+		k = e
+	}
+	return k
+}
+
+// putSegment writes a UDP_SEGMENT control message of segment size size
+// into p (cmsgSegSpace bytes).
+func putSegment(p []byte, size int) {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&p[0]))
+	h.Level = unix.IPPROTO_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&p[unix.CmsgLen(0)])) = uint16(size)
+}
+
+// flush sends b's n headers and returns how many the kernel took.
 func (c *mmsgConn) flush(b *batch) (int, error) {
 	if b.n == 0 {
 		return 0, nil
 	}
 	err := c.rc.Write(b.fn)
-	b.release()
+	b.releaseWrite()
 	if err != nil {
 		return b.done, opError("write", c.c.LocalAddr(), err)
 	}
@@ -334,6 +485,7 @@ func (c *mmsgConn) WriteTo(p []byte, addr netip.AddrPort) error {
 		return &net.OpError{Op: "write", Net: "udp", Source: c.c.LocalAddr(), Addr: net.UDPAddrFromAddrPort(addr), Err: errInvalidAddr}
 	}
 	b.setBuf(0, p)
+	b.segs[0] = 1
 	b.n = 1
 	_, err := c.flush(b)
 	return err

@@ -31,10 +31,23 @@ const (
 // pause that doubles from 1 ms to 100 ms while the errors go on, so that a
 // persistent one never spins. A successful read resets the pause.
 func ReadLoop(c Conn, batch int, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
-	ms := make([]Message, max(batch, 1))
+	return ReadLoopInto(c, NewMessages(batch), stop, handle, onError)
+}
+
+// NewMessages returns n messages (at least 1) with buffers of
+// MaxDatagram bytes, for ReadLoopInto.
+func NewMessages(n int) []Message {
+	ms := make([]Message, max(n, 1))
 	for i := range ms {
 		ms[i].Buf = make([]byte, MaxDatagram)
 	}
+	return ms
+}
+
+// ReadLoopInto is ReadLoop reading into ms, the caller's. Other reads of
+// c may use ms while handle runs (handle waits for them to finish before
+// it returns: a socket shared by turns), never while the loop reads.
+func ReadLoopInto(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
 	var (
 		pause time.Duration
 		timer *time.Timer

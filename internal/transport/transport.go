@@ -1,6 +1,8 @@
 // Package transport wraps datagram sockets for the netcode adapters: batched
-// reads and writes (recvmmsg/sendmmsg on Linux) through caller-owned buffers,
-// with no allocation per datagram on the hot path.
+// reads and writes (recvmmsg/sendmmsg on Linux, with UDP GSO trains and,
+// for a server's sockets, UDP GRO where the kernel has them) through
+// caller-owned buffers, with no allocation per datagram on the hot path.
+// ForcePath makes tests take each path.
 //
 // A Conn is safe for one reading goroutine at a time running concurrently
 // with any number of writing goroutines.
@@ -53,15 +55,30 @@ type Batcher interface {
 }
 
 // Batched is embedded, under an unexported name, by a net.PacketConn of
-// this module that has batched I/O of its own: New finds B through its
-// unexported method, so the public type exports no method whose signature
-// names this package's types (which its users could not name).
-type Batched struct{ B Batcher }
+// this module that has I/O of its own beyond net.PacketConn's: batched (B)
+// and the allocation-free netip.AddrPort methods (P). New finds them
+// through its unexported methods, so the public type exports no method
+// whose signature names this package's types (which its users could not
+// name), nor methods that exist only for New. Either may be nil.
+type Batched struct {
+	B Batcher
+	P AddrPortIO
+}
 
-func (b Batched) batcher() Batcher { return b.B }
+func (b Batched) batcher() Batcher       { return b.B }
+func (b Batched) addrPortIO() AddrPortIO { return b.P }
 
 // batched is what a type embedding Batched satisfies.
-type batched interface{ batcher() Batcher }
+type batched interface {
+	batcher() Batcher
+	addrPortIO() AddrPortIO
+}
+
+// AddrPortIO is the allocation-free one-datagram I/O of *net.UDPConn.
+type AddrPortIO interface {
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+}
 
 // Conn is a datagram socket with batched I/O.
 type Conn interface {
@@ -82,14 +99,19 @@ type Conn interface {
 // netsim's connections too).
 type addrPortConn interface {
 	net.PacketConn
-	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
-	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+	AddrPortIO
+}
+
+// hookedAddrPort is a connection whose AddrPortIO is its Batched's P.
+type hookedAddrPort struct {
+	net.PacketConn
+	AddrPortIO
 }
 
 // New wraps a datagram socket. A *net.UDPConn on Linux gets recvmmsg and
 // sendmmsg; a connection that is a Batcher is read and written in batches
 // through it; otherwise a connection with the netip.AddrPort methods of
-// *net.UDPConn gets those (no allocation per datagram), and any other
+// *net.UDPConn, as its own or through its Batched (P), gets those (no allocation per datagram), and any other
 // net.PacketConn is used through ReadFrom and WriteTo, one datagram per
 // call, with addresses converted from and to *net.UDPAddr. Single writes
 // (WriteTo) always take the one-datagram path.
@@ -114,6 +136,9 @@ func New(pc net.PacketConn) Conn {
 
 // newSingle wraps pc for one datagram per call.
 func newSingle(pc net.PacketConn) Conn {
+	if h, ok := pc.(batched); ok && h.addrPortIO() != nil {
+		return &apConn{pc: hookedAddrPort{pc, h.addrPortIO()}}
+	}
 	if ac, ok := pc.(addrPortConn); ok {
 		return &apConn{pc: ac}
 	}

@@ -26,14 +26,28 @@ type hidden struct{ net.PacketConn }
 // apOnly hides *net.UDPConn but keeps its netip.AddrPort methods.
 type apOnly struct{ *net.UDPConn }
 
-// kinds builds each flavour of Conn over a fresh socket.
+// kinds builds each flavour of Conn over a fresh socket: a *net.UDPConn
+// on each Path (batched says whether the path reads and writes batches,
+// as Linux's do), and the two fallbacks for other connections. Every test
+// that ranges over kinds runs on each.
 var kinds = []struct {
-	name string
-	wrap func(*net.UDPConn) Conn
+	name    string
+	batched bool
+	wrap    func(*net.UDPConn) Conn
 }{
-	{"native", func(uc *net.UDPConn) Conn { return New(uc) }},
-	{"addrport", func(uc *net.UDPConn) Conn { return New(apOnly{uc}) }},
-	{"generic", func(uc *net.UDPConn) Conn { return New(hidden{uc}) }},
+	{"gso", runtime.GOOS == "linux", onPath(PathBest)},
+	{"mmsg", runtime.GOOS == "linux", onPath(PathMmsg)},
+	{"plain", false, onPath(PathPlain)},
+	{"addrport", false, func(uc *net.UDPConn) Conn { return New(apOnly{uc}) }},
+	{"generic", false, func(uc *net.UDPConn) Conn { return New(hidden{uc}) }},
+}
+
+// onPath wraps a socket with New on path p.
+func onPath(p Path) func(*net.UDPConn) Conn {
+	return func(uc *net.UDPConn) Conn {
+		defer ForcePath(ForcePath(p))
+		return New(uc)
+	}
 }
 
 // skipWithoutIPv6 skips an IPv6 variant on a machine without an IPv6
@@ -152,7 +166,7 @@ func TestBatchRoundtrip(t *testing.T) {
 						got++
 					}
 				}
-				if k.name == "native" && runtime.GOOS == "linux" {
+				if k.batched {
 					assert.Greater(t, maxBatch, 1, "recvmmsg should return several datagrams at once")
 				} else {
 					assert.Equal(t, 1, maxBatch)

@@ -13,3 +13,13 @@ func SetBuffers(uc *net.UDPConn, size int) {
 	_ = uc.SetReadBuffer(size)
 	_ = uc.SetWriteBuffer(size)
 }
+
+// GSO reports whether c sends trains of datagrams as GSO super-datagrams:
+// never off Linux.
+func GSO(Conn) bool { return false }
+
+// EnableGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
+func EnableGRO(Conn) bool { return false }
+
+// GRO reports whether c's reads take coalesced datagrams: never off Linux.
+func GRO(Conn) bool { return false }

@@ -63,6 +63,6 @@ func TestConfigErrors(t *testing.T) {
 		{PacketHeaderSize: -1},
 	} {
 		_, err := New(bad, 0)
-		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+		assert.ErrorIs(t, err, errConfig, "%+v", bad)
 	}
 }

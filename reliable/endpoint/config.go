@@ -112,12 +112,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ErrConfig is wrapped by New's error for an unusable Config.
-var ErrConfig = errors.New("netcode/reliable/endpoint: invalid config")
+// errConfig is wrapped by New's error for an unusable Config.
+var errConfig = errors.New("netcode/reliable/endpoint: invalid config")
 
 func (c *Config) check() error {
 	bad := func(what string, v any) error {
-		return fmt.Errorf("%w: %s %v", ErrConfig, what, v)
+		return fmt.Errorf("%w: %s %v", errConfig, what, v)
 	}
 	const maxSeqBuffer = 65536
 	switch {
@@ -125,7 +125,7 @@ func (c *Config) check() error {
 		return bad("MaxPacketSize", c.MaxPacketSize)
 	case c.FragmentAbove < 1:
 		return bad("FragmentAbove", c.FragmentAbove)
-	case c.MaxFragments < 1 || c.MaxFragments > MaxFragmentsLimit:
+	case c.MaxFragments < 1 || c.MaxFragments > maxFragmentsLimit:
 		return bad("MaxFragments", c.MaxFragments)
 	case c.FragmentSize < 1:
 		return bad("FragmentSize", c.FragmentSize)

@@ -21,13 +21,13 @@ type reassembly struct {
 	count, received int
 	headerBytes     int
 	payloadBytes    int
-	have            [MaxFragmentsLimit / 64]uint64
+	have            [maxFragmentsLimit / 64]uint64
 	data            []byte // MaxPacketHeaderBytes of room, then the payload; kept for reuse
 }
 
 func resetReassembly(r *reassembly) {
 	r.count, r.received, r.headerBytes, r.payloadBytes = 0, 0, 0, 0
-	r.have = [MaxFragmentsLimit / 64]uint64{}
+	r.have = [maxFragmentsLimit / 64]uint64{}
 }
 
 // ErrPacketTooLarge is returned by SendPacket for a payload above

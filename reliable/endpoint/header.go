@@ -11,8 +11,8 @@ const (
 	// FragmentHeaderBytes is the size of a fragment header, not counting
 	// the packet header that fragment 0 also carries.
 	FragmentHeaderBytes = 5
-	// MaxFragmentsLimit is the most fragments a packet can have on the wire.
-	MaxFragmentsLimit = 256
+	// maxFragmentsLimit is the most fragments a packet can have on the wire.
+	maxFragmentsLimit = 256
 )
 
 // Prefix byte bits.

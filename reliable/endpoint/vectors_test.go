@@ -317,7 +317,7 @@ func TestVectorConstants(t *testing.T) {
 	assert.Equal(t, minPacketHeaderBytes, c.MinPacketHeaderBytes)
 	assert.Equal(t, FragmentHeaderBytes, c.FragmentHeaderBytes)
 	assert.Equal(t, int(numCounters), c.NumCounters)
-	assert.Equal(t, MaxFragmentsLimit, c.Derived.MaxFragmentsHardLimit)
+	assert.Equal(t, maxFragmentsLimit, c.Derived.MaxFragmentsHardLimit)
 	d := defaultConfig()
 	assert.Equal(t, c.DefaultConfig.Name, d.Name)
 	want := c.DefaultConfig.config()

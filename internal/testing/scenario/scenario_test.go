@@ -416,7 +416,7 @@ func firstRequest(t *testing.T, c *client.Client, now time.Time) []byte {
 	var out client.Output
 	c.Update(now, &out)
 	require.Len(t, out.Datagrams, 1)
-	require.Len(t, out.Datagrams[0].Buf, protocol.ConnectionRequestBytes)
+	require.Len(t, out.Datagrams[0].Buf, 1078, "a connection request")
 	return out.Datagrams[0].Buf
 }
 

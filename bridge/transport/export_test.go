@@ -1,0 +1,23 @@
+package transport
+
+import "net/netip"
+
+// The netip.AddrPort I/O a netcode Listener and Dialer reach through the
+// hook (muxBatcher, connIO), by *net.UDPConn's names, for the external
+// tests and benchmarks.
+
+func (m *Mux) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	return m.readFromAddrPort(b)
+}
+
+func (m *Mux) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	return m.writeToAddrPort(b, addr)
+}
+
+func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	return c.readFromAddrPort(b)
+}
+
+func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	return c.writeToAddrPort(b, addr)
+}
