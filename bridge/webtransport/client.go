@@ -211,8 +211,26 @@ func (c *client) maxDatagram() int { return c.max.current(time.Now()) }
 // written to, which is what a netcode client expects of its server. Use
 // it as a netcode.Dialer's transport with ListenPacket.
 type Conn struct {
+	batchHook // the I/O by netip.AddrPort a netcode Dialer finds: connIO
+
 	c      *client
 	server atomic.Pointer[netip.AddrPort]
+}
+
+// batchHook is the hook a Conn embeds under an unexported name, so that it
+// exports neither internal types nor the netip.AddrPort methods only a
+// netcode Dialer uses.
+type batchHook = dgram.Batched
+
+// connIO is a Conn's allocation-free I/O by netip.AddrPort.
+type connIO struct{ c *Conn }
+
+func (io connIO) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	return io.c.readFromAddrPort(b)
+}
+
+func (io connIO) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	return io.c.writeToAddrPort(b, addr)
 }
 
 // Dial opens a transport session to url (https://host:port/transport).
@@ -224,7 +242,9 @@ func Dial(ctx context.Context, url string, opts *Options) (*Conn, error) {
 		return nil, err
 	}
 	go c.reader(protocol.MaxPacketBytes)
-	return &Conn{c: c}, nil
+	conn := &Conn{c: c}
+	conn.batchHook = batchHook{P: connIO{conn}}
+	return conn, nil
 }
 
 // ListenPacket returns a function for netcode.Dialer.ListenPacket that
@@ -239,11 +259,11 @@ func ListenPacket(url string, opts *Options) func(ctx context.Context, network, 
 	}
 }
 
-// ReadFromUDPAddrPort reads one datagram from the server into b
-// (truncated if b is short) and returns its length and the address last
-// written to. Once the session has ended and the queue is empty, it
-// returns an error wrapping net.ErrClosed.
-func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+// readFromAddrPort reads one datagram from the server into b (truncated
+// if b is short) and returns its length and the address last written to.
+// Once the session has ended and the queue is empty, it returns an error
+// wrapping net.ErrClosed. A netcode Dialer reaches it through the hook.
+func (c *Conn) readFromAddrPort(b []byte) (int, netip.AddrPort, error) {
 	n, _, err := c.c.q.Read(b)
 	if err != nil {
 		return 0, netip.AddrPort{}, c.c.opError("read", err)
@@ -255,19 +275,20 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	return n, a, nil
 }
 
-// ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
+// ReadFrom implements net.PacketConn: one datagram from the server, from
+// the address last written to (a *net.UDPAddr). Once the session has ended
+// and the queue is empty, it returns an error wrapping net.ErrClosed.
 func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, a, err := c.ReadFromUDPAddrPort(b)
+	n, a, err := c.readFromAddrPort(b)
 	if err != nil {
 		return 0, nil, err
 	}
 	return n, net.UDPAddrFromAddrPort(a), nil
 }
 
-// WriteToUDPAddrPort sends b in one datagram and remembers addr as the
-// server's address. A datagram larger than the session carries now fails
-// with an error wrapping bridge.ErrDatagramTooLarge.
-func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+// writeToAddrPort sends b in one datagram and remembers addr as the
+// server's address; a netcode Dialer reaches it through the hook.
+func (c *Conn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	if p := c.server.Load(); p == nil || *p != addr {
 		a := new(netip.AddrPort) // only when the server changes
@@ -280,9 +301,11 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return len(b), nil
 }
 
-// WriteTo implements net.PacketConn.
+// WriteTo implements net.PacketConn: b in one datagram. A datagram larger
+// than the session carries now fails with an error wrapping
+// bridge.ErrDatagramTooLarge.
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	return c.WriteToUDPAddrPort(b, dgram.AddrPortOf(addr))
+	return c.writeToAddrPort(b, dgram.AddrPortOf(addr))
 }
 
 // MaxDatagram returns the largest datagram (netcode packet) the session
