@@ -23,6 +23,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -51,6 +52,7 @@ const sideBridge = "bridge"
 const (
 	reqStats    = "stats"     // childStats, after a collection
 	reqCPU      = "cpu"       // childStats with only CPU, without a collection
+	reqMallocs  = "mallocs"   // childStats with only Mallocs, without a collection
 	reqCPUStart = "cpu-start" // starts the CPU profiler; answers childStats
 	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide; "cpu-stop PATH" also writes the profile to PATH
 )
@@ -59,7 +61,11 @@ const (
 type childReady struct {
 	UDP string `json:",omitempty"` // the netcode server's UDP address
 	URL string `json:",omitempty"` // the WebSocket URL (relay, transport)
-	Err string `json:",omitempty"`
+	// WebTransport is the session URL with -webtransport, and
+	// CertificateHashes the development certificates to pin.
+	WebTransport      string     `json:",omitempty"`
+	CertificateHashes [][32]byte `json:",omitempty"`
+	Err               string     `json:",omitempty"`
 }
 
 // childStats is a child's answer to a request.
@@ -67,6 +73,7 @@ type childStats struct {
 	Goroutines int
 	HeapInuse  uint64        // after a collection
 	StackInuse uint64        // goroutine stacks
+	Mallocs    uint64        // heap objects allocated so far (reqMallocs)
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
 	Dropped    uint64        // payloads or datagrams dropped by full queues
@@ -91,10 +98,11 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
 	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
+	wt := fs.Bool("webtransport", false, "relay, transport: serve WebTransport sessions too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := &child{proto: *proto, max: *maxN, shards: *shards}
+	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
 	in := bufio.NewReader(stdin)
 	if *role != roleRelay {
 		// The private key comes first on stdin, not on the command line,
@@ -166,6 +174,7 @@ type child struct {
 	proto  uint64
 	max    int
 	shards int // ServerConfig.Socket.ReadShards
+	wt     bool
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
@@ -173,6 +182,7 @@ type child struct {
 	relay *bridge.Handler   // relay
 	web   *http.Server      // relay, transport
 	webWG sync.WaitGroup
+	wts   *webtransport.Server // relay, transport with -webtransport
 
 	echoes sync.WaitGroup
 	mu     sync.Mutex
@@ -202,6 +212,9 @@ func (c *child) startRelay(server netip.AddrPort) error {
 	c.relay = bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
 	mux := http.NewServeMux()
 	mux.Handle("/relay", c.relay)
+	if err := c.startWebTransport(&webtransport.Config{Relay: c.relay}, webtransport.DefaultRelayPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/relay")
 }
 
@@ -230,6 +243,9 @@ func (c *child) startTransport() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/netcode", c.mux.Handler())
+	if err := c.startWebTransport(&webtransport.Config{Mux: c.mux}, webtransport.DefaultTransportPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/netcode")
 }
 
@@ -246,6 +262,36 @@ func (c *child) startWeb(h http.Handler, path string) error {
 		go func() {
 			defer c.webWG.Done()
 			c.web.Serve(ln)
+		}()
+	})
+	return nil
+}
+
+// startWebTransport serves cfg's sessions over WebTransport on a UDP
+// socket of 127.0.0.1, with development certificates, its goroutines
+// labelled bridge; only with -webtransport.
+func (c *child) startWebTransport(cfg *webtransport.Config, path string) error {
+	if !c.wt {
+		return nil
+	}
+	wts, err := webtransport.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return err
+	}
+	c.wts = wts
+	c.ready.WebTransport = "https://" + udp.LocalAddr().String() + path
+	if c.ready.CertificateHashes, err = wts.CertificateHashes(); err != nil {
+		return err
+	}
+	c.webWG.Add(1)
+	labelled(context.Background(), sideBridge, func(context.Context) {
+		go func() {
+			defer c.webWG.Done()
+			wts.Serve(udp)
 		}()
 	})
 	return nil
@@ -301,13 +347,16 @@ func (c *child) close() {
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
 	}
+	if c.wts != nil {
+		c.wts.Close()
+	}
 	if c.web != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c.web.Shutdown(ctx)
 		cancel()
 		c.web.Close()
-		c.webWG.Wait()
 	}
+	c.webWG.Wait()
 	c.echoes.Wait()
 }
 
@@ -319,6 +368,11 @@ func (c *child) answer(req string) childStats {
 	case reqCPU:
 		st.CPU = cpuTime()
 		st.Datagrams = c.datagrams()
+		return st
+	case reqMallocs:
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		st.Mallocs = ms.Mallocs
 		return st
 	case reqStats:
 	case reqCPUStart:
