@@ -46,6 +46,9 @@ type Config struct {
 	// page for this long is ended (and the page reconnects). 0 means
 	// bridge.DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// OriginPatterns are the bridge's (bridge.Config.OriginPatterns): the
+	// origins, besides the bridge's own host, whose pages may connect.
+	OriginPatterns []string
 	// Logger receives the server's and the bridge's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -122,6 +125,7 @@ func New(cfg Config) (*App, error) {
 	a.Bridge = bridge.NewHandler(&bridge.Config{
 		AllowedServers: []netip.AddrPort{addr},
 		IdleTimeout:    cfg.IdleTimeout,
+		OriginPatterns: cfg.OriginPatterns,
 		Logger:         cfg.Logger,
 	})
 	a.mux.HandleFunc("GET /{$}", a.page)
