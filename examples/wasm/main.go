@@ -39,6 +39,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,6 +56,8 @@ import (
 type result struct {
 	ClientIndex int    `json:"clientIndex"`
 	MaxClients  int    `json:"maxClients"`
+	Transport   string `json:"transport"`          // "webtransport" or "websocket"
+	Fallback    string `json:"fallback,omitempty"` // why not WebTransport, when it was offered
 	Sent        int    `json:"sent"`
 	Received    int    `json:"received"`
 	Bad         int    `json:"bad"`
@@ -103,10 +106,12 @@ func run() (result, *reliable.Session, error) {
 	var r result
 	origin := js.Global().Get("location").Get("origin").String()
 	count := 100
+	var wt webTransportConfig
 	if cfg := js.Global().Get("netcodeConfig"); cfg.Type() == js.TypeObject {
 		if c := cfg.Get("count"); c.Type() == js.TypeNumber {
 			count = c.Int()
 		}
+		wt = readWebTransportConfig(cfg)
 	}
 
 	status("token", "fetching a connect token")
@@ -125,11 +130,28 @@ func run() (result, *reliable.Session, error) {
 
 	status("connecting", "connecting")
 	url := "ws" + strings.TrimPrefix(origin, "http") + "/netcode"
-	d := netcode.Dialer{ListenPacket: transport.ListenPacket(url, nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	pc, fallback, err := listenPacket(ctx, wt, url)
+	if err != nil {
+		return r, nil, err
+	}
+	r.Transport, r.Fallback = "websocket", fallback
+	if _, ok := pc.(*wtConn); ok {
+		r.Transport = "webtransport"
+	}
+	first := pc
+	d := netcode.Dialer{ListenPacket: func(ctx context.Context, _, _ string) (net.PacketConn, error) {
+		if c := first; c != nil {
+			first = nil
+			return c, nil
+		}
+		c, _, err := listenPacket(ctx, wt, url) // another server of the token
+		return c, err
+	}}
 	conn, err := d.DialContext(ctx, tok)
 	if err != nil {
+		pc.Close()
 		return r, nil, err
 	}
 	r.ClientIndex, r.MaxClients = conn.ClientIndex(), conn.MaxClients()
@@ -162,6 +184,63 @@ func run() (result, *reliable.Session, error) {
 	}
 	ch.SetReadDeadline(time.Time{})
 	return r, sess, nil
+}
+
+// webTransportConfig is the page's netcodeConfig.webTransport (a URL, or
+// { url, certHash } with the SHA-256 of a development certificate as an
+// array of bytes) and netcodeConfig.transport ("auto", "webtransport" or
+// "websocket").
+type webTransportConfig struct {
+	url, mode string
+	certHash  []byte
+}
+
+func readWebTransportConfig(cfg js.Value) webTransportConfig {
+	wt := webTransportConfig{mode: "auto"}
+	if m := cfg.Get("transport"); m.Type() == js.TypeString {
+		wt.mode = m.String()
+	}
+	switch v := cfg.Get("webTransport"); v.Type() {
+	case js.TypeString:
+		wt.url = v.String()
+	case js.TypeObject:
+		wt.url = v.Get("url").String()
+		if h := v.Get("certHash"); h.Type() == js.TypeObject {
+			wt.certHash = make([]byte, h.Get("length").Int())
+			for i := range wt.certHash {
+				wt.certHash[i] = byte(h.Index(i).Int())
+			}
+		}
+	}
+	return wt
+}
+
+// webTransportTimeout bounds the wait for the WebTransport endpoint
+// before falling back to WebSocket.
+const webTransportTimeout = 5 * time.Second
+
+// listenPacket opens the client's transport: WebTransport when the page
+// offers an endpoint and the browser reaches it, else (unless the mode is
+// "webtransport") a WebSocket to wsURL. fallback says why WebTransport,
+// offered, is not used.
+func listenPacket(ctx context.Context, wt webTransportConfig, wsURL string) (pc net.PacketConn, fallback string, err error) {
+	if wt.url != "" && wt.mode != "websocket" {
+		wctx, cancel := context.WithTimeout(ctx, webTransportTimeout)
+		c, err := dialWebTransport(wctx, wt.url, wt.certHash)
+		cancel()
+		if err == nil {
+			return c, "", nil
+		}
+		if wt.mode == "webtransport" {
+			return nil, "", err
+		}
+		fallback = err.Error()
+	}
+	c, err := transport.Dial(ctx, wsURL, nil)
+	if err != nil {
+		return nil, fallback, err
+	}
+	return c, fallback, nil
 }
 
 // reliableResult is what netcodeReliable resolves to.
