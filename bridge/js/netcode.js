@@ -30,6 +30,12 @@
 //     webTransport: "https://example.com:443/relay",
 //   });
 //
+// A bridge with a development certificate (package bridge/webtransport)
+// serves its URLs and the certificate hashes to pin at an info endpoint:
+//
+//   const wt = await webTransportInfo("/webtransport"); // null if none
+//   const session = await connect("/relay", token, { webTransport: wt?.relay });
+//
 // A datagram is bounded by the path: session.maxPayloadBytes (at most
 // 1200) is the largest payload send takes, and send throws a RangeError
 // naming the limit above it, never letting the browser drop it unsaid.
@@ -303,6 +309,34 @@ export async function connect(url, token, options = {}) {
     if (mode === WEBTRANSPORT) throw fallback;
   }
   return connectWebSocket(url, tokenBytes, maxBuffered, fallback);
+}
+
+/**
+ * Fetches a WebTransport bridge's info (package bridge/webtransport's
+ * Server.InfoHandler, JSON { relay, transport, serverCertificateHashes })
+ * from url and returns { relay, transport }, each null or a value for
+ * connect's options.webTransport: { url, serverCertificateHashes } with
+ * the hashes decoded for the WebTransport constructor. Resolves with null
+ * if the browser has no WebTransport or the endpoint does not answer with
+ * the info, so that connect runs over WebSocket.
+ */
+export async function webTransportInfo(url) {
+  if (typeof WebTransport !== "function") return null;
+  let info;
+  try {
+    const res = await fetch(url, { cache: "no-store" });
+    if (!res.ok) return null;
+    info = await res.json();
+  } catch {
+    return null;
+  }
+  const hashes = (info.serverCertificateHashes ?? []).map((h) => ({
+    algorithm: h.algorithm,
+    value: Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)),
+  }));
+  const endpoint = (u) => (typeof u === "string" && u !== ""
+    ? (hashes.length > 0 ? { url: u, serverCertificateHashes: hashes } : { url: u }) : null);
+  return { relay: endpoint(info.relay), transport: endpoint(info.transport) };
 }
 
 function connectWebSocket(url, tokenBytes, maxBuffered, fallback) {
