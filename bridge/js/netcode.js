@@ -411,7 +411,7 @@ async function connectWebTransport(wt, tokenBytes, maxBuffered, timeout) {
 async function runWebTransport(transport, tokenBytes, maxBuffered) {
   // Everything below is past the handshake: a failure is the bridge's
   // word (or a lost connection), reported as a NetcodeError.
-  let closeInfo = null; // { code, reason } the bridge sent on the stream
+  let closeInfo = null; // { code, reason }: the bridge's, or the page's own close
   let buffered = 0;
   let ended = false;
   const writer = transport.datagrams.writable.getWriter();
@@ -423,7 +423,8 @@ async function runWebTransport(transport, tokenBytes, maxBuffered) {
     send(view) {
       const copy = view.slice(); // the caller may reuse its buffer at once
       buffered += copy.byteLength;
-      writer.write(copy).then(() => { buffered -= copy.byteLength; }, () => { buffered -= copy.byteLength; });
+      const done = () => { buffered -= copy.byteLength; };
+      writer.write(copy).then(done, done);
     },
     close() {
       if (ended) return;
@@ -431,41 +432,43 @@ async function runWebTransport(transport, tokenBytes, maxBuffered) {
       try { transport.close({ closeCode: 1000, reason: "" }); } catch { /* already closed */ }
     },
   };
+  // The bridge says why it ends a session in a message on a stream of its
+  // own ({"type":"closed","code":...,"reason":...}), as browsers do not
+  // reliably see the code of the session's close; the page then closes the
+  // session itself, with that code.
+  (async () => {
+    try {
+      for await (const stream of transport.incomingUnidirectionalStreams) {
+        for await (const m of readMessages(stream)) {
+          if (m.type === "closed" && typeof m.code === "number") {
+            closeInfo ??= { code: m.code, reason: String(m.reason ?? "") };
+            try { transport.close({ closeCode: m.code, reason: String(m.reason ?? "").slice(0, 1024) }); } catch { /* closed */ }
+          }
+        }
+      }
+    } catch { /* the session ended */ }
+  })();
+  const ending = transport.closed.then(
+    (ci) => closeInfo ?? { code: ci.closeCode || 1000, reason: ci.reason },
+    () => closeInfo ?? { code: 1006, reason: "WebTransport session lost" },
+  );
 
-  let stream;
+  let hello = null;
   try {
-    stream = await transport.createBidirectionalStream();
+    const stream = await transport.createBidirectionalStream();
     const w = stream.writable.getWriter();
     await w.write(tokenBytes);
-    w.releaseLock();
-  } catch (e) {
-    transport.close();
-    throw new NetcodeError(1006, `WebTransport: ${e.message ?? e}`);
-  }
-
-  // The stream's messages: the "connected" message, then possibly a close.
-  const messages = readMessages(stream.readable);
-  const hello = await messages.next().catch(() => ({ done: true }));
-  const endWith = async () => {
-    const info = await transport.closed.then(
-      (ci) => ({ code: ci.closeCode, reason: ci.reason }),
-      () => null,
-    );
-    return closeInfo ?? info ?? { code: 1006, reason: "WebTransport session lost" };
-  };
-  let msg = hello.done ? null : hello.value;
-  if (msg && msg.type === "closed") {
-    closeInfo = { code: msg.code, reason: msg.reason ?? "" };
-    msg = null;
-  }
-  if (msg === null || msg.type !== "connected") {
+    await w.close();
+    for await (const m of readMessages(stream.readable)) {
+      if (m.type === "connected") hello = m;
+    }
+  } catch { /* the session ended: ending says why */ }
+  if (hello === null) {
     try { transport.close(); } catch { /* closed */ }
-    const c = await endWith();
+    const c = await ending;
     throw new NetcodeError(c.code, c.reason);
   }
-  const session = new Session(link, msg, maxBuffered, null);
-
-  // Payloads.
+  const session = new Session(link, hello, maxBuffered, null);
   (async () => {
     const reader = transport.datagrams.readable.getReader();
     try {
@@ -476,18 +479,7 @@ async function runWebTransport(transport, tokenBytes, maxBuffered) {
       }
     } catch { /* the session ended */ }
   })();
-  // A close the bridge sends on the stream.
-  (async () => {
-    try {
-      for await (const m of messages) {
-        if (m.type === "closed") {
-          closeInfo ??= { code: m.code, reason: m.reason ?? "" };
-          try { transport.close({ closeCode: m.code, reason: m.reason ?? "" }); } catch { /* closed */ }
-        }
-      }
-    } catch { /* the stream ended with the session */ }
-  })();
-  endWith().then((c) => {
+  ending.then((c) => {
     ended = true;
     session._end(new NetcodeError(c.code, c.reason));
   });

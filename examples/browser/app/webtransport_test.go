@@ -95,7 +95,7 @@ func TestBrowserWebTransport(t *testing.T) {
 	// byte; then one byte over the limit.
 	type result struct {
 		Transport              string
-		MaxPayload, MaxDgram   int
+		MaxPayload             int
 		Echoed, Bad, Retries   int
 		OverName, OverMessage  string
 		CloseCode              int
@@ -180,7 +180,8 @@ func TestBrowserWebTransport(t *testing.T) {
 	assert.Contains(t, f.Reason, "127.0.0.1:9")
 
 	// The bridge shuts down: the page says why, over WebTransport too.
-	require.Equal(t, 1, a.Bridge.Sessions())
+	require.Eventually(t, func() bool { return a.Bridge.Sessions() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the refused sessions and the module's are gone")
 	require.NoError(t, a.Bridge.Close())
 	step(t, ctx, 10*time.Second, "page sees the close",
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="reconnecting"]`)))
