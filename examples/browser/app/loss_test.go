@@ -3,6 +3,7 @@
 package app_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -62,9 +63,19 @@ func TestBrowserUnderLoss(t *testing.T) {
 		duration = d
 	}
 
-	a, err := app.New(app.Config{OriginPatterns: []string{"127.0.0.1:*"}})
+	a, err := app.New(app.Config{
+		OriginPatterns:    []string{"127.0.0.1:*"},
+		WebTransportAddr:  net.JoinHostPort(lossnet.Local, lossPort),
+		WebTransportHosts: []string{lossnet.Peer},
+	})
 	require.NoError(t, err)
 	defer a.Close()
+	hashes, err := a.WebTransport.CertificateHashes()
+	require.NoError(t, err)
+	var pins []string
+	for _, h := range hashes {
+		pins = append(pins, `{ algorithm: "sha-256", value: Uint8Array.from(atob("`+base64.StdEncoding.EncodeToString(h[:])+`"), (c) => c.charCodeAt(0)) }`)
+	}
 
 	// The page, the module and the token endpoint come from loopback,
 	// unimpaired, and are a secure context there (WebTransport needs
@@ -98,7 +109,7 @@ func TestBrowserUnderLoss(t *testing.T) {
 			try {
 				const tok = new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer());
 				const s = await connect(url, tok, options);
-				r.Transport = s.transport ?? "websocket";
+				r.Transport = s.transport;
 				s.onmessage = (p) => {
 					const i = new DataView(p.buffer, p.byteOffset, p.byteLength).getUint32(0);
 					if (i < messages && r.Echoed[i] < 0) r.Echoed[i] = performance.now();
@@ -120,23 +131,38 @@ func TestBrowserUnderLoss(t *testing.T) {
 			return r;
 		};
 		return Promise.all([
-			measure("WebSocket", "ws://`+lossy+`/relay", {}),
+			measure("WebSocket", "ws://`+lossy+`/relay", { transport: "websocket" }),
+			measure("WebTransport", "ws://`+lossy+`/relay", { transport: "webtransport", webTransport: {
+				url: "https://`+lossy+`/relay", serverCertificateHashes: [`+strings.Join(pins, ", ")+`] } }),
 		]);
 	})()`)
 
 	report := []string{
 		fmt.Sprintf("%v at 10 Hz through %s", duration, lossnet.Impairment),
-		"| Transport | Echoed | p50 | p99 | max | Late (> RTT + 10 ms) | Longest stall |",
-		"| --- | --- | --- | --- | --- | --- | --- |",
+		"| Transport | Echoed | min | p50 | p99 | max | Late (> RTT + 10 ms) | Held behind an earlier echo | Longest stall |",
+		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 	}
 	rtt := 2 * lossyLink.Delay
 	for _, r := range runs {
 		require.Empty(t, r.Error, "%s", r.Name)
-		st := lossStats(r.Sent, r.Echoed, rtt+10*time.Millisecond)
-		report = append(report, fmt.Sprintf("| %s (%s) | %d of %d | %.1f ms | %.1f ms | %.1f ms | %d | %.0f ms |",
-			r.Name, r.Transport, st.echoed, len(r.Sent), st.p50, st.p99, st.max, st.late, st.stall))
-		if r.Name == "WebSocket" {
+		st := lossStats(r.Sent, r.Echoed, rtt, rtt+10*time.Millisecond)
+		report = append(report, fmt.Sprintf("| %s | %d of %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %d | %d | %.0f ms |",
+			r.Name, st.echoed, len(r.Sent), st.minLatency, st.p50, st.p99, st.max, st.late, st.held, st.stall))
+		if os.Getenv("NETCODE_LOSS_DETAIL") != "" {
+			for i, e := range r.Echoed {
+				if l := e - r.Sent[i]; e < 0 || l > float64(rtt+10*time.Millisecond)/1e6 {
+					t.Logf("%s message %d: sent %.1f, latency %.1f ms (negative: lost)", r.Name, i, r.Sent[i], l)
+				}
+			}
+		}
+		switch r.Name {
+		case "WebSocket":
+			assert.Equal(t, "websocket", r.Transport)
 			assert.Equal(t, len(r.Sent), st.echoed, "WebSocket (TCP) lost an echo")
+		case "WebTransport":
+			assert.Equal(t, "webtransport", r.Transport)
+			assert.Positive(t, st.echoed)
+			assert.Less(t, st.echoed, len(r.Sent), "no datagram lost: the link is not lossy")
 		}
 	}
 	t.Log("\n" + strings.Join(report, "\n"))
@@ -162,6 +188,12 @@ func serve(t *testing.T, network, addr string, h http.Handler) string {
 
 // lossFigures are one run's figures, in milliseconds.
 type lossFigures struct {
+	// held counts the echoes that waited behind an earlier one: echo j
+	// arrived no sooner than echo i < j, which arrived more than an RTT
+	// after j was sent (so j was on its way while i was held up). Ordered
+	// delivery makes every echo sent while a lost segment is being
+	// retransmitted wait so; independent datagrams make none.
+	held              int
 	echoed, late      int
 	p50, p99, max     float64
 	stall, minLatency float64
@@ -169,7 +201,7 @@ type lossFigures struct {
 
 // lossStats computes the figures of a run: sent[i] is when message i was
 // sent, echoed[i] when its echo arrived (negative if it did not).
-func lossStats(sent, echoed []float64, late time.Duration) lossFigures {
+func lossStats(sent, echoed []float64, rtt, late time.Duration) lossFigures {
 	var f lossFigures
 	var lat, arrivals []float64
 	for i, e := range echoed {
@@ -186,6 +218,15 @@ func lossStats(sent, echoed []float64, late time.Duration) lossFigures {
 	}
 	if len(lat) == 0 {
 		return f
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for j, aj := range echoed {
+		for i := 0; i < j && aj >= 0; i++ {
+			if ai := echoed[i]; ai >= 0 && ai > sent[j]+ms(rtt) && aj >= ai {
+				f.held++
+				break
+			}
+		}
 	}
 	slices.Sort(lat)
 	rank := func(p float64) float64 { return lat[int(math.Ceil(p*float64(len(lat))))-1] }
