@@ -13,6 +13,12 @@
 // and load it in a page with wasm_exec.js; the server in ./server serves
 // both (go run ./examples/wasm/serve).
 //
+// It connects over WebTransport (datagrams: a lost packet holds back
+// nothing behind it) when the page's netcodeConfig.webTransport names an
+// endpoint (the server's /webtransport info gives it) and the browser
+// reaches it within 5 s, and over the WebSocket otherwise;
+// netcodeConfig.transport ("webtransport" or "websocket") forces one.
+//
 // On start it POSTs to /token on its own origin for a connect token,
 // connects through ws(s)://<origin>/netcode, runs a reliable.Session over
 // the connection with the server's channels (package wire), checks count
@@ -20,7 +26,8 @@
 // 1200 bytes, byte for byte (count is the page's netcodeConfig.count, 100
 // by default), and publishes, on globalThis:
 //
-//	netcodeResult     a JSON string: {"clientIndex":..,"maxClients":..,"sent":..,"received":..,"bad":..,"error":".."}
+//	netcodeResult     a JSON string: {"clientIndex":..,"maxClients":..,"transport":"webtransport"|"websocket",
+//	                  "fallback":"why not WebTransport","sent":..,"received":..,"bad":..,"error":".."}
 //	netcodeEcho(text) a Promise of the server's echo of text, sent as an unreliable message
 //	netcodeReliable(n) a Promise of a JSON string {"bytes":..,"sha256":"..","echoBytes":..,"intact":..,"millis":..}:
 //	                  n bytes of wire.Pattern sent as one reliable message (up to
@@ -88,8 +95,8 @@ func main() {
 	}
 	serve(sess)
 	publish(r)
-	status("done", fmt.Sprintf("connected as client %d of %d; %d of %d echoes correct",
-		r.ClientIndex, r.MaxClients, r.Received-r.Bad, r.Sent))
+	status("done", fmt.Sprintf("connected as client %d of %d over %s; %d of %d echoes correct",
+		r.ClientIndex, r.MaxClients, r.Transport, r.Received-r.Bad, r.Sent))
 	select {}
 }
 
@@ -187,12 +194,12 @@ func run() (result, *reliable.Session, error) {
 }
 
 // webTransportConfig is the page's netcodeConfig.webTransport (a URL, or
-// { url, certHash } with the SHA-256 of a development certificate as an
-// array of bytes) and netcodeConfig.transport ("auto", "webtransport" or
-// "websocket").
+// { url, certHashes } with the SHA-256 hashes of development certificates,
+// each an array of bytes) and netcodeConfig.transport ("auto",
+// "webtransport" or "websocket").
 type webTransportConfig struct {
-	url, mode string
-	certHash  []byte
+	url, mode  string
+	certHashes [][]byte
 }
 
 func readWebTransportConfig(cfg js.Value) webTransportConfig {
@@ -205,10 +212,14 @@ func readWebTransportConfig(cfg js.Value) webTransportConfig {
 		wt.url = v.String()
 	case js.TypeObject:
 		wt.url = v.Get("url").String()
-		if h := v.Get("certHash"); h.Type() == js.TypeObject {
-			wt.certHash = make([]byte, h.Get("length").Int())
-			for i := range wt.certHash {
-				wt.certHash[i] = byte(h.Index(i).Int())
+		if hs := v.Get("certHashes"); hs.Type() == js.TypeObject {
+			for i := range hs.Get("length").Int() {
+				h := hs.Index(i)
+				b := make([]byte, h.Get("length").Int())
+				for j := range b {
+					b[j] = byte(h.Index(j).Int())
+				}
+				wt.certHashes = append(wt.certHashes, b)
 			}
 		}
 	}
@@ -226,7 +237,7 @@ const webTransportTimeout = 5 * time.Second
 func listenPacket(ctx context.Context, wt webTransportConfig, wsURL string) (pc net.PacketConn, fallback string, err error) {
 	if wt.url != "" && wt.mode != "websocket" {
 		wctx, cancel := context.WithTimeout(ctx, webTransportTimeout)
-		c, err := dialWebTransport(wctx, wt.url, wt.certHash)
+		c, err := dialWebTransport(wctx, wt.url, wt.certHashes)
 		cancel()
 		if err == nil {
 			return c, "", nil

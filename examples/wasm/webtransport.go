@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"syscall/js"
 	"time"
@@ -34,28 +35,35 @@ type wtConn struct {
 	closed   atomic.Bool
 	readDone chan struct{}
 	server   atomic.Pointer[netip.AddrPort]
+
+	mu        sync.Mutex
+	lastWrite js.Value // the promise of the last datagram written; Close waits for it
 }
 
 // errTooBig is WriteTo's error for a packet over the datagram limit.
 var errTooBig = errors.New("netcode/wasm: packet over the WebTransport session's datagram limit")
 
 // dialWebTransport opens a WebTransport session to url (https://, with
-// its port). certHash, if not empty, is the SHA-256 of the server's
-// self-signed development certificate, pinned with
+// its port). certHashes, if any, are the SHA-256 hashes of the server's
+// self-signed development certificates, pinned with
 // serverCertificateHashes. It fails when the browser has no WebTransport,
 // or the endpoint does not answer before ctx ends.
-func dialWebTransport(ctx context.Context, url string, certHash []byte) (*wtConn, error) {
+func dialWebTransport(ctx context.Context, url string, certHashes [][]byte) (*wtConn, error) {
 	ctor := js.Global().Get("WebTransport")
 	if ctor.Type() != js.TypeFunction {
 		return nil, errors.New("netcode/wasm: this browser has no WebTransport")
 	}
 	opts := js.Global().Get("Object").New()
 	opts.Set("requireUnreliable", true)
-	if len(certHash) > 0 {
-		h := js.Global().Get("Object").New()
-		h.Set("algorithm", "sha-256")
-		h.Set("value", bytesToJS(certHash))
-		opts.Set("serverCertificateHashes", js.Global().Get("Array").New(h))
+	if len(certHashes) > 0 {
+		pins := js.Global().Get("Array").New()
+		for _, ch := range certHashes {
+			h := js.Global().Get("Object").New()
+			h.Set("algorithm", "sha-256")
+			h.Set("value", bytesToJS(ch))
+			pins.Call("push", h)
+		}
+		opts.Set("serverCertificateHashes", pins)
 	}
 	var wt js.Value
 	if err := catch(func() { wt = ctor.New(url, opts) }); err != nil {
@@ -145,7 +153,10 @@ func (c *wtConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if e := catch(func() {
 		// Not awaited, as a UDP send is not: the promise settles when
 		// the browser has sent the datagram or dropped it as too old.
-		c.writer.Call("write", bytesToJS(b)).Call("catch", js.FuncOf(func(js.Value, []js.Value) any { return nil }))
+		p := c.writer.Call("write", bytesToJS(b))
+		c.mu.Lock()
+		c.lastWrite = p
+		c.mu.Unlock()
 	}); e != nil {
 		err = e
 	}
@@ -155,10 +166,21 @@ func (c *wtConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return len(b), nil
 }
 
-// Close ends the session and waits for the reader.
+// Close ends the session, once the datagrams written are sent (a
+// client's disconnect packets come just before; the browser drops what
+// is queued when the session closes) or a second has passed, and waits
+// for the reader.
 func (c *wtConn) Close() error {
 	if c.closed.Swap(true) {
 		return c.opError("close", net.ErrClosed)
+	}
+	c.mu.Lock()
+	last := c.lastWrite
+	c.mu.Unlock()
+	if last.Truthy() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		await(ctx, last) // rejected: the session ended anyway
+		cancel()
 	}
 	c.q.Close()
 	catch(func() { c.wt.Call("close") })

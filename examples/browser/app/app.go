@@ -10,6 +10,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"embed"
 	"encoding/binary"
 	"errors"
@@ -60,6 +61,9 @@ type Config struct {
 	// WebTransportHosts are the development certificates' host names and
 	// addresses; nil means localhost, 127.0.0.1 and ::1.
 	WebTransportHosts []string
+	// WebTransportTLS, if set, carries a certificate browsers trust, used
+	// instead of development certificates.
+	WebTransportTLS *tls.Config
 	// Logger receives the server's and the bridge's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -163,9 +167,10 @@ func New(cfg Config) (*App, error) {
 // serveWebTransport starts the WebTransport server of the bridge.
 func (a *App) serveWebTransport(cfg Config) error {
 	wts, err := webtransport.NewServer(&webtransport.Config{
-		Relay:    a.Bridge,
-		DevHosts: cfg.WebTransportHosts,
-		Logger:   cfg.Logger,
+		Relay:     a.Bridge,
+		TLSConfig: cfg.WebTransportTLS,
+		DevHosts:  cfg.WebTransportHosts,
+		Logger:    cfg.Logger,
 	})
 	if err != nil {
 		return err
