@@ -104,14 +104,15 @@ func dial(ctx context.Context, url string, opts *Options) (*client, error) {
 	if o.ReadQueue <= 0 {
 		o.ReadQueue = defaultReadQueue
 	}
-	d := &wt.Transport{
-		TLSClientConfig: o.tlsConfig(),
-		QUICConfig: &quic.Config{
-			EnableDatagrams:                  true,
-			EnableStreamResetPartialDelivery: true,
-			MaxIdleTimeout:                   30 * time.Second,
-		},
+	qc := &quic.Config{
+		EnableDatagrams:                  true,
+		EnableStreamResetPartialDelivery: true,
+		MaxIdleTimeout:                   30 * time.Second,
 	}
+	if configureQUIC != nil {
+		configureQUIC(qc)
+	}
+	d := &wt.Transport{TLSClientConfig: o.tlsConfig(), QUICConfig: qc}
 	rsp, sess, err := d.Dial(ctx, url, nil)
 	if rsp != nil && rsp.Header.Get(wsbridge.RefusedHeader) != "" {
 		// Over the cap: the session closes with 1013 at once, or the
@@ -149,6 +150,11 @@ func (c *client) reader(limit int) {
 			c.q.Push(netip.AddrPort{}, p) // full: dropped, as by a full socket buffer
 		}
 	}
+	if c.closed.Load() {
+		c.q.End(net.ErrClosed)
+		return
+	}
+	err = sessionEnd(c.sess)
 	code, reason := endOf(err)
 	if code == wsbridge.CodeFull {
 		err = wsbridge.ErrFull
@@ -328,9 +334,12 @@ func DialRelay(ctx context.Context, url string, connectToken []byte, opts *Optio
 	}
 	r := &RelayConn{c: c}
 	if err := r.handshake(ctx, connectToken); err != nil {
+		end := err
+		if c.sess.Context().Err() != nil { // the bridge ended the session
+			end = sessionEnd(c.sess)
+		}
 		_ = c.sess.CloseWithError(0, "")
-		<-c.sess.Context().Done()
-		code, reason := endOf(context.Cause(c.sess.Context()))
+		code, reason := endOf(end)
 		if code != websocket.StatusNormalClosure && code != websocket.StatusGoingAway || reason != "" {
 			err = websocket.CloseError{Code: code, Reason: reason}
 			if code == wsbridge.CodeFull {
@@ -359,21 +368,33 @@ func (r *RelayConn) handshake(ctx context.Context, tok []byte) error {
 	if d, ok := ctx.Deadline(); ok {
 		_ = str.SetReadDeadline(d)
 	}
-	msg, err := io.ReadAll(io.LimitReader(str, 512))
+	msg, err := io.ReadAll(io.LimitReader(str, maxConnected+1))
 	if err != nil {
 		return err
 	}
+	r.clientIndex, r.maxClients, err = parseConnected(msg)
+	if err != nil {
+		return err
+	}
+	_ = str.Close()
+	return nil
+}
+
+// maxConnected bounds the relay's "connected" message.
+const maxConnected = 256
+
+// parseConnected reads the relay's "connected" message.
+func parseConnected(msg []byte) (clientIndex, maxClients int, err error) {
 	var m struct {
 		Type        string `json:"type"`
 		ClientIndex int    `json:"clientIndex"`
 		MaxClients  int    `json:"maxClients"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil || m.Type != "connected" {
-		return errors.New("netcode/bridge: no connected message")
+	if len(msg) > maxConnected || json.Unmarshal(msg, &m) != nil || m.Type != "connected" ||
+		m.MaxClients < 1 || m.ClientIndex < 0 || m.ClientIndex >= m.MaxClients {
+		return 0, 0, errors.New("netcode/bridge: no connected message from the relay")
 	}
-	r.clientIndex, r.maxClients = m.ClientIndex, m.MaxClients
-	_ = str.Close()
-	return nil
+	return m.ClientIndex, m.MaxClients, nil
 }
 
 // ClientIndex and MaxClients are those the server gave the client.

@@ -36,13 +36,14 @@
 // A datagram must fit in one QUIC packet, so the largest payload depends
 // on the path: quic-go starts at 1,280-byte packets (1,200 where the path
 // refuses those) and path MTU discovery raises it, up to 1,452 bytes. The
-// largest datagram a session carries is the packet less 37 bytes of QUIC
-// header and tag, 3 of DATAGRAM frame and 2 of HTTP/3 session prefix:
+// largest datagram a session carries is the packet less the 37 bytes
+// quic-go reserves for its header, tag and frame and the 2 of the HTTP/3
+// session prefix:
 //
 //	UDP payload (packet)    largest datagram   relay payload   transport payload (netcode packet)
-//	1,200 (floor)           1,158              1,158           1,158 (payloads of 1,133)
-//	1,280 (start)           1,238              1,200 (all)     1,238 (all: 1,225 at most)
-//	1,452 (loopback, max)   1,410              1,200 (all)     1,300 (all)
+//	1,200 (floor)           1,161              1,161           1,161 (payloads of 1,136)
+//	1,280 (start)           1,241              1,200 (all)     1,241 (all: 1,225 at most)
+//	1,452 (loopback, max)   1,413              1,200 (all)     1,300 (all)
 //
 // Above the limit nothing is dropped silently: the Go clients' writes,
 // and the Mux's WriteTo to a WebTransport peer, fail with an error wrapping
@@ -71,6 +72,7 @@
 //
 //	webtransport.(*Server).serveConn   per QUIC connection: serves its HTTP/3 requests and WebTransport streams until it ends
 //	webtransport.(*client).reader      per Go client (Conn, RelayConn): queues the server's datagrams
+//	webtransport.(*Server).serveSession per CONNECT request, in HTTP/3's goroutine: admits the session (a refusal's close: at most a second)
 //
 // Bounds: a QUIC connection may open 4 bidirectional and 4 unidirectional
 // streams with 8 KiB windows (32 KiB for the connection), enough for a

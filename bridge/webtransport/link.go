@@ -107,6 +107,18 @@ func (l *link) ReadEnd(err error) (websocket.StatusCode, string) {
 	return endOf(err)
 }
 
+// sessionEnd waits for sess to end and returns why: a *wt.SessionError
+// if a side closed it. (The session's reads fail with io.EOF as its
+// CONNECT stream ends; the session's context is cancelled without a
+// cause; the reason is what its stream maps return once it has ended.)
+func sessionEnd(sess *wt.Session) error {
+	<-sess.Context().Done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := sess.AcceptStream(ctx)
+	return err
+}
+
 // endOf is the close code and reason of a session whose read failed with
 // err, on either side.
 func endOf(err error) (websocket.StatusCode, string) {
@@ -267,6 +279,7 @@ func (m *maxSize) check(n int, now func() time.Time) error {
 func (m *maxSize) Max() int { return int(m.max.Load()) }
 
 // minDatagram is the datagram payload every QUIC path carries: quic-go's
-// smallest packet, 1,200 bytes, less its largest overheads (37 bytes of
-// header and tag, 3 of DATAGRAM frame, the HTTP/3 prefix).
-const minDatagram = 1200 - 37 - 3 - prefixBytes
+// smallest packet, 1,200 bytes, less the 37 bytes quic-go reserves for its
+// header, tag and DATAGRAM frame (counting a 20-byte connection ID), less
+// the HTTP/3 prefix.
+const minDatagram = 1200 - 37 - prefixBytes

@@ -150,7 +150,7 @@ func NewServer(cfg *Config) (*Server, error) {
 // and little more, each with small flow-control windows (a token is 2 KiB;
 // everything else travels in datagrams).
 func quicConfig() *quic.Config {
-	return &quic.Config{
+	c := &quic.Config{
 		EnableDatagrams:                  true,
 		EnableStreamResetPartialDelivery: true,
 		MaxIncomingStreams:               4,
@@ -162,7 +162,15 @@ func quicConfig() *quic.Config {
 		MaxIdleTimeout:                   30 * time.Second,
 		HandshakeIdleTimeout:             5 * time.Second,
 	}
+	if configureQUIC != nil {
+		configureQUIC(c)
+	}
+	return c
 }
+
+// configureQUIC, if set (by tests), changes every QUIC configuration of
+// the package, the server's and the clients'.
+var configureQUIC func(*quic.Config)
 
 // Serve serves HTTP/3 on conn (a UDP socket, which the Server owns from
 // now on) until Close; it then returns http.ErrServerClosed.

@@ -15,7 +15,7 @@ import (
 )
 
 const benchSynopsis = `[-clients N] [-size bytes] [-rate per-second | -window N] [-duration d] [-baseline] [flags]
-       netcode bench -bridge relay|transport [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
+       netcode bench -bridge relay|transport|wt-relay|wt-transport [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
 
 Runs a netcode echo server (netcode.Listen on 127.0.0.1:0) and N clients
 (netcode.Dial with minted tokens) in this process, and measures: connects/s
@@ -53,7 +53,11 @@ connected, nothing sent). It reports connect time, echoes/s, p50/p99, lost,
 the CPU of the bridge and the server processes (/proc/<pid>/stat) per echo
 and per idle session and second, and their goroutines, heap and
 descriptors per session. Its defaults: -rate 10, -size 100. -baseline,
--window and the server and client tuning flags do not apply.`
+-window and the server and client tuning flags do not apply. -bridge
+wt-relay and wt-transport are the same over WebTransport (HTTP/3 on UDP,
+a webtransport.Server with development certificates in the bridge's
+process, Go WebTransport clients: webtransport.DialRelay, or a netcode
+client over webtransport.Dial), with the same report.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchSynopsis, stdout, stderr)
@@ -82,7 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
 	quiet := fs.Bool("q", false, "no progress lines")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay or transport (see above)")
+	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay, transport, wt-relay or wt-transport (see above)")
 	idle := fs.Duration("idle", 0, "-bridge: idle phase after connecting, e.g. 5s (shorter than the bridge's idle timeout)")
 	if len(args) > 0 && args[0] == bench.ChildArg {
 		return bench.RunChild(ctx, args[1:], os.Stdin, stdout, stderr)

@@ -17,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -30,7 +31,21 @@ const (
 	// transport.Dial to a transport.Mux, which is the PacketConn of the
 	// netcode echo server in the same process.
 	ModeTransport = "transport"
+	// ModeWTRelay is ModeRelay over WebTransport: each browser is a
+	// webtransport.DialRelay client (the token on a stream, payloads in
+	// datagrams) of the same bridge.Handler, served by a
+	// webtransport.Server.
+	ModeWTRelay = "wt-relay"
+	// ModeWTTransport is ModeTransport over WebTransport: each browser
+	// runs a netcode client over webtransport.Dial to the same Mux.
+	ModeWTTransport = "wt-transport"
 )
+
+// transportMode reports whether mode is one of the transport's.
+func transportMode(mode string) bool { return mode == ModeTransport || mode == ModeWTTransport }
+
+// webTransportMode reports whether mode runs over WebTransport.
+func webTransportMode(mode string) bool { return mode == ModeWTRelay || mode == ModeWTTransport }
 
 // Defaults of BridgeConfig.
 const (
@@ -43,7 +58,7 @@ const (
 // a child process of this executable (see ChildArg). Zero fields take the
 // defaults noted.
 type BridgeConfig struct {
-	Mode     string        // ModeRelay or ModeTransport
+	Mode     string        // ModeRelay, ModeTransport, ModeWTRelay or ModeWTTransport
 	Clients  int           // browsers; default 1
 	Size     int           // message bytes, MinSize..netcode.MaxPayloadBytes; default DefaultBridgeSize
 	Rate     float64       // messages per browser per second; default DefaultBridgeRate
@@ -74,9 +89,9 @@ type BridgeConfig struct {
 
 func (c *BridgeConfig) fill() error {
 	switch c.Mode {
-	case ModeRelay, ModeTransport:
+	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport:
 	default:
-		return fmt.Errorf("bench: bridge mode %q: want %s or %s", c.Mode, ModeRelay, ModeTransport)
+		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport)
 	}
 	if c.Clients == 0 {
 		c.Clients = 1
@@ -222,6 +237,7 @@ type bridgeRun struct {
 	r   *run
 
 	url            string
+	wtOpts         *webtransport.Options // WebTransport modes: the bridge's certificate, pinned
 	udp            netip.AddrPort
 	bridge, server *childProc // server is nil in transport mode (Shared)
 	stopped        bool
@@ -232,9 +248,13 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 	keyLine := hex.EncodeToString(key[:])
 	common := []string{"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.Clients)}
 	var err error
-	if cfg.Mode == ModeTransport {
+	var wt []string
+	if webTransportMode(cfg.Mode) {
+		wt = []string{"-webtransport"}
+	}
+	if transportMode(cfg.Mode) {
 		b.res.Shared = true
-		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, common...)
+		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, append(common, wt...)...)
 		if err != nil {
 			return err
 		}
@@ -242,13 +262,17 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
 			return err
 		}
-		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", "-max", strconv.Itoa(cfg.Clients),
-			"-allow", b.server.ready.UDP)
+		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", append([]string{"-max", strconv.Itoa(cfg.Clients),
+			"-allow", b.server.ready.UDP}, wt...)...)
 		if err != nil {
 			return err
 		}
 	}
 	b.url = b.bridge.ready.URL
+	if webTransportMode(cfg.Mode) {
+		b.url = b.bridge.ready.WebTransport
+		b.wtOpts = &webtransport.Options{CertificateHashes: b.bridge.ready.CertificateHashes}
+	}
 	udpOf := b.bridge
 	if b.server != nil {
 		udpOf = b.server
@@ -471,9 +495,15 @@ func (b *bridgeRun) finish() error {
 // connect connects every browser, DialConcurrency at a time.
 func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
 	dialer := &netcode.Dialer{ListenPacket: transport.ListenPacket(b.url, nil)}
+	if b.cfg.Mode == ModeWTTransport {
+		dialer.ListenPacket = webtransport.ListenPacket(b.url, b.wtOpts)
+	}
 	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
-		if b.cfg.Mode == ModeTransport {
+		switch b.cfg.Mode {
+		case ModeTransport, ModeWTTransport:
 			return dialer.DialContext(ctx, tokens[i])
+		case ModeWTRelay:
+			return webtransport.DialRelay(ctx, b.url, tokens[i], b.wtOpts)
 		}
 		return dialRelay(ctx, b.url, tokens[i])
 	})

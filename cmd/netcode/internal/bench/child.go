@@ -23,6 +23,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -59,7 +60,11 @@ const (
 type childReady struct {
 	UDP string `json:",omitempty"` // the netcode server's UDP address
 	URL string `json:",omitempty"` // the WebSocket URL (relay, transport)
-	Err string `json:",omitempty"`
+	// WebTransport is the session URL with -webtransport, and
+	// CertificateHashes the development certificates to pin.
+	WebTransport      string     `json:",omitempty"`
+	CertificateHashes [][32]byte `json:",omitempty"`
+	Err               string     `json:",omitempty"`
 }
 
 // childStats is a child's answer to a request.
@@ -88,10 +93,11 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
 	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
+	wt := fs.Bool("webtransport", false, "relay, transport: serve WebTransport sessions too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := &child{proto: *proto, max: *maxN, shards: *shards}
+	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
 	in := bufio.NewReader(stdin)
 	if *role != roleRelay {
 		// The private key comes first on stdin, not on the command line,
@@ -163,6 +169,7 @@ type child struct {
 	proto  uint64
 	max    int
 	shards int // ServerConfig.Socket.ReadShards
+	wt     bool
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
@@ -170,6 +177,7 @@ type child struct {
 	relay *bridge.Handler   // relay
 	web   *http.Server      // relay, transport
 	webWG sync.WaitGroup
+	wts   *webtransport.Server // relay, transport with -webtransport
 
 	echoes sync.WaitGroup
 	mu     sync.Mutex
@@ -199,6 +207,9 @@ func (c *child) startRelay(server netip.AddrPort) error {
 	c.relay = bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
 	mux := http.NewServeMux()
 	mux.Handle("/relay", c.relay)
+	if err := c.startWebTransport(&webtransport.Config{Relay: c.relay}, webtransport.DefaultRelayPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/relay")
 }
 
@@ -227,6 +238,9 @@ func (c *child) startTransport() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/netcode", c.mux.Handler())
+	if err := c.startWebTransport(&webtransport.Config{Mux: c.mux}, webtransport.DefaultTransportPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/netcode")
 }
 
@@ -243,6 +257,36 @@ func (c *child) startWeb(h http.Handler, path string) error {
 		go func() {
 			defer c.webWG.Done()
 			c.web.Serve(ln)
+		}()
+	})
+	return nil
+}
+
+// startWebTransport serves cfg's sessions over WebTransport on a UDP
+// socket of 127.0.0.1, with development certificates, its goroutines
+// labelled bridge; only with -webtransport.
+func (c *child) startWebTransport(cfg *webtransport.Config, path string) error {
+	if !c.wt {
+		return nil
+	}
+	wts, err := webtransport.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return err
+	}
+	c.wts = wts
+	c.ready.WebTransport = "https://" + udp.LocalAddr().String() + path
+	if c.ready.CertificateHashes, err = wts.CertificateHashes(); err != nil {
+		return err
+	}
+	c.webWG.Add(1)
+	labelled(context.Background(), sideBridge, func(context.Context) {
+		go func() {
+			defer c.webWG.Done()
+			wts.Serve(udp)
 		}()
 	})
 	return nil
@@ -298,13 +342,16 @@ func (c *child) close() {
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
 	}
+	if c.wts != nil {
+		c.wts.Close()
+	}
 	if c.web != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c.web.Shutdown(ctx)
 		cancel()
 		c.web.Close()
-		c.webWG.Wait()
 	}
+	c.webWG.Wait()
 	c.echoes.Wait()
 }
 
