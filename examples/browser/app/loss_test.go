@@ -239,3 +239,45 @@ func lossStats(sent, echoed []float64, rtt, late time.Duration) lossFigures {
 	}
 	return f
 }
+
+// TestLossStats checks the figures of the loss table on made-up runs: 10
+// messages 100 ms apart, 30 ms RTT.
+func TestLossStats(t *testing.T) {
+	sent := make([]float64, 10)
+	for i := range sent {
+		sent[i] = float64(100 * i)
+	}
+	echoes := func(lat ...float64) []float64 {
+		e := make([]float64, len(lat))
+		for i, l := range lat {
+			e[i] = -1
+			if l >= 0 {
+				e[i] = sent[i] + l
+			}
+		}
+		return e
+	}
+	tests := []struct {
+		name   string
+		echoed []float64
+		want   lossFigures
+	}{
+		{"nothing lost", echoes(30, 30, 30, 30, 30, 30, 30, 30, 30, 31),
+			lossFigures{echoed: 10, p50: 30, p99: 31, max: 31, stall: 101, minLatency: 30}},
+		{"a datagram lost: nothing waits", echoes(30, 30, -1, 30, 30, 30, 30, 30, 30, 30),
+			lossFigures{echoed: 9, p50: 30, p99: 30, max: 30, stall: 200, minLatency: 30}},
+		// Message 2 is retransmitted 250 ms late; 3 and 4, sent meanwhile,
+		// come out with it, in order.
+		{"a segment retransmitted: two wait behind it", echoes(30, 30, 280, 180, 80, 30, 30, 30, 30, 30),
+			lossFigures{echoed: 10, late: 3, held: 2, p50: 30, p99: 280, max: 280, stall: 350, minLatency: 30}},
+		// A late echo that nothing was sent behind holds nothing back.
+		{"late alone", echoes(30, 30, 30, 30, 30, 30, 30, 30, 30, 90),
+			lossFigures{echoed: 10, late: 1, p50: 30, p99: 90, max: 90, stall: 160, minLatency: 30}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := lossStats(sent, tt.echoed, 30*time.Millisecond, 40*time.Millisecond)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
