@@ -154,9 +154,15 @@ func TestWASMClientInBrowser(t *testing.T) {
 		{"websocket", "?transport=websocket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkPage(t, ctx, s, hs.URL+"/"+tc.query, tc.name, reports)
+			checkPage(t, ctx, s, hs.URL+"/"+tc.query, tc.name, false, reports)
 		})
 	}
+	// With the WebTransport endpoint gone (its socket closed; the info
+	// still names it), the client falls back to the WebSocket and says why.
+	t.Run("fallback", func(t *testing.T) {
+		require.NoError(t, s.WebTransport.Close())
+		checkPage(t, ctx, s, hs.URL+"/", "websocket", true, reports)
+	})
 
 	// The UDP client's unreliable echo.
 	uch := udp.Channel(wire.Unreliable)
@@ -170,9 +176,10 @@ func TestWASMClientInBrowser(t *testing.T) {
 	cancel()
 }
 
-// checkPage loads the page at url, which connects over transport, and
-// checks its echoes, unreliable and reliable, and its close.
-func checkPage(t *testing.T, ctx context.Context, s *server.Server, url, transportName string, reports <-chan received) {
+// checkPage loads the page at url, which connects over transport (after
+// failing with WebTransport, if fallback), and checks its echoes,
+// unreliable and reliable, and its close.
+func checkPage(t *testing.T, ctx context.Context, s *server.Server, url, transportName string, fallback bool, reports <-chan received) {
 	step(t, ctx, 60*time.Second, "client loads, connects and checks 100 echoes",
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="done"], #status[data-state="error"]`)),
@@ -185,7 +192,11 @@ func checkPage(t *testing.T, ctx context.Context, s *server.Server, url, transpo
 	require.NoError(t, json.Unmarshal([]byte(raw), &res), raw)
 	require.Empty(t, res.Error)
 	assert.Equal(t, transportName, res.Transport, "fallback: %s", res.Fallback)
-	assert.Empty(t, res.Fallback)
+	if fallback {
+		assert.NotEmpty(t, res.Fallback, "why not WebTransport")
+	} else {
+		assert.Empty(t, res.Fallback)
+	}
 	assert.Equal(t, 100, res.Sent)
 	assert.Equal(t, 100, res.Received)
 	assert.Zero(t, res.Bad, "echoes that came back different")
