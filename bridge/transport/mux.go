@@ -20,7 +20,8 @@ import (
 
 // MuxConfig configures a Mux.
 type MuxConfig struct {
-	// MaxSessions caps the WebSocket sessions open at once; 0 means
+	// MaxSessions caps the sessions open at once, WebSocket and
+	// WebTransport (package bridge/webtransport) together; 0 means
 	// 1024, as in the relay's Config. Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response

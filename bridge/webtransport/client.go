@@ -199,9 +199,10 @@ func (c *client) close() error {
 	return nil
 }
 
-// MaxDatagram returns the largest datagram the session can send now, as
-// last learnt from QUIC (it grows once path MTU discovery finds more room).
-func (c *client) maxDatagram() int { return c.max.Max() }
+// maxDatagram returns the largest datagram the session can send now, as
+// QUIC says (it grows once path MTU discovery finds more room; asked again
+// at most once a second).
+func (c *client) maxDatagram() int { return c.max.current(time.Now()) }
 
 // Conn is the client side of the transport over WebTransport: a
 // net.PacketConn over one session to a Server's Mux, each datagram one

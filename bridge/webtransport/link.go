@@ -275,8 +275,14 @@ func (m *maxSize) check(n int, now func() time.Time) error {
 	return wsbridge.TooBig(n, int(m.max.Load()))
 }
 
-// Max returns the limit last learnt.
-func (m *maxSize) Max() int { return int(m.max.Load()) }
+// current returns the limit, probed again if the last probe is older than
+// probeEvery.
+func (m *maxSize) current(now time.Time) int {
+	if now.UnixNano()-m.probedAt.Load() >= int64(probeEvery) {
+		m.reprobe(now)
+	}
+	return int(m.max.Load())
+}
 
 // minDatagram is the datagram payload every QUIC path carries: quic-go's
 // smallest packet, 1,200 bytes, less the 37 bytes quic-go reserves for its

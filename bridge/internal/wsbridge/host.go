@@ -3,6 +3,7 @@ package wsbridge
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Host is a bridge (the relay's Handler, a Mux) as the server of another
@@ -48,6 +49,11 @@ func (e *TooBigError) Error() string {
 
 // Unwrap returns ErrTooBig.
 func (e *TooBigError) Unwrap() error { return ErrTooBig }
+
+// Is reports a TooBigError as syscall.EMSGSIZE too: what a UDP socket says
+// of a datagram larger than the path carries, which a netcode client's
+// Write reports (netcode.ErrPayloadTooLarge) rather than losing it.
+func (e *TooBigError) Is(target error) bool { return target == syscall.EMSGSIZE }
 
 // TooBig returns a *TooBigError.
 func TooBig(size, max int) error { return &TooBigError{Size: size, Max: max} }

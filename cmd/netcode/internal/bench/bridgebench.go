@@ -187,6 +187,10 @@ type ProcessCost struct {
 	HeapPerSession, StackPerSession  float64 // bytes
 	FDsPerSession                    float64
 	FDs                              bool
+	// AllocsPerEcho is the heap objects the process allocated over the
+	// window per echo (the whole process's, in transport mode: bridge and
+	// server together).
+	AllocsPerEcho float64
 }
 
 // bridgeSettle is how long the end of a run waits for the echoes still in
@@ -455,6 +459,11 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 	res.Unlabelled = sp.unlabelled
 	if sp.otherOK {
 		res.OtherCores = sp.other.Seconds() / wall.Seconds()
+	}
+	for i, c := range b.costs() {
+		if res.Echoed > 0 && i < len(sp.mallocs) {
+			c.AllocsPerEcho = float64(sp.mallocs[i]) / float64(res.Echoed)
+		}
 	}
 	for _, side := range []struct {
 		c   *ProcessCost

@@ -45,6 +45,9 @@ func (r *BridgeResult) Print(w io.Writer) {
 		if r.Window > 0 {
 			if p.CPUMeasured {
 				fmt.Fprintf(w, "    load:      %.2f cores, %.1f µs of CPU per echo\n", p.Cores, p.MicrosPerEcho)
+				if !(r.Shared && p == &r.Server) {
+					fmt.Fprintf(w, "    allocs:    %.1f heap objects per echo%s\n", p.AllocsPerEcho, map[bool]string{true: " (the whole process)"}[r.Shared])
+				}
 			} else {
 				fmt.Fprintf(w, "    load:      CPU not measured (no CPU clock, or no profiler sample to split it)\n")
 			}

@@ -52,6 +52,7 @@ const sideBridge = "bridge"
 const (
 	reqStats    = "stats"     // childStats, after a collection
 	reqCPU      = "cpu"       // childStats with only CPU, without a collection
+	reqMallocs  = "mallocs"   // childStats with only Mallocs, without a collection
 	reqCPUStart = "cpu-start" // starts the CPU profiler; answers childStats
 	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide; "cpu-stop PATH" also writes the profile to PATH
 )
@@ -72,6 +73,7 @@ type childStats struct {
 	Goroutines int
 	HeapInuse  uint64        // after a collection
 	StackInuse uint64        // goroutine stacks
+	Mallocs    uint64        // heap objects allocated so far (reqMallocs)
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
 	Dropped    uint64        // payloads or datagrams dropped by full queues
@@ -362,6 +364,11 @@ func (c *child) answer(req string) childStats {
 	switch req {
 	case reqCPU:
 		st.CPU = cpuTime()
+		return st
+	case reqMallocs:
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		st.Mallocs = ms.Mallocs
 		return st
 	case reqStats:
 	case reqCPUStart:
