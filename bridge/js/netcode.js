@@ -322,18 +322,18 @@ export async function connect(url, token, options = {}) {
  */
 export async function webTransportInfo(url) {
   if (typeof WebTransport !== "function") return null;
-  let info;
+  let info, hashes;
   try {
     const res = await fetch(url, { cache: "no-store" });
     if (!res.ok) return null;
     info = await res.json();
+    hashes = (info.serverCertificateHashes ?? []).map((h) => ({
+      algorithm: h.algorithm,
+      value: Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)),
+    }));
   } catch {
-    return null;
+    return null; // no answer, or not the info
   }
-  const hashes = (info.serverCertificateHashes ?? []).map((h) => ({
-    algorithm: h.algorithm,
-    value: Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)),
-  }));
   const endpoint = (u) => (typeof u === "string" && u !== ""
     ? (hashes.length > 0 ? { url: u, serverCertificateHashes: hashes } : { url: u }) : null);
   return { relay: endpoint(info.relay), transport: endpoint(info.transport) };
