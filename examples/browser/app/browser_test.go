@@ -261,8 +261,17 @@ func TestBrowserReconnects(t *testing.T) {
 		chromedp.Navigate(hs.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
 	)
+	status := checkReconnects(t, ctx, a)
+	assert.Contains(t, status, "connected over websocket: client")
+}
+
+// checkReconnects waits, with the page connected to a bridge whose
+// IdleTimeout is short, until the bridge has ended the page's idle session
+// and the page has reconnected with a fresh token; it checks what the page
+// says and that it echoes, and returns the page's status.
+func checkReconnects(t *testing.T, ctx context.Context, a *app.App) string {
+	t.Helper()
 	first := a.Listener.Stats().ConnectionsOpened
-	// Idle for a second: the bridge ends the session, the page reconnects.
 	status := eval[string](t, ctx, 30*time.Second, `new Promise((resolve) => {
 		const el = document.getElementById("status");
 		const check = () => {
@@ -284,4 +293,5 @@ func TestBrowserReconnects(t *testing.T) {
 	echo, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log li.echo")))
 	require.NoError(t, err)
 	assert.Equal(t, "still there?", echo)
+	return status
 }
