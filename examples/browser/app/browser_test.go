@@ -193,41 +193,7 @@ func TestBrowser(t *testing.T) {
 	require.Eventually(t, func() bool { return a.Bridge.Sessions() == 1 }, 5*time.Second, 10*time.Millisecond)
 
 	// Errors reach the browser as NetcodeError with the bridge's codes.
-	type failure struct {
-		Code   int
-		Name   string
-		Reason string
-		Class  string
-	}
-	tryConnect := func(tokenB64 string) failure {
-		return eval[failure](t, ctx, 20*time.Second, `(async () => {
-			const { connect } = await import("/netcode.js");
-			const tok = Uint8Array.from(atob("`+tokenB64+`"), (c) => c.charCodeAt(0));
-			try {
-				const s = await connect("/relay", tok);
-				s.close();
-				return { Code: 0, Name: "connected", Reason: "", Class: "" };
-			} catch (e) {
-				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name };
-			}
-		})()`)
-	}
-	f := tryConnect(base64.StdEncoding.EncodeToString(make([]byte, 2048)))
-	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
-
-	// A token for a server the bridge may not dial.
-	other, err := token.Generate(&token.Params{
-		ProtocolID:    app.ProtocolID,
-		ClientID:      1,
-		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it
-		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
-		ExpireSeconds: 60,
-	})
-	require.NoError(t, err)
-	f = tryConnect(base64.StdEncoding.EncodeToString(other))
-	assert.Equal(t, 4010, f.Code)
-	assert.Equal(t, "ServerNotAllowed", f.Name)
-	assert.Contains(t, f.Reason, "127.0.0.1:9")
+	checkRefusals(t, ctx, `{}`)
 
 	// Sizes are checked in the browser before anything is sent.
 	msg := eval[string](t, ctx, 5*time.Second, `(() => {
@@ -247,6 +213,49 @@ func TestBrowser(t *testing.T) {
 	history := eval[[]string](t, ctx, 5*time.Second, `window.netcodeHistory`)
 	assert.Contains(t, history, "reconnecting: closed: GoingAway (1001): netcode/bridge: shutting down; reconnecting in 0 s…")
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// checkRefusals checks that the relay's refusals of a bad token (4003)
+// and of a token for a server the bridge may not dial (4010) reach the
+// page's connect as NetcodeError with the bridge's codes and reasons.
+// options is the JavaScript of connect's options, in which wt is the
+// page's webTransportInfo("/webtransport").
+func checkRefusals(t *testing.T, ctx context.Context, options string) {
+	t.Helper()
+	type failure struct {
+		Code                int
+		Name, Reason, Class string
+	}
+	tryConnect := func(tok []byte) failure {
+		return eval[failure](t, ctx, 20*time.Second, `(async () => {
+			const { connect, webTransportInfo } = await import("/netcode.js");
+			const wt = await webTransportInfo("/webtransport");
+			const tok = Uint8Array.from(atob("`+base64.StdEncoding.EncodeToString(tok)+`"), (c) => c.charCodeAt(0));
+			try {
+				const s = await connect("/relay", tok, `+options+`);
+				s.close();
+				return { Code: 0, Name: "connected over " + s.transport, Reason: "", Class: "" };
+			} catch (e) {
+				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name };
+			}
+		})()`)
+	}
+	f := tryConnect(make([]byte, 2048))
+	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
+
+	// A token for a server the bridge may not dial.
+	other, err := token.Generate(&token.Params{
+		ProtocolID:    app.ProtocolID,
+		ClientID:      1,
+		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it
+		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
+		ExpireSeconds: 60,
+	})
+	require.NoError(t, err)
+	f = tryConnect(other)
+	assert.Equal(t, 4010, f.Code)
+	assert.Equal(t, "ServerNotAllowed", f.Name)
+	assert.Contains(t, f.Reason, "127.0.0.1:9")
 }
 
 // TestBrowserReconnects: the bridge ends the page's idle session; the page

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/gonetcode/netcode/examples/browser/app"
 	"github.com/gonetcode/netcode/internal/testing/browsertest"
-	"github.com/gonetcode/netcode/token"
 )
 
 // startWT makes an App that also serves the relay over WebTransport, and
@@ -145,39 +143,7 @@ func TestBrowserWebTransport(t *testing.T) {
 
 	// Refusals reach the page as NetcodeError with the bridge's codes,
 	// over WebTransport as over WebSocket.
-	type failure struct {
-		Code                int
-		Name, Reason, Class string
-		Transport           string
-	}
-	tryConnect := func(tokenB64 string) failure {
-		return eval[failure](t, ctx, 20*time.Second, `(async () => {
-			const { connect, webTransportInfo } = await import("/netcode.js");
-			const wt = await webTransportInfo("/webtransport");
-			const tok = Uint8Array.from(atob("`+tokenB64+`"), (c) => c.charCodeAt(0));
-			try {
-				const s = await connect("/relay", tok, { webTransport: wt.relay });
-				s.close();
-				return { Code: 0, Name: "connected", Reason: "", Class: "", Transport: s.transport };
-			} catch (e) {
-				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name, Transport: "" };
-			}
-		})()`)
-	}
-	f := tryConnect(base64.StdEncoding.EncodeToString(make([]byte, 2048)))
-	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError", ""}, f)
-	other, err := token.Generate(&token.Params{
-		ProtocolID:    app.ProtocolID,
-		ClientID:      1,
-		PrivateKey:    [32]byte{1},
-		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
-		ExpireSeconds: 60,
-	})
-	require.NoError(t, err)
-	f = tryConnect(base64.StdEncoding.EncodeToString(other))
-	assert.Equal(t, 4010, f.Code)
-	assert.Equal(t, "ServerNotAllowed", f.Name)
-	assert.Contains(t, f.Reason, "127.0.0.1:9")
+	checkRefusals(t, ctx, `{ webTransport: wt.relay, transport: "webtransport" }`)
 
 	// The bridge shuts down: the page says why, over WebTransport too.
 	require.Eventually(t, func() bool { return a.Bridge.Sessions() == 1 }, 5*time.Second, 10*time.Millisecond,
