@@ -294,13 +294,20 @@ func checkReconnects(t *testing.T, ctx context.Context, a *app.App) string {
 	assert.Contains(t, strings.Join(history, "\n"), "reconnecting: closed: IdleTimeout (4012)")
 	assert.Greater(t, a.Listener.Stats().ConnectionsOpened, first, "a new netcode connection, with a fresh token")
 
-	step(t, ctx, 10*time.Second, "echo after reconnecting",
-		chromedp.SendKeys(chromedp.ID("msg"), "still there?"),
+	assert.Equal(t, "still there?", formEcho(t, ctx, "echo after reconnecting", "still there?"))
+	return status
+}
+
+// formEcho types text in the page's form, sends it, and returns the first
+// echo the page shows.
+func formEcho(t *testing.T, ctx context.Context, what, text string) string {
+	t.Helper()
+	step(t, ctx, 10*time.Second, what,
+		chromedp.SendKeys(chromedp.ID("msg"), text),
 		chromedp.Click(chromedp.ID("send")),
 		chromedp.WaitVisible(chromedp.CSS("#log li.echo")),
 	)
 	echo, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log li.echo")))
 	require.NoError(t, err)
-	assert.Equal(t, "still there?", echo)
-	return status
+	return echo
 }

@@ -79,14 +79,7 @@ func TestBrowserWebTransport(t *testing.T) {
 	assert.Equal(t, 1, a.Listener.Stats().Connected)
 	assert.Equal(t, 1, a.Bridge.Sessions())
 
-	step(t, ctx, 10*time.Second, "echo",
-		chromedp.SendKeys(chromedp.ID("msg"), "over datagrams"),
-		chromedp.Click(chromedp.ID("send")),
-		chromedp.WaitVisible(chromedp.CSS("#log li.echo")),
-	)
-	echo, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log li.echo")))
-	require.NoError(t, err)
-	assert.Equal(t, "over datagrams", echo)
+	assert.Equal(t, "over datagrams", formEcho(t, ctx, "echo", "over datagrams"))
 
 	// Every size up to the limit, one at a time (a datagram may be lost
 	// even on loopback: each is sent up to three times), checked byte for
