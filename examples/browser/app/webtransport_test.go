@@ -66,7 +66,7 @@ func connected(t *testing.T, ctx context.Context, url string) (status, transport
 // the bridge's development certificate by hash, and echoes; payloads of
 // every size up to the session's limit come back intact through the
 // module's API, a larger one is refused in the browser with the datagram
-// limit named; the relay's refusals reach the page with their codes; and
+// limit named, and a burst stops at maxBufferedAmount; the relay's refusals reach the page with their codes; and
 // when the bridge shuts down the page says why.
 func TestBrowserWebTransport(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -89,6 +89,9 @@ func TestBrowserWebTransport(t *testing.T) {
 		MaxPayload             int
 		Echoed, Bad, Retries   int
 		OverName, OverMessage  string
+		Burst                  int
+		BurstError             string
+		BurstOpen              bool
 		CloseCode              int
 		CloseName, CloseReason string
 	}
@@ -118,6 +121,17 @@ func TestBrowserWebTransport(t *testing.T) {
 			}
 		}
 		try { s.send(new Uint8Array(s.maxPayloadBytes + 1)); } catch (e) { r.OverName = e.name; r.OverMessage = e.message; }
+		// Backpressure: datagrams written in one go (nothing is sent
+		// meanwhile) stop at maxBufferedAmount, and the session stays open.
+		const s2 = await connect("/relay", new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer()),
+			{ webTransport: wt.relay, transport: "webtransport", maxBufferedAmount: 65536 });
+		for (r.Burst = 0; r.Burst < 100000; r.Burst++) {
+			try { s2.send(new Uint8Array(1200)); } catch (e) { r.BurstError = e.name; break; }
+		}
+		r.BurstOpen = s2.open;
+		const closed2 = s2.closed;
+		s2.close();
+		await closed2;
 		const closed = s.closed;
 		s.close();
 		const err = await closed;
@@ -130,6 +144,9 @@ func TestBrowserWebTransport(t *testing.T) {
 	assert.Zero(t, res.Bad, "payloads that came back different")
 	assert.Equal(t, "RangeError", res.OverName)
 	assert.Contains(t, res.OverMessage, "payload must be 1..1200 bytes, got 1201")
+	assert.Equal(t, "Backpressure", res.BurstError)
+	assert.Equal(t, 65536/1200, res.Burst, "payloads accepted before maxBufferedAmount")
+	assert.True(t, res.BurstOpen, "session closed by backpressure")
 	assert.Equal(t, 1000, res.CloseCode)
 	assert.Equal(t, "Closed", res.CloseName)
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 1 }, 5*time.Second, 10*time.Millisecond)
