@@ -74,9 +74,12 @@
 //	webtransport.(*client).reader      per Go client (Conn, RelayConn): queues the server's datagrams
 //	webtransport.(*Server).serveSession per CONNECT request, in HTTP/3's goroutine: admits the session (a refusal's close: at most a second)
 //
-// Bounds: a QUIC connection may open 4 bidirectional and 4 unidirectional
-// streams with 8 KiB windows (32 KiB for the connection), enough for a
-// session and its token and no more; a session's close waits for the
+// Bounds: a QUIC connection carries one session and ends with it; one
+// that opens none is closed after Config.SessionWait (10 s), and past
+// Config.MaxConnections (twice the sessions the Relay and the Mux admit) a
+// new one is closed at once. A connection may open 4 bidirectional and 4
+// unidirectional streams with 8 KiB windows (32 KiB for the connection),
+// enough for a session and its token and no more; a session's close waits for the
 // client to close the connection for a second (the relay's, a refusal's)
 // or two (a Mux's, after what is queued), then closes it.
 package webtransport

@@ -56,6 +56,7 @@ type rigConfig struct {
 	relay   bridge.Config
 	mux     transport.MuxConfig
 	tls     *tls.Config // production: a certificate; nil: development ones
+	wt      webtransport.Config
 }
 
 func loopback(network string) string {
@@ -79,7 +80,8 @@ func newRig(t testing.TB, rc rigConfig) *rig {
 	r.addr = netip.MustParseAddrPort(r.l.Addr().String())
 	rc.relay.AllowedServers = append(rc.relay.AllowedServers, r.addr)
 	r.relay = bridge.NewHandler(&rc.relay)
-	r.srv, err = webtransport.NewServer(&webtransport.Config{Relay: r.relay, Mux: r.mux, TLSConfig: rc.tls})
+	rc.wt.Relay, rc.wt.Mux, rc.wt.TLSConfig = r.relay, r.mux, rc.tls
+	r.srv, err = webtransport.NewServer(&rc.wt)
 	require.NoError(t, err)
 	udp := bridgetest.ListenLoopback(t, rc.network, loopback(rc.network))
 	served := make(chan error, 1)

@@ -300,3 +300,42 @@ func TestCloseWithPeersThatDoNotLeave(t *testing.T) {
 	assert.Zero(t, r.relay.Sessions())
 	assert.Zero(t, r.mux.Sessions())
 }
+
+// TestConnectionsBounded: QUIC connections, which cost the Server before
+// any session does, are bounded: past MaxConnections a new one is closed
+// at once, and one that opens no session is closed after SessionWait.
+func TestConnectionsBounded(t *testing.T) {
+	r := newRig(t, rigConfig{wt: webtransport.Config{MaxConnections: 1, SessionWait: 200 * time.Millisecond}})
+	ctx := bridgetest.Ctx(t, 10*time.Second)
+	idle, err := quic.DialAddr(ctx, r.srv.Addr().String(), r.rawTLS(), rawQUIC())
+	require.NoError(t, err)
+	defer idle.CloseWithError(0, "")
+	// The second connection is closed at once (or, if it raced the first
+	// one's registration, the first is).
+	second, err := quic.DialAddr(ctx, r.srv.Addr().String(), r.rawTLS(), rawQUIC())
+	if err == nil {
+		defer second.CloseWithError(0, "")
+	}
+	for _, c := range []*quic.Conn{idle, second} {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c.Context().Done():
+		case <-ctx.Done():
+			t.Fatal("a connection outlived SessionWait and the cap")
+		}
+		var ae *quic.ApplicationError
+		require.True(t, errors.As(context.Cause(c.Context()), &ae), "closed by the bridge: %v", context.Cause(c.Context()))
+		assert.Contains(t, []quic.ApplicationErrorCode{0x10d, 0x10e}, ae.ErrorCode, ae.ErrorMessage)
+	}
+	// Once they are gone, a session is served.
+	bridgetest.Eventually(t, func() bool {
+		c, err := webtransport.Dial(ctx, r.transportURL, r.opts)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}, "a session once the connections are gone")
+}

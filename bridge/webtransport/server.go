@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -66,6 +67,16 @@ type Config struct {
 	// stays good for a third at least.
 	DevValidity time.Duration
 
+	// MaxConnections caps the QUIC connections open at once, sessions or
+	// not; past it, a new connection is closed at once. 0 means twice the
+	// Relay's and the Mux's MaxSessions together. A connection carries
+	// one session and ends with it; one that has not opened a session
+	// within SessionWait is closed.
+	MaxConnections int
+	// SessionWait is how long a QUIC connection may stay open without a
+	// session (none yet, or a request that was not one); 0 means 10 s.
+	SessionWait time.Duration
+
 	// Logger receives debug records of connections that fail; nil is
 	// silent. The sessions log through their Handler's or Mux's.
 	Logger *slog.Logger
@@ -83,11 +94,18 @@ type Server struct {
 	relay wsbridge.Host
 	mux   wsbridge.Host
 
+	// Lock order: mu is a leaf.
 	mu     sync.Mutex
 	ln     *quic.EarlyListener
 	addr   *net.UDPAddr
 	closed bool
+	conns  map[*quic.Conn]*connState
 	wg     sync.WaitGroup // Serve's accept loop and its connections
+}
+
+// connState is what the Server knows of one QUIC connection.
+type connState struct {
+	session atomic.Bool // a session was admitted or refused on it
 }
 
 // connKey is the request context's key of its QUIC connection.
@@ -98,7 +116,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil || (cfg.Relay == nil && cfg.Mux == nil) {
 		return nil, errors.New("netcode/bridge: a WebTransport server needs a Relay or a Mux")
 	}
-	s := &Server{cfg: *cfg, log: cfg.Logger}
+	s := &Server{cfg: *cfg, log: cfg.Logger, conns: make(map[*quic.Conn]*connState)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -107,6 +125,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	if s.cfg.TransportPath == "" {
 		s.cfg.TransportPath = DefaultTransportPath
+	}
+	if s.cfg.SessionWait <= 0 {
+		s.cfg.SessionWait = defaultSessionWait
 	}
 	if cfg.TLSConfig != nil {
 		s.tls = cfg.TLSConfig.Clone()
@@ -124,13 +145,19 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.tls.MinVersion = tls.VersionTLS13
 	mux := http.NewServeMux()
+	caps := 0
 	if cfg.Relay != nil {
 		s.relay = wsbridge.HostOf(cfg.Relay)
+		caps += s.relay.Gate().Max
 		mux.HandleFunc(s.cfg.RelayPath, func(w http.ResponseWriter, r *http.Request) { s.serveSession(w, r, s.relay) })
 	}
 	if cfg.Mux != nil {
 		s.mux = wsbridge.HostOf(cfg.Mux)
+		caps += s.mux.Gate().Max
 		mux.HandleFunc(s.cfg.TransportPath, func(w http.ResponseWriter, r *http.Request) { s.serveSession(w, r, s.mux) })
+	}
+	if s.cfg.MaxConnections <= 0 {
+		s.cfg.MaxConnections = 2 * caps
 	}
 	s.h3 = &http3.Server{
 		Handler:   mux,
@@ -143,6 +170,15 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.wt = &wt.Server{H3: s.h3, CheckOrigin: func(*http.Request) bool { return true }}
 	return s, nil
 }
+
+// QUIC application error codes of connections the Server closes itself.
+const (
+	codeTooMany   quic.ApplicationErrorCode = 0x10d // MaxConnections reached
+	codeNoSession quic.ApplicationErrorCode = 0x10e // no session within SessionWait
+)
+
+// defaultSessionWait is Config.SessionWait's default.
+const defaultSessionWait = 10 * time.Second
 
 // quicConfig bounds what one QUIC connection can make the Server hold: a
 // client may open the streams a session needs (its CONNECT request and,
@@ -211,9 +247,30 @@ func (s *Server) ListenAndServe(addr string) error {
 	return s.Serve(conn)
 }
 
-// serveConn serves one QUIC connection until it ends.
+// serveConn serves one QUIC connection until it ends: at once if the
+// Server has MaxConnections open, or after SessionWait if no session came.
 func (s *Server) serveConn(c *quic.Conn) {
 	defer s.wg.Done()
+	s.mu.Lock()
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		_ = c.CloseWithError(codeTooMany, "netcode/bridge: too many connections")
+		return
+	}
+	st := &connState{}
+	s.conns[c] = st
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	wait := time.AfterFunc(s.cfg.SessionWait, func() {
+		if !st.session.Load() {
+			_ = c.CloseWithError(codeNoSession, "netcode/bridge: no session")
+		}
+	})
+	defer wait.Stop()
 	if err := s.wt.ServeQUICConn(c); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.log.Debug("netcode/bridge: WebTransport connection failed", "remote", c.RemoteAddr().String(), "err", err)
 	}
@@ -253,8 +310,16 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, host wsbri
 	}
 	conn, _ := r.Context().Value(connKey{}).(*quic.Conn)
 	g := host.Gate()
-	if conn == nil || !originAllowed(r, g.Accept.OriginPatterns) {
+	if !originAllowed(r, g.Accept.OriginPatterns) {
 		http.Error(w, "netcode/bridge: origin not allowed", http.StatusForbidden)
+		return
+	}
+	s.mu.Lock()
+	st := s.conns[conn]
+	s.mu.Unlock()
+	if st == nil || !st.session.CompareAndSwap(false, true) {
+		// One session a connection: it ends with the session.
+		http.Error(w, "netcode/bridge: one session per connection", http.StatusBadRequest)
 		return
 	}
 	release, err := g.Enter()
