@@ -2,6 +2,7 @@ package webtransport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"sync/atomic"
@@ -28,6 +29,10 @@ type link struct {
 
 	deadline atomic.Int64 // CloseBy's bound, Unix ns; 0 before
 	max      maxSize
+
+	// page is set for a browser's session (its CONNECT had an Origin):
+	// Close tells it the code and reason on a stream first (see tell).
+	page bool
 }
 
 func newLink(sess *wt.Session, conn *quic.Conn) *link {
@@ -142,12 +147,15 @@ func (l *link) Close(code websocket.StatusCode, reason string) {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
 	}
-	_ = l.sess.CloseWithError(wt.SessionErrorCode(code), reason)
-	d := time.Duration(wsbridge.CloseTimeout)
+	bound := time.Now().Add(wsbridge.CloseTimeout)
 	if t := l.deadline.Load(); t != 0 {
-		d = time.Until(time.Unix(0, t))
+		bound = time.Unix(0, t)
 	}
-	if d > 0 {
+	if l.page {
+		l.tell(code, reason, bound)
+	}
+	_ = l.sess.CloseWithError(wt.SessionErrorCode(code), reason)
+	if d := time.Until(bound); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-l.conn.Context().Done():
@@ -156,6 +164,41 @@ func (l *link) Close(code websocket.StatusCode, reason string) {
 		t.Stop()
 	}
 	_ = l.conn.CloseWithError(0, "")
+}
+
+// tell sends a page the close code and reason in a message of its own, on
+// a unidirectional stream ({"type":"closed","code":4003,"reason":"..."}),
+// and waits until the page closes the session (netcode.js does, with that
+// code and reason, once it has read them) or bound passes. A browser does
+// not see them in the CLOSE_WEBTRANSPORT_SESSION capsule alone:
+// webtransport-go sends STOP_SENDING on the CONNECT stream ahead of it,
+// and Chromium then reports the session as lost, without the code
+// (measured with Chromium 156 and webtransport-go v0.13.0; its issue 242).
+func (l *link) tell(code websocket.StatusCode, reason string, bound time.Time) {
+	str, err := l.sess.OpenUniStream()
+	if err != nil {
+		return // ended, or out of streams: the capsule alone
+	}
+	msg, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Code   int    `json:"code"`
+		Reason string `json:"reason"`
+	}{"closed", int(code), reason})
+	_ = str.SetWriteDeadline(bound)
+	if _, err := str.Write(append(msg, '\n')); err != nil {
+		str.CancelWrite(0)
+		return
+	}
+	_ = str.Close()
+	if d := time.Until(bound); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-l.ctx.Done():
+		case <-l.conn.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // Cut implements wsbridge.Link: it closes the QUIC connection at once.

@@ -347,6 +347,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, host wsbri
 		return
 	}
 	l := newLink(sess, conn)
+	l.page = r.Header.Get("Origin") != ""
 	if !g.Start(func() { host.Start(l, r.RemoteAddr, release) }) {
 		wsbridge.CloseLink(l, websocket.StatusGoingAway, wsbridge.ErrClosed.Error())
 		release()
@@ -370,7 +371,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, g *wsbridge.Gate
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	wsbridge.CloseLink(newLink(sess, conn), wsbridge.CodeFull, wsbridge.ErrFull.Error())
+	l := newLink(sess, conn)
+	l.page = r.Header.Get("Origin") != ""
+	wsbridge.CloseLink(l, wsbridge.CodeFull, wsbridge.ErrFull.Error())
 }
 
 // originAllowed reports whether the page of r's Origin may open a session:
