@@ -10,8 +10,9 @@ import (
 // the standard library, golang.org/x/crypto, golang.org/x/sys,
 // golang.org/x/net (ipv4 and ipv6, for packet tagging) and its own packages
 // only. Prometheus (package metrics), net/http and
-// x/time/rate (package backend), WebSocket (package bridge) and go-redis
-// (package fleet) must stay out of it.
+// x/time/rate (package backend), WebSocket (package bridge), quic-go
+// (package bridge/webtransport) and go-redis (package fleet) must stay out
+// of it.
 func TestImportGraph(t *testing.T) {
 	// go test puts its own toolchain's bin directory first in PATH.
 	goTool, err := exec.LookPath("go")
@@ -38,6 +39,7 @@ func TestImportGraph(t *testing.T) {
 		"github.com/gonetcode/netcode/fleet",
 		"github.com/redis/",
 		"github.com/go-redis/",
+		"github.com/quic-go/",
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) == 0 {
@@ -62,6 +64,32 @@ func TestImportGraph(t *testing.T) {
 	for _, d := range strings.Fields(string(std)) {
 		if d == "net/http" {
 			t.Error("the netcode package depends on net/http")
+		}
+	}
+}
+
+// TestImportGraphQUIC keeps quic-go (HTTP/3 and WebTransport) in package
+// bridge/webtransport, which serves the bridge over it: the WebSocket
+// bridge (packages bridge and bridge/transport, which the Go client in a
+// browser builds on) and the core library do not depend on it.
+func TestImportGraphQUIC(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on this machine: %v", err)
+	}
+	for _, pkg := range []string{".", "./bridge", "./bridge/transport"} {
+		out, err := exec.Command(goTool, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) == 0 {
+			t.Fatalf("go list printed no dependencies of %s", pkg)
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, "github.com/quic-go/") || strings.HasPrefix(d, "github.com/gonetcode/netcode/bridge/webtransport") {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
 		}
 	}
 }

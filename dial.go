@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
@@ -573,7 +574,9 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
-	dc.write(out.Datagrams)
+	if werr := dc.write(out.Datagrams); werr != nil && err == nil {
+		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
+	}
 	<-dc.turn
 	dc.act(out)
 	next := out.Next
@@ -628,15 +631,21 @@ func (dc *dialConn) close() {
 var clientOutputs = sync.Pool{New: func() any { return new(client.Output) }}
 
 // write sends ms. A datagram the socket refuses is lost, as UDP may lose
-// any: the protocol's redundancy and timeouts deal with it.
-func (dc *dialConn) write(ms []transport.Message) {
+// any: the protocol's redundancy and timeouts deal with it. But a lone
+// datagram refused as larger than the path carries (EMSGSIZE, which a
+// WebTransport session's datagram limit says too) would be refused every
+// time: write returns that error, for Write to report.
+func (dc *dialConn) write(ms []transport.Message) error {
 	switch len(ms) {
 	case 0:
 	case 1:
-		_ = dc.tc.WriteTo(ms[0].Buf, ms[0].Addr)
+		if err := dc.tc.WriteTo(ms[0].Buf, ms[0].Addr); errors.Is(err, syscall.EMSGSIZE) {
+			return err
+		}
 	default:
 		sendq.WriteAll(dc.tc, ms)
 	}
+	return nil
 }
 
 // stateError maps a final client state to the error it ends with, and a

@@ -17,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/gonetcode/netcode/reliable"
@@ -27,7 +28,7 @@ import (
 // by the function each runs, in a block that follows a line naming
 // TestGoroutineInventory: one goroutine a line, a tab, then the function
 // (package.(*Type).method) and what it does.
-var inventoryDocs = []string{"doc.go", "bridge/doc.go", "bridge/transport/doc.go", "reliable/doc.go", "cute/doc.go"}
+var inventoryDocs = []string{"doc.go", "bridge/doc.go", "bridge/transport/doc.go", "bridge/webtransport/doc.go", "reliable/doc.go", "cute/doc.go"}
 
 // documentedGoroutines reads the lists of inventoryDocs.
 func documentedGoroutines(t *testing.T) map[string]bool {
@@ -165,6 +166,27 @@ func TestGoroutineInventory(t *testing.T) {
 	require.NoError(t, err)
 	defer wc.Close()
 
+	// WebTransport: a relay session and a transport session, Go clients
+	// through a Server to the relay and the Mux above.
+	wts, err := webtransport.NewServer(&webtransport.Config{Relay: relay, Mux: mux})
+	require.NoError(t, err)
+	wudp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- wts.Serve(wudp) }()
+	defer func() { wts.Close(); <-served }()
+	require.Eventually(t, func() bool { return wts.Addr() != nil }, 5*time.Second, time.Millisecond)
+	hashes, err := wts.CertificateHashes()
+	require.NoError(t, err)
+	wopts := &webtransport.Options{CertificateHashes: hashes}
+	wrc, err := webtransport.DialRelay(ctx, "https://"+wts.Addr().String()+"/relay", mint(t, l.Addr(), withClientID(6)), wopts)
+	require.NoError(t, err)
+	defer wrc.Close()
+	wd := netcode.Dialer{ListenPacket: webtransport.ListenPacket("https://"+wts.Addr().String()+"/transport", wopts)}
+	wtc, err := wd.DialContext(ctx, mint(t, udp.LocalAddr(), withClientID(7)))
+	require.NoError(t, err)
+	defer wtc.Close()
+
 	// A Cute Listener and a Conn dialed to it.
 	pk, sk := cute.GenerateKeyPair()
 	cl, err := cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{PublicKey: pk, SecretKey: sk})
@@ -191,7 +213,7 @@ func TestGoroutineInventory(t *testing.T) {
 			t.Errorf("goroutine running %s is not in its package's documented list", fn)
 		}
 	}
-	for _, must := range []string{"netcode.(*dialConn).readLoop", "bridge.(*session).serve", "transport.(*Mux).readUDP", "transport.(*muxSession).serve", "reliable.(*conn).readLoop", "cute.(*Listener).updater", "cute.(*dialConn).readLoop"} {
+	for _, must := range []string{"netcode.(*dialConn).readLoop", "bridge.(*session).serve", "transport.(*Mux).readUDP", "transport.(*muxSession).serve", "reliable.(*conn).readLoop", "cute.(*Listener).updater", "cute.(*dialConn).readLoop", "webtransport.(*Server).serveConn", "webtransport.(*client).reader"} {
 		require.Contains(t, got, must, "the inventory misses a goroutine it should see")
 	}
 }

@@ -28,6 +28,7 @@ import (
 	_ "github.com/gonetcode/netcode/backend"
 	_ "github.com/gonetcode/netcode/bridge"
 	_ "github.com/gonetcode/netcode/bridge/transport"
+	_ "github.com/gonetcode/netcode/bridge/webtransport"
 	_ "github.com/gonetcode/netcode/crypto"
 	_ "github.com/gonetcode/netcode/cute"
 	_ "github.com/gonetcode/netcode/fleet"
@@ -65,29 +66,30 @@ var (
 
 // readmeImports are the packages a fragment may use, by the name it uses.
 var readmeImports = map[string]string{
-	"backend":   "github.com/gonetcode/netcode/backend",
-	"bridge":    "github.com/gonetcode/netcode/bridge",
-	"context":   "context",
-	"crypto":    "github.com/gonetcode/netcode/crypto",
-	"cute":      "github.com/gonetcode/netcode/cute",
-	"errors":    "errors",
-	"fleet":     "github.com/gonetcode/netcode/fleet",
-	"fmt":       "fmt",
-	"http":      "net/http",
-	"io":        "io",
-	"log":       "log",
-	"metrics":   "github.com/gonetcode/netcode/metrics",
-	"net":       "net",
-	"netcode":   "github.com/gonetcode/netcode",
-	"endpoint":  "github.com/gonetcode/netcode/reliable/endpoint",
-	"netip":     "net/netip",
-	"os":        "os",
-	"redis":     "github.com/redis/go-redis/v9",
-	"reliable":  "github.com/gonetcode/netcode/reliable",
-	"slog":      "log/slog",
-	"time":      "time",
-	"token":     "github.com/gonetcode/netcode/token",
-	"transport": "github.com/gonetcode/netcode/bridge/transport",
+	"backend":      "github.com/gonetcode/netcode/backend",
+	"bridge":       "github.com/gonetcode/netcode/bridge",
+	"context":      "context",
+	"crypto":       "github.com/gonetcode/netcode/crypto",
+	"cute":         "github.com/gonetcode/netcode/cute",
+	"errors":       "errors",
+	"fleet":        "github.com/gonetcode/netcode/fleet",
+	"fmt":          "fmt",
+	"http":         "net/http",
+	"io":           "io",
+	"log":          "log",
+	"metrics":      "github.com/gonetcode/netcode/metrics",
+	"net":          "net",
+	"netcode":      "github.com/gonetcode/netcode",
+	"endpoint":     "github.com/gonetcode/netcode/reliable/endpoint",
+	"netip":        "net/netip",
+	"os":           "os",
+	"redis":        "github.com/redis/go-redis/v9",
+	"reliable":     "github.com/gonetcode/netcode/reliable",
+	"slog":         "log/slog",
+	"time":         "time",
+	"token":        "github.com/gonetcode/netcode/token",
+	"transport":    "github.com/gonetcode/netcode/bridge/transport",
+	"webtransport": "github.com/gonetcode/netcode/bridge/webtransport",
 }
 
 // codeBlock is one fenced Go block of a README.

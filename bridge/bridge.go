@@ -84,6 +84,8 @@ type Config struct {
 // the package documentation). Make one with NewHandler; Close ends every
 // session.
 type Handler struct {
+	hostHook // what package bridge/webtransport starts its sessions through
+
 	cfg     Config
 	allowed map[netip.AddrPort]struct{}
 	dialer  *netcode.Dialer
@@ -146,6 +148,7 @@ func NewHandler(config *Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.hostHook = hostHook{H: (*relayHost)(h)}
 	h.gate.Init("relay", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, h.log)
 	h.period = wsbridge.WatchPeriod(time.Second, cfg.HandshakeTimeout, cfg.DialTimeout, cfg.IdleTimeout, cfg.WriteTimeout)
 	return h
@@ -200,24 +203,42 @@ func (h *Handler) Close() error {
 // ServeHTTP upgrades the request to a WebSocket and relays it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
-		s := newSession(h)
-		h.mu.Lock()
-		h.sessions[s] = struct{}{}
-		h.mu.Unlock()
-		// The session goes on in a goroutine of its own (Close waits for
-		// it), and net/http's for the connection ends, with what it
-		// holds.
-		remote := r.RemoteAddr
-		go func() {
-			defer func() {
-				h.mu.Lock()
-				delete(h.sessions, s)
-				h.mu.Unlock()
-				release()
-			}()
-			s.serve(ws, bc, remote)
-		}()
+		h.start(wsbridge.WSLink{WS: ws, BC: bc}, r.RemoteAddr, release)
 	})
+}
+
+// hostHook is the hook a Handler embeds under an unexported name, so that
+// it exports no method of internal types.
+type hostHook = wsbridge.Hosted
+
+// relayHost is a Handler as a wsbridge.Host: package bridge/webtransport
+// starts its sessions through it.
+type relayHost Handler
+
+func (h *relayHost) Gate() *wsbridge.Gate { return &h.gate }
+
+func (h *relayHost) Start(l wsbridge.Link, remote string, release func()) {
+	(*Handler)(h).start(l.(wsbridge.RelayLink), remote, release)
+}
+
+// start starts a session over l under the gate's lock; release frees its
+// slot once it has ended.
+func (h *Handler) start(l wsbridge.RelayLink, remote string, release func()) {
+	s := newSession(h)
+	h.mu.Lock()
+	h.sessions[s] = struct{}{}
+	h.mu.Unlock()
+	// The session goes on in a goroutine of its own (Close waits for
+	// it), and net/http's for the connection ends, with what it holds.
+	go func() {
+		defer func() {
+			h.mu.Lock()
+			delete(h.sessions, s)
+			h.mu.Unlock()
+			release()
+		}()
+		s.serve(l, remote)
+	}()
 }
 
 // ErrBridgeFull is why a session was refused: the bridge (a Handler or a
@@ -227,3 +248,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a netcode.Dialer using transport.ListenPacket, at once rather than as a
 // handshake timeout.
 var ErrBridgeFull = wsbridge.ErrFull
+
+// ErrDatagramTooLarge is the error, for errors.Is, of a message larger
+// than a WebTransport session can carry in one datagram now (package
+// bridge/webtransport; the limit depends on the path's MTU). A relay
+// session whose server sends such a payload ends with 1009 and a reason
+// naming both sizes; a transport.Mux's WriteTo fails with it; the Go
+// clients' writes too.
+var ErrDatagramTooLarge = wsbridge.ErrTooBig

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/internal/testing/browsertest"
 )
 
@@ -24,7 +26,8 @@ import (
 // opens, agreeing to the subprotocol offered (the Mux to ".full" when
 // offered, which is how a Go client in the browser, DialTransport, tells
 // at once that it is refused), and closes at once with 1013 and
-// ErrBridgeFull as the reason.
+// ErrBridgeFull as the reason. A page on netcode.js over WebTransport
+// gets the same code and reason.
 func TestBrowserSeesRefusal(t *testing.T) {
 	ctx, cancel := browsertest.Start(t)
 	defer cancel()
@@ -37,9 +40,25 @@ func TestBrowserSeesRefusal(t *testing.T) {
 	ms := bridgetest.NewMuxServer(t, 4, transport.MuxConfig{MaxSessions: 1})
 	ms.DialWS(t) // the Mux is full
 
+	wts, err := webtransport.NewServer(&webtransport.Config{Relay: relay})
+	require.NoError(t, err)
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		wts.Serve(udp)
+	}()
+	defer func() {
+		wts.Close()
+		<-served
+	}()
+
 	mux := http.NewServeMux()
 	mux.Handle("/relay", relay)
 	mux.Handle("/transport", ms.Mux.Handler())
+	mux.Handle("/webtransport", wts.InfoHandler())
+	mux.Handle("/netcode.js", bridge.JSHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte("<!doctype html><title>refusal</title>"))
@@ -88,6 +107,33 @@ func TestBrowserSeesRefusal(t *testing.T) {
 			assert.Equal(t, bridge.ErrBridgeFull.Error(), got.Reason)
 		})
 	}
+
+	// Over WebTransport, the page (netcode.js, which pins the bridge's
+	// development certificate by hash) reads the same refusal.
+	t.Run("relay over WebTransport", func(t *testing.T) {
+		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+		defer scancel()
+		raw, err := chromedp.Run(sctx, chromedp.Evaluate[string](`(async () => {
+  const { connect, webTransportInfo } = await import("/netcode.js");
+  const wt = await webTransportInfo("/webtransport");
+  try {
+    await connect(`+jsString(wsURL+"/relay")+`, new Uint8Array(2048), { webTransport: wt.relay, transport: "webtransport" });
+    return JSON.stringify({ class: "connected" });
+  } catch (e) {
+    return JSON.stringify({ class: e.constructor.name, code: e.code, name: e.name, reason: e.reason });
+  }
+})()`, chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		var got struct {
+			Class, Name, Reason string
+			Code                int
+		}
+		require.NoError(t, json.Unmarshal([]byte(raw), &got), raw)
+		assert.Equal(t, "NetcodeError", got.Class)
+		assert.Equal(t, int(bridge.CodeBridgeFull), got.Code)
+		assert.Equal(t, "TryAgainLater", got.Name)
+		assert.Equal(t, bridge.ErrBridgeFull.Error(), got.Reason)
+	})
 }
 
 // jsString quotes s as a JavaScript string literal.

@@ -24,6 +24,11 @@
 // The browser side is the ES module in js/netcode.js, served by
 // [JSHandler].
 //
+// Package [github.com/gonetcode/netcode/bridge/webtransport] serves the
+// same Handler (and a transport Mux) over WebTransport: its sessions are
+// this Handler's too, under the same cap, timeouts and Close, and end with
+// the same codes, as WebTransport session close codes.
+//
 // # Close codes
 //
 // The code and reason of the close frame say why a session ended. Codes

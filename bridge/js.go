@@ -13,9 +13,14 @@ var jsSource []byte
 
 // JS returns the source of the browser module (js/netcode.js), an ES module
 // with connect(url, token, options), Session (send, onmessage, onclose,
-// close, bufferedAmount) and NetcodeError. Session.send is bounded: it
-// throws a NetcodeError with code "backpressure" rather than let more than
-// options.maxBufferedAmount bytes (default 1 MiB) wait in the browser.
+// close, bufferedAmount, transport, fallback, maxPayloadBytes),
+// webTransportInfo and NetcodeError. A session runs over WebTransport when
+// options.webTransport names the bridge's endpoint (package
+// bridge/webtransport) and the browser reaches it, over WebSocket
+// otherwise. Session.send is bounded: it throws a NetcodeError with code
+// "backpressure" rather than let more than options.maxBufferedAmount bytes
+// (default 1 MiB) wait in the browser, and a RangeError above the session's
+// datagram limit.
 func JS() []byte {
 	return append([]byte(nil), jsSource...)
 }

@@ -32,8 +32,7 @@ type session struct {
 	stop context.CancelFunc
 
 	mu     sync.Mutex
-	ws     *websocket.Conn
-	bc     *wsbridge.BatchConn // under ws; set with it
+	link   wsbridge.RelayLink // the browser's WebSocket or WebTransport session
 	conn   *netcode.Conn
 	ended  bool
 	code   websocket.StatusCode
@@ -80,15 +79,15 @@ func (s *session) end(code websocket.StatusCode, reason string) {
 		s.mu.Lock()
 		s.ended = true
 		s.code, s.reason = code, reason
-		ws, bc, conn := s.ws, s.bc, s.conn
+		l, conn := s.link, s.conn
 		s.mu.Unlock()
 		close(s.done)
 		s.stop()
 		if conn != nil {
 			conn.Close()
 		}
-		if ws != nil {
-			wsbridge.CloseWS(ws, bc, code, reason)
+		if l != nil {
+			wsbridge.CloseLink(l, code, reason)
 		}
 	})
 }
@@ -108,17 +107,17 @@ func (s *session) endLater(now int64, code websocket.StatusCode, reason string) 
 	}()
 }
 
-// setWS records the WebSocket and its connection; it reports false if the
-// session already ended, and then closes ws itself.
-func (s *session) setWS(ws *websocket.Conn, bc *wsbridge.BatchConn) bool {
+// setLink records the browser's link; it reports false if the session
+// already ended, and then closes l itself.
+func (s *session) setLink(l wsbridge.RelayLink) bool {
 	s.mu.Lock()
 	if s.ended {
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
-		wsbridge.CloseWS(ws, bc, code, reason)
+		wsbridge.CloseLink(l, code, reason)
 		return false
 	}
-	s.ws, s.bc = ws, bc
+	s.link = l
 	s.mu.Unlock()
 	return true
 }
@@ -137,8 +136,8 @@ func (s *session) setConn(c *netcode.Conn) bool {
 	return true
 }
 
-func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote string) {
-	if !s.setWS(ws, bc) {
+func (s *session) serve(l wsbridge.RelayLink, remote string) {
+	if !s.setLink(l) {
 		return
 	}
 	h := s.h
@@ -151,7 +150,7 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 		s.end(websocket.StatusNormalClosure, "")
 		s.wd.Stop()
 		s.wg.Wait()
-		bc.Release() // a batch the end cut short
+		l.Release() // a batch the end cut short
 		s.mu.Lock()
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
@@ -160,19 +159,18 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 	}()
 
 	// The connect token: one binary message of exactly 2048 bytes.
-	ws.SetReadLimit(token.ConnectTokenBytes)
 	tb := tokenBufs.Get().(*tokenBuf)
 	defer func() {
 		if tb != nil {
 			tokenBufs.Put(tb)
 		}
 	}()
-	typ, n, err := wsbridge.ReadMessage(ws, tb[:])
-	if err != nil {
-		s.end(wsbridge.ReadEnd(err))
+	n, err := l.ReadToken(tb[:])
+	if err != nil && err != wsbridge.ErrText {
+		s.end(l.ReadEnd(err))
 		return
 	}
-	if typ != websocket.MessageBinary || n != token.ConnectTokenBytes {
+	if err != nil || n != token.ConnectTokenBytes {
 		s.end(wsbridge.CodeInvalidConnectToken, "netcode: invalid connect token: the first message must be the 2048-byte binary token")
 		return
 	}
@@ -191,7 +189,6 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 
 	// From here the browser is read in its own goroutine, so that a browser
 	// that leaves during the dial cancels it.
-	ws.SetReadLimit(netcode.MaxPayloadBytes + 1)
 	s.wg.Add(1)
 	go s.readLoop()
 
@@ -218,12 +215,14 @@ func (s *session) serve(ws *websocket.Conn, bc *wsbridge.BatchConn, remote strin
 	msg = append(msg, `,"maxClients":`...)
 	msg = strconv.AppendInt(msg, int64(conn.MaxClients()), 10)
 	msg = append(msg, '}')
-	if !s.write(websocket.MessageText, msg) {
+	if err := s.wd.WriteText(l, msg); err != nil {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
 		return
 	}
 
 	// Server → browser, one message per payload; those already waiting
-	// when one is read go out with it, in one write to the connection.
+	// when one is read go out with it, in one write to the connection
+	// where the link can (a WebSocket's).
 	for s.relayBatch(conn) {
 	}
 }
@@ -240,29 +239,34 @@ func (s *session) relayBatch(conn *netcode.Conn) bool {
 		return false
 	}
 	if conn.Buffered() == 0 {
-		return s.write(websocket.MessageBinary, s.out[:n])
+		return s.write(s.out[:n])
 	}
-	s.bc.Hold()
-	ok := s.write(websocket.MessageBinary, s.out[:n])
+	s.link.Hold()
+	ok := s.write(s.out[:n])
 	for ok && conn.Buffered() > 0 {
 		// Only this goroutine reads: what Buffered counts is there.
 		if n, err = conn.Read(s.out[:]); err != nil {
 			break // the next call ends the session, after the flush
 		}
-		ok = s.write(websocket.MessageBinary, s.out[:n])
+		ok = s.write(s.out[:n])
 	}
-	if err := s.wd.Flush(s.bc); err != nil && ok {
+	if err := s.wd.Flush(s.link); err != nil && ok {
 		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
 		return false
 	}
 	return ok
 }
 
-// write sends one message to the browser; it reports false (having ended
-// the session) if that failed. A message written counts as activity for the
-// idle timeout.
-func (s *session) write(typ websocket.MessageType, p []byte) bool {
-	if err := s.wd.WriteMessage(s.ws, typ, p); err != nil {
+// write sends one payload to the browser; it reports false (having ended
+// the session) if that failed. A payload written counts as activity for the
+// idle timeout. A payload larger than the link can carry (a WebTransport
+// datagram) ends the session with 1009 and a reason that says so.
+func (s *session) write(p []byte) bool {
+	if err := s.link.CheckWrite(len(p)); err != nil {
+		s.end(websocket.StatusMessageTooBig, err.Error())
+		return false
+	}
+	if err := s.wd.Write(s.link, p); err != nil {
 		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
 		return false
 	}
@@ -274,14 +278,14 @@ func (s *session) readLoop() {
 	defer s.wg.Done()
 	limit := netcode.MaxPayloadBytes
 	for {
-		typ, n, err := wsbridge.ReadMessage(s.ws, s.in[:])
-		if err != nil {
-			s.end(wsbridge.ReadEnd(err))
+		n, err := s.link.Read(s.in[:])
+		if err != nil && err != wsbridge.ErrText {
+			s.end(s.link.ReadEnd(err))
 			return
 		}
 		s.wd.Active()
 		switch {
-		case typ != websocket.MessageBinary:
+		case err != nil:
 			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are relayed")
 			return
 		case n == 0:
@@ -317,7 +321,7 @@ func (s *session) readLoop() {
 func (s *session) watch(now int64) bool {
 	if e := s.endedAt.Load(); e != 0 {
 		if now-(e-1) >= int64(wsbridge.CloseTimeout) {
-			s.bc.Cut()
+			s.link.Cut()
 		}
 		return true
 	}
@@ -340,7 +344,7 @@ func (s *session) watch(now int64) bool {
 	}
 	if s.wd.Stalled(now) {
 		// The browser does not read: no close handshake is possible.
-		s.bc.Cut()
+		s.link.Cut()
 		s.endLater(now, websocket.StatusGoingAway, "netcode/bridge: write timeout")
 	}
 	return true

@@ -26,7 +26,7 @@ func TestWatchCutsAClose(t *testing.T) {
 		watch func(bc *wsbridge.BatchConn, endedAt int64) func(now int64) bool
 	}{
 		{"relay", wsbridge.CloseTimeout, func(bc *wsbridge.BatchConn, endedAt int64) func(int64) bool {
-			s := &session{bc: bc}
+			s := &session{link: wsbridge.WSLink{BC: bc}}
 			s.endedAt.Store(endedAt)
 			return s.watch
 		}},

@@ -1,5 +1,6 @@
-// netcode.js: browser client for the netcode WebSocket relay (package
-// github.com/gonetcode/netcode/bridge). A dependency-free ES module.
+// netcode.js: browser client for the netcode relay (package
+// github.com/gonetcode/netcode/bridge), over WebTransport where the browser
+// and the bridge have it, else over WebSocket. A dependency-free ES module.
 //
 //   import { connect, NetcodeError, BACKPRESSURE } from "./netcode.js";
 //   // A token endpoint (package backend) answers POST, with the player's
@@ -17,6 +18,27 @@
 //     // Too much is waiting to go out: this payload was not sent.
 //   }
 //   session.close();
+//
+// WebTransport: give connect the bridge's WebTransport endpoint and the
+// session carries payloads in datagrams, so that a lost packet delays
+// nothing behind it, where the browser has WebTransport; elsewhere, or if
+// the endpoint does not answer, it falls back to the WebSocket url.
+// session.transport says which ("webtransport" or "websocket"),
+// session.fallback why not WebTransport.
+//
+//   const session = await connect("wss://example.com/relay", token, {
+//     webTransport: "https://example.com:443/relay",
+//   });
+//
+// A bridge with a development certificate (package bridge/webtransport)
+// serves its URLs and the certificate hashes to pin at an info endpoint:
+//
+//   const wt = await webTransportInfo("/webtransport"); // null if none
+//   const session = await connect("/relay", token, { webTransport: wt?.relay });
+//
+// A datagram is bounded by the path: session.maxPayloadBytes (at most
+// 1200) is the largest payload send takes, and send throws a RangeError
+// naming the limit above it, never letting the browser drop it unsaid.
 //
 // Backpressure: the browser queues what send passes to the WebSocket
 // without limit, so send refuses a payload that would take the bytes
@@ -91,22 +113,42 @@ export class NetcodeError extends Error {
 
 const MAX_QUEUED = 256;
 
+/** Default of connect's options.webTransportTimeout, in milliseconds. */
+export const DEFAULT_WEBTRANSPORT_TIMEOUT = 5000;
+
+/** The values of Session.transport. */
+export const WEBSOCKET = "websocket";
+export const WEBTRANSPORT = "webtransport";
+
 /** A connected relay session; made by connect. */
 export class Session {
-  #ws;
+  #link;
   #onmessage = null;
   #queue = [];
   #closed = false;
   #maxBuffered;
 
   /** @internal */
-  constructor(ws, clientIndex, maxClients, maxBuffered) {
-    this.#ws = ws;
+  constructor(link, hello, maxBuffered, fallback) {
+    this.#link = link;
     this.#maxBuffered = maxBuffered;
     /** The client's slot on the server. */
-    this.clientIndex = clientIndex;
+    this.clientIndex = hello.clientIndex;
     /** The server's number of slots. */
-    this.maxClients = maxClients;
+    this.maxClients = hello.maxClients;
+    /**
+     * What carries the session: WEBTRANSPORT ("webtransport": payloads in
+     * datagrams, unordered, a lost one holds nothing back) or WEBSOCKET
+     * ("websocket": one TCP stream).
+     */
+    this.transport = link.kind;
+    /**
+     * Why WebTransport is not used, when connect was given a WebTransport
+     * endpoint but the session runs over WebSocket: an Error (the
+     * browser has no WebTransport, or the endpoint did not answer in
+     * time, or the handshake failed). null otherwise.
+     */
+    this.fallback = fallback;
     /** Called once with a NetcodeError when the session ends. */
     this.onclose = null;
     /** A promise of the NetcodeError the session ends with. */
@@ -124,45 +166,53 @@ export class Session {
   }
 
   /** True until the session ends. */
-  get open() { return !this.#closed && this.#ws.readyState === WebSocket.OPEN; }
+  get open() { return !this.#closed && this.#link.open; }
 
   /** Bytes passed to send that the browser has not sent yet. */
-  get bufferedAmount() { return this.#ws.bufferedAmount; }
+  get bufferedAmount() { return this.#link.bufferedAmount; }
 
   /** The bound on bufferedAmount that send keeps (options.maxBufferedAmount). */
   get maxBufferedAmount() { return this.#maxBuffered; }
 
   /**
+   * The largest payload send takes: MAX_PAYLOAD_BYTES, or less over
+   * WebTransport when the session's datagrams are smaller
+   * (datagrams.maxDatagramSize, which the browser sets from the path).
+   */
+  get maxPayloadBytes() { return Math.min(MAX_PAYLOAD_BYTES, this.#link.maxPayload); }
+
+  /**
    * Sends one payload (Uint8Array, ArrayBuffer or a typed-array view) of 1
-   * to 1200 bytes. Throws RangeError for other sizes, NetcodeError once the
-   * session has ended, and NetcodeError with code BACKPRESSURE (name
+   * to maxPayloadBytes bytes. Throws RangeError for other sizes (over
+   * WebTransport, naming the datagram limit: a larger payload would be
+   * dropped by the browser without a word), NetcodeError once the session
+   * has ended, and NetcodeError with code BACKPRESSURE (name
    * "Backpressure") if bufferedAmount plus the payload would exceed
    * maxBufferedAmount; then nothing is sent and the session stays open.
    */
   send(bytes) {
     const view = toBytes(bytes);
-    if (view.byteLength < 1 || view.byteLength > MAX_PAYLOAD_BYTES) {
-      throw new RangeError(`netcode: payload must be 1..${MAX_PAYLOAD_BYTES} bytes, got ${view.byteLength}`);
+    const max = this.maxPayloadBytes;
+    if (view.byteLength < 1 || view.byteLength > max) {
+      const why = max < MAX_PAYLOAD_BYTES
+        ? ` (this WebTransport session's datagrams carry at most ${this.#link.maxPayload} bytes of payload)` : "";
+      throw new RangeError(`netcode: payload must be 1..${max} bytes, got ${view.byteLength}${why}`);
     }
     if (!this.open) throw new NetcodeError(1000, "session closed");
-    const buffered = this.#ws.bufferedAmount;
+    const buffered = this.#link.bufferedAmount;
     if (buffered + view.byteLength > this.#maxBuffered) {
       throw new NetcodeError(BACKPRESSURE,
         `${buffered} bytes waiting to be sent, limit ${this.#maxBuffered}: payload not sent`);
     }
-    this.#ws.send(view);
+    this.#link.send(view);
   }
 
   /** Ends the session; the bridge disconnects from the server cleanly. */
-  close() {
-    if (this.#ws.readyState === WebSocket.CONNECTING || this.#ws.readyState === WebSocket.OPEN) {
-      this.#ws.close(1000);
-    }
-  }
+  close() { this.#link.close(); }
 
   /** @internal */
   _deliver(data) {
-    const payload = new Uint8Array(data);
+    const payload = data instanceof Uint8Array ? data : new Uint8Array(data);
     if (this.#onmessage) {
       this.#onmessage(payload);
     } else if (this.#queue.length < MAX_QUEUED) {
@@ -193,40 +243,123 @@ function toBytes(b) {
  * Session once the bridge is connected to a server; rejects with a
  * NetcodeError saying why not.
  *
- * options (optional): maxBufferedAmount, the most bytes that may wait in
- * the browser to be sent before send throws a NetcodeError with code
- * BACKPRESSURE; at least MAX_PAYLOAD_BYTES, Infinity for no bound, default
- * DEFAULT_MAX_BUFFERED_AMOUNT (1 MiB). A bad option rejects with a
- * RangeError.
+ * options (optional):
+ * - maxBufferedAmount: the most bytes that may wait in the browser to be
+ *   sent before send throws a NetcodeError with code BACKPRESSURE; at
+ *   least MAX_PAYLOAD_BYTES, Infinity for no bound, default
+ *   DEFAULT_MAX_BUFFERED_AMOUNT (1 MiB).
+ * - webTransport: the bridge's WebTransport endpoint, an https:// URL with
+ *   its port, or an object { url, serverCertificateHashes } where
+ *   serverCertificateHashes is WebTransport's option (a development
+ *   bridge's self-signed certificate, pinned by its SHA-256). With it the
+ *   session runs over WebTransport where the browser has it, and falls
+ *   back to WebSocket (url) where it does not, or when the endpoint does
+ *   not answer within webTransportTimeout or its handshake fails; see
+ *   Session.transport and Session.fallback. A refusal by the bridge (a
+ *   NetcodeError: a bad token, a full bridge) is not a reason to fall back:
+ *   connect rejects with it.
+ * - transport: "auto" (the default: as above), WEBTRANSPORT (only
+ *   WebTransport: reject rather than fall back) or WEBSOCKET (only
+ *   WebSocket, even with webTransport).
+ * - webTransportTimeout: how long, in ms, to wait for the WebTransport
+ *   endpoint before falling back; default DEFAULT_WEBTRANSPORT_TIMEOUT.
+ *
+ * A bad option rejects with a RangeError.
  */
-export function connect(url, token, options = {}) {
+export async function connect(url, token, options = {}) {
+  const tokenBytes = toBytes(token);
+  if (tokenBytes.byteLength !== CONNECT_TOKEN_BYTES) {
+    throw new RangeError(`netcode: connect token must be ${CONNECT_TOKEN_BYTES} bytes, got ${tokenBytes.byteLength}`);
+  }
+  const maxBuffered = options?.maxBufferedAmount ?? DEFAULT_MAX_BUFFERED_AMOUNT;
+  if (typeof maxBuffered !== "number" || !(maxBuffered >= MAX_PAYLOAD_BYTES)) {
+    throw new RangeError(`netcode: options.maxBufferedAmount must be a number of at least ${MAX_PAYLOAD_BYTES} bytes, got ${maxBuffered}`);
+  }
+  const mode = options?.transport ?? "auto";
+  if (mode !== "auto" && mode !== WEBTRANSPORT && mode !== WEBSOCKET) {
+    throw new RangeError(`netcode: options.transport must be "auto", "${WEBTRANSPORT}" or "${WEBSOCKET}", got ${mode}`);
+  }
+  const timeout = options?.webTransportTimeout ?? DEFAULT_WEBTRANSPORT_TIMEOUT;
+  if (typeof timeout !== "number" || !(timeout > 0)) {
+    throw new RangeError(`netcode: options.webTransportTimeout must be a positive number of milliseconds, got ${timeout}`);
+  }
+  let wt = options?.webTransport ?? null;
+  if (typeof wt === "string") wt = { url: wt };
+  if (wt !== null && (typeof wt !== "object" || typeof wt.url !== "string")) {
+    throw new RangeError("netcode: options.webTransport must be a URL or { url, serverCertificateHashes }");
+  }
+  if (mode === WEBTRANSPORT && wt === null) {
+    throw new RangeError(`netcode: options.transport is "${WEBTRANSPORT}" but options.webTransport is not set`);
+  }
+
+  let fallback = null;
+  if (wt !== null && mode !== WEBSOCKET) {
+    if (typeof WebTransport !== "function") {
+      fallback = new Error("netcode: this browser has no WebTransport");
+    } else {
+      try {
+        return await connectWebTransport(wt, tokenBytes, maxBuffered, timeout);
+      } catch (e) {
+        // A refusal says the bridge will not have this session, whatever
+        // carries it: no fallback.
+        if (e instanceof NetcodeError) throw e;
+        fallback = e;
+      }
+    }
+    if (mode === WEBTRANSPORT) throw fallback;
+  }
+  return connectWebSocket(url, tokenBytes, maxBuffered, fallback);
+}
+
+/**
+ * Fetches a WebTransport bridge's info (package bridge/webtransport's
+ * Server.InfoHandler, JSON { relay, transport, serverCertificateHashes })
+ * from url and returns { relay, transport }, each null or a value for
+ * connect's options.webTransport: { url, serverCertificateHashes } with
+ * the hashes decoded for the WebTransport constructor. Resolves with null
+ * if the browser has no WebTransport or the endpoint does not answer with
+ * the info, so that connect runs over WebSocket.
+ */
+export async function webTransportInfo(url) {
+  if (typeof WebTransport !== "function") return null;
+  let info, hashes;
+  try {
+    const res = await fetch(url, { cache: "no-store" });
+    if (!res.ok) return null;
+    info = await res.json();
+    hashes = (info.serverCertificateHashes ?? []).map((h) => ({
+      algorithm: h.algorithm,
+      value: Uint8Array.from(atob(h.value), (c) => c.charCodeAt(0)),
+    }));
+  } catch {
+    return null; // no answer, or not the info
+  }
+  const endpoint = (u) => (typeof u === "string" && u !== ""
+    ? (hashes.length > 0 ? { url: u, serverCertificateHashes: hashes } : { url: u }) : null);
+  return { relay: endpoint(info.relay), transport: endpoint(info.transport) };
+}
+
+function connectWebSocket(url, tokenBytes, maxBuffered, fallback) {
   return new Promise((resolve, reject) => {
-    let tokenBytes;
-    try {
-      tokenBytes = toBytes(token);
-    } catch (e) {
-      reject(e);
-      return;
-    }
-    if (tokenBytes.byteLength !== CONNECT_TOKEN_BYTES) {
-      reject(new RangeError(`netcode: connect token must be ${CONNECT_TOKEN_BYTES} bytes, got ${tokenBytes.byteLength}`));
-      return;
-    }
-    const maxBuffered = options?.maxBufferedAmount ?? DEFAULT_MAX_BUFFERED_AMOUNT;
-    if (typeof maxBuffered !== "number" || !(maxBuffered >= MAX_PAYLOAD_BYTES)) {
-      reject(new RangeError(`netcode: options.maxBufferedAmount must be a number of at least ${MAX_PAYLOAD_BYTES} bytes, got ${maxBuffered}`));
-      return;
-    }
     const ws = new WebSocket(wsURL(url), SUBPROTOCOL);
     ws.binaryType = "arraybuffer";
+    const link = {
+      kind: WEBSOCKET,
+      maxPayload: MAX_PAYLOAD_BYTES,
+      get open() { return ws.readyState === WebSocket.OPEN; },
+      get bufferedAmount() { return ws.bufferedAmount; },
+      send(view) { ws.send(view); },
+      close() {
+        if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(1000);
+      },
+    };
     let session = null;
     ws.onopen = () => ws.send(tokenBytes);
     ws.onmessage = (ev) => {
       if (typeof ev.data === "string") {
-        let msg;
-        try { msg = JSON.parse(ev.data); } catch { return; }
-        if (msg && msg.type === "connected" && session === null) {
-          session = new Session(ws, msg.clientIndex, msg.maxClients, maxBuffered);
+        const msg = parseConnected(ev.data);
+        if (msg !== null && session === null) {
+          session = new Session(link, msg, maxBuffered, fallback);
           resolve(session);
         }
         return;
@@ -239,6 +372,141 @@ export function connect(url, token, options = {}) {
       else session._end(err);
     };
   });
+}
+
+function parseConnected(text) {
+  let msg;
+  try { msg = JSON.parse(text); } catch { return null; }
+  return msg && msg.type === "connected" ? msg : null;
+}
+
+// connectWebTransport opens a relay session over WebTransport: the token
+// goes on a bidirectional stream, which brings back the "connected"
+// message and, when the bridge ends the session, its close code and
+// reason; payloads travel as datagrams. It rejects with a NetcodeError
+// when the bridge refuses the session, and with another Error when the
+// endpoint cannot be reached (connect then falls back to WebSocket).
+async function connectWebTransport(wt, tokenBytes, maxBuffered, timeout) {
+  const options = { requireUnreliable: true };
+  if (wt.serverCertificateHashes) options.serverCertificateHashes = wt.serverCertificateHashes;
+  const transport = new WebTransport(wt.url, options); // throws a TypeError (SyntaxError) for a bad URL
+  transport.closed.catch(() => {}); // observed below
+  let timer;
+  try {
+    await Promise.race([
+      transport.ready,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`netcode: WebTransport endpoint ${wt.url} did not answer within ${timeout} ms`)), timeout);
+      }),
+    ]);
+  } catch (e) {
+    try { transport.close(); } catch { /* already failed */ }
+    throw e instanceof Error ? e : new Error(String(e));
+  } finally {
+    clearTimeout(timer);
+  }
+  return runWebTransport(transport, tokenBytes, maxBuffered);
+}
+
+async function runWebTransport(transport, tokenBytes, maxBuffered) {
+  // Everything below is past the handshake: a failure is the bridge's
+  // word (or a lost connection), reported as a NetcodeError.
+  let closeInfo = null; // { code, reason }: the bridge's, or the page's own close
+  let buffered = 0;
+  let ended = false;
+  const writer = transport.datagrams.writable.getWriter();
+  const link = {
+    kind: WEBTRANSPORT,
+    get maxPayload() { return transport.datagrams.maxDatagramSize; },
+    get open() { return !ended; },
+    get bufferedAmount() { return buffered; },
+    send(view) {
+      const copy = view.slice(); // the caller may reuse its buffer at once
+      buffered += copy.byteLength;
+      const done = () => { buffered -= copy.byteLength; };
+      writer.write(copy).then(done, done);
+    },
+    close() {
+      if (ended) return;
+      closeInfo ??= { code: 1000, reason: "" };
+      try { transport.close({ closeCode: 1000, reason: "" }); } catch { /* already closed */ }
+    },
+  };
+  // The bridge says why it ends a session in a message on a stream of its
+  // own ({"type":"closed","code":...,"reason":...}), as browsers do not
+  // reliably see the code of the session's close; the page then closes the
+  // session itself, with that code.
+  (async () => {
+    try {
+      for await (const stream of transport.incomingUnidirectionalStreams) {
+        for await (const m of readMessages(stream)) {
+          if (m.type === "closed" && typeof m.code === "number") {
+            closeInfo ??= { code: m.code, reason: String(m.reason ?? "") };
+            try { transport.close({ closeCode: m.code, reason: String(m.reason ?? "").slice(0, 1024) }); } catch { /* closed */ }
+          }
+        }
+      }
+    } catch { /* the session ended */ }
+  })();
+  const ending = transport.closed.then(
+    (ci) => closeInfo ?? { code: ci.closeCode || 1000, reason: ci.reason },
+    () => closeInfo ?? { code: 1006, reason: "WebTransport session lost" },
+  );
+
+  let hello = null;
+  try {
+    const stream = await transport.createBidirectionalStream();
+    const w = stream.writable.getWriter();
+    await w.write(tokenBytes);
+    await w.close();
+    for await (const m of readMessages(stream.readable)) {
+      if (m.type === "connected") hello = m;
+    }
+  } catch { /* the session ended: ending says why */ }
+  if (hello === null) {
+    try { transport.close(); } catch { /* closed */ }
+    const c = await ending;
+    throw new NetcodeError(c.code, c.reason);
+  }
+  const session = new Session(link, hello, maxBuffered, null);
+  (async () => {
+    const reader = transport.datagrams.readable.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        session._deliver(value);
+      }
+    } catch { /* the session ended */ }
+  })();
+  ending.then((c) => {
+    ended = true;
+    session._end(new NetcodeError(c.code, c.reason));
+  });
+  return session;
+}
+
+// readMessages yields the JSON messages of a stream, one a line.
+async function* readMessages(readable) {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of readable) {
+    text += decoder.decode(chunk, { stream: true });
+    if (text.length > 65536) throw new Error("netcode: control message too long");
+    let nl;
+    while ((nl = text.indexOf("\n")) >= 0) {
+      const line = text.slice(0, nl);
+      text = text.slice(nl + 1);
+      let m;
+      try { m = JSON.parse(line); } catch { continue; }
+      if (m && typeof m === "object") yield m;
+    }
+  }
+  if (text.trim() !== "") {
+    let m = null;
+    try { m = JSON.parse(text); } catch { /* not a message */ }
+    if (m && typeof m === "object") yield m;
+  }
 }
 
 function wsURL(url) {

@@ -12,7 +12,9 @@
 // Sessions are admitted, refused for MaxSessions (close code 1013,
 // the header Netcode-Bridge-Refused, bridge.ErrBridgeFull) and closed within a bound
 // exactly as the relay's are, by the same code; the close codes are
-// package bridge's. See examples/wasm.
+// package bridge's. See examples/wasm. Package bridge/webtransport adds
+// WebTransport peers to a Mux, beside its WebSocket ones, under the same
+// cap.
 //
 // # Goroutines, locks and queues
 //

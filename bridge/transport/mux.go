@@ -20,7 +20,8 @@ import (
 
 // MuxConfig configures a Mux.
 type MuxConfig struct {
-	// MaxSessions caps the WebSocket sessions open at once; 0 means
+	// MaxSessions caps the sessions open at once, WebSocket and
+	// WebTransport (package bridge/webtransport) together; 0 means
 	// 1024, as in the relay's Config. Past it, the handler accepts the WebSocket and
 	// closes it at once with 1013 (try again later), or, when many
 	// refusals are already in progress, answers HTTP 503; either response
@@ -93,6 +94,7 @@ type MuxConfig struct {
 // without a close handshake, so Close always returns.
 type Mux struct {
 	batchHook // the I/O a netcode Listener finds: muxBatcher, batched and by netip.AddrPort
+	hostHook  // what package bridge/webtransport starts its sessions through
 
 	udp    net.PacketConn
 	tc     dgram.Conn // udp, with batched I/O where the platform has it
@@ -151,6 +153,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}}
+	m.hostHook = hostHook{H: (*muxHost)(m)}
 	m.gate.Init("transport", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, m.log)
 	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
 	// does: a client that cannot read the response's headers (in a
@@ -272,6 +275,9 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), net.ErrClosed)
 	}
 	if s != nil {
+		if err := s.link.CheckWrite(len(b)); err != nil {
+			return m.opError("write", net.UDPAddrFromAddrPort(addr), err)
+		}
 		s.send(b)
 	}
 	return nil
@@ -424,29 +430,46 @@ func (h *muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Mux)(h)
 	m.gate.Admit(w, r, func(ws *websocket.Conn, bc *wsbridge.BatchConn, release func()) {
 		ws.SetReadLimit(maxMessage)
-		m.mu.Lock()
-		m.next++
-		s := &muxSession{
-			m:          m,
-			ws:         ws,
-			bc:         bc,
-			addr:       sessionAddr(m.next),
-			out:        packetq.New(m.cfg.SendQueue),
-			wd:         wsbridge.NewWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
-			writerDone: make(chan struct{}),
-		}
-		m.sessions[s.addr] = s
-		m.mu.Unlock()
-		// The session goes on in goroutines of its own (Close waits for
-		// them), and net/http's for the connection ends, with what it
-		// holds.
-		remote := r.RemoteAddr
-		go func() {
-			defer release()
-			s.serve(remote)
-		}()
+		m.start(wsbridge.WSLink{WS: ws, BC: bc}, r.RemoteAddr, release)
 	})
 }
+
+// start starts a session over l under the gate's lock; release frees its
+// slot once it has ended.
+func (m *Mux) start(l wsbridge.Link, remote string, release func()) {
+	m.mu.Lock()
+	m.next++
+	s := &muxSession{
+		m:          m,
+		link:       l,
+		addr:       sessionAddr(m.next),
+		out:        packetq.New(m.cfg.SendQueue),
+		wd:         wsbridge.NewWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
+		writerDone: make(chan struct{}),
+	}
+	m.sessions[s.addr] = s
+	m.mu.Unlock()
+	// The session goes on in goroutines of its own (Close waits for
+	// them), and net/http's for the connection ends, with what it holds.
+	go func() {
+		defer release()
+		s.serve(remote)
+	}()
+}
+
+// muxHost is a Mux as a wsbridge.Host: package bridge/webtransport starts
+// its sessions through it.
+type muxHost Mux
+
+func (h *muxHost) Gate() *wsbridge.Gate { return &h.gate }
+
+func (h *muxHost) Start(l wsbridge.Link, remote string, release func()) {
+	(*Mux)(h).start(l, remote, release)
+}
+
+// hostHook is the hook a Mux embeds under an unexported name, so that it
+// exports no method of internal types.
+type hostHook = wsbridge.Hosted
 
 // batchHook is the hook a Mux and a Conn embed under an unexported name,
 // so that they export no method of internal types, nor the netip.AddrPort

@@ -41,8 +41,7 @@ var errSessionEnded = errors.New("netcode/bridge: session ended")
 // muxSession is one WebSocket peer of a Mux.
 type muxSession struct {
 	m    *Mux
-	ws   *websocket.Conn
-	bc   *wsbridge.BatchConn // under ws
+	link wsbridge.Link // a WebSocket or a WebTransport session
 	addr netip.AddrPort
 	out  *packetq.Queue // datagrams for the peer; ended when the session ends
 	wd   *wsbridge.Watchdog
@@ -64,7 +63,7 @@ func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	s.endOnce.Do(func() {
 		s.code, s.reason = code, reason
 		s.endedAt.Store(s.wd.Now() + 1)
-		s.bc.CloseBy(time.Now().Add(wsbridge.MuxEndGrace))
+		s.link.CloseBy(time.Now().Add(wsbridge.MuxEndGrace))
 		s.out.End(errSessionEnded)
 	})
 }
@@ -79,11 +78,11 @@ func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
 // connection (up to wsbridge.BatchBytes).
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
-	defer s.bc.Release()
+	defer s.link.Release()
 	buf := make([]byte, maxMessage)
 	for s.writeBatch(buf) {
 	}
-	s.ws.Close(s.code, s.reason)
+	s.link.Close(s.code, s.reason)
 }
 
 // writeBatch waits for a datagram and writes it with the others queued
@@ -97,7 +96,7 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 	if s.out.Len() == 0 {
 		return s.write(buf[:n])
 	}
-	s.bc.Hold()
+	s.link.Hold()
 	ok := s.write(buf[:n])
 	for ok && s.out.Len() > 0 {
 		// Only this goroutine reads: what Len counts is there.
@@ -106,7 +105,7 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 		}
 		ok = s.write(buf[:n])
 	}
-	if err := s.wd.Flush(s.bc); err != nil && ok {
+	if err := s.wd.Flush(s.link); err != nil && ok {
 		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
 		return false
 	}
@@ -117,7 +116,7 @@ func (s *muxSession) writeBatch(buf []byte) bool {
 // if that failed. A datagram written counts as activity for the idle
 // timeout.
 func (s *muxSession) write(p []byte) bool {
-	if err := s.wd.WriteMessage(s.ws, websocket.MessageBinary, p); err != nil {
+	if err := s.wd.Write(s.link, p); err != nil {
 		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
 		return false
 	}
@@ -129,13 +128,13 @@ func (s *muxSession) write(p []byte) bool {
 func (s *muxSession) readLoop() {
 	buf := make([]byte, maxMessage+1)
 	for {
-		typ, n, err := wsbridge.ReadMessage(s.ws, buf)
-		if err != nil {
-			s.end(wsbridge.ReadEnd(err))
+		n, err := s.link.Read(buf)
+		if err != nil && err != wsbridge.ErrText {
+			s.end(s.link.ReadEnd(err))
 			return
 		}
 		switch {
-		case typ != websocket.MessageBinary:
+		case err != nil:
 			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are accepted")
 			return
 		case n == 0:
@@ -171,14 +170,14 @@ func (s *muxSession) watch(now int64) bool {
 			// Ended long ago and still writing or closing: the writer
 			// and the reader return once the connection is gone. (Not
 			// CloseNow, which waits for a Close in progress.)
-			s.bc.Cut()
+			s.link.Cut()
 		}
 	} else if s.wd.IdleFor(now) {
 		s.end(wsbridge.CodeIdleTimeout, "netcode/bridge: idle timeout")
 	}
 	if s.wd.Stalled(now) {
 		// The peer does not read: no close handshake is possible.
-		s.bc.Cut()
+		s.link.Cut()
 		s.end(websocket.StatusGoingAway, "netcode/bridge: write timeout")
 	}
 	return true

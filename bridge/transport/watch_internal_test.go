@@ -26,7 +26,7 @@ func TestWatchCutsAClose(t *testing.T) {
 		watch func(bc *wsbridge.BatchConn, endedAt int64) func(now int64) bool
 	}{
 		{"mux", wsbridge.MuxEndGrace, func(bc *wsbridge.BatchConn, endedAt int64) func(int64) bool {
-			s := &muxSession{bc: bc, wd: wsbridge.NewWatchdog(time.Second, -1, -1)}
+			s := &muxSession{link: wsbridge.WSLink{BC: bc}, wd: wsbridge.NewWatchdog(time.Second, -1, -1)}
 			s.endedAt.Store(endedAt)
 			return s.watch
 		}},

@@ -15,7 +15,7 @@ import (
 )
 
 const benchSynopsis = `[-clients N] [-size bytes] [-rate per-second | -window N] [-duration d] [-baseline] [flags]
-       netcode bench -bridge relay|transport|websocket [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
+       netcode bench -bridge relay|transport|wt-relay|wt-transport|websocket [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
 
 Runs a netcode echo server (netcode.Listen on 127.0.0.1:0) and N clients
 (netcode.Dial with minted tokens) in this process, and measures: connects/s
@@ -53,9 +53,13 @@ connected, nothing sent). It reports connect time, echoes/s, p50/p99, lost,
 the CPU of the bridge and the server processes (/proc/<pid>/stat) per echo
 and per idle session and second, and their goroutines, heap and
 descriptors per session. Its defaults: -rate 10, -size 100. -baseline,
--window and the server and client tuning flags do not apply.
+-window and the server and client tuning flags do not apply. -bridge
+wt-relay and wt-transport are the same over WebTransport (HTTP/3 on UDP,
+a webtransport.Server with development certificates in the bridge's
+process, Go WebTransport clients: webtransport.DialRelay, or a netcode
+client over webtransport.Dial), with the same report.
 
--bridge websocket measures the floor the two others pay on the browser's
+-bridge websocket measures the floor the others pay on the browser's
 side: a plain coder/websocket echo server in a child process (no netcode,
 no bridge), the same browsers and the same generator. Run it beside the
 others to compare CPU per message on the same machine.`
@@ -82,12 +86,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proto := protocolFlag(bench.DefaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
 	cpuprofile := fs.String("cpuprofile", "", "write the netcode phase's CPU profile (second half of the window) to this file; with -bridge, the window's profiles of the child processes to this name plus .relay and .server, or .transport")
-	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile cover the connect phase instead of the window")
+	fs.BoolVar(&cfg.ProfileConnect, "profile-connect", false, "make -cpuprofile and -server-cpuprofile cover the connect phase instead of the window")
+	fs.StringVar(&cfg.ServerCPUProfile, "server-cpuprofile", "", "with -server-process: write the server process's CPU profile (second half of the window, or the connect phase with -profile-connect) to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile at the end to this file")
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
 	quiet := fs.Bool("q", false, "no progress lines")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay, transport, or websocket for the floor (see above)")
+	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay, transport, wt-relay, wt-transport, or websocket for the floor (see above)")
 	idle := fs.Duration("idle", 0, "-bridge: idle phase after connecting, e.g. 5s (shorter than the bridge's idle timeout)")
 	if len(args) > 0 && args[0] == bench.ChildArg {
 		return bench.RunChild(ctx, args[1:], os.Stdin, stdout, stderr)
@@ -118,7 +123,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bc.Rate = bench.DefaultBridgeRate
 		}
 		for _, name := range []string{"baseline", "window", "rounds", "raw-readers", "max-clients", "read-shards",
-			"server-tick", "profile-connect", "memprofile", "memprofilerate", "server-process"} {
+			"server-tick", "profile-connect", "memprofile", "memprofilerate", "server-process", "server-cpuprofile"} {
 			if set[name] {
 				return fmt.Errorf("-%s does not apply with -bridge", name)
 			}
@@ -137,6 +142,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idle != 0 {
 		return fmt.Errorf("-idle applies only with -bridge")
+	}
+	if cfg.ServerCPUProfile != "" && !cfg.ServerProcess {
+		return fmt.Errorf("-server-cpuprofile applies only with -server-process (else -cpuprofile has the server's goroutines, labelled bench=server)")
 	}
 	if cfg.ServerProcess && cfg.ServerTick != 0 {
 		return fmt.Errorf("-server-tick does not apply with -server-process")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +12,22 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 )
 
-// bridgeReady, if set, is told the bridge's HTTP address once it listens (tests).
-var bridgeReady func(net.Addr)
+// bridgeReady, if set, is told the bridge's HTTP address once it listens
+// (tests); bridgeUDPReady, in transport mode, its echo server's UDP
+// address.
+var (
+	bridgeReady    func(net.Addr)
+	bridgeUDPReady func(net.Addr)
+)
 
 // addrList is a repeatable host:port flag.
 type addrList []netip.AddrPort
@@ -56,20 +66,33 @@ func (l *prefixList) Set(v string) error {
 }
 
 func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bridge", "-allow host:port [-allow ...] [-addr host:port] [flags]", stdout, stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address to serve the relay on")
+	fs := newFlags("bridge", "-allow host:port [-allow ...] [-addr host:port] [-webtransport host:port] [flags]\n"+
+		"       netcode bridge -mode transport -key KEY [-udp host:port] [-addr host:port] [-webtransport host:port] [flags]\n\n"+
+		"Relay mode (the default) relays browser sessions to the netcode servers it may dial.\n"+
+		"Transport mode runs a netcode echo server whose socket also serves the end-to-end\n"+
+		"encrypted transport: UDP, WebSocket and, with -webtransport, WebTransport clients.", stdout, stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address to serve the WebSocket sessions on (and /netcode.js, /webtransport)")
+	mode := fs.String("mode", "relay", "relay, or transport (an echo server of its own)")
 	var allow addrList
-	fs.Var(&allow, "allow", "netcode server the bridge may dial, as host:port; a host name allows every address it resolves to at start (repeatable)")
+	fs.Var(&allow, "allow", "relay: netcode server the bridge may dial, as host:port; a host name allows every address it resolves to at start (repeatable)")
 	var allowNet prefixList
-	fs.Var(&allowNet, "allow-net", "address prefix of servers the bridge may dial, any port (repeatable)")
-	path := fs.String("path", "/relay", "URL path of the WebSocket relay; the ES module is served at /netcode.js")
-	maxSessions := fs.Int("max-sessions", 0, "sessions open at once (0: the bridge's default, 1024)")
-	idle := fs.Duration("idle", bridge.DefaultIdleTimeout, "end a session after this long without a message from the browser (negative: never)")
+	fs.Var(&allowNet, "allow-net", "relay: address prefix of servers the bridge may dial, any port (repeatable)")
+	path := fs.String("path", "", "URL path of the WebSocket sessions (default /relay, or /transport in transport mode)")
+	maxSessions := fs.Int("max-sessions", 0, "sessions open at once, WebSocket and WebTransport together (0: the bridge's default, 1024)")
+	idle := fs.Duration("idle", bridge.DefaultIdleTimeout, "end a session after this long without a message (negative: never)")
 	var origins stringList
 	fs.Var(&origins, "origin", "origin pattern whose pages may connect, besides the bridge's own host (repeatable)")
 	verbose := fs.Bool("v", false, "log sessions to stderr")
-	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM): serve wss:// and https:// (needs -tls-key)")
+	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM): serve wss:// and https://, and WebTransport with it (needs -tls-key)")
 	keyFile := fs.String("tls-key", "", "TLS private key file (PEM) of -tls-cert")
+	wtAddr := fs.String("webtransport", "", "UDP address to serve WebTransport (HTTP/3) sessions on too (off if empty); without -tls-cert, with self-signed development certificates pinned by hash, served at /webtransport")
+	var devHosts stringList
+	fs.Var(&devHosts, "dev-host", "host name or IP address of the WebTransport development certificates (repeatable; default localhost, 127.0.0.1, ::1)")
+	udpAddr := fs.String("udp", ":40000", "transport: UDP address of the echo server")
+	key := fs.String("key", "", "transport: private key shared with the token backend: hex, base64, or a key file")
+	proto := protocolFlag(defaultProtocolID)
+	fs.Var(&proto, "protocol", "transport: protocol id (decimal or 0x hex)")
+	maxClients := fs.Int("max-clients", 256, "transport: client slots")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,40 +106,109 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		scheme = "wss"
 	}
-	if len(allow) == 0 && len(allowNet) == 0 {
-		return errors.New("name the servers it may dial with -allow or -allow-net (it refuses all others)")
-	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg := bridge.Config{
-		AllowedServers: allow,
-		MaxSessions:    *maxSessions,
-		IdleTimeout:    *idle,
-		OriginPatterns: origins,
+	var sessLog *slog.Logger
+	if *verbose {
+		sessLog = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if len(allowNet) > 0 {
-		nets := allowNet
-		cfg.AllowServer = func(a netip.AddrPort) bool {
-			for _, p := range nets {
-				if p.Contains(a.Addr().Unmap()) {
-					return true
+	mux := http.NewServeMux()
+	var (
+		closeSessions func() error // the Handler's or the Listener's Close
+		wtCfg         = webtransport.Config{TLSConfig: tlsCfg, DevHosts: devHosts, Logger: sessLog}
+		serving       []any
+		wg            sync.WaitGroup
+	)
+	switch *mode {
+	case "relay":
+		if len(allow) == 0 && len(allowNet) == 0 {
+			return errors.New("name the servers it may dial with -allow or -allow-net (it refuses all others)")
+		}
+		cfg := bridge.Config{
+			AllowedServers: allow,
+			MaxSessions:    *maxSessions,
+			IdleTimeout:    *idle,
+			OriginPatterns: origins,
+			Logger:         sessLog,
+		}
+		if len(allowNet) > 0 {
+			nets := allowNet
+			cfg.AllowServer = func(a netip.AddrPort) bool {
+				for _, p := range nets {
+					if p.Contains(a.Addr().Unmap()) {
+						return true
+					}
 				}
+				return false
 			}
-			return false
+		}
+		h := bridge.NewHandler(&cfg)
+		if *path == "" {
+			*path = "/relay"
+		}
+		mux.Handle(*path, h)
+		mux.Handle("/netcode.js", bridge.JSHandler())
+		closeSessions = h.Close
+		wtCfg.Relay = h
+		serving = append(serving, "allow", allow.String(), "allow_net", allowNet.String())
+	case "transport":
+		k, err := parseKey(*key, stderr)
+		if err != nil {
+			return err
+		}
+		udp, err := net.ListenPacket("udp", *udpAddr)
+		if err != nil {
+			return err
+		}
+		m := transport.NewMux(udp, &transport.MuxConfig{MaxSessions: *maxSessions, IdleTimeout: *idle, OriginPatterns: origins, Logger: sessLog})
+		l, err := netcode.NewListener(m, &netcode.ServerConfig{ProtocolID: uint64(proto), PrivateKey: k, MaxClients: *maxClients})
+		if err != nil {
+			m.Close()
+			return err
+		}
+		wg.Go(func() { echoServe(l, log, false) })
+		defer wg.Wait()
+		if *path == "" {
+			*path = "/transport"
+		}
+		mux.Handle(*path, m.Handler())
+		closeSessions = l.Close // closes the Mux
+		wtCfg.Mux = m
+		serving = append(serving, "udp", l.Addr().String(), "protocol", proto.String())
+		if bridgeUDPReady != nil {
+			bridgeUDPReady(l.Addr())
+		}
+	default:
+		return fmt.Errorf("-mode %q: relay or transport", *mode)
+	}
+	var wts *webtransport.Server
+	if *wtAddr != "" {
+		var err error
+		if wts, err = webtransport.NewServer(&wtCfg); err != nil {
+			closeSessions()
+			return err
+		}
+		pc, err := net.ListenPacket("udp", *wtAddr)
+		if err != nil {
+			closeSessions()
+			return err
+		}
+		wg.Go(func() { _ = wts.Serve(pc) })
+		mux.Handle("/webtransport", wts.InfoHandler())
+		serving = append(serving, "webtransport", pc.LocalAddr().String())
+		if tlsCfg == nil {
+			hashes, _ := wts.CertificateHashes()
+			for _, h := range hashes {
+				serving = append(serving, "cert_sha256", base64.StdEncoding.EncodeToString(h[:]))
+			}
 		}
 	}
-	if *verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	h := bridge.NewHandler(&cfg)
-	mux := http.NewServeMux()
-	mux.Handle(*path, h)
-	mux.Handle("/netcode.js", bridge.JSHandler())
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
+		closeBridge(closeSessions, wts)
 		return err
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
-	log.Info("netcode bridge serving", "url", scheme+"://"+ln.Addr().String()+*path, "allow", allow.String(), "allow_net", allowNet.String())
+	log.Info("netcode bridge serving", append([]any{"mode", *mode, "url", scheme + "://" + ln.Addr().String() + *path}, serving...)...)
 	if bridgeReady != nil {
 		bridgeReady(ln.Addr())
 	}
@@ -131,10 +223,10 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	select {
 	case <-ctx.Done():
 	case err := <-done:
-		h.Close()
+		closeBridge(closeSessions, wts)
 		return err
 	}
-	h.Close() // ends every session with a clean netcode disconnect
+	closeBridge(closeSessions, wts) // ends every session cleanly (a netcode disconnect, 1001)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdown)
@@ -143,6 +235,15 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log.Info("netcode bridge stopped")
 	return err
+}
+
+// closeBridge ends the sessions (WebSocket and WebTransport), then closes
+// the WebTransport server, if any.
+func closeBridge(closeSessions func() error, wts *webtransport.Server) {
+	closeSessions()
+	if wts != nil {
+		wts.Close()
+	}
 }
 
 // stringList is a repeatable string flag.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -11,7 +13,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/internal/devcert"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,7 +74,7 @@ func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *htt
 	}()
 	udp := <-udpReady
 	go func() {
-		bridgeDone <- run(ctx, append([]string{"bridge", "-addr", "127.0.0.1:0", "-allow", udp.String(), "-v"}, bridgeArgs...), &bytes.Buffer{}, &berr)
+		bridgeDone <- run(ctx, append([]string{"bridge", "-addr", "127.0.0.1:0", "-allow", udp.String(), "-v", "-webtransport", "127.0.0.1:0"}, bridgeArgs...), &bytes.Buffer{}, &berr)
 	}()
 	web := <-httpReady
 
@@ -95,6 +100,25 @@ func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *htt
 	}
 	require.NoError(t, ws.Close(websocket.StatusNormalClosure, ""))
 
+	// The same relay over WebTransport: the page's /webtransport says where
+	// and, in development (no -tls-cert), which certificates to pin.
+	code, tok, errs = cli(t, "token", "-key", keyFile, "-server", udp.String())
+	require.Equal(t, 0, code, errs)
+	info, opts := webtransportInfo(t, scheme, web, client)
+	rc, err := webtransport.DialRelay(dctx, info.Relay, []byte(tok), opts)
+	require.NoError(t, err)
+	defer rc.Close()
+	for _, p := range []string{"four", "five"} {
+		_, err := rc.Write([]byte(p))
+		require.NoError(t, err)
+		buf := make([]byte, 100)
+		rc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := rc.Read(buf)
+		require.NoError(t, err)
+		assert.Equal(t, p, string(buf[:n]))
+	}
+	require.NoError(t, rc.Close())
+
 	cancel()
 	var codes []int
 	for _, done := range []chan int{bridgeDone, serveDone} {
@@ -109,4 +133,89 @@ func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *htt
 	assert.Equal(t, []int{0, 0}, codes, berr.String()+serr.String())
 	assert.Contains(t, berr.String(), "netcode bridge serving")
 	assert.Contains(t, berr.String(), "url="+scheme+"://")
+}
+
+// webtransportInfo fetches the bridge's /webtransport, and returns it with
+// the Options that trust its certificate: pinned by hash in development,
+// or the test's production certificate (client).
+func webtransportInfo(t *testing.T, scheme string, web net.Addr, client *http.Client) (webtransport.Info, *webtransport.Options) {
+	t.Helper()
+	if client == nil {
+		client = http.DefaultClient
+	}
+	httpScheme := map[string]string{"ws": "http", "wss": "https"}[scheme]
+	resp, err := client.Get(httpScheme + "://" + web.String() + "/webtransport")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var info webtransport.Info
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&info))
+	opts := &webtransport.Options{}
+	if scheme == "wss" {
+		require.Empty(t, info.ServerCertificateHashes, "a production certificate is not pinned")
+		opts.TLSConfig = client.Transport.(*http.Transport).TLSClientConfig
+	} else {
+		require.Len(t, info.ServerCertificateHashes, 2)
+		for _, h := range info.ServerCertificateHashes {
+			b, err := base64.StdEncoding.DecodeString(h.Value)
+			require.NoError(t, err)
+			opts.CertificateHashes = append(opts.CertificateHashes, [32]byte(b))
+		}
+	}
+	return info, opts
+}
+
+// TestBridgeCommandTransport runs bridge in transport mode: an echo server
+// whose socket serves UDP, WebSocket and WebTransport clients at once.
+func TestBridgeCommandTransport(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	code, _, errs := cli(t, "keygen", "-o", keyFile)
+	require.Equal(t, 0, code, errs)
+	code, _, errs = cli(t, "bridge", "-mode", "transport")
+	require.Equal(t, 1, code, "transport mode needs a key")
+	assert.Contains(t, errs, "key")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	udpReady, httpReady := make(chan net.Addr, 1), make(chan net.Addr, 1)
+	bridgeUDPReady = func(a net.Addr) { udpReady <- a }
+	bridgeReady = func(a net.Addr) { httpReady <- a }
+	defer func() { bridgeUDPReady, bridgeReady = nil, nil }()
+	done := make(chan int)
+	var berr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"bridge", "-mode", "transport", "-key", keyFile, "-udp", "127.0.0.1:0",
+			"-addr", "127.0.0.1:0", "-webtransport", "127.0.0.1:0"}, &bytes.Buffer{}, &berr)
+	}()
+	udp, web := <-udpReady, <-httpReady
+	info, opts := webtransportInfo(t, "ws", web, nil)
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	dialers := map[string]*netcode.Dialer{
+		"udp":          {},
+		"websocket":    {ListenPacket: transport.ListenPacket("ws://"+web.String()+"/transport", nil)},
+		"webtransport": {ListenPacket: webtransport.ListenPacket(info.Transport, opts)},
+	}
+	for name, d := range dialers {
+		code, tok, errs := cli(t, "token", "-key", keyFile, "-server", udp.String())
+		require.Equal(t, 0, code, errs)
+		c, err := d.DialContext(dctx, []byte(tok))
+		require.NoError(t, err, name)
+		_, err = c.Write([]byte(name))
+		require.NoError(t, err)
+		buf := make([]byte, 100)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := c.Read(buf)
+		require.NoError(t, err, name)
+		assert.Equal(t, name, string(buf[:n]))
+		require.NoError(t, c.Close())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, berr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("bridge did not stop")
+	}
 }

@@ -11,7 +11,8 @@
 //	              [-registry redis://HOST:PORT -region R -tags T,U]
 //	netcode fleet -registry redis://HOST:PORT [-region R]
 //	netcode client [-auth BEARER] [-ca FILE] [-echo N -size B -rate R] TOKEN-FILE|-|URL
-//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-tls-cert FILE -tls-key FILE] [-v]
+//	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-webtransport host:port] [-tls-cert FILE -tls-key FILE] [-v]
+//	netcode bridge -mode transport -key KEY [-udp :40000] [-addr 127.0.0.1:8080] [-webtransport host:port] [-tls-cert FILE -tls-key FILE]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
 //	netcode version
 //
@@ -47,7 +48,7 @@ var commands = []command{
 	{"inspect", "print the public part of a connect token", runInspect},
 	{"serve", "run an echo (or -chat) server", runServe},
 	{"client", "connect with a token: a line client, or a scripted echo client", runClient},
-	{"bridge", "relay browser WebSocket sessions to netcode servers", runBridge},
+	{"bridge", "bridge browsers to netcode over WebSocket and WebTransport (relay or transport)", runBridge},
 	{"fleet", "list the game servers registered in a fleet registry (Redis)", runFleet},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
 	{"cute", "the Cute Protocol dialect: keygen, token, inspect, serve, client", runCute},

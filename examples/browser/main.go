@@ -12,6 +12,13 @@
 //
 //	go run ./examples/browser -tls-cert cert.pem -tls-key key.pem
 //	go run ./examples/browser -self-signed
+//
+// The bridge also serves the relay over WebTransport (HTTP/3 on UDP,
+// -webtransport; by default the -addr's host, any port), which the page
+// uses where the browser has it: with -tls-cert, with that certificate;
+// otherwise with a development certificate the page pins by its hash
+// (the browser takes that only from a secure context: https, or a
+// loopback address).
 package main
 
 import (
@@ -40,12 +47,26 @@ func main() {
 	certFile := flag.String("tls-cert", "", "TLS certificate file (PEM): serve https and wss")
 	keyFile := flag.String("tls-key", "", "TLS private key file (PEM) of -tls-cert")
 	selfSigned := flag.Bool("self-signed", false, "serve https and wss with a self-signed certificate for localhost (development only)")
+	wt := flag.String("webtransport", "", `UDP address of the WebTransport endpoint; "" means the -addr's host, any port; "off" for none`)
 	flag.Parse()
+	if *wt == "" {
+		host, _, err := net.SplitHostPort(*addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		*wt = net.JoinHostPort(host, "0")
+	} else if *wt == "off" {
+		*wt = ""
+	}
 	tlsCfg, err := tlsConfig(*certFile, *keyFile, *selfSigned)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := run(*addr, *udp, *verbose, tlsCfg); err != nil {
+	var wtTLS *tls.Config
+	if *certFile != "" {
+		wtTLS = tlsCfg // the certificate browsers trust; otherwise development ones, pinned by hash
+	}
+	if err := run(*addr, *udp, *wt, wtTLS, *verbose, tlsCfg); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -73,12 +94,12 @@ func tlsConfig(certFile, keyFile string, selfSigned bool) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-func run(addr, udp string, verbose bool, tlsCfg *tls.Config) error {
+func run(addr, udp, wt string, wtTLS *tls.Config, verbose bool, tlsCfg *tls.Config) error {
 	var logger *slog.Logger
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	a, err := app.New(app.Config{ServerAddr: udp, Logger: logger})
+	a, err := app.New(app.Config{ServerAddr: udp, Logger: logger, WebTransportAddr: wt, WebTransportTLS: wtTLS})
 	if err != nil {
 		return err
 	}
@@ -94,6 +115,9 @@ func run(addr, udp string, verbose bool, tlsCfg *tls.Config) error {
 		scheme = "https"
 	}
 	fmt.Printf("netcode server on udp %s\n", a.ServerAddr())
+	if a.WebTransport != nil {
+		fmt.Printf("WebTransport on udp %s\n", a.WebTransport.Addr())
+	}
 	fmt.Printf("open %s://%s/\n", scheme, ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -13,6 +13,12 @@
 // and load it in a page with wasm_exec.js; the server in ./server serves
 // both (go run ./examples/wasm/serve).
 //
+// It connects over WebTransport (datagrams: a lost packet holds back
+// nothing behind it) when the page's netcodeConfig.webTransport names an
+// endpoint (the server's /webtransport info gives it) and the browser
+// reaches it within 5 s, and over the WebSocket otherwise;
+// netcodeConfig.transport ("webtransport" or "websocket") forces one.
+//
 // On start it POSTs to /token on its own origin for a connect token,
 // connects through ws(s)://<origin>/netcode, runs a reliable.Session over
 // the connection with the server's channels (package wire), checks count
@@ -20,7 +26,8 @@
 // 1200 bytes, byte for byte (count is the page's netcodeConfig.count, 100
 // by default), and publishes, on globalThis:
 //
-//	netcodeResult     a JSON string: {"clientIndex":..,"maxClients":..,"sent":..,"received":..,"bad":..,"error":".."}
+//	netcodeResult     a JSON string: {"clientIndex":..,"maxClients":..,"transport":"webtransport"|"websocket",
+//	                  "fallback":"why not WebTransport","sent":..,"received":..,"bad":..,"error":".."}
 //	netcodeEcho(text) a Promise of the server's echo of text, sent as an unreliable message
 //	netcodeReliable(n) a Promise of a JSON string {"bytes":..,"sha256":"..","echoBytes":..,"intact":..,"millis":..}:
 //	                  n bytes of wire.Pattern sent as one reliable message (up to
@@ -39,6 +46,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,6 +63,8 @@ import (
 type result struct {
 	ClientIndex int    `json:"clientIndex"`
 	MaxClients  int    `json:"maxClients"`
+	Transport   string `json:"transport"`          // "webtransport" or "websocket"
+	Fallback    string `json:"fallback,omitempty"` // why not WebTransport, when it was offered
 	Sent        int    `json:"sent"`
 	Received    int    `json:"received"`
 	Bad         int    `json:"bad"`
@@ -85,8 +95,8 @@ func main() {
 	}
 	serve(sess)
 	publish(r)
-	status("done", fmt.Sprintf("connected as client %d of %d; %d of %d echoes correct",
-		r.ClientIndex, r.MaxClients, r.Received-r.Bad, r.Sent))
+	status("done", fmt.Sprintf("connected as client %d of %d over %s; %d of %d echoes correct",
+		r.ClientIndex, r.MaxClients, r.Transport, r.Received-r.Bad, r.Sent))
 	select {}
 }
 
@@ -103,10 +113,12 @@ func run() (result, *reliable.Session, error) {
 	var r result
 	origin := js.Global().Get("location").Get("origin").String()
 	count := 100
+	var wt webTransportConfig
 	if cfg := js.Global().Get("netcodeConfig"); cfg.Type() == js.TypeObject {
 		if c := cfg.Get("count"); c.Type() == js.TypeNumber {
 			count = c.Int()
 		}
+		wt = readWebTransportConfig(cfg)
 	}
 
 	status("token", "fetching a connect token")
@@ -125,11 +137,28 @@ func run() (result, *reliable.Session, error) {
 
 	status("connecting", "connecting")
 	url := "ws" + strings.TrimPrefix(origin, "http") + "/netcode"
-	d := netcode.Dialer{ListenPacket: transport.ListenPacket(url, nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	pc, fallback, err := listenPacket(ctx, wt, url)
+	if err != nil {
+		return r, nil, err
+	}
+	r.Transport, r.Fallback = "websocket", fallback
+	if _, ok := pc.(*wtConn); ok {
+		r.Transport = "webtransport"
+	}
+	first := pc
+	d := netcode.Dialer{ListenPacket: func(ctx context.Context, _, _ string) (net.PacketConn, error) {
+		if c := first; c != nil {
+			first = nil
+			return c, nil
+		}
+		c, _, err := listenPacket(ctx, wt, url) // another server of the token
+		return c, err
+	}}
 	conn, err := d.DialContext(ctx, tok)
 	if err != nil {
+		pc.Close()
 		return r, nil, err
 	}
 	r.ClientIndex, r.MaxClients = conn.ClientIndex(), conn.MaxClients()
@@ -162,6 +191,67 @@ func run() (result, *reliable.Session, error) {
 	}
 	ch.SetReadDeadline(time.Time{})
 	return r, sess, nil
+}
+
+// webTransportConfig is the page's netcodeConfig.webTransport (a URL, or
+// { url, certHashes } with the SHA-256 hashes of development certificates,
+// each an array of bytes) and netcodeConfig.transport ("auto",
+// "webtransport" or "websocket").
+type webTransportConfig struct {
+	url, mode  string
+	certHashes [][]byte
+}
+
+func readWebTransportConfig(cfg js.Value) webTransportConfig {
+	wt := webTransportConfig{mode: "auto"}
+	if m := cfg.Get("transport"); m.Type() == js.TypeString {
+		wt.mode = m.String()
+	}
+	switch v := cfg.Get("webTransport"); v.Type() {
+	case js.TypeString:
+		wt.url = v.String()
+	case js.TypeObject:
+		wt.url = v.Get("url").String()
+		if hs := v.Get("certHashes"); hs.Type() == js.TypeObject {
+			for i := range hs.Get("length").Int() {
+				h := hs.Index(i)
+				b := make([]byte, h.Get("length").Int())
+				for j := range b {
+					b[j] = byte(h.Index(j).Int())
+				}
+				wt.certHashes = append(wt.certHashes, b)
+			}
+		}
+	}
+	return wt
+}
+
+// webTransportTimeout bounds the wait for the WebTransport endpoint
+// before falling back to WebSocket.
+const webTransportTimeout = 5 * time.Second
+
+// listenPacket opens the client's transport: WebTransport when the page
+// offers an endpoint and the browser reaches it, else (unless the mode is
+// "webtransport") a WebSocket to wsURL. fallback says why WebTransport,
+// offered, is not used.
+func listenPacket(ctx context.Context, wt webTransportConfig, wsURL string) (pc net.PacketConn, fallback string, err error) {
+	if wt.url != "" && wt.mode != "websocket" {
+		wctx, cancel := context.WithTimeout(ctx, webTransportTimeout)
+		c, err := dialWebTransport(wctx, wt.url, wt.certHashes)
+		cancel()
+		if err == nil {
+			return c, "", nil
+		}
+		if wt.mode == "webtransport" {
+			return nil, "", err
+		}
+		fallback = err.Error()
+	}
+	c, err := transport.Dial(ctx, wsURL, nil)
+	if err != nil {
+		return nil, fallback, err
+	}
+	return c, fallback, nil
 }
 
 // reliableResult is what netcodeReliable resolves to.

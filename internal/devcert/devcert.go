@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -28,13 +29,42 @@ type Cert struct {
 	Pool *x509.CertPool
 	// X509 is the parsed certificate.
 	X509 *x509.Certificate
+	// SHA256 is the SHA-256 hash of the certificate (DER), by which a
+	// browser pins it (WebTransport's serverCertificateHashes).
+	SHA256 [32]byte
 }
 
 // New makes an ECDSA P-256 certificate valid for a day for the given host
 // names and IP addresses (at least one).
 func New(hosts ...string) (*Cert, error) {
+	return Make(Options{Validity: 24 * time.Hour, CA: true}, hosts...)
+}
+
+// MaxPinnedValidity is the longest validity a certificate may have that a
+// browser accepts by its hash (WebTransport's serverCertificateHashes):
+// 14 days from NotBefore to NotAfter.
+const MaxPinnedValidity = 14 * 24 * time.Hour
+
+// Options are what Make varies.
+type Options struct {
+	// NotBefore is when the certificate becomes valid; zero means an
+	// hour ago (for clocks behind).
+	NotBefore time.Time
+	// Validity is how long it is valid from NotBefore.
+	Validity time.Duration
+	// CA makes it a CA certificate, so that a client can trust it as its
+	// one root; a certificate pinned by its hash is a plain leaf.
+	CA bool
+}
+
+// Make makes an ECDSA P-256 certificate with o for the given host names
+// and IP addresses (at least one).
+func Make(o Options, hosts ...string) (*Cert, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("devcert: no host")
+	}
+	if o.Validity <= 0 {
+		return nil, errors.New("devcert: no validity")
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -44,16 +74,21 @@ func New(hosts ...string) (*Cert, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	if o.NotBefore.IsZero() {
+		o.NotBefore = time.Now().Add(-time.Hour)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: hosts[0], Organization: []string{"netcode development"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		NotBefore:             o.NotBefore,
+		NotAfter:              o.NotBefore.Add(o.Validity),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true,
+		IsCA:                  o.CA,
+	}
+	if o.CA {
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -82,6 +117,7 @@ func New(hosts ...string) (*Cert, error) {
 		X509:    parsed,
 	}
 	c.Pool.AddCert(parsed)
+	c.SHA256 = sha256.Sum256(der)
 	return c, nil
 }
 

@@ -129,6 +129,9 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 			q.mu.Lock()
 			q.busy = false
 			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
+			// A sender woken for room that wrote directly instead left
+			// that room unclaimed: wake waiters for what there is.
+			q.openRoom(len(q.queue) - q.n)
 			q.mu.Unlock()
 			if wake {
 				q.signal()
@@ -187,7 +190,10 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 	return nil
 }
 
-// forget takes wake out of the waiters, if the writer has not woken it. A
+// forget takes wake out of the waiters, if the writer has not woken it.
+// One the writer woke gives up the room it was woken for: it wakes the
+// next waiter in its place, so that no room is left unclaimed while
+// senders wait (the writer wakes only as many as there is room for). A
 // signal that came meanwhile stays in wake, and makes its next wait look
 // again at once: harmless.
 func (q *Queue) forget(wake chan struct{}) {
@@ -201,6 +207,9 @@ func (q *Queue) forget(wake chan struct{}) {
 			q.waiters = q.waiters[:last]
 			return
 		}
+	}
+	if q.n < len(q.queue) {
+		q.openRoom(1)
 	}
 }
 
@@ -222,7 +231,7 @@ func (q *Queue) writer() {
 			msgs := q.queue[:q.n]
 			q.queue, q.spare, q.n = q.spare, q.queue, 0
 			q.busy = true
-			q.openRoom()
+			q.openRoom(len(q.queue))
 			q.mu.Unlock()
 			if transport.GSO(q.tc) {
 				// Datagrams to one destination side by side: the
@@ -310,16 +319,24 @@ func hashAddr(a netip.AddrPort) uint64 {
 	return h ^ h>>32
 }
 
-// openRoom wakes the senders waiting for room. q.mu is held.
-func (q *Queue) openRoom() {
-	for i, w := range q.waiters {
+// openRoom wakes the first n senders waiting for room, in the order they
+// began to wait; q.mu is held. The writer wakes as many as the queue has
+// room for, each needing one or two slots, not every waiter: with
+// thousands of connections waiting on a full queue, waking them all for
+// each batch would make each batch cost a wake-up per connection, most
+// of which find the queue full again.
+func (q *Queue) openRoom(n int) {
+	n = min(n, len(q.waiters))
+	for i, w := range q.waiters[:n] {
 		select {
 		case w <- struct{}{}:
 		default: // a signal is pending already
 		}
 		q.waiters[i] = nil
 	}
-	q.waiters = q.waiters[:0]
+	rest := copy(q.waiters, q.waiters[n:])
+	clear(q.waiters[rest:])
+	q.waiters = q.waiters[:rest]
 }
 
 // Close sends what is queued and stops the writer; later sends fail, and
@@ -329,7 +346,7 @@ func (q *Queue) openRoom() {
 func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
-	q.openRoom()
+	q.openRoom(len(q.waiters))
 	q.mu.Unlock()
 	q.signal()
 	<-q.done

@@ -2,12 +2,16 @@ package sendq
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/stretchr/testify/require"
@@ -157,19 +161,27 @@ func TestSendQueueLoneSenderWritesAtOnce(t *testing.T) {
 	}
 }
 
+// fullQueue returns a queue (in a synctest bubble) whose first datagram's
+// direct write to to is held until rc.release is closed and whose queue
+// behind it is full: Len datagrams of sender 1.
+func fullQueue(t *testing.T, to netip.AddrPort) (*Queue, *recordConn) {
+	rc := &recordConn{release: make(chan struct{})}
+	q := newQueue(rc)
+	go sendOne(q, to, datagram(0, 0)) // the held direct write
+	synctest.Wait()
+	for i := range Len {
+		require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
+	}
+	return q, rc
+}
+
 // TestSendQueueFull: behind a held write, a full queue drops keep-alives
 // (counted) and makes other datagrams wait until the writer takes the
 // queue; a sender never writes another's datagrams.
 func TestSendQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		to := netip.MustParseAddrPort("127.0.0.1:9")
-		rc := &recordConn{release: make(chan struct{})}
-		q := newQueue(rc)
-		go sendOne(q, to, datagram(0, 0)) // the held direct write
-		synctest.Wait()
-		for i := range Len {
-			require.NoError(t, sendOne(q, to, datagram(1, i))) // queued: returns at once
-		}
+		q, rc := fullQueue(t, to)
 		keepAlive := []byte{0x14, 1, 2, 3}
 		require.NoError(t, sendOne(q, to, keepAlive)) // full: dropped
 		require.Equal(t, uint64(1), q.Dropped())
@@ -226,13 +238,7 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				rc := &recordConn{release: make(chan struct{})}
-				q := newQueue(rc)
-				go sendOne(q, to, datagram(0, 0)) // the held direct write
-				synctest.Wait()
-				for i := range Len {
-					require.NoError(t, sendOne(q, to, datagram(1, i)))
-				}
+				q, rc := fullQueue(t, to)
 				msg := []transport.Message{{Buf: datagram(2, 0), Addr: to}}
 				require.ErrorIs(t, q.Send(msg, NoWait, nil, nil), ErrStopped, "NoWait does not wait")
 
@@ -266,4 +272,116 @@ func TestSendQueueFullIsASignal(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSendQueueWakesOnlyForRoom: when the writer takes a full queue it
+// wakes as many waiting senders as the queue has room for, in the order
+// they began to wait, not every one; the rest wait for the next batch,
+// and every datagram is written in the end.
+func TestSendQueueWakesOnlyForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to := netip.MustParseAddrPort("127.0.0.1:9")
+		q, rc := fullQueue(t, to)
+		const extra = 8
+		var senders sync.WaitGroup
+		for i := range Len + extra {
+			senders.Add(1)
+			go func() {
+				defer senders.Done()
+				require.NoError(t, sendOne(q, to, datagram(2, i)))
+			}()
+			synctest.Wait() // in order
+		}
+		q.mu.Lock()
+		waiting := len(q.waiters)
+		unwoken := q.waiters[Len]
+		q.openRoom(Len)
+		left := len(q.waiters)
+		head := q.waiters[0]
+		q.mu.Unlock()
+		require.Equal(t, Len+extra, waiting)
+		require.Equal(t, extra, left, "woken: as many as there is room for")
+		require.Equal(t, unwoken, head, "the first to wait are woken first")
+		synctest.Wait() // the woken find the queue still full and wait again
+		close(rc.release)
+		senders.Wait()
+		q.Close()
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		require.Len(t, rc.got, 1+2*Len+extra)
+	})
+}
+
+// TestSendQueueGivingUpPassesTheWakeOn: a sender woken for room that gives
+// up instead (its Conn closed, its deadline passed) wakes the next waiter
+// in its place, so that room never goes unclaimed while senders wait.
+func TestSendQueueGivingUpPassesTheWakeOn(t *testing.T) {
+	q := newQueue(discardConn{})
+	defer q.Close()
+	gaveUp, next := make(chan struct{}, 1), make(chan struct{}, 1)
+	q.mu.Lock()
+	q.waiters = append(q.waiters, gaveUp, next)
+	q.openRoom(1)
+	q.mu.Unlock()
+	require.Len(t, gaveUp, 1)
+	require.Empty(t, next, "one room: one woken")
+	q.forget(gaveUp)
+	require.Len(t, next, 1, "the wake passed on")
+	q.mu.Lock()
+	require.Empty(t, q.waiters)
+	q.mu.Unlock()
+}
+
+// slowConn takes every write, spending cost per datagram as a socket's
+// system call does, so that senders outpace the writer and wait for room.
+type slowConn struct {
+	transport.Conn
+	cost time.Duration
+}
+
+func (c slowConn) WriteBatch(ms []transport.Message) (int, error) {
+	end := time.Now().Add(c.cost * time.Duration(len(ms)))
+	for time.Now().Before(end) {
+	}
+	return len(ms), nil
+}
+
+// BenchmarkSendQueueSenders: senders (a server's connections) each send
+// datagrams through one queue whose socket is slower than they are, so
+// that most of them wait for room. The cost per datagram must not grow
+// with the senders waiting: the writer wakes only as many as it has room
+// for.
+func BenchmarkSendQueueSenders(b *testing.B) {
+	for _, senders := range []int{64, 1024, 8192} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			q := newQueue(slowConn{cost: 200 * time.Nanosecond})
+			defer q.Close()
+			to := netip.MustParseAddrPort("127.0.0.1:9")
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			cpu0 := cpuNow()
+			b.ResetTimer()
+			for range senders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					msg := []transport.Message{{Buf: datagram(1, 0), Addr: to}}
+					wake := make(chan struct{}, 1)
+					for next.Add(1) <= int64(b.N) {
+						_ = q.Send(msg, nil, nil, wake)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// cpuNow is the process's CPU time (user and system), which a machine
+// busy with other work moves less than the wall clock.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

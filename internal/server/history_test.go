@@ -230,6 +230,36 @@ func TestMappingsCap(t *testing.T) {
 	assert.Equal(t, uint64(limit+1), h.srv.Stats().ChallengesSent)
 }
 
+// TestSweepWalksHandshakesOnly: the periodic sweep of expired mappings
+// looks at the handshakes in progress, never at the connections, and
+// frees a silent handshake's mapping while the connections keep theirs.
+func TestSweepWalksHandshakesOnly(t *testing.T) {
+	h := newHarness(t, Config{MaxClients: 4})
+	var sink recSink
+	live := []*peer{connectPeer(t, h.srv, 100, h.now, token.NoTimeout), connectPeer(t, h.srv, 101, h.now, token.NoTimeout)}
+	for i := range 3 {
+		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink.Output)
+	}
+	h.srv.mu.RLock()
+	pending := len(h.srv.pending)
+	h.srv.mu.RUnlock()
+	assert.Equal(t, 3, pending, "the handshakes, not the connections")
+	assert.Equal(t, 5, h.srv.Stats().Mappings)
+	// The handshakes fall silent for their tokens' 5 s.
+	h.now = h.now.Add(6 * time.Second)
+	h.srv.Update(h.now, &sink.Output)
+	h.srv.mu.RLock()
+	pending = len(h.srv.pending)
+	h.srv.mu.RUnlock()
+	assert.Zero(t, pending)
+	st := h.srv.Stats()
+	assert.Equal(t, 2, st.Mappings, "the connections keep theirs")
+	assert.Equal(t, 2, st.Connected)
+	for _, p := range live {
+		assert.True(t, p.c.live.Load())
+	}
+}
+
 // TestConnectionSequenceFromServerClock: the server's first sequence
 // number on a connection comes from its own clock, whatever sequence the
 // client's response carried; the reference's 0 only with

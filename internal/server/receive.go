@@ -232,6 +232,7 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		}
 		c.sendLocked.send = *crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
 		s.byAddr[from] = c
+		s.pending[from] = c
 	}
 	c.expire = p.ExpireTimestamp
 	c.timeout = time.Duration(priv.TimeoutSeconds) * time.Second
@@ -313,6 +314,7 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 	s.byID[c.id] = c
 	e.Value.consumed = true
 	c.live.Store(true)
+	delete(s.pending, c.addr)
 	s.wheel.mu.Lock()
 	s.wheel.file(c, c.deadline())
 	s.wheel.mu.Unlock()

@@ -230,11 +230,15 @@ type Server struct {
 	slots        []*Client // nil = free
 	free         []int     // free slot indexes (stack)
 	byAddr       map[netip.AddrPort]*Client
-	byID         map[uint64]*Client
-	history      *tokenHistory
-	maxMaps      int
-	closed       bool
-	gone         goneClients // recently kicked clients, reminded (gone.go)
+	// pending holds the mappings of byAddr whose handshake is in
+	// progress (not live): the once-a-second sweep walks these, not
+	// every connection.
+	pending map[netip.AddrPort]*Client
+	byID    map[uint64]*Client
+	history *tokenHistory
+	maxMaps int
+	closed  bool
+	gone    goneClients // recently kicked clients, reminded (gone.go)
 
 	draining atomic.Bool // deny every new connection (Drain)
 	stats    counters
@@ -284,6 +288,7 @@ func New(cfg Config) (*Server, error) {
 		slots:      make([]*Client, cfg.MaxClients),
 		free:       make([]int, 0, cfg.MaxClients),
 		byAddr:     make(map[netip.AddrPort]*Client),
+		pending:    make(map[netip.AddrPort]*Client),
 		byID:       make(map[uint64]*Client),
 		history:    newTokenHistory(historySize(cfg.MaxClients), unixSeconds(cfg.Now)),
 		maxMaps:    cfg.MaxClients * MappingsPerSlot,

@@ -9,13 +9,18 @@ import (
 )
 
 // sweepMappings forgets handshakes whose token expired or that fell silent
-// for the token's timeout; s.mu is held.
+// for the token's timeout; s.mu is held. It walks the handshakes in
+// progress only, so that its time under the lock every reader takes
+// follows the handshakes, not the connections.
 // The token's expiry is on the wall clock (sec), the silence on the
 // monotonic one (mono).
 func (s *Server) sweepMappings(sec uint64, mono int64) {
-	for a, c := range s.byAddr {
-		if !c.live.Load() && handshakeExpired(sec, mono, c) {
-			delete(s.byAddr, a)
+	for a, c := range s.pending {
+		if handshakeExpired(sec, mono, c) {
+			delete(s.pending, a)
+			if s.byAddr[a] == c {
+				delete(s.byAddr, a)
+			}
 		}
 	}
 }
@@ -277,6 +282,7 @@ func (s *Server) Close(out *Output) {
 	}
 	s.closed = true
 	clear(s.byAddr)
+	clear(s.pending)
 	s.history.Clear()
 	s.wheel.reset()
 	s.mu.Unlock()

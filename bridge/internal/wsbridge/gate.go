@@ -61,38 +61,81 @@ func (g *Gate) Init(name, subprotocol string, max int, origins []string, log *sl
 	g.Refuse = g.Accept
 }
 
-// Admit answers r. If it admits a session, it calls start under the
-// gate's lock with the WebSocket, its connection and release, which the
-// session calls once when it has ended (its goroutines included); start
-// must not block. A request the gate turns away has been answered.
-func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, start func(ws *websocket.Conn, bc *BatchConn, release func())) {
-	if !Offers(r, g.Subprotocol) {
-		http.Error(w, "netcode/bridge: WebSocket subprotocol "+g.Subprotocol+" required", http.StatusBadRequest)
-		return
-	}
+// ErrClosed is Enter's error after Close.
+var ErrClosed = errors.New("netcode/bridge: shutting down")
+
+// Enter takes a session's slot, for any kind of session (a WebSocket, a
+// WebTransport session). It returns release, which the session calls once
+// when it has ended (its goroutines included); later calls do nothing.
+// After Close it fails with ErrClosed and release is nil. At the cap it
+// fails with ErrFull, and release ends the refusal, which Wait waits for
+// too: the caller refuses the session (see Refusal), then calls it.
+func (g *Gate) Enter() (release func(), err error) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.closed {
-		g.mu.Unlock()
-		http.Error(w, "netcode/bridge: shutting down", http.StatusServiceUnavailable)
-		return
+		return nil, ErrClosed
 	}
 	g.wg.Add(1)
 	if g.active >= g.Max {
-		g.mu.Unlock()
-		defer g.wg.Done()
-		g.refuseOverCap(w, r)
-		return
+		return g.wg.Done, ErrFull
 	}
 	g.active++
-	g.mu.Unlock()
 	var once sync.Once
-	release := func() {
+	return func() {
 		once.Do(func() {
 			g.mu.Lock()
 			g.active--
 			g.mu.Unlock()
 			g.wg.Done()
 		})
+	}, nil
+}
+
+// Refusal tells a refusal for the cap whether it may tell the client so
+// in the session's own terms (an upgrade then a close with CodeFull), or,
+// when more than maxRefusing of those are in progress, must answer plain
+// HTTP 503, which costs less; done ends it.
+func (g *Gate) Refusal() (upgrade bool, done func()) {
+	if g.refusing.Add(1) > maxRefusing {
+		g.refusing.Add(-1)
+		return false, func() {}
+	}
+	return true, func() { g.refusing.Add(-1) }
+}
+
+// Start calls start under the gate's lock, unless Close was called: it
+// reports whether it did. start must not block; Close never misses a
+// session it started.
+func (g *Gate) Start(start func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	start()
+	return true
+}
+
+// Admit answers r, a WebSocket's upgrade request. If it admits a session,
+// it calls start under the gate's lock with the WebSocket, its connection
+// and release, which the session calls once when it has ended (its
+// goroutines included); start must not block. A request the gate turns
+// away has been answered.
+func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, start func(ws *websocket.Conn, bc *BatchConn, release func())) {
+	if !Offers(r, g.Subprotocol) {
+		http.Error(w, "netcode/bridge: WebSocket subprotocol "+g.Subprotocol+" required", http.StatusBadRequest)
+		return
+	}
+	release, err := g.Enter()
+	switch err {
+	case ErrClosed:
+		http.Error(w, ErrClosed.Error(), http.StatusServiceUnavailable)
+		return
+	case ErrFull:
+		defer release()
+		g.refuseOverCap(w, r)
+		return
 	}
 	clearDeadlines(w)
 	ws, bc, err := Accept(w, r, &g.Accept)
@@ -100,15 +143,10 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, start func(ws *webs
 		release()
 		return // Accept has answered the request.
 	}
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		CloseWS(ws, bc, websocket.StatusGoingAway, "netcode/bridge: shutting down")
+	if !g.Start(func() { start(ws, bc, release) }) {
+		CloseWS(ws, bc, websocket.StatusGoingAway, ErrClosed.Error())
 		release()
-		return
 	}
-	start(ws, bc, release)
-	g.mu.Unlock()
 }
 
 // Close makes the gate refuse every request from now on; the caller then
@@ -130,13 +168,12 @@ func (g *Gate) Wait() { g.wg.Wait() }
 // responses carry RefusedHeader.
 func (g *Gate) refuseOverCap(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(RefusedHeader, "full")
-	if g.refusing.Add(1) > maxRefusing {
-		g.refusing.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, ErrFull.Error(), http.StatusServiceUnavailable)
+	upgrade, done := g.Refusal()
+	defer done()
+	if !upgrade {
+		RefuseHTTP(w)
 		return
 	}
-	defer g.refusing.Add(-1)
 	clearDeadlines(w)
 	ws, bc, err := Accept(w, r, &g.Refuse)
 	if err != nil {
@@ -156,4 +193,12 @@ func clearDeadlines(w http.ResponseWriter) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
+}
+
+// RefuseHTTP answers a request refused for the cap with HTTP 503, the
+// RefusedHeader and Retry-After.
+func RefuseHTTP(w http.ResponseWriter) {
+	w.Header().Set(RefusedHeader, "full")
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, ErrFull.Error(), http.StatusServiceUnavailable)
 }

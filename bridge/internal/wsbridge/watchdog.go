@@ -1,12 +1,9 @@
 package wsbridge
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // Watchdog enforces the timeouts of one session, of the relay or of a Mux:
@@ -69,12 +66,17 @@ func (w *Watchdog) Stalled(now int64) bool {
 	return w.write > 0 && ws != 0 && now-(ws-1) >= int64(w.write)
 }
 
-// WriteMessage writes one message to ws; a message written counts as
-// activity. The context has no deadline, which costs nothing per write:
-// the check enforces the write timeout (see stalled).
-func (w *Watchdog) WriteMessage(ws *websocket.Conn, typ websocket.MessageType, p []byte) error {
+// Write sends p to l; a message written counts as activity. The check
+// enforces the write timeout (see Stalled), which costs nothing per write.
+func (w *Watchdog) Write(l Link, p []byte) error { return w.timed(l.Write, p) }
+
+// WriteText sends the relay's text message p to l, as Write does.
+func (w *Watchdog) WriteText(l RelayLink, p []byte) error { return w.timed(l.WriteText, p) }
+
+// timed runs write(p) as a write the check times.
+func (w *Watchdog) timed(write func([]byte) error, p []byte) error {
 	w.writeStart.Store(w.Now() + 1)
-	err := ws.Write(context.Background(), typ, p)
+	err := write(p)
 	w.writeStart.Store(0)
 	if err == nil {
 		w.Active()
@@ -82,11 +84,11 @@ func (w *Watchdog) WriteMessage(ws *websocket.Conn, typ websocket.MessageType, p
 	return err
 }
 
-// Flush sends what c holds (see BatchConn), as writeMessage writes: the
-// check enforces the write timeout.
-func (w *Watchdog) Flush(c *BatchConn) error {
+// Flush sends what l holds (see Link.Hold), as Write writes: the check
+// enforces the write timeout.
+func (w *Watchdog) Flush(l Link) error {
 	w.writeStart.Store(w.Now() + 1)
-	err := c.Flush()
+	err := l.Flush()
 	w.writeStart.Store(0)
 	return err
 }

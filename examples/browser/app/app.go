@@ -1,7 +1,8 @@
 // Package app is the browser example as a library: a netcode echo server on
-// loopback UDP, a token endpoint (package backend), the WebSocket bridge in
-// front of the server, and the page that uses them, all behind one
-// http.Handler. The page reconnects with a fresh token whenever its session
+// loopback UDP, a token endpoint (package backend), the bridge in front of
+// the server, over WebSocket and, optionally, WebTransport (package
+// bridge/webtransport, on a UDP port of its own), and the page that uses
+// them, all behind one http.Handler. The page reconnects with a fresh token whenever its session
 // ends. The command in the parent directory serves it over HTTP or HTTPS;
 // the browser test drives it in headless Chromium.
 package app
@@ -9,11 +10,13 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -22,6 +25,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/backend"
 	"github.com/gonetcode/netcode/bridge"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -46,6 +50,20 @@ type Config struct {
 	// page for this long is ended (and the page reconnects). 0 means
 	// bridge.DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// OriginPatterns are the bridge's (bridge.Config.OriginPatterns): the
+	// origins, besides the bridge's own host, whose pages may connect.
+	OriginPatterns []string
+	// WebTransportAddr, if set, is the UDP address ("127.0.0.1:0": any
+	// port) on which the bridge also serves the relay over WebTransport,
+	// with development certificates that the page pins by hash (it learns
+	// them, and the URL, at /webtransport).
+	WebTransportAddr string
+	// WebTransportHosts are the development certificates' host names and
+	// addresses; nil means localhost, 127.0.0.1 and ::1.
+	WebTransportHosts []string
+	// WebTransportTLS, if set, carries a certificate browsers trust, used
+	// instead of development certificates.
+	WebTransportTLS *tls.Config
 	// Logger receives the server's and the bridge's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -56,11 +74,15 @@ type Config struct {
 //	GET  /netcode.js the browser module (bridge.JSHandler)
 //	POST /token      a fresh 2048-byte connect token for the echo server (backend.Handler)
 //	GET  /relay      the WebSocket bridge (bridge.Handler)
+//	GET  /webtransport the WebTransport bridge's URLs and certificate hashes (with Config.WebTransportAddr)
 type App struct {
 	// Listener is the netcode echo server.
 	Listener *netcode.Listener
 	// Bridge is the relay at /relay.
 	Bridge *bridge.Handler
+	// WebTransport serves Bridge's sessions over WebTransport; nil
+	// without Config.WebTransportAddr.
+	WebTransport *webtransport.Server
 	// Tokens is the token endpoint at /token.
 	Tokens *backend.Handler
 
@@ -122,8 +144,17 @@ func New(cfg Config) (*App, error) {
 	a.Bridge = bridge.NewHandler(&bridge.Config{
 		AllowedServers: []netip.AddrPort{addr},
 		IdleTimeout:    cfg.IdleTimeout,
+		OriginPatterns: cfg.OriginPatterns,
 		Logger:         cfg.Logger,
 	})
+	if cfg.WebTransportAddr != "" {
+		if err := a.serveWebTransport(cfg); err != nil {
+			a.Bridge.Close()
+			l.Close()
+			return nil, err
+		}
+		a.mux.Handle("GET /webtransport", a.WebTransport.InfoHandler())
+	}
 	a.mux.HandleFunc("GET /{$}", a.page)
 	a.mux.Handle("GET /netcode.js", bridge.JSHandler())
 	a.mux.Handle("/token", tokens) // it answers 405 to anything but POST
@@ -131,6 +162,30 @@ func New(cfg Config) (*App, error) {
 	a.wg.Add(1)
 	go a.serve()
 	return a, nil
+}
+
+// serveWebTransport starts the WebTransport server of the bridge.
+func (a *App) serveWebTransport(cfg Config) error {
+	wts, err := webtransport.NewServer(&webtransport.Config{
+		Relay:     a.Bridge,
+		TLSConfig: cfg.WebTransportTLS,
+		DevHosts:  cfg.WebTransportHosts,
+		Logger:    cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	pc, err := net.ListenPacket("udp", cfg.WebTransportAddr)
+	if err != nil {
+		return err
+	}
+	a.WebTransport = wts
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		wts.Serve(pc) // until Close
+	}()
+	return nil
 }
 
 // ServerAddr returns the echo server's UDP address.
@@ -142,6 +197,9 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTT
 // Close ends every bridge session and stops the echo server.
 func (a *App) Close() error {
 	err := a.Bridge.Close()
+	if a.WebTransport != nil {
+		err = errors.Join(err, a.WebTransport.Close())
+	}
 	err = errors.Join(err, a.Listener.Close())
 	a.wg.Wait()
 	return err

@@ -45,7 +45,7 @@ func TestApp(t *testing.T) {
 	resp, page := get("GET", "/")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("Content-Type"), "text/html")
-	assert.Contains(t, string(page), `import { connect } from "./netcode.js"`)
+	assert.Contains(t, string(page), `import { connect, webTransportInfo } from "./netcode.js"`)
 
 	resp, js := get("GET", "/netcode.js")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)

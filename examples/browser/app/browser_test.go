@@ -193,41 +193,7 @@ func TestBrowser(t *testing.T) {
 	require.Eventually(t, func() bool { return a.Bridge.Sessions() == 1 }, 5*time.Second, 10*time.Millisecond)
 
 	// Errors reach the browser as NetcodeError with the bridge's codes.
-	type failure struct {
-		Code   int
-		Name   string
-		Reason string
-		Class  string
-	}
-	tryConnect := func(tokenB64 string) failure {
-		return eval[failure](t, ctx, 20*time.Second, `(async () => {
-			const { connect } = await import("/netcode.js");
-			const tok = Uint8Array.from(atob("`+tokenB64+`"), (c) => c.charCodeAt(0));
-			try {
-				const s = await connect("/relay", tok);
-				s.close();
-				return { Code: 0, Name: "connected", Reason: "", Class: "" };
-			} catch (e) {
-				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name };
-			}
-		})()`)
-	}
-	f := tryConnect(base64.StdEncoding.EncodeToString(make([]byte, 2048)))
-	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
-
-	// A token for a server the bridge may not dial.
-	other, err := token.Generate(&token.Params{
-		ProtocolID:    app.ProtocolID,
-		ClientID:      1,
-		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it
-		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
-		ExpireSeconds: 60,
-	})
-	require.NoError(t, err)
-	f = tryConnect(base64.StdEncoding.EncodeToString(other))
-	assert.Equal(t, 4010, f.Code)
-	assert.Equal(t, "ServerNotAllowed", f.Name)
-	assert.Contains(t, f.Reason, "127.0.0.1:9")
+	checkRefusals(t, ctx, `{}`)
 
 	// Sizes are checked in the browser before anything is sent.
 	msg := eval[string](t, ctx, 5*time.Second, `(() => {
@@ -249,6 +215,49 @@ func TestBrowser(t *testing.T) {
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
 }
 
+// checkRefusals checks that the relay's refusals of a bad token (4003)
+// and of a token for a server the bridge may not dial (4010) reach the
+// page's connect as NetcodeError with the bridge's codes and reasons.
+// options is the JavaScript of connect's options, in which wt is the
+// page's webTransportInfo("/webtransport").
+func checkRefusals(t *testing.T, ctx context.Context, options string) {
+	t.Helper()
+	type failure struct {
+		Code                int
+		Name, Reason, Class string
+	}
+	tryConnect := func(tok []byte) failure {
+		return eval[failure](t, ctx, 20*time.Second, `(async () => {
+			const { connect, webTransportInfo } = await import("/netcode.js");
+			const wt = await webTransportInfo("/webtransport");
+			const tok = Uint8Array.from(atob("`+base64.StdEncoding.EncodeToString(tok)+`"), (c) => c.charCodeAt(0));
+			try {
+				const s = await connect("/relay", tok, `+options+`);
+				s.close();
+				return { Code: 0, Name: "connected over " + s.transport, Reason: "", Class: "" };
+			} catch (e) {
+				return { Code: e.code ?? -1, Name: e.name, Reason: e.reason ?? String(e), Class: e.constructor.name };
+			}
+		})()`)
+	}
+	f := tryConnect(make([]byte, 2048))
+	assert.Equal(t, failure{4003, "InvalidConnectToken", "netcode: invalid connect token", "NetcodeError"}, f)
+
+	// A token for a server the bridge may not dial.
+	other, err := token.Generate(&token.Params{
+		ProtocolID:    app.ProtocolID,
+		ClientID:      1,
+		PrivateKey:    [32]byte{1}, // any key: the bridge refuses the address before a server sees it
+		ServerAddrs:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")},
+		ExpireSeconds: 60,
+	})
+	require.NoError(t, err)
+	f = tryConnect(other)
+	assert.Equal(t, 4010, f.Code)
+	assert.Equal(t, "ServerNotAllowed", f.Name)
+	assert.Contains(t, f.Reason, "127.0.0.1:9")
+}
+
 // TestBrowserReconnects: the bridge ends the page's idle session; the page
 // fetches a fresh token, reconnects on its own, says so, and echoes again.
 func TestBrowserReconnects(t *testing.T) {
@@ -261,8 +270,17 @@ func TestBrowserReconnects(t *testing.T) {
 		chromedp.Navigate(hs.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
 	)
+	status := checkReconnects(t, ctx, a)
+	assert.Contains(t, status, "connected over websocket: client")
+}
+
+// checkReconnects waits, with the page connected to a bridge whose
+// IdleTimeout is short, until the bridge has ended the page's idle session
+// and the page has reconnected with a fresh token; it checks what the page
+// says and that it echoes, and returns the page's status.
+func checkReconnects(t *testing.T, ctx context.Context, a *app.App) string {
+	t.Helper()
 	first := a.Listener.Stats().ConnectionsOpened
-	// Idle for a second: the bridge ends the session, the page reconnects.
 	status := eval[string](t, ctx, 30*time.Second, `new Promise((resolve) => {
 		const el = document.getElementById("status");
 		const check = () => {
@@ -276,12 +294,20 @@ func TestBrowserReconnects(t *testing.T) {
 	assert.Contains(t, strings.Join(history, "\n"), "reconnecting: closed: IdleTimeout (4012)")
 	assert.Greater(t, a.Listener.Stats().ConnectionsOpened, first, "a new netcode connection, with a fresh token")
 
-	step(t, ctx, 10*time.Second, "echo after reconnecting",
-		chromedp.SendKeys(chromedp.ID("msg"), "still there?"),
+	assert.Equal(t, "still there?", formEcho(t, ctx, "echo after reconnecting", "still there?"))
+	return status
+}
+
+// formEcho types text in the page's form, sends it, and returns the first
+// echo the page shows.
+func formEcho(t *testing.T, ctx context.Context, what, text string) string {
+	t.Helper()
+	step(t, ctx, 10*time.Second, what,
+		chromedp.SendKeys(chromedp.ID("msg"), text),
 		chromedp.Click(chromedp.ID("send")),
 		chromedp.WaitVisible(chromedp.CSS("#log li.echo")),
 	)
 	echo, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log li.echo")))
 	require.NoError(t, err)
-	assert.Equal(t, "still there?", echo)
+	return echo
 }

@@ -113,9 +113,10 @@ func step(t *testing.T, ctx context.Context, d time.Duration, what string, actio
 }
 
 // TestWASMClientInBrowser loads the Go client compiled to WebAssembly in
-// headless Chromium; it connects end to end encrypted through the Mux's
-// WebSocket transport and runs a reliable session, while a UDP client uses
-// the same server. Unreliable messages of every size up to 1200 bytes, and
+// headless Chromium; it connects end to end encrypted through the Mux,
+// over WebTransport (pinning the server's development certificate by
+// hash) and then over the WebSocket transport, and runs a reliable
+// session, while a UDP client uses the same server. Unreliable messages of every size up to 1200 bytes, and
 // a reliable message of 128 KiB, come back intact, and the server received
 // the reliable message intact.
 func TestWASMClientInBrowser(t *testing.T) {
@@ -132,7 +133,7 @@ func TestWASMClientInBrowser(t *testing.T) {
 	t.Logf("client built in %v (%d bytes)", time.Since(start), len(wasm))
 
 	onMessage, reports := recorder()
-	s, err := server.New(server.Config{WASM: wasm, WASMExec: wasmExec, OnMessage: onMessage})
+	s, err := server.New(server.Config{WASM: wasm, WASMExec: wasmExec, OnMessage: onMessage, WebTransportAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	hs := httptest.NewServer(s)
 	defer func() {
@@ -140,29 +141,68 @@ func TestWASMClientInBrowser(t *testing.T) {
 		hs.Close()
 	}()
 
+	// A UDP client all along.
+	udp := dialSession(t, hs.URL)
+	defer udp.Close()
+	require.Equal(t, 1, s.Listener.Stats().Connected)
+	assert.False(t, transport.IsSessionAddr(netip.MustParseAddrPort(udp.LocalAddr().String())))
+
+	// The page uses WebTransport by default (the browser has it, the
+	// server serves it), the WebSocket when asked.
+	for _, tc := range []struct{ name, query string }{
+		{"webtransport", ""},
+		{"websocket", "?transport=websocket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkPage(t, ctx, s, hs.URL+"/"+tc.query, tc.name, false, reports)
+		})
+	}
+	// With the WebTransport endpoint gone (its socket closed; the info
+	// still names it), the client falls back to the WebSocket and says why.
+	t.Run("fallback", func(t *testing.T) {
+		require.NoError(t, s.WebTransport.Close())
+		checkPage(t, ctx, s, hs.URL+"/", "websocket", true, reports)
+	})
+
+	// The UDP client's unreliable echo.
+	uch := udp.Channel(wire.Unreliable)
+	require.NoError(t, uch.Send([]byte("over udp")))
+	require.NoError(t, uch.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, wire.MaxUnreliableMessage)
+	n, err := uch.Receive(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "over udp", string(buf[:n]))
+	require.NoError(t, udp.Close())
+	cancel()
+}
+
+// checkPage loads the page at url, which connects over transport (after
+// failing with WebTransport, if fallback), and checks its echoes,
+// unreliable and reliable, and its close.
+func checkPage(t *testing.T, ctx context.Context, s *server.Server, url, transportName string, fallback bool, reports <-chan received) {
 	step(t, ctx, 60*time.Second, "client loads, connects and checks 100 echoes",
-		chromedp.Navigate(hs.URL+"/"),
+		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="done"], #status[data-state="error"]`)),
 	)
 	raw := eval[string](t, ctx, 5*time.Second, `globalThis.netcodeResult`)
 	var res struct {
 		ClientIndex, MaxClients, Sent, Received, Bad int
-		Error                                        string
+		Transport, Fallback, Error                   string
 	}
 	require.NoError(t, json.Unmarshal([]byte(raw), &res), raw)
 	require.Empty(t, res.Error)
+	assert.Equal(t, transportName, res.Transport, "fallback: %s", res.Fallback)
+	if fallback {
+		assert.NotEmpty(t, res.Fallback, "why not WebTransport")
+	} else {
+		assert.Empty(t, res.Fallback)
+	}
 	assert.Equal(t, 100, res.Sent)
 	assert.Equal(t, 100, res.Received)
 	assert.Zero(t, res.Bad, "echoes that came back different")
 	assert.Equal(t, 64, res.MaxClients)
-	assert.Equal(t, 1, s.Listener.Stats().Connected)
+	assert.Equal(t, 2, s.Listener.Stats().Connected)
 	assert.Equal(t, 1, s.Mux.Sessions())
-
-	// A UDP client at the same time.
-	udp := dialSession(t, hs.URL)
-	defer udp.Close()
-	require.Equal(t, 2, s.Listener.Stats().Connected)
-	assert.False(t, transport.IsSessionAddr(netip.MustParseAddrPort(udp.LocalAddr().String())))
 
 	// The browser's echoes, through the module's API and the page's form.
 	got := eval[string](t, ctx, 10*time.Second, `netcodeEcho("hello, wasm ✓")`)
@@ -186,14 +226,14 @@ func TestWASMClientInBrowser(t *testing.T) {
 		Millis           int64
 	}
 	require.NoError(t, json.Unmarshal([]byte(raw), &rel), raw)
-	t.Logf("reliable %d-byte message echoed in the browser in %d ms", rel.Bytes, rel.Millis)
+	t.Logf("reliable %d-byte message echoed in the browser in %d ms over %s", rel.Bytes, rel.Millis, transportName)
 	want := sha256.Sum256(wire.Pattern(reliableBytes))
 	assert.Equal(t, reliableBytes, rel.Bytes)
 	assert.Equal(t, reliableBytes, rel.EchoBytes)
 	assert.Equal(t, hex.EncodeToString(want[:]), rel.SHA256, "the page sent another message")
 	assert.True(t, rel.Intact, "the echo differs from the message")
 	r := serverGot(t, reports, reliableBytes)
-	assert.True(t, transport.IsSessionAddr(netip.MustParseAddrPort(r.from.String())), "it came over the WebSocket transport: %v", r.from)
+	assert.True(t, transport.IsSessionAddr(netip.MustParseAddrPort(r.from.String())), "it came over the Mux's %s transport: %v", transportName, r.from)
 
 	// The same through the page's button.
 	step(t, ctx, 20*time.Second, "reliable button",
@@ -205,21 +245,10 @@ func TestWASMClientInBrowser(t *testing.T) {
 	assert.Contains(t, text, fmt.Sprintf("%d bytes sent reliably, echoed intact", reliableBytes))
 	serverGot(t, reports, reliableBytes)
 
-	// The UDP client's unreliable echo.
-	uch := udp.Channel(wire.Unreliable)
-	require.NoError(t, uch.Send([]byte("over udp")))
-	require.NoError(t, uch.SetReadDeadline(time.Now().Add(5*time.Second)))
-	buf := make([]byte, wire.MaxUnreliableMessage)
-	n, err := uch.Receive(buf)
-	require.NoError(t, err)
-	assert.Equal(t, "over udp", string(buf[:n]))
-
 	// Closing in the browser frees the server's slot at once.
 	assert.Equal(t, "closed", eval[string](t, ctx, 10*time.Second, `netcodeClose()`))
 	require.Eventually(t, func() bool { return s.Listener.Stats().Connected == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return s.Mux.Sessions() == 0 }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, udp.Close())
-	cancel()
 }
 
 // TestReliableEchoOverUDP runs the example's session over UDP, IPv4 and

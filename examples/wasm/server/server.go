@@ -12,6 +12,7 @@
 //	GET  /main.wasm    the client
 //	POST /token        a fresh connect token for the echo server
 //	GET  /netcode      the WebSocket transport (transport.Mux.Handler)
+//	GET  /webtransport the WebTransport endpoint's URL and certificate hashes (with Config.WebTransportAddr)
 //
 // The command in ../serve serves it; the browser test drives it in headless
 // Chromium.
@@ -38,6 +39,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/examples/wasm/wire"
 	"github.com/gonetcode/netcode/reliable"
@@ -67,6 +69,11 @@ type Config struct {
 	// its echo, from the client's goroutine for that channel; msg is
 	// valid only during the call.
 	OnMessage func(from net.Addr, channel int, msg []byte)
+	// WebTransportAddr, if set, is the UDP address ("127.0.0.1:0": any
+	// port) on which the Mux also takes clients over WebTransport, with
+	// development certificates that the page pins by hash (it learns them,
+	// and the URL, at /webtransport).
+	WebTransportAddr string
 }
 
 // Server is the example's server side; it is an http.Handler.
@@ -75,6 +82,9 @@ type Server struct {
 	Listener *netcode.Listener
 	// Mux merges the UDP socket and the WebSocket transport.
 	Mux *transport.Mux
+	// WebTransport serves the Mux's sessions over WebTransport; nil
+	// without Config.WebTransportAddr.
+	WebTransport *webtransport.Server
 
 	key       crypto.Key
 	addr      netip.AddrPort
@@ -137,9 +147,35 @@ func New(cfg Config) (*Server, error) {
 	s.http.HandleFunc("GET /main.wasm", s.file("application/wasm", s.wasm))
 	s.http.HandleFunc("POST /token", s.token)
 	s.http.Handle("GET /netcode", mux.Handler())
+	if cfg.WebTransportAddr != "" {
+		if err := s.serveWebTransport(cfg); err != nil {
+			l.Close()
+			return nil, err
+		}
+		s.http.Handle("GET /webtransport", s.WebTransport.InfoHandler())
+	}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
+}
+
+// serveWebTransport starts the WebTransport server of the Mux.
+func (s *Server) serveWebTransport(cfg Config) error {
+	wts, err := webtransport.NewServer(&webtransport.Config{Mux: s.Mux, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	pc, err := net.ListenPacket("udp", cfg.WebTransportAddr)
+	if err != nil {
+		return err
+	}
+	s.WebTransport = wts
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		wts.Serve(pc) // until Close
+	}()
+	return nil
 }
 
 // UDPAddr returns the echo server's UDP address.
@@ -150,9 +186,13 @@ func (s *Server) UDPAddr() netip.AddrPort { return s.addr }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.ServeHTTP(w, r) }
 
 // Close disconnects every client, closes the Mux (ending its WebSocket
-// sessions) and waits for the echo goroutines.
+// and WebTransport sessions) and the WebTransport server, and waits for
+// the echo goroutines.
 func (s *Server) Close() error {
 	err := s.Listener.Close()
+	if s.WebTransport != nil {
+		err = errors.Join(err, s.WebTransport.Close())
+	}
 	s.wg.Wait()
 	return err
 }

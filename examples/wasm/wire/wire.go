@@ -27,13 +27,23 @@ const (
 	MaxUnreliableMessage = 4 << 10
 )
 
+// MaxPacket is the largest packet of the sessions, under netcode's 1200
+// bytes of payload so that a netcode packet (25 bytes more) fits in one
+// WebTransport datagram: Chromium's carry at most 1215 bytes
+// (datagrams.maxDatagramSize), quic-go's at most about 1160 on a path
+// with a 1280-byte MTU. Larger messages are fragmented.
+const MaxPacket = 1100
+
 // Config returns the session configuration of both ends. A peer with
 // another layout ends the session with reliable.ErrConfigMismatch.
 func Config() *reliable.Config {
-	return &reliable.Config{Channels: []reliable.ChannelConfig{
-		Reliable:   {Kind: reliable.ReliableOrdered, MaxMessageSize: MaxReliableMessage},
-		Unreliable: {Kind: reliable.Unreliable, MaxMessageSize: MaxUnreliableMessage},
-	}}
+	return &reliable.Config{
+		MaxPacketBytes: MaxPacket,
+		Channels: []reliable.ChannelConfig{
+			Reliable:   {Kind: reliable.ReliableOrdered, MaxMessageSize: MaxReliableMessage},
+			Unreliable: {Kind: reliable.Unreliable, MaxMessageSize: MaxUnreliableMessage},
+		},
+	}
 }
 
 // Pattern returns n bytes of the check pattern: a xorshift sequence, in

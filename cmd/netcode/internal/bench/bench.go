@@ -114,10 +114,15 @@ type Config struct {
 	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
 	ProgressEvery time.Duration // default 1s
 	CPUProfile    io.Writer     `json:"-"` // if set, receives the netcode phase's CPU profile (second half of the window)
-	// ProfileConnect makes CPUProfile cover the connect phase instead of
-	// the window (the window is still profiled for the CPU attribution).
+	// ProfileConnect makes CPUProfile (and ServerCPUProfile) cover the
+	// connect phase instead of the window (the window is still profiled
+	// for the CPU attribution).
 	ProfileConnect bool
-	Logger         *slog.Logger `json:"-"` // the server's logger (nil: silent)
+	// ServerCPUProfile, with ServerProcess, is the file the server
+	// process writes its CPU profile of the window (second half) to, or
+	// of the connect phase with ProfileConnect.
+	ServerCPUProfile string
+	Logger           *slog.Logger `json:"-"` // the server's logger (nil: silent)
 }
 
 func (c *Config) fill() error {
@@ -249,6 +254,13 @@ type Phase struct {
 	OtherCPU            time.Duration // unlabelled samples (GC, scheduler)
 	ServerPackets       uint64        // payload datagrams the server received and sent, second half
 	ServerCPUPerMPacket time.Duration
+	// ServerDatagrams are the datagrams of every kind (payloads,
+	// keep-alives, handshakes) the server received and sent in the
+	// second half, and ServerCPUPerMDatagram the server's CPU per million
+	// of them: unlike ServerCPUPerMPacket it does not rise when the
+	// clients fall behind and keep-alives fill the gaps between payloads.
+	ServerDatagrams       uint64
+	ServerCPUPerMDatagram time.Duration
 
 	AllocPackets    uint64  // payload datagrams in the first half
 	Mallocs         uint64  // heap allocations in the first half
@@ -289,6 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		rc := cfg
 		if i > 0 {
 			rc.CPUProfile = nil // one profile: the first round's
+			rc.ServerCPUProfile = ""
 		}
 		if cfg.Rounds > 1 && rc.Progress != nil {
 			fmt.Fprintf(rc.Progress, "round %d of %d\n", i+1, cfg.Rounds)
@@ -413,6 +426,12 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	// The connect phase is profiled too, for the CPU the handshakes cost.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
+	srvProf := srv.profiler(cfg.ServerCPUProfile)
+	if cfg.ProfileConnect {
+		if err := srvProf.start(); err != nil {
+			return nil, err
+		}
+	}
 	cpu0, srv0 := cpuTime(), srv.cpu()
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
@@ -427,6 +446,12 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	})
 	srvConnect := srv.cpu() - srv0
 	p.ConnectCPU = cpuTime() - cpu0 + srvConnect
+	if cfg.ProfileConnect {
+		if err := srvProf.stop(); err != nil {
+			return nil, err
+		}
+		srvProf = nil
+	}
 	if profiling {
 		pprof.StopCPUProfile()
 		by, err := cpuBySide(prof.Bytes(), LabelKey)
@@ -455,11 +480,14 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	if cfg.ProfileConnect {
 		winProfile = nil
 	}
+	if dialect == "netcode" {
+		r.datagrams = srv.datagrams
+	}
 	var serverCPU func() time.Duration
 	if srv.child != nil {
 		serverCPU = srv.cpu
 	}
-	err = r.measure(p, srv.packets, serverCPU, winProfile, srv.status)
+	err = r.measure(p, srv.packets, serverCPU, winProfile, srvProf, srv.status)
 	r.stop(p)
 	p.ServerStats = srv.stats()
 	return p, err

@@ -17,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -30,13 +31,27 @@ const (
 	// transport.Dial to a transport.Mux, which is the PacketConn of the
 	// netcode echo server in the same process.
 	ModeTransport = "transport"
-	// ModeWebSocket is the floor the other two are measured against: a
+	// ModeWTRelay is ModeRelay over WebTransport: each browser is a
+	// webtransport.DialRelay client (the token on a stream, payloads in
+	// datagrams) of the same bridge.Handler, served by a
+	// webtransport.Server.
+	ModeWTRelay = "wt-relay"
+	// ModeWTTransport is ModeTransport over WebTransport: each browser
+	// runs a netcode client over webtransport.Dial to the same Mux.
+	ModeWTTransport = "wt-transport"
+	// ModeWebSocket is the floor the others are measured against: a
 	// plain coder/websocket echo server (no netcode, no bridge) in a child
 	// process, which the browsers reach as relay mode's do, without the
 	// token. Its CPU per message is what any WebSocket bridge pays for the
 	// browser's side alone.
 	ModeWebSocket = "websocket"
 )
+
+// transportMode reports whether mode is one of the transport's.
+func transportMode(mode string) bool { return mode == ModeTransport || mode == ModeWTTransport }
+
+// webTransportMode reports whether mode runs over WebTransport.
+func webTransportMode(mode string) bool { return mode == ModeWTRelay || mode == ModeWTTransport }
 
 // Defaults of BridgeConfig.
 const (
@@ -49,7 +64,7 @@ const (
 // a child process of this executable (see ChildArg). Zero fields take the
 // defaults noted.
 type BridgeConfig struct {
-	Mode     string        // ModeRelay or ModeTransport
+	Mode     string        // ModeRelay, ModeTransport, ModeWTRelay or ModeWTTransport
 	Clients  int           // browsers; default 1
 	Size     int           // message bytes, MinSize..netcode.MaxPayloadBytes; default DefaultBridgeSize
 	Rate     float64       // messages per browser per second; default DefaultBridgeRate
@@ -80,9 +95,9 @@ type BridgeConfig struct {
 
 func (c *BridgeConfig) fill() error {
 	switch c.Mode {
-	case ModeRelay, ModeTransport, ModeWebSocket:
+	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket:
 	default:
-		return fmt.Errorf("bench: bridge mode %q: want %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWebSocket)
+		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket)
 	}
 	if c.Clients == 0 {
 		c.Clients = 1
@@ -185,6 +200,10 @@ type ProcessCost struct {
 	HeapPerSession, StackPerSession  float64 // bytes
 	FDsPerSession                    float64
 	FDs                              bool
+	// AllocsPerEcho is the heap objects the process allocated over the
+	// window per echo (the whole process's, in transport mode: bridge and
+	// server together).
+	AllocsPerEcho float64
 }
 
 // bridgeSettle is how long the end of a run waits for the echoes still in
@@ -235,8 +254,9 @@ type bridgeRun struct {
 	r   *run
 
 	url            string
-	udp            netip.AddrPort // invalid in websocket mode (no netcode)
-	bridge, server *childProc     // server is nil in transport mode (Shared) and websocket mode
+	wtOpts         *webtransport.Options // WebTransport modes: the bridge's certificate, pinned
+	udp            netip.AddrPort        // invalid in websocket mode (no netcode)
+	bridge, server *childProc            // server is nil in transport mode (Shared) and websocket mode
 	stopped        bool
 }
 
@@ -254,9 +274,13 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 		b.res.Bridge.PID = b.bridge.cmd.Process.Pid
 		return nil
 	}
-	if cfg.Mode == ModeTransport {
+	var wt []string
+	if webTransportMode(cfg.Mode) {
+		wt = []string{"-webtransport"}
+	}
+	if transportMode(cfg.Mode) {
 		b.res.Shared = true
-		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, common...)
+		b.bridge, err = startChild(cfg.Child, "bridge+server", roleTransport, keyLine, append(common, wt...)...)
 		if err != nil {
 			return err
 		}
@@ -264,13 +288,17 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
 			return err
 		}
-		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", "-max", strconv.Itoa(cfg.Clients),
-			"-allow", b.server.ready.UDP)
+		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", append([]string{"-max", strconv.Itoa(cfg.Clients),
+			"-allow", b.server.ready.UDP}, wt...)...)
 		if err != nil {
 			return err
 		}
 	}
 	b.url = b.bridge.ready.URL
+	if webTransportMode(cfg.Mode) {
+		b.url = b.bridge.ready.WebTransport
+		b.wtOpts = &webtransport.Options{CertificateHashes: b.bridge.ready.CertificateHashes}
+	}
 	udpOf := b.bridge
 	if b.server != nil {
 		udpOf = b.server
@@ -459,6 +487,11 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 	if sp.otherOK {
 		res.OtherCores = sp.other.Seconds() / wall.Seconds()
 	}
+	for i, c := range b.costs() {
+		if res.Echoed > 0 && i < len(sp.mallocs) {
+			c.AllocsPerEcho = float64(sp.mallocs[i]) / float64(res.Echoed)
+		}
+	}
 	for _, side := range []struct {
 		c   *ProcessCost
 		cpu time.Duration
@@ -503,10 +536,15 @@ func (b *bridgeRun) finish() error {
 // connect connects every browser, DialConcurrency at a time.
 func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
 	dialer := &netcode.Dialer{ListenPacket: transport.ListenPacket(b.url, nil)}
+	if b.cfg.Mode == ModeWTTransport {
+		dialer.ListenPacket = webtransport.ListenPacket(b.url, b.wtOpts)
+	}
 	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 		switch b.cfg.Mode {
-		case ModeTransport:
+		case ModeTransport, ModeWTTransport:
 			return dialer.DialContext(ctx, tokens[i])
+		case ModeWTRelay:
+			return webtransport.DialRelay(ctx, b.url, tokens[i], b.wtOpts)
 		case ModeWebSocket:
 			return dialWebSocket(ctx, b.url)
 		}

@@ -123,6 +123,8 @@ func TestBridgeConfigFill(t *testing.T) {
 	}{
 		{"relay defaults", BridgeConfig{Mode: ModeRelay}, true},
 		{"transport defaults", BridgeConfig{Mode: ModeTransport}, true},
+		{"wt-relay defaults", BridgeConfig{Mode: ModeWTRelay}, true},
+		{"wt-transport defaults", BridgeConfig{Mode: ModeWTTransport}, true},
 		{"no mode", BridgeConfig{}, false},
 		{"unknown mode", BridgeConfig{Mode: "udp"}, false},
 		{"negative clients", BridgeConfig{Mode: ModeRelay, Clients: -1}, false},
@@ -152,7 +154,7 @@ func TestBridgeConfigFill(t *testing.T) {
 // checks that the report is filled in and consistent, never how fast
 // anything was.
 func TestRunBridge(t *testing.T) {
-	for _, mode := range []string{ModeRelay, ModeTransport, ModeWebSocket} {
+	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket} {
 		t.Run(mode, func(t *testing.T) {
 			floor := mode == ModeWebSocket // no netcode server
 			var progress, out bytes.Buffer
@@ -192,7 +194,7 @@ func TestRunBridge(t *testing.T) {
 			assert.Positive(t, res.IdleWindow)
 			assert.GreaterOrEqual(t, res.OtherCores, 0.0)
 			assert.GreaterOrEqual(t, res.IdleOtherCores, 0.0)
-			assert.Equal(t, mode == ModeTransport, res.Shared)
+			assert.Equal(t, transportMode(mode), res.Shared)
 
 			b := res.Bridge
 			assert.Positive(t, b.PID)
@@ -208,7 +210,9 @@ func TestRunBridge(t *testing.T) {
 			assert.Positive(t, b.StackPerSession)
 			if runtime.GOOS == "linux" {
 				assert.True(t, b.FDs)
-				assert.GreaterOrEqual(t, b.FDsPerSession, 1.0, "each session has its TCP connection")
+				if mode != ModeWTTransport { // whose sessions share the server's UDP socket
+					assert.GreaterOrEqual(t, b.FDsPerSession, 1.0, "each session has its TCP connection or UDP socket")
+				}
 				assert.True(t, b.WakesMeasured, "goroutine runs and context switches counted")
 				assert.Positive(t, b.RunsPerEcho, "at least the session's reader runs for an echo")
 				assert.Equal(t, !floor && !res.Shared, res.Server.WakesMeasured)
@@ -236,10 +240,10 @@ func TestRunBridge(t *testing.T) {
 
 			// The children's profiles of the window.
 			roles := []string{roleRelay, roleServer}
-			switch mode {
-			case ModeTransport:
+			switch {
+			case transportMode(mode):
 				roles = []string{roleTransport}
-			case ModeWebSocket:
+			case mode == ModeWebSocket:
 				roles = []string{roleWebSocket}
 			}
 			for _, role := range roles {

@@ -17,6 +17,7 @@ type cpuMeter struct {
 	self     time.Duration
 	machine  time.Duration
 	machined bool
+	mallocs  []uint64 // the children's, at the start
 	t0       time.Time
 }
 
@@ -38,6 +39,8 @@ type cpuSpan struct {
 	// wakes are each child's goroutine runs and context switches over
 	// the interval, by the ProcessCost it is measured for.
 	wakes map[*ProcessCost]wakeCount
+	// mallocs are the heap objects each child (procs' order) allocated.
+	mallocs []uint64
 }
 
 // wakeCount is a child's wake-ups over an interval.
@@ -60,6 +63,13 @@ func (b *bridgeRun) startCPU(save bool) (*cpuMeter, error) {
 		if _, err := p.request(reqCPUStart); err != nil {
 			return nil, err
 		}
+	}
+	for _, p := range b.procs() {
+		st, err := p.request(reqMallocs)
+		if err != nil {
+			return nil, err
+		}
+		m.mallocs = append(m.mallocs, st.Mallocs)
 	}
 	m.machine, m.machined = machineCPU()
 	m.self = cpuTime()
@@ -104,6 +114,13 @@ func (m *cpuMeter) stop() (cpuSpan, error) {
 	}
 	machine, machined := machineCPU()
 	sp.wall = time.Since(m.t0)
+	for i, p := range m.b.procs() {
+		st, err := p.request(reqMallocs)
+		if err != nil {
+			return sp, err
+		}
+		sp.mallocs = append(sp.mallocs, st.Mallocs-m.mallocs[i])
+	}
 	if sp.otherOK = m.machined && machined && m.ok; sp.otherOK {
 		sp.other = max(0, machine-m.machine-children-sp.self)
 	}

@@ -56,6 +56,9 @@ func (r *BridgeResult) Print(w io.Writer) {
 					fmt.Fprintf(w, "    wake-ups:  %.2f goroutine runs, %.2f thread context switches per echo%s\n",
 						p.RunsPerEcho, p.SwitchesPerEcho, whole)
 				}
+				if !(r.Shared && p == &r.Server) {
+					fmt.Fprintf(w, "    allocs:    %.1f heap objects per echo%s\n", p.AllocsPerEcho, map[bool]string{true: " (the whole process)"}[r.Shared])
+				}
 			} else {
 				fmt.Fprintf(w, "    load:      CPU not measured (no CPU clock, or no profiler sample to split it)\n")
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -55,6 +56,7 @@ const sideBridge = "bridge"
 const (
 	reqStats    = "stats"     // childStats, after a collection
 	reqCPU      = "cpu"       // childStats with only CPU, without a collection
+	reqMallocs  = "mallocs"   // childStats with only Mallocs, without a collection
 	reqCPUStart = "cpu-start" // starts the CPU profiler; answers childStats
 	reqCPUStop  = "cpu-stop"  // stops it; answers childStats with CPUBySide; "cpu-stop PATH" also writes the profile to PATH
 )
@@ -63,7 +65,11 @@ const (
 type childReady struct {
 	UDP string `json:",omitempty"` // the netcode server's UDP address
 	URL string `json:",omitempty"` // the WebSocket URL (relay, transport)
-	Err string `json:",omitempty"`
+	// WebTransport is the session URL with -webtransport, and
+	// CertificateHashes the development certificates to pin.
+	WebTransport      string     `json:",omitempty"`
+	CertificateHashes [][32]byte `json:",omitempty"`
+	Err               string     `json:",omitempty"`
 }
 
 // childStats is a child's answer to a request.
@@ -71,8 +77,10 @@ type childStats struct {
 	Goroutines int
 	HeapInuse  uint64        // after a collection
 	StackInuse uint64        // goroutine stacks
+	Mallocs    uint64        // heap objects allocated so far (reqMallocs)
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
+	Dropped    uint64        // payloads or datagrams dropped by full queues
 	// Runs estimates the goroutines the scheduler has run so far (the
 	// runtime's /sched/latencies:seconds samples one run in 8); Switches
 	// counts the process's thread context switches (getrusage), with
@@ -80,7 +88,9 @@ type childStats struct {
 	Runs       uint64
 	Switches   uint64
 	SwitchesOK bool
-	Dropped    uint64 // payloads or datagrams dropped by full queues
+	// Datagrams are the datagrams the netcode server received and sent so
+	// far (server role; with every answer, reqCPU's too).
+	Datagrams uint64
 	// CPUBySide is, after reqCPUStop, the profiled CPU time by the value
 	// of LabelKey (transport child: sideBridge, SideServer, "" for the
 	// rest).
@@ -99,10 +109,11 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay: the server's UDP address")
 	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
+	wt := fs.Bool("webtransport", false, "relay, transport: serve WebTransport sessions too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := &child{proto: *proto, max: *maxN, shards: *shards}
+	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
 	in := bufio.NewReader(stdin)
 	if *role != roleRelay && *role != roleWebSocket {
 		// The private key comes first on stdin, not on the command line,
@@ -176,6 +187,7 @@ type child struct {
 	proto  uint64
 	max    int
 	shards int // ServerConfig.Socket.ReadShards
+	wt     bool
 	ready  childReady
 
 	l     *netcode.Listener // server, transport
@@ -184,6 +196,7 @@ type child struct {
 	ws    *wsEcho           // websocket
 	web   *http.Server      // relay, transport, websocket
 	webWG sync.WaitGroup
+	wts   *webtransport.Server // relay, transport with -webtransport
 
 	echoes sync.WaitGroup
 	mu     sync.Mutex
@@ -213,6 +226,9 @@ func (c *child) startRelay(server netip.AddrPort) error {
 	c.relay = bridge.NewHandler(&bridge.Config{AllowedServers: []netip.AddrPort{server}, MaxSessions: c.max})
 	mux := http.NewServeMux()
 	mux.Handle("/relay", c.relay)
+	if err := c.startWebTransport(&webtransport.Config{Relay: c.relay}, webtransport.DefaultRelayPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/relay")
 }
 
@@ -241,6 +257,9 @@ func (c *child) startTransport() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/netcode", c.mux.Handler())
+	if err := c.startWebTransport(&webtransport.Config{Mux: c.mux}, webtransport.DefaultTransportPath); err != nil {
+		return err
+	}
 	return c.startWeb(mux, "/netcode")
 }
 
@@ -333,6 +352,36 @@ func (c *child) startWeb(h http.Handler, path string) error {
 	return nil
 }
 
+// startWebTransport serves cfg's sessions over WebTransport on a UDP
+// socket of 127.0.0.1, with development certificates, its goroutines
+// labelled bridge; only with -webtransport.
+func (c *child) startWebTransport(cfg *webtransport.Config, path string) error {
+	if !c.wt {
+		return nil
+	}
+	wts, err := webtransport.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return err
+	}
+	c.wts = wts
+	c.ready.WebTransport = "https://" + udp.LocalAddr().String() + path
+	if c.ready.CertificateHashes, err = wts.CertificateHashes(); err != nil {
+		return err
+	}
+	c.webWG.Add(1)
+	labelled(context.Background(), sideBridge, func(context.Context) {
+		go func() {
+			defer c.webWG.Done()
+			wts.Serve(udp)
+		}()
+	})
+	return nil
+}
+
 // startEcho accepts clients and echoes every payload to its sender, as
 // "netcode serve" does. It runs in the caller's pprof labels.
 func (c *child) startEcho() {
@@ -386,13 +435,16 @@ func (c *child) close() {
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
 	}
+	if c.wts != nil {
+		c.wts.Close()
+	}
 	if c.web != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c.web.Shutdown(ctx)
 		cancel()
 		c.web.Close()
-		c.webWG.Wait()
 	}
+	c.webWG.Wait()
 	c.echoes.Wait()
 }
 
@@ -405,6 +457,12 @@ func (c *child) answer(req string) childStats {
 		st.CPU = cpuTime()
 		st.Runs = goroutineRuns()
 		st.Switches, st.SwitchesOK = contextSwitches()
+		st.Datagrams = c.datagrams()
+		return st
+	case reqMallocs:
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		st.Mallocs = ms.Mallocs
 		return st
 	case reqStats:
 	case reqCPUStart:
@@ -458,6 +516,7 @@ func (c *child) answer(req string) childStats {
 	case c.l != nil:
 		st.Sessions = c.l.Stats().Connected
 	}
+	st.Datagrams = c.datagrams()
 	return st
 }
 
@@ -479,4 +538,14 @@ func goroutineRuns() uint64 {
 		n += c
 	}
 	return n * schedSamplePeriod
+}
+
+// datagrams are the datagrams the netcode server received and sent so
+// far; 0 in the relay.
+func (c *child) datagrams() uint64 {
+	if c.l == nil {
+		return 0
+	}
+	s := c.l.Stats()
+	return s.PacketsReceived + s.PacketsSent
 }

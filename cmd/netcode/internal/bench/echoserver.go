@@ -99,6 +99,38 @@ func (s *echoServer) cpu() time.Duration {
 	return d
 }
 
+// serverProfiler runs a server process's CPU profiler over a span and
+// has it write the profile to a file. Its methods do nothing on nil.
+type serverProfiler struct {
+	child *childProc
+	path  string
+}
+
+// profiler returns the profiler of a server process that writes to path,
+// or nil if there is no server process or no path.
+func (s *echoServer) profiler(path string) *serverProfiler {
+	if s.child == nil || path == "" {
+		return nil
+	}
+	return &serverProfiler{child: s.child, path: path}
+}
+
+func (sp *serverProfiler) start() error {
+	if sp == nil {
+		return nil
+	}
+	_, err := sp.child.request(reqCPUStart)
+	return err
+}
+
+func (sp *serverProfiler) stop() error {
+	if sp == nil {
+		return nil
+	}
+	_, err := sp.child.request(reqCPUStop + " " + sp.path)
+	return err
+}
+
 // waitAccepted waits (briefly) for the server to have accepted n clients.
 func (s *echoServer) waitAccepted(n int) {
 	if s.child != nil {
@@ -121,6 +153,17 @@ func (s *echoServer) packets() uint64 {
 		return 2 * recv
 	}
 	return 2 * s.r.serverRecv()
+}
+
+// datagrams returns the datagrams of every kind the netcode server
+// received and sent so far.
+func (s *echoServer) datagrams() uint64 {
+	if s.child != nil {
+		st, _ := s.child.request(reqCPU)
+		return st.Datagrams
+	}
+	st := s.l.Stats()
+	return st.PacketsReceived + st.PacketsSent
 }
 
 // stats returns the server's counters; nil for a server process.

@@ -74,7 +74,7 @@ func runRaw(ctx context.Context, cfg *Config) (*Phase, error) {
 		r.startTraffic()
 	})
 	status := func() string { return "" }
-	err = r.measure(p, func() uint64 { return 2 * served.Load() }, nil, nil, status)
+	err = r.measure(p, func() uint64 { return 2 * served.Load() }, nil, nil, nil, status)
 	r.stop(p)
 	return p, err
 }

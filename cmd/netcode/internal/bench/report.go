@@ -81,6 +81,10 @@ func (p *Phase) print(w io.Writer) {
 		fmt.Fprintf(w, "  server cpu:  %v per million packets (%v for %d packets in %v; client %v, other %v)\n",
 			p.ServerCPUPerMPacket.Round(time.Millisecond), p.ServerCPU.Round(time.Millisecond), p.ServerPackets,
 			p.ProfileWindow.Round(time.Millisecond), p.ClientCPU.Round(time.Millisecond), p.OtherCPU.Round(time.Millisecond))
+		if p.ServerDatagrams > 0 {
+			fmt.Fprintf(w, "               %v per million datagrams of every kind (%d received and sent: payloads, keep-alives, handshakes)\n",
+				p.ServerCPUPerMDatagram.Round(time.Millisecond), p.ServerDatagrams)
+		}
 	}
 	fmt.Fprintf(w, "  allocations: %.4f per packet (%d mallocs / %d packets), %d GCs\n",
 		p.AllocsPerPacket, p.Mallocs, p.AllocPackets, p.GCs)

@@ -56,6 +56,10 @@ type run struct {
 		t          time.Time
 		sent, recv uint64
 	}
+	// datagrams, if set, is the server's datagrams of every kind so far,
+	// received and sent (netcode: Listener.Stats), for the CPU per
+	// datagram beside the CPU per payload.
+	datagrams func() uint64
 	// settle is the longest stop waits for the echoes still in flight
 	// (default 200ms; payloads not echoed by then count as lost).
 	settle time.Duration
@@ -327,7 +331,8 @@ func (r *run) wait(d time.Duration, stage string, status func() string) {
 // serverPackets returns the server's payload datagrams so far (in + out).
 // serverCPU, if not nil, is the CPU time so far of a server in another
 // process: it then gives the server's CPU, and is added to the process's.
-func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() time.Duration, profile io.Writer, status func() string) error {
+// srvProf, if not nil, profiles that process over the second half.
+func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() time.Duration, profile io.Writer, srvProf *serverProfiler, status func() string) error {
 	cfg := r.cfg
 	wait := func(d time.Duration, stage string) { r.wait(d, stage, status) }
 	if cfg.Warmup > 0 {
@@ -355,14 +360,28 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() ti
 	// Second half: CPU profile with labels.
 	var prof bytes.Buffer
 	profiling := pprof.StartCPUProfile(&prof) == nil
+	if err := srvProf.start(); err != nil {
+		return err
+	}
 	srv1 := other()
+	var dg1 uint64
+	if r.datagrams != nil {
+		dg1 = r.datagrams()
+	}
 	t1 := time.Now()
 	wait(cfg.Duration-half, "measure")
 	pk2 := serverPackets()
+	var dg2 uint64
+	if r.datagrams != nil {
+		dg2 = r.datagrams()
+	}
 	t2 := time.Now()
 	cpu2, srv2 := cpuTime(), other()
 	if profiling {
 		pprof.StopCPUProfile()
+	}
+	if err := srvProf.stop(); err != nil {
+		return err
 	}
 	r.measuring.Store(false)
 	sent2, recv2 := r.totals()
@@ -401,6 +420,9 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() ti
 		p.OtherCPU = time.Duration(by[""])
 		if p.ServerPackets > 0 {
 			p.ServerCPUPerMPacket = time.Duration(float64(p.ServerCPU) * 1e6 / float64(p.ServerPackets))
+		}
+		if p.ServerDatagrams = dg2 - dg1; p.ServerDatagrams > 0 {
+			p.ServerCPUPerMDatagram = time.Duration(float64(p.ServerCPU) * 1e6 / float64(p.ServerDatagrams))
 		}
 		if p.ServerCPU > 0 {
 			p.EchoesPerServerCPUSecond = float64(p.ServerPackets) / 2 / p.ServerCPU.Seconds()
