@@ -126,6 +126,14 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		tc.Close()
 		return nil, opError("dial", nil, first, ErrInvalidConnectToken)
 	}
+	if err := ctx.Err(); err != nil {
+		// A context that ended before the handshake began sends nothing:
+		// as net.Dialer does, Dial returns at once, naming the state the
+		// handshake never left.
+		tc.Close()
+		err = fmt.Errorf("%w after %v: %w", err, time.Since(start).Round(time.Millisecond), stateError(dc.core.State()))
+		return nil, opError("dial", dc.conn.LocalAddr(), first, err)
+	}
 	dc.wg.Add(1)
 	go dc.readLoop()
 	dc.update() // the first request, at once

@@ -225,3 +225,49 @@ func TestDialRequestTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestDialEndedContextSendsNothing: a context that ended before Dial
+// began (a 1 ns timeout, a cancelled context) ends the dial at once with
+// the context's error and where the handshake stood, and no connection
+// request leaves, as net.Dialer dials nothing with an ended context. The
+// server is real and would answer, so a request that left could race the
+// context and end the dial as denied or connected instead.
+func TestDialEndedContextSendsNothing(t *testing.T) {
+	ended := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, context.DeadlineExceeded},
+		{"canceled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, context.Canceled},
+	}
+	for _, f := range families {
+		for _, tc := range ended {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				l := listen(t, f.network, f.addr, nil)
+				tap := &tapConn{}
+				d := netcode.Dialer{ListenPacket: func(_ context.Context, network, laddr string) (net.PacketConn, error) {
+					pc, err := net.ListenPacket(network, laddr)
+					tap.PacketConn = pc
+					return tap, err
+				}}
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				c, err := d.DialContext(ctx, mint(t, l.Addr()))
+				require.Error(t, err)
+				require.Nil(t, c)
+				require.ErrorIs(t, err, tc.want)
+				require.ErrorIs(t, err, netcode.ErrConnectionRequestTimedOut)
+				tap.mu.Lock()
+				defer tap.mu.Unlock()
+				require.Empty(t, tap.out, "a dial with an ended context sent packets")
+			})
+		}
+	}
+}
