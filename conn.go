@@ -155,6 +155,11 @@ func (c *Conn) UserData() [token.UserDataBytes]byte { return c.userData }
 // queue was full.
 func (c *Conn) Dropped() uint64 { return c.m.Dropped() }
 
+// Buffered returns how many received payloads wait in the read queue: that
+// many Reads return at once. A relay uses it to send what is waiting
+// together.
+func (c *Conn) Buffered() int { return c.m.Buffered() }
+
 // Done returns a channel that is closed when the connection ends, by either
 // side or by a timeout. Err then tells why.
 func (c *Conn) Done() <-chan struct{} { return c.m.Done() }

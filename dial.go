@@ -472,8 +472,8 @@ func (dc *dialConn) fire() {
 
 // schedule makes sure Update runs at next (the zero Time: never). A timer
 // armed for no later than next is left alone: when it fires, Update
-// reports the real next deadline. So a Write, which only moves the next
-// keep-alive later, never touches the timer.
+// reports the real next deadline. A Write, which only moves the next
+// keep-alive later, moves the timer with postpone instead.
 func (dc *dialConn) schedule(next time.Time) {
 	if next.IsZero() {
 		return
@@ -492,6 +492,29 @@ func (dc *dialConn) schedule(next time.Time) {
 	}
 	if !dc.timer.Reset(d) {
 		dc.fires.Add(1) // a new call, not a moved one
+	}
+}
+
+// postpone moves the armed timer later, to next, the core's next deadline
+// after a payload went out: the payload puts the next keep-alive off, and
+// a timer left where it was would fire for nothing, a goroutine and an
+// Update each time (a Conn written to every 90 ms would wake it at every
+// Write). A timer not armed is left to the callback running, which sets it
+// again. next is never later than the core's real next deadline: in a
+// connected Conn, its deadlines (the keep-alive, the timeout) only move
+// later.
+func (dc *dialConn) postpone(next time.Time) {
+	if next.IsZero() {
+		return
+	}
+	dc.tmu.Lock()
+	defer dc.tmu.Unlock()
+	if dc.stopped || dc.timer == nil || dc.at.IsZero() || !next.After(dc.at) {
+		return
+	}
+	dc.at = next
+	if !dc.timer.Reset(time.Until(next)) {
+		dc.fires.Add(1) // a new call: the old one has run or is running
 	}
 }
 
@@ -564,7 +587,11 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	}
 	<-dc.turn
 	dc.act(out)
+	next := out.Next
 	clientOutputs.Put(out)
+	if err == nil {
+		dc.postpone(next)
+	}
 	if errors.Is(err, client.ErrNotConnected) {
 		if e := dc.conn.Err(); e != nil {
 			return e

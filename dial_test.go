@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,6 +69,13 @@ func (c *countingConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, e
 func (c *countingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	c.count(b)
 	return c.Conn.WriteTo(b, addr)
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // dialConnGoroutines counts the goroutines running the dialed Conns' code.
@@ -136,6 +145,29 @@ func TestDialedConnIdle(t *testing.T) {
 		}
 		require.Equal(t, ka, cc[0].sent[protocol.KeepAlive].Load(), "keep-alives while payloads flow")
 		require.Equal(t, int64(100), cc[0].sent[protocol.Payload].Load())
+
+		// Written to every 90 ms, just inside the keep-alive interval:
+		// each Write moves the Conn's timer, which never fires, so the
+		// Conn starts no goroutine (a timer left where it was would run
+		// its callback, for nothing, about once a Write). The idle Conns
+		// start one per keep-alive.
+		idleKA := func() (n int64) {
+			for i := 1; i < conns; i++ {
+				n += cc[i].sent[protocol.KeepAlive].Load()
+			}
+			return n
+		}
+		synctest.Wait()
+		created, idle := goroutinesCreated(), idleKA()
+		for range 30 {
+			_, err := cli[0].Write([]byte("state"))
+			require.NoError(t, err)
+			time.Sleep(90 * time.Millisecond)
+		}
+		synctest.Wait()
+		own := int64(goroutinesCreated()-created) - (idleKA() - idle)
+		assert.LessOrEqual(t, own, int64(3), "goroutines the written Conn started in 30 Writes 90 ms apart")
+		require.Equal(t, ka, cc[0].sent[protocol.KeepAlive].Load(), "keep-alives while payloads flow")
 
 		for i := range conns {
 			require.NoError(t, cli[i].Close())

@@ -94,7 +94,9 @@
 // A dialed Conn owns one goroutine, its reader (transport.ReadLoop), and a
 // timer (time.AfterFunc) set to the client core's next deadline: a send, a
 // timeout or the token's expiry; its callback runs, on a goroutine of its
-// own, only then. Each call into the core reports what it did in an Output
+// own, only then. A Write moves it later (its payload puts the next
+// keep-alive off), so that a Conn written to at 10 Hz or more never runs
+// it. Each call into the core reports what it did in an Output
 // (state change, payload, datagrams, log records, next deadline) that the
 // caller acts on after the core's lock is released. Its payloads wait in
 // its own packetq.Queue. The socket is read by whoever holds the Conn's

@@ -206,6 +206,32 @@ func TestReadShortBufferKeepsPayload(t *testing.T) {
 	assert.Equal(t, "0123456789", string(big[:n]))
 }
 
+// TestBuffered: Buffered counts the payloads queued for Read, on the
+// server's side and on the dialed side.
+func TestBuffered(t *testing.T) {
+	l := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(t, l)
+	for _, c := range []struct {
+		name     string
+		from, to *netcode.Conn
+	}{{"server side", cli, srv}, {"dialed side", srv, cli}} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Zero(t, c.to.Buffered())
+			for _, p := range []string{"a", "b", "c"} {
+				_, err := c.from.Write([]byte(p))
+				require.NoError(t, err)
+			}
+			require.Eventually(t, func() bool { return c.to.Buffered() == 3 }, 5*time.Second, time.Millisecond)
+			buf := make([]byte, 8)
+			for want := 2; want >= 0; want-- {
+				_, err := c.to.Read(buf)
+				require.NoError(t, err)
+				assert.Equal(t, want, c.to.Buffered())
+			}
+		})
+	}
+}
+
 func TestReadDeadline(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

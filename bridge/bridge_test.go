@@ -716,3 +716,35 @@ func (s *testServer) accepted(t *testing.T) *netcode.Conn {
 		return nil
 	}
 }
+
+// TestServerBurst: a burst of payloads from the server (which the relay
+// writes to the browser in batches, those queued together in one write)
+// arrives whole and in order, message by message, over several rounds and
+// sizes.
+func TestServerBurst(t *testing.T) {
+	srv := newServer(t, 4, false)
+	_, url := newBridge(t, allowOnly(srv))
+	ws, _ := open(t, url, srv.token(t, 30))
+	sc := srv.accepted(t)
+	ws.SetReadLimit(netcode.MaxPayloadBytes)
+	ctx := bridgetest.Ctx(t, 10*time.Second)
+	const burst = 100 // within the relay's read queue (DefaultReadQueue)
+	for _, size := range []int{1, 100, netcode.MaxPayloadBytes} {
+		for round := range 3 {
+			want := make([][]byte, burst)
+			for i := range want {
+				p := bytes.Repeat([]byte{byte(round)}, size)
+				p[0] = byte(i)
+				want[i] = p
+				_, err := sc.Write(p)
+				require.NoError(t, err)
+			}
+			for i := range want {
+				typ, got, err := ws.Read(ctx)
+				require.NoError(t, err, "size %d round %d message %d", size, round, i)
+				require.Equal(t, websocket.MessageBinary, typ)
+				require.Equal(t, want[i], got, "size %d round %d message %d", size, round, i)
+			}
+		}
+	}
+}

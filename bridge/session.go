@@ -150,6 +150,7 @@ func (s *session) serve(l wsbridge.RelayLink, remote string) {
 		s.end(websocket.StatusNormalClosure, "")
 		s.wd.Stop()
 		s.wg.Wait()
+		l.Release() // a batch the end cut short
 		s.mu.Lock()
 		code, reason := s.code, s.reason
 		s.mu.Unlock()
@@ -219,18 +220,41 @@ func (s *session) serve(l wsbridge.RelayLink, remote string) {
 		return
 	}
 
-	// Server → browser, one message per payload.
-	for {
-		n, err := conn.Read(s.out[:])
-		if err != nil {
-			code, reason := closeFor(err)
-			s.end(code, reason)
-			return
-		}
-		if !s.write(s.out[:n]) {
-			return
-		}
+	// Server → browser, one message per payload; those already waiting
+	// when one is read go out with it, in one write to the connection
+	// where the link can (a WebSocket's).
+	for s.relayBatch(conn) {
 	}
+}
+
+// relayBatch waits for a payload from the server and writes it to the
+// browser, with the payloads queued behind it in the same write to the
+// connection (up to wsbridge.BatchBytes at once). It reports false once the
+// session has ended.
+func (s *session) relayBatch(conn *netcode.Conn) bool {
+	n, err := conn.Read(s.out[:])
+	if err != nil {
+		code, reason := closeFor(err)
+		s.end(code, reason)
+		return false
+	}
+	if conn.Buffered() == 0 {
+		return s.write(s.out[:n])
+	}
+	s.link.Hold()
+	ok := s.write(s.out[:n])
+	for ok && conn.Buffered() > 0 {
+		// Only this goroutine reads: what Buffered counts is there.
+		if n, err = conn.Read(s.out[:]); err != nil {
+			break // the next call ends the session, after the flush
+		}
+		ok = s.write(s.out[:n])
+	}
+	if err := s.wd.Flush(s.link); err != nil && ok {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write to browser failed")
+		return false
+	}
+	return ok
 }
 
 // write sends one payload to the browser; it reports false (having ended
@@ -271,10 +295,15 @@ func (s *session) readLoop() {
 			s.end(websocket.StatusMessageTooBig, "netcode/bridge: message larger than 1200 bytes")
 			return
 		}
-		select {
-		case <-s.ready:
-		case <-s.done:
-			return
+		if s.phase.Load() != phaseConnected {
+			// Dialing still: wait for the connection (or the end). Once
+			// connected, a Write after the end fails, and ends nothing
+			// more.
+			select {
+			case <-s.ready:
+			case <-s.done:
+				return
+			}
 		}
 		if _, err := s.conn.Write(s.in[:n]); err != nil {
 			code, reason := closeFor(err)

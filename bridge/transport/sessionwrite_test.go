@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gonetcode/netcode/bridge/internal/bridgetest"
 	bridgetransport "github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 )
@@ -165,4 +167,44 @@ func TestListenerUsesMuxBatches(t *testing.T) {
 	assert.Positive(t, cm.readBatches.Load())
 	assert.Positive(t, cm.writeBatches.Load())
 	assert.Zero(t, cm.singles.Load())
+}
+
+// TestMuxSessionAllocs: a datagram from a WebSocket peer read from the Mux
+// and one written back to it (straight to the socket or through the
+// session's writer) allocate nothing in steady state, on either side.
+func TestMuxSessionAllocs(t *testing.T) {
+	race.Skip(t)
+	mux, url := newBareMux(t, bridgetransport.MuxConfig{})
+	ws, addr := sessionPeer(t, mux, url)
+	ws.SetReadLimit(protocol.MaxPacketBytes)
+	ctx := context.Background()
+	msg := make([]byte, 100)
+	buf := make([]byte, protocol.MaxPacketBytes)
+	require.NoError(t, mux.SetReadDeadline(time.Now().Add(time.Minute)))
+	roundTrip := func() {
+		if err := ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+			t.Fatal(err)
+		}
+		n, from, err := mux.ReadFromUDPAddrPort(buf)
+		if err != nil || from != addr {
+			t.Fatal(err, from)
+		}
+		if _, err := mux.WriteToUDPAddrPort(buf[:n], addr); err != nil {
+			t.Fatal(err)
+		}
+		_, r, err := ws.Reader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(r, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(buf); err != io.EOF {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		roundTrip() // warm up: pools, queues
+	}
+	assert.Zero(t, testing.AllocsPerRun(1000, roundTrip), "allocations per datagram, both ways")
 }

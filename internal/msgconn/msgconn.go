@@ -357,6 +357,9 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 // read queue was full.
 func (c *Conn) Dropped() uint64 { return c.q.Dropped() }
 
+// Buffered is how many received payloads wait in the read queue.
+func (c *Conn) Buffered() int { return c.q.Len() }
+
 // Done is closed when the connection ends.
 func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 

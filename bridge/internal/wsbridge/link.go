@@ -124,8 +124,11 @@ func (l WSLink) Release() { l.BC.Release() }
 // own.
 func (l WSLink) CheckWrite(int) error { return nil }
 
-// CloseLink closes l with code and reason within CloseTimeout.
+// CloseLink closes l with code and reason within CloseTimeout. A batch in
+// progress (see Hold) is sent first, by the same deadline, so that the
+// close is not held behind it while l waits for the peer's.
 func CloseLink(l Link, code websocket.StatusCode, reason string) {
 	l.CloseBy(time.Now().Add(CloseTimeout))
+	_ = l.Flush()
 	l.Close(code, reason)
 }

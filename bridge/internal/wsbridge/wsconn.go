@@ -103,8 +103,12 @@ func (c *BatchConn) Release() {
 // every read or write on it still in progress, after which they fail and
 // ws closes the connection. (A timer calling CloseNow would not do: it
 // does nothing while a Close is in progress.)
+//
+// A batch in progress (see Hold) is sent first, by the same deadline, so
+// that the close frame is not held behind it while ws waits for the peer's.
 func CloseWS(ws *websocket.Conn, c *BatchConn, code websocket.StatusCode, reason string) {
 	c.CloseBy(time.Now().Add(CloseTimeout))
+	_ = c.Flush()
 	ws.Close(code, reason)
 }
 

@@ -39,6 +39,12 @@ const (
 	// ModeWTTransport is ModeTransport over WebTransport: each browser
 	// runs a netcode client over webtransport.Dial to the same Mux.
 	ModeWTTransport = "wt-transport"
+	// ModeWebSocket is the floor the others are measured against: a
+	// plain coder/websocket echo server (no netcode, no bridge) in a child
+	// process, which the browsers reach as relay mode's do, without the
+	// token. Its CPU per message is what any WebSocket bridge pays for the
+	// browser's side alone.
+	ModeWebSocket = "websocket"
 )
 
 // transportMode reports whether mode is one of the transport's.
@@ -74,9 +80,9 @@ type BridgeConfig struct {
 	ProtocolID      uint64 // default DefaultProtocolID
 	// CPUProfile, if set, is the prefix of the files that receive the
 	// child processes' CPU profiles of the measured window: the prefix
-	// followed by ".relay" and ".server", or ".transport" for the one
-	// process of transport mode (its samples are labelled bench=bridge or
-	// bench=server).
+	// followed by ".relay" and ".server", ".websocket" for the floor, or
+	// ".transport" for the one process of transport mode (its samples are
+	// labelled bench=bridge or bench=server).
 	CPUProfile string
 	// Child is the command line that runs a child process, to which the
 	// role's flags are added; default this executable with "bench" and
@@ -89,9 +95,9 @@ type BridgeConfig struct {
 
 func (c *BridgeConfig) fill() error {
 	switch c.Mode {
-	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport:
+	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket:
 	default:
-		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport)
+		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket)
 	}
 	if c.Clients == 0 {
 		c.Clients = 1
@@ -173,6 +179,13 @@ type ProcessCost struct {
 	CPUMeasured   bool
 	Cores         float64
 	MicrosPerEcho float64
+	// RunsPerEcho estimates the goroutines the process's scheduler ran per
+	// echo over the window (its wake-ups: the runtime samples one run in
+	// 8), SwitchesPerEcho its threads' context switches per echo;
+	// WakesMeasured is false where they were not counted. Shared, they are
+	// the whole process's, in Bridge.
+	RunsPerEcho, SwitchesPerEcho float64
+	WakesMeasured                bool
 	// IdleCPU is the CPU time over the idle phase; IdleMicrosPerSession is
 	// µs of it per connected session per second. IdleMeasured is false
 	// where no CPU time could be had.
@@ -242,8 +255,8 @@ type bridgeRun struct {
 
 	url            string
 	wtOpts         *webtransport.Options // WebTransport modes: the bridge's certificate, pinned
-	udp            netip.AddrPort
-	bridge, server *childProc // server is nil in transport mode (Shared)
+	udp            netip.AddrPort        // invalid in websocket mode (no netcode)
+	bridge, server *childProc            // server is nil in transport mode (Shared) and websocket mode
 	stopped        bool
 }
 
@@ -252,6 +265,15 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 	keyLine := hex.EncodeToString(key[:])
 	common := []string{"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.Clients)}
 	var err error
+	if cfg.Mode == ModeWebSocket {
+		b.bridge, err = startChild(cfg.Child, "websocket echo", roleWebSocket, "", "-max", strconv.Itoa(cfg.Clients))
+		if err != nil {
+			return err
+		}
+		b.url = b.bridge.ready.URL
+		b.res.Bridge.PID = b.bridge.cmd.Process.Pid
+		return nil
+	}
 	var wt []string
 	if webTransportMode(cfg.Mode) {
 		wt = []string{"-webtransport"}
@@ -347,9 +369,12 @@ func (b *bridgeRun) snapshots() ([]snapshot, error) {
 
 func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 	cfg, res := b.cfg, b.res
-	tokens, err := mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp)
-	if err != nil {
-		return err
+	var tokens [][]byte
+	if cfg.Mode != ModeWebSocket {
+		var err error
+		if tokens, err = mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp); err != nil {
+			return err
+		}
 	}
 	before, err := b.snapshots()
 	if err != nil {
@@ -417,7 +442,9 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 				return float64(d.Nanoseconds()) / 1e3 / float64(res.Connected) / wall.Seconds()
 			}
 			res.Bridge.IdleCPU, res.Bridge.IdleMicrosPerSession, res.Bridge.IdleMeasured = br, per(br), true
-			res.Server.IdleCPU, res.Server.IdleMicrosPerSession, res.Server.IdleMeasured = sv, per(sv), true
+			if res.Server.PID != 0 {
+				res.Server.IdleCPU, res.Server.IdleMicrosPerSession, res.Server.IdleMeasured = sv, per(sv), true
+			}
 		}
 	}
 	if cfg.Duration <= 0 || res.Connected == 0 {
@@ -469,7 +496,12 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 		c   *ProcessCost
 		cpu time.Duration
 	}{{&res.Bridge, br}, {&res.Server, sv}} {
-		if !ok {
+		if w, counted := sp.wakes[side.c]; counted && w.ok && res.Echoed > 0 {
+			side.c.RunsPerEcho = float64(w.runs) / float64(res.Echoed)
+			side.c.SwitchesPerEcho = float64(w.switches) / float64(res.Echoed)
+			side.c.WakesMeasured = true
+		}
+		if !ok || side.c.PID == 0 { // websocket mode has no server
 			continue
 		}
 		side.c.CPU, side.c.CPUMeasured = side.cpu, true
@@ -513,6 +545,8 @@ func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
 			return dialer.DialContext(ctx, tokens[i])
 		case ModeWTRelay:
 			return webtransport.DialRelay(ctx, b.url, tokens[i], b.wtOpts)
+		case ModeWebSocket:
+			return dialWebSocket(ctx, b.url)
 		}
 		return dialRelay(ctx, b.url, tokens[i])
 	})
@@ -526,10 +560,9 @@ type relayEndpoint struct {
 	ws *websocket.Conn
 }
 
-// dialRelay connects a browser to the relay at url as the JS client does:
-// the token as the first binary message, then the "connected" text
-// message.
-func dialRelay(ctx context.Context, url string, tok []byte) (*relayEndpoint, error) {
+// dialWebSocket connects a browser to the plain echo server of websocket
+// mode: the same WebSocket as the relay's, with nothing to say first.
+func dialWebSocket(ctx context.Context, url string) (*relayEndpoint, error) {
 	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{bridge.Subprotocol}})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
@@ -538,6 +571,18 @@ func dialRelay(ctx context.Context, url string, tok []byte) (*relayEndpoint, err
 		return nil, err
 	}
 	ws.SetReadLimit(netcode.MaxPayloadBytes)
+	return &relayEndpoint{ws: ws}, nil
+}
+
+// dialRelay connects a browser to the relay at url as the JS client does:
+// the token as the first binary message, then the "connected" text
+// message.
+func dialRelay(ctx context.Context, url string, tok []byte) (*relayEndpoint, error) {
+	e, err := dialWebSocket(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	ws := e.ws
 	if err := ws.Write(ctx, websocket.MessageBinary, tok); err != nil {
 		ws.CloseNow()
 		return nil, err
@@ -551,7 +596,7 @@ func dialRelay(ctx context.Context, url string, tok []byte) (*relayEndpoint, err
 		ws.CloseNow()
 		return nil, fmt.Errorf("bench: the relay's first message is %q, not connected", msg)
 	}
-	return &relayEndpoint{ws: ws}, nil
+	return e, nil
 }
 
 // Read reads one message into b. A text message (the relay sends none

@@ -154,8 +154,9 @@ func TestBridgeConfigFill(t *testing.T) {
 // checks that the report is filled in and consistent, never how fast
 // anything was.
 func TestRunBridge(t *testing.T) {
-	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport} {
+	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket} {
 		t.Run(mode, func(t *testing.T) {
+			floor := mode == ModeWebSocket // no netcode server
 			var progress, out bytes.Buffer
 			prof := filepath.Join(t.TempDir(), "cpu")
 			cfg := BridgeConfig{
@@ -197,8 +198,14 @@ func TestRunBridge(t *testing.T) {
 
 			b := res.Bridge
 			assert.Positive(t, b.PID)
-			assert.Positive(t, res.Server.PID)
-			assert.Equal(t, res.Shared, b.PID == res.Server.PID)
+			if floor {
+				assert.Zero(t, res.Server.PID)
+				assert.False(t, res.Server.CPUMeasured)
+				assert.False(t, res.Server.IdleMeasured)
+			} else {
+				assert.Positive(t, res.Server.PID)
+				assert.Equal(t, res.Shared, b.PID == res.Server.PID)
+			}
 			assert.Positive(t, b.GoroutinesPerSession, "each session has goroutines in the bridge")
 			assert.Positive(t, b.StackPerSession)
 			if runtime.GOOS == "linux" {
@@ -206,9 +213,12 @@ func TestRunBridge(t *testing.T) {
 				if mode != ModeWTTransport { // whose sessions share the server's UDP socket
 					assert.GreaterOrEqual(t, b.FDsPerSession, 1.0, "each session has its TCP connection or UDP socket")
 				}
+				assert.True(t, b.WakesMeasured, "goroutine runs and context switches counted")
+				assert.Positive(t, b.RunsPerEcho, "at least the session's reader runs for an echo")
+				assert.Equal(t, !floor && !res.Shared, res.Server.WakesMeasured)
 				if !res.Shared {
 					assert.True(t, b.CPUMeasured)
-					assert.True(t, res.Server.CPUMeasured)
+					assert.Equal(t, !floor, res.Server.CPUMeasured)
 					assert.True(t, b.IdleMeasured)
 				}
 			}
@@ -230,8 +240,11 @@ func TestRunBridge(t *testing.T) {
 
 			// The children's profiles of the window.
 			roles := []string{roleRelay, roleServer}
-			if transportMode(mode) {
+			switch {
+			case transportMode(mode):
 				roles = []string{roleTransport}
+			case mode == ModeWebSocket:
+				roles = []string{roleWebSocket}
 			}
 			for _, role := range roles {
 				b, err := os.ReadFile(prof + "." + role)

@@ -12,6 +12,7 @@ type cpuMeter struct {
 	profiled []*childProc // children running their profiler
 	save     bool         // write their profiles to Config.CPUProfile
 	start    []time.Duration
+	wakes    []childStats // each child's reqCPU answer at the start
 	ok       bool
 	self     time.Duration
 	machine  time.Duration
@@ -35,8 +36,17 @@ type cpuSpan struct {
 	// that carried no side label (the runtime's own work), split between
 	// bridge and server in proportion.
 	unlabelled float64
+	// wakes are each child's goroutine runs and context switches over
+	// the interval, by the ProcessCost it is measured for.
+	wakes map[*ProcessCost]wakeCount
 	// mallocs are the heap objects each child (procs' order) allocated.
 	mallocs []uint64
+}
+
+// wakeCount is a child's wake-ups over an interval.
+type wakeCount struct {
+	runs, switches uint64
+	ok             bool // switches counted
 }
 
 // startCPU starts measuring; save asks for the children's CPU profiles
@@ -63,6 +73,13 @@ func (b *bridgeRun) startCPU(save bool) (*cpuMeter, error) {
 	}
 	m.machine, m.machined = machineCPU()
 	m.self = cpuTime()
+	for _, p := range b.procs() {
+		st, err := p.request(reqCPU)
+		if err != nil {
+			return nil, err
+		}
+		m.wakes = append(m.wakes, st)
+	}
 	for _, p := range b.procs() {
 		d, ok, err := p.cpu()
 		if err != nil {
@@ -108,6 +125,16 @@ func (m *cpuMeter) stop() (cpuSpan, error) {
 		sp.other = max(0, machine-m.machine-children-sp.self)
 	}
 	sp.ok = m.ok
+	sp.wakes = make(map[*ProcessCost]wakeCount)
+	costs := m.b.costs()
+	for i, p := range m.b.procs() {
+		st, err := p.request(reqCPU)
+		if err != nil {
+			return sp, err
+		}
+		w0 := m.wakes[i]
+		sp.wakes[costs[i]] = wakeCount{runs: st.Runs - w0.Runs, switches: st.Switches - w0.Switches, ok: st.SwitchesOK && w0.SwitchesOK}
+	}
 	for _, p := range m.profiled {
 		req := reqCPUStop
 		if m.save {

@@ -37,6 +37,9 @@ func (r *BridgeResult) Print(w io.Writer) {
 	}{{"bridge", &r.Bridge}, {"server", &r.Server}}
 	for _, s := range sides {
 		p := s.p
+		if p.PID == 0 {
+			continue // websocket mode: no netcode server
+		}
 		where := fmt.Sprintf("pid %d", p.PID)
 		if r.Shared {
 			where += fmt.Sprintf(", its share of the one process (by labelled profile samples; %.0f%% unlabelled, shared in proportion)", 100*r.Unlabelled)
@@ -45,6 +48,14 @@ func (r *BridgeResult) Print(w io.Writer) {
 		if r.Window > 0 {
 			if p.CPUMeasured {
 				fmt.Fprintf(w, "    load:      %.2f cores, %.1f µs of CPU per echo\n", p.Cores, p.MicrosPerEcho)
+				if p.WakesMeasured {
+					whole := ""
+					if r.Shared {
+						whole = " (the whole process)"
+					}
+					fmt.Fprintf(w, "    wake-ups:  %.2f goroutine runs, %.2f thread context switches per echo%s\n",
+						p.RunsPerEcho, p.SwitchesPerEcho, whole)
+				}
 				if !(r.Shared && p == &r.Server) {
 					fmt.Fprintf(w, "    allocs:    %.1f heap objects per echo%s\n", p.AllocsPerEcho, map[bool]string{true: " (the whole process)"}[r.Shared])
 				}
@@ -115,8 +126,11 @@ func (r *BridgeResult) TableRow() string {
 	}
 	cells = append(cells, idle(&r.Bridge)+", "+idle(&r.Server))
 	per := func(f func(p *ProcessCost) string) string {
-		if r.Shared {
+		switch {
+		case r.Shared:
 			return f(&r.Bridge) + " (one process)"
+		case r.Server.PID == 0:
+			return f(&r.Bridge) + " (no server)"
 		}
 		return f(&r.Bridge) + ", " + f(&r.Server)
 	}

@@ -15,10 +15,13 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/bridge"
@@ -39,6 +42,7 @@ const (
 	roleServer    = "server"    // a netcode echo server on UDP (relay mode's server)
 	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
 	roleTransport = "transport" // a netcode echo server on a transport.Mux, and the Mux's http.Server
+	roleWebSocket = "websocket" // a plain coder/websocket echo server (the floor)
 )
 
 // sideBridge is the value of LabelKey on the transport child's bridge
@@ -77,6 +81,13 @@ type childStats struct {
 	CPU        time.Duration // the child's own user+sys (getrusage), for systems without /proc
 	Sessions   int           // connected clients (server) or open sessions (relay, transport)
 	Dropped    uint64        // payloads or datagrams dropped by full queues
+	// Runs estimates the goroutines the scheduler has run so far (the
+	// runtime's /sched/latencies:seconds samples one run in 8); Switches
+	// counts the process's thread context switches (getrusage), with
+	// SwitchesOK false where the system does not tell.
+	Runs       uint64
+	Switches   uint64
+	SwitchesOK bool
 	// Datagrams are the datagrams the netcode server received and sent so
 	// far (server role; with every answer, reqCPU's too).
 	Datagrams uint64
@@ -104,7 +115,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
 	in := bufio.NewReader(stdin)
-	if *role != roleRelay {
+	if *role != roleRelay && *role != roleWebSocket {
 		// The private key comes first on stdin, not on the command line,
 		// where every user of the machine could read it.
 		line, err := in.ReadString('\n')
@@ -127,6 +138,8 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	case roleTransport:
 		err = c.startTransport()
+	case roleWebSocket:
+		err = c.startWebSocket()
 	default:
 		err = fmt.Errorf("bench child: unknown role %q", *role)
 	}
@@ -180,7 +193,8 @@ type child struct {
 	l     *netcode.Listener // server, transport
 	mux   *transport.Mux    // transport
 	relay *bridge.Handler   // relay
-	web   *http.Server      // relay, transport
+	ws    *wsEcho           // websocket
+	web   *http.Server      // relay, transport, websocket
 	webWG sync.WaitGroup
 	wts   *webtransport.Server // relay, transport with -webtransport
 
@@ -247,6 +261,77 @@ func (c *child) startTransport() error {
 		return err
 	}
 	return c.startWeb(mux, "/netcode")
+}
+
+// startWebSocket serves the plain WebSocket echo of websocket mode.
+func (c *child) startWebSocket() error {
+	c.ws = &wsEcho{sessions: make(map[*websocket.Conn]struct{})}
+	mux := http.NewServeMux()
+	mux.Handle("/echo", c.ws)
+	return c.startWeb(mux, "/echo")
+}
+
+// wsEcho is the floor of the bridge modes: what a WebSocket server does
+// for a message at the least, reading it and writing it back, with the
+// relay's settings (its subprotocol, no compression) and no bridge.
+type wsEcho struct {
+	mu       sync.Mutex
+	sessions map[*websocket.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+func (e *wsEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    []string{bridge.Subprotocol},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		ws.CloseNow()
+		return
+	}
+	e.sessions[ws] = struct{}{}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.sessions, ws)
+		e.mu.Unlock()
+		ws.CloseNow()
+		e.wg.Done()
+	}()
+	ws.SetReadLimit(netcode.MaxPayloadBytes)
+	buf := make([]byte, netcode.MaxPayloadBytes)
+	ctx := context.Background()
+	for {
+		typ, rd, err := ws.Reader(ctx)
+		if err != nil {
+			return
+		}
+		n, err := io.ReadFull(rd, buf)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return
+		}
+		if err := ws.Write(ctx, typ, buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// close ends every session and waits for their handlers.
+func (e *wsEcho) close() {
+	e.mu.Lock()
+	e.closed = true
+	for ws := range e.sessions {
+		ws.CloseNow()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
 }
 
 // startWeb serves h on 127.0.0.1:0, its goroutines labelled bridge.
@@ -344,6 +429,9 @@ func (c *child) close() {
 	if c.relay != nil {
 		c.relay.Close()
 	}
+	if c.ws != nil {
+		c.ws.close()
+	}
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
 	}
@@ -367,6 +455,8 @@ func (c *child) answer(req string) childStats {
 	switch req {
 	case reqCPU:
 		st.CPU = cpuTime()
+		st.Runs = goroutineRuns()
+		st.Switches, st.SwitchesOK = contextSwitches()
 		st.Datagrams = c.datagrams()
 		return st
 	case reqMallocs:
@@ -416,6 +506,10 @@ func (c *child) answer(req string) childStats {
 	switch {
 	case c.relay != nil:
 		st.Sessions = c.relay.Sessions()
+	case c.ws != nil:
+		c.ws.mu.Lock()
+		st.Sessions = len(c.ws.sessions)
+		c.ws.mu.Unlock()
 	case c.mux != nil:
 		st.Sessions = c.mux.Sessions()
 		st.Dropped += c.mux.Dropped()
@@ -424,6 +518,26 @@ func (c *child) answer(req string) childStats {
 	}
 	st.Datagrams = c.datagrams()
 	return st
+}
+
+// schedSamplePeriod is how many goroutine runs the runtime counts one
+// sample of /sched/latencies:seconds for (runtime's gTrackingPeriod).
+const schedSamplePeriod = 8
+
+// goroutineRuns estimates how many times the scheduler has started running
+// a goroutine in this process: the samples of /sched/latencies:seconds
+// times the period they are taken at.
+func goroutineRuns() uint64 {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	var n uint64
+	for _, c := range s[0].Value.Float64Histogram().Counts {
+		n += c
+	}
+	return n * schedSamplePeriod
 }
 
 // datagrams are the datagrams the netcode server received and sent so
