@@ -102,9 +102,10 @@ func newUDP(uc *net.UDPConn) Conn {
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2) and sendmmsg(2). x/sys/unix
-// has it (as Mmsghdr) only from v0.49.0, which requires Go 1.26; declaring
-// it here keeps the module building with Go 1.25. Go lays it out as C does:
-// the trailing padding to the alignment of Hdr is implicit on both.
+// has it (as Mmsghdr) only from v0.49.0, newer than the x/sys this module
+// requires; it is declared here until the module moves to that x/sys. Go
+// lays it out as C does: the trailing padding to the alignment of Hdr is
+// implicit on both.
 type mmsghdr struct {
 	Hdr unix.Msghdr
 	Len uint32
