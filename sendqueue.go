@@ -24,7 +24,7 @@ var noWait = sendq.NoWait
 
 // newSendQueue returns the send queue of tc, which drops netcode
 // keep-alives when full.
-func newSendQueue(tc transport.Conn) *sendQueue { return sendq.New(tc, isKeepAlive) }
+func newSendQueue(tc transport.Conn) *sendQueue { return sendq.New(tc, isKeepAlive, sendq.Len) }
 
 // payloadOverhead bounds the bytes a payload packet adds to its payload.
 const payloadOverhead = protocol.MaxPacketBytes - protocol.MaxPayloadBytes

@@ -96,7 +96,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	tc := transport.New(uc)
 	dc := &dialConn{
 		tc:        tc,
-		sq:        sendq.New(tc, isKeepAlive),
+		sq:        sendq.New(tc, isKeepAlive, sendq.ClientLen),
 		core:      cc,
 		log:       log,
 		stop:      make(chan struct{}),

@@ -156,7 +156,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	tc := transport.New(uc)
 	l := &Listener{
 		tc:      tc,
-		sq:      sendq.New(tc, isKeepAlive),
+		sq:      sendq.New(tc, isKeepAlive, sendq.Len),
 		core:    srv,
 		addr:    uc.LocalAddr(),
 		log:     log,

@@ -20,8 +20,14 @@ import (
 // Batch is the most datagrams one batched write carries.
 const Batch = 64
 
-// Len bounds the datagrams waiting for a Queue's writer.
+// Len bounds the datagrams waiting for a server socket's writer.
 const Len = 4 * Batch
+
+// ClientLen bounds the datagrams waiting for a dialed Conn's writer: a
+// client sends little at a time (its payloads, 10 keep-alives a second),
+// and each slot, twice over (the queue and the batch being written), is a
+// datagram buffer the Conn keeps: 48 KB at 16, against 768 KB at Len.
+const ClientLen = Batch / 4
 
 // Queue is a socket's one send path: a
 // bounded queue of datagrams that one writer goroutine drains with
@@ -69,15 +75,20 @@ type Queue struct {
 	sent    Traffic       // datagrams the socket took
 }
 
-// New returns a Queue that sends to tc, with its writer goroutine
-// started; Close stops it. droppable tells the datagrams that a full
-// queue drops (counted) rather than waits for: the dialect's keep-alives.
-func New(tc transport.Conn, droppable func(datagram []byte) bool) *Queue {
+// New returns a Queue of n datagrams (at most Len; Len for a server's
+// socket, ClientLen for a dialed Conn's) that sends to tc, with its writer
+// goroutine started; Close stops it. droppable tells the datagrams that a
+// full queue drops (counted) rather than waits for: the dialect's
+// keep-alives.
+func New(tc transport.Conn, droppable func(datagram []byte) bool, n int) *Queue {
+	if n <= 0 || n > Len {
+		n = Len
+	}
 	q := &Queue{
 		tc:        tc,
 		droppable: droppable,
-		queue:     newMessages(Len),
-		spare:     newMessages(Len),
+		queue:     newMessages(n),
+		spare:     newMessages(n),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}

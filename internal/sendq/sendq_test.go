@@ -66,7 +66,12 @@ func datagram(g, i int) []byte {
 // newQueue returns a Queue that drops datagrams starting 0x14 (a netcode
 // keep-alive's prefix) when full.
 func newQueue(tc transport.Conn) *Queue {
-	return New(tc, func(b []byte) bool { return len(b) > 0 && b[0] == 0x14 })
+	return newQueueOf(tc, Len)
+}
+
+// newQueueOf is newQueue with a queue of n datagrams.
+func newQueueOf(tc transport.Conn, n int) *Queue {
+	return New(tc, func(b []byte) bool { return len(b) > 0 && b[0] == 0x14 }, n)
 }
 
 // sendOne sends b to to through q, waiting for room as a Write does.
@@ -384,4 +389,44 @@ func cpuNow() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestQueueLength: behind a held write, a queue of n datagrams takes
+// exactly n (Len where n is out of range) and then drops keep-alives; a
+// dialed Conn's queue (ClientLen) keeps n datagram buffers twice over,
+// not Len's.
+func TestQueueLength(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, want int
+	}{
+		{"client", ClientLen, ClientLen},
+		{"server", Len, Len},
+		{"one", 1, 1},
+		{"zero is Len", 0, Len},
+		{"over Len is Len", Len + 1, Len},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				to := netip.MustParseAddrPort("127.0.0.1:9")
+				rc := &recordConn{release: make(chan struct{})}
+				q := newQueueOf(rc, tc.n)
+				require.Len(t, q.queue, tc.want)
+				require.Len(t, q.spare, tc.want)
+				go sendOne(q, to, datagram(0, 0)) // the held direct write
+				synctest.Wait()
+				for i := range tc.want {
+					require.NoError(t, sendOne(q, to, datagram(1, i)))
+				}
+				require.Zero(t, q.Dropped())
+				require.NoError(t, sendOne(q, to, []byte{0x14, 1})) // full: dropped
+				require.Equal(t, uint64(1), q.Dropped())
+				close(rc.release)
+				q.Close()
+				rc.mu.Lock()
+				defer rc.mu.Unlock()
+				require.Len(t, rc.got, 1+tc.want)
+			})
+		})
+	}
 }
