@@ -49,7 +49,7 @@ const lightBatch = 64
 // lightGen is the light generator of one run: its groups of clients.
 type lightGen struct {
 	r      *run
-	server *net.UDPAddr
+	server netip.AddrPort
 	groups []*lightGroup
 	conns  []*lightConn // client i's, in order
 	stop   chan struct{}
@@ -72,7 +72,7 @@ type lightConn struct {
 	g    *lightGroup
 	c    *client // the run's record of it
 	src  netip.Addr
-	cm   ipv4.ControlMessage // the source address, for every send
+	oob  []byte // IP_PKTINFO with the source address, for every send
 	core atomic.Pointer[clientcore.Client]
 	next atomic.Int64 // when Update is due, Unix ns; MaxInt64: never
 
@@ -105,7 +105,7 @@ func newLightGen(r *run, server netip.AddrPort) (*lightGen, error) {
 	if !server.Addr().Is4() || !server.Addr().IsLoopback() {
 		return nil, fmt.Errorf("bench: the light generator needs an IPv4 loopback server, not %v", server)
 	}
-	gen := &lightGen{r: r, server: net.UDPAddrFromAddrPort(server), stop: make(chan struct{})}
+	gen := &lightGen{r: r, server: server, stop: make(chan struct{})}
 	for start := 0; start < len(r.clients); start += lightGroupSize {
 		g, err := gen.newGroup(start, min(start+lightGroupSize, len(r.clients)))
 		if err != nil {
@@ -137,7 +137,7 @@ func (gen *lightGen) newGroup(start, end int) (*lightGroup, error) {
 	g := &lightGroup{gen: gen, conn: conn, pc: pc, byAddr: make(map[netip.Addr]*lightConn, end-start)}
 	for i := start; i < end; i++ {
 		lc := &lightConn{g: g, c: gen.r.clients[i], src: lightAddr(i), ready: make(chan struct{}), done: make(chan struct{})}
-		lc.cm.Src = lc.src.AsSlice()
+		lc.oob = (&ipv4.ControlMessage{Src: lc.src.AsSlice()}).Marshal()
 		lc.next.Store(math.MaxInt64)
 		g.byAddr[lc.src] = lc
 		g.conns = append(g.conns, lc)
@@ -198,8 +198,13 @@ func stateErr(s clientcore.State) error {
 // Update.
 func (g *lightGroup) acted(lc *lightConn, out *clientcore.Output) {
 	for _, d := range out.Datagrams {
-		g.pc.WriteTo(d.Buf, &lc.cm, g.gen.server)
+		g.conn.WriteMsgUDPAddrPort(d.Buf, lc.oob, g.gen.server)
 	}
+	lc.follow(out)
+}
+
+// follow follows lc's state and next Update after a call that filled out.
+func (lc *lightConn) follow(out *clientcore.Output) {
 	if out.Changed() {
 		switch {
 		case out.To == clientcore.Connected:
@@ -275,12 +280,31 @@ func (g *lightGroup) read() {
 }
 
 // tick is a group's ticker: every lightTick, it runs the Update of each
-// client whose Update is due.
+// client whose Update is due, and sends what they send (keep-alives,
+// mostly) in batches of lightBatch (sendmmsg).
 func (g *lightGroup) tick() {
 	defer g.gen.wg.Done()
 	t := time.NewTicker(lightTick)
 	defer t.Stop()
 	var out clientcore.Output
+	batch := make([]ipv4.Message, lightBatch)
+	bufs := make([]byte, lightBatch*protocol.MaxPacketBytes)
+	addr := net.UDPAddrFromAddrPort(g.gen.server)
+	for i := range batch {
+		batch[i].Buffers = [][]byte{nil}
+		batch[i].Addr = addr
+	}
+	n := 0
+	flush := func() {
+		for k := 0; k < n; {
+			w, err := g.pc.WriteBatch(batch[k:n], 0)
+			if err != nil {
+				break // as a lost datagram
+			}
+			k += w
+		}
+		n = 0
+	}
 	for {
 		select {
 		case <-t.C:
@@ -293,11 +317,23 @@ func (g *lightGroup) tick() {
 			if lc.next.Load() > ns {
 				continue
 			}
-			if core := lc.core.Load(); core != nil {
-				core.Update(now, &out)
-				g.acted(lc, &out)
+			core := lc.core.Load()
+			if core == nil {
+				continue
 			}
+			core.Update(now, &out)
+			for _, d := range out.Datagrams {
+				if n == len(batch) {
+					flush()
+				}
+				b := bufs[n*protocol.MaxPacketBytes:]
+				batch[n].Buffers[0] = b[:copy(b, d.Buf)]
+				batch[n].OOB = lc.oob
+				n++
+			}
+			lc.follow(&out)
 		}
+		flush()
 	}
 }
 
