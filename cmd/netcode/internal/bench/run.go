@@ -63,6 +63,9 @@ type run struct {
 	// settle is the longest stop waits for the echoes still in flight
 	// (default 200ms; payloads not echoed by then count as lost).
 	settle time.Duration
+	// light, with Config.Light, is the generator that runs the clients
+	// (nil: each client is a dialed Conn).
+	light *lightGen
 
 	// server side
 	srvMu     sync.Mutex
@@ -137,18 +140,24 @@ func (r *run) reader(c *client) {
 			}
 			return
 		}
-		if n < MinSize {
-			continue
-		}
-		ts := time.Duration(binary.LittleEndian.Uint64(c.rbuf[8:16]))
-		lat := time.Since(r.epoch) - ts
-		c.recv.Add(1)
-		if r.measuring.Load() {
-			c.hist.Record(lat)
-		}
-		if flat && !r.stopping.Load() {
-			r.send(c, c.wbuf[:])
-		}
+		r.received(c, c.rbuf[:n], flat)
+	}
+}
+
+// received takes an echo for c: its round trip, and flat out the next
+// payload. Only the goroutine that reads c calls it.
+func (r *run) received(c *client, p []byte, flat bool) {
+	if len(p) < MinSize {
+		return
+	}
+	ts := time.Duration(binary.LittleEndian.Uint64(p[8:16]))
+	lat := time.Since(r.epoch) - ts
+	c.recv.Add(1)
+	if r.measuring.Load() {
+		c.hist.Record(lat)
+	}
+	if flat && !r.stopping.Load() {
+		r.send(c, c.wbuf[:])
 	}
 }
 
@@ -156,7 +165,7 @@ func (r *run) reader(c *client) {
 // senders.
 func (r *run) startExchange() {
 	for _, c := range r.clients {
-		if c.ep != nil {
+		if _, light := c.ep.(*lightConn); c.ep != nil && !light {
 			r.readers.Add(1)
 			go r.reader(c)
 		}
@@ -463,6 +472,9 @@ func (r *run) stop(p *Phase) {
 		}
 		c.ep.Close()
 	}
+	if r.light != nil {
+		r.light.close()
+	}
 	r.readers.Wait()
 	for _, c := range r.clients {
 		if c.ep == nil {
@@ -472,6 +484,9 @@ func (r *run) stop(p *Phase) {
 		s, rc := c.sent.Load(), c.recv.Load()
 		if s > rc {
 			p.Lost += s - rc
+		}
+		if lc, ok := c.ep.(*lightConn); ok {
+			c.err = lc.endErr()
 		}
 		if c.err != nil {
 			ends["client: "+errText(c.err)]++
