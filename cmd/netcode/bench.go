@@ -35,6 +35,17 @@ as a server in production does: the server's CPU is then the child's, the
 process CPU is both processes', and the server's packets are counted as
 two per echo received. The server's counters are not printed then.
 
+With -light the netcode clients run on a light generator: each is the
+I/O-free client core of the library rather than a dialed netcode.Conn, 1024
+of them share one UDP socket (bound to 0.0.0.0, each client sending from and
+told apart by its own address in 127.0.0.0/8, with IP_PKTINFO: Linux), and
+each socket has one reader goroutine (recvmmsg) and one ticker that sends
+the keep-alives and applies the timeouts of its clients every 10 ms. The
+server sees the same protocol and one address per client. At 4096 clients
+and more, dialed Conns (a socket, a goroutine and a timer each) cost the
+generator more CPU than the server it measures; the light generator lets
+the server's own cost be measured there, with -server-process.
+
 A packet is one payload datagram: a round trip is two. With -rate, each
 client sends at its own phase of the period (client i of N at i/N of it),
 as independent clients would, never all at the same instant; a pacer
@@ -81,6 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode")
 	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards; default 1)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
+	fs.BoolVar(&cfg.Light, "light", false, "run the netcode clients on the light generator: the client core, 1024 clients per socket on their own 127.x.y.z addresses, one reader and one keep-alive ticker per socket (Linux; use it from about 4096 clients, where dialed Conns cost the generator more CPU than the server)")
 	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")
 	timeout := fs.Int("timeout", 10, "tokens' connection timeout in seconds")
 	proto := protocolFlag(bench.DefaultProtocolID)

@@ -123,6 +123,16 @@ type Config struct {
 	// of the connect phase with ProfileConnect.
 	ServerCPUProfile string
 	Logger           *slog.Logger `json:"-"` // the server's logger (nil: silent)
+	// Light runs the netcode clients on the light generator: the client
+	// core (internal/client) for each, lightGroupSize of them per UDP
+	// socket with one reader goroutine and one keep-alive ticker per
+	// socket, each client on its own source address in 127.0.0.0/8,
+	// instead of a dialed netcode.Conn (socket, reader goroutine and
+	// timer) each. It speaks the same protocol for a fraction of the
+	// generator's CPU, so that the server's cost at 16,384 clients can be
+	// measured. It needs IP_PKTINFO (Linux) and applies to the netcode
+	// dialect (Cute's clients and the raw baseline stay as they are).
+	Light bool
 }
 
 func (c *Config) fill() error {
@@ -292,7 +302,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if err := checkFDs(cfg.Clients); err != nil {
+	if err := checkFDs(cfg.Clients, cfg.Light && !cfg.Baseline && cfg.Dialect != "cute"); err != nil {
 		return nil, err
 	}
 	res := &Result{Config: cfg}
@@ -358,7 +368,10 @@ const fdSpare = 64
 // checkFDs refuses a run of clients whose sockets the descriptor limit
 // cannot hold, before it starts, rather than part way into the connect
 // phase with "too many open files".
-func checkFDs(clients int) error {
+func checkFDs(clients int, light bool) error {
+	if light {
+		clients = (clients + lightGroupSize - 1) / lightGroupSize
+	}
 	soft, hard, ok := fdLimit()
 	if need := uint64(clients) + fdSpare; ok && need > soft {
 		return fmt.Errorf("bench: %d clients need about %d file descriptors, and the limit is %d (hard limit %d); raise it (ulimit -n) or run fewer clients",
@@ -433,11 +446,21 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 		}
 	}
 	cpu0, srv0 := cpuTime(), srv.cpu()
+	if cfg.Light && dialect == "netcode" {
+		labelled(ctx, SideClient, func(context.Context) { r.light, err = newLightGen(r, srv.addr) })
+		if err != nil {
+			return nil, err
+		}
+		defer r.light.close()
+	}
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
 		cd := &cute.Dialer{}
 		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
+			if r.light != nil {
+				return r.light.dial(ctx, i, tokens[i])
+			}
 			if dialect == "cute" {
 				return cd.DialContext(ctx, tokens[i])
 			}

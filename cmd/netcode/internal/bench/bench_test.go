@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"testing"
@@ -124,12 +125,17 @@ func TestRunSmall(t *testing.T) {
 		{"connect only", Config{Clients: 4}},
 		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
 		{"server process", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, ServerProcess: true}},
+		{"light", Config{Clients: 8, Size: 64, Rate: 50, Duration: time.Second, Warmup: -1, Light: true}},
+		{"light flat out, server process", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Light: true, ServerProcess: true}},
 		{"cute beside netcode", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Dialect: "cute"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cfg.ServerProcess {
 				tc.cfg.Child = testChild(t)
+			}
+			if tc.cfg.Light && runtime.GOOS != "linux" {
+				t.Skip("the light generator needs Linux's IP_PKTINFO")
 			}
 			var progress, out, prof bytes.Buffer
 			tc.cfg.Progress = &progress
@@ -350,7 +356,7 @@ func TestCheckFDs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkFDs(tc.clients)
+			err := checkFDs(tc.clients, false)
 			if tc.ok {
 				assert.NoError(t, err)
 			} else {
