@@ -38,7 +38,7 @@
 //
 // A Listener:
 //
-//	reader ×ReadShards    one per socket: transport.ReadLoop (recvmmsg
+//	reader ×ReadShards    one per socket: transport.ReadLoopOwned (recvmmsg
 //	  │                   batches) → its own server.Receiver and Output →
 //	  │                   after the batch, the replies go to its socket's
 //	  │                   send queue (dropped if it is full: clients

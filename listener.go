@@ -272,7 +272,7 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	rcv := l.core.NewReceiver()
 	var out server.Output
 	var fresh []*server.Client // clients whose handshake this batch completed
-	err := transport.ReadLoop(sock, readBatch, l.closing, func(ms []transport.Message) {
+	err := transport.ReadLoopOwned(sock, readBatch, l.closing, func(ms []transport.Message) {
 		l.received.AddAll(ms)
 		now := time.Now()
 		for i := range ms {

@@ -177,7 +177,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 // readLoop is the socket's one reader.
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
-	err := transport.ReadLoop(l.tc, 64, l.closing, func(ms []transport.Message) {
+	err := transport.ReadLoopOwned(l.tc, 64, l.closing, func(ms []transport.Message) {
 		now := time.Now()
 		for i := range ms {
 			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())

@@ -35,8 +35,9 @@ type groReader struct {
 	segs  []int // the segment size of each; 0: one datagram
 	addrs []netip.AddrPort
 
-	n, next, off int // read, handed out whole, and bytes of next handed out
-	coalesced    int // super-datagrams of more than one datagram read so far (tests)
+	n, next, off int  // read, handed out whole, and bytes of next handed out
+	drained      bool // the last read took fewer than it asked: the socket was empty
+	coalesced    int  // super-datagrams of more than one datagram read so far (tests)
 }
 
 // EnableGRO asks the kernel to hand c's socket coalesced datagrams (UDP
@@ -86,10 +87,18 @@ func GRO(c Conn) bool {
 func (c *mmsgConn) readGRO(ms []Message) (int, error) {
 	g := c.gro
 	if g.next >= g.n {
-		if err := g.read(c, min(len(ms), groSlots)); err != nil {
+		g.prepare(min(len(ms), groSlots))
+		err := c.rc.Read(g.b.fn)
+		if err := g.finish(c, err); err != nil {
 			return 0, err
 		}
 	}
+	return g.split(ms), nil
+}
+
+// split hands out the datagrams read and not yet handed out, as many as
+// ms has room for, and returns how many.
+func (g *groReader) split(ms []Message) int {
 	k := 0
 	for k < len(ms) && g.next < g.n {
 		i := g.next
@@ -108,11 +117,12 @@ func (c *mmsgConn) readGRO(ms []Message) (int, error) {
 			g.next, g.off = g.next+1, 0
 		}
 	}
-	return k, nil
+	return k
 }
 
-// read takes up to k super-datagrams from the socket.
-func (g *groReader) read(c *mmsgConn, k int) error {
+// prepare sets g's batch up to take up to k super-datagrams; g.b.recv
+// then reads them and finish takes them in.
+func (g *groReader) prepare(k int) {
 	b := g.b
 	b.n, b.done, b.errno = k, 0, 0
 	for i := range k {
@@ -121,7 +131,12 @@ func (g *groReader) read(c *mmsgConn, k int) error {
 		h.Control = &g.ctrl[i*cmsgGROSpace]
 		h.SetControllen(cmsgGROSpace)
 	}
-	err := c.rc.Read(b.fn)
+}
+
+// finish takes in what g.b.recv read; err is the RawConn's. It reports
+// in g.drained whether the read emptied the socket (fewer than asked).
+func (g *groReader) finish(c *mmsgConn, err error) error {
+	b := g.b
 	b.release()
 	g.n, g.next, g.off = 0, 0, 0
 	if err != nil {
@@ -140,6 +155,7 @@ func (g *groReader) read(c *mmsgConn, k int) error {
 		}
 	}
 	g.n = b.done
+	g.drained = b.done < b.n
 	return nil
 }
 

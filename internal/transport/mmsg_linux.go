@@ -309,6 +309,14 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	if c.gro != nil {
 		return c.readGRO(ms)
 	}
+	c.prepareRead(ms)
+	err := c.rc.Read(c.r.fn)
+	return c.finishRead(ms, err)
+}
+
+// prepareRead sets c.r up to read into ms; c.r.recv then reads and
+// finishRead takes the datagrams in. c.rmu is held.
+func (c *mmsgConn) prepareRead(ms []Message) {
 	b := c.r
 	if len(ms) > len(b.hdrs) {
 		b.grow(len(ms))
@@ -317,7 +325,12 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	for i := range ms {
 		b.setBuf(i, ms[i].Buf[:cap(ms[i].Buf)])
 	}
-	err := c.rc.Read(b.fn)
+}
+
+// finishRead returns how many datagrams c.r.recv read into ms; err is
+// the RawConn's. c.rmu is held.
+func (c *mmsgConn) finishRead(ms []Message, err error) (int, error) {
+	b := c.r
 	b.release()
 	if err != nil {
 		return 0, opError("read", c.c.LocalAddr(), err)
