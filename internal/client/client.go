@@ -461,16 +461,16 @@ func (c *Client) Update(now time.Time, out *Output) {
 	if now.Sub(c.lastSend) < SendInterval {
 		return
 	}
-	start := out.mark()
+	start := out.Mark(outputBuf)
 	switch c.state {
 	case SendingConnectionRequest:
-		out.buf = protocol.AppendConnectionRequest(out.buf, c.tok.ProtocolID, c.tok.ExpireTimestamp, &c.tok.Nonce, c.tok.PrivateData[:])
+		out.Buf = protocol.AppendConnectionRequest(out.Buf, c.tok.ProtocolID, c.tok.ExpireTimestamp, &c.tok.Nonce, c.tok.PrivateData[:])
 	case SendingConnectionResponse:
-		out.buf = protocol.AppendResponse(out.buf, c.send, c.seq, c.challengeSeq, c.challengeToken[:])
+		out.Buf = protocol.AppendResponse(out.Buf, c.send, c.seq, c.challengeSeq, c.challengeToken[:])
 	case Connected:
-		out.buf = protocol.AppendKeepAlive(out.buf, c.send, c.seq, 0, 0)
+		out.Buf = protocol.AppendKeepAlive(out.Buf, c.send, c.seq, 0, 0)
 	}
-	out.push(c.servers[c.server], start)
+	out.Push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
 }
@@ -514,9 +514,9 @@ func (c *Client) SendBatch(now time.Time, payloads [][]byte, out *Output) (int, 
 
 // seal appends payload's packet to out; c.mu is held and c is connected.
 func (c *Client) seal(now time.Time, payload []byte, out *Output) {
-	start := out.mark()
-	out.buf = protocol.AppendPayload(out.buf, c.send, c.seq, payload)
-	out.push(c.servers[c.server], start)
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendPayload(out.Buf, c.send, c.seq, payload)
+	out.Push(c.servers[c.server], start)
 	c.seq++
 	c.lastSend = now
 }
@@ -532,9 +532,9 @@ func (c *Client) Disconnect(out *Output) {
 		return
 	}
 	for range DisconnectPackets {
-		start := out.mark()
-		out.buf = protocol.AppendDisconnect(out.buf, c.send, c.seq)
-		out.push(c.servers[c.server], start)
+		start := out.Mark(outputBuf)
+		out.Buf = protocol.AppendDisconnect(out.Buf, c.send, c.seq)
+		out.Push(c.servers[c.server], start)
 		c.seq++
 	}
 	c.setState(Disconnected)

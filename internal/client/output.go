@@ -24,10 +24,10 @@ type Output struct {
 	// datagram passed to Receive (decrypted in place there), valid until
 	// the caller reuses that buffer.
 	Payload []byte
-	// Datagrams are the datagrams to send, in order. Their bytes live in
+	// Sealed holds the Datagrams to send, in order. Their bytes live in
 	// the Output and are valid until its next use. The type is the one a
 	// batched socket write takes, so they can go out in one write.
-	Datagrams []transport.Message
+	transport.Sealed
 	// Next is when Update is due: the next request, response or
 	// keep-alive, a timeout, the token's expiry, or at once when a denial
 	// waits to be acted on. It is the zero Time once the state is final
@@ -35,8 +35,6 @@ type Output struct {
 	Next time.Time
 	// Records are the call's log records, for Client.Log.
 	Records []Record
-
-	buf []byte // the Datagrams' bytes
 }
 
 // Record is one log record of a Client: a state change (From to To) or,
@@ -58,25 +56,8 @@ const outputBuf = protocol.MaxPacketBytes
 func (o *Output) reset(s State) {
 	o.From, o.To = s, s
 	o.Payload = nil
-	clear(o.Datagrams) // drop references into an old buffer
-	o.Datagrams = o.Datagrams[:0]
-	o.buf = o.buf[:0]
+	o.Sealed.Reset()
 	o.Next = time.Time{}
 	clear(o.Records)
 	o.Records = o.Records[:0]
-}
-
-// mark returns where the next datagram starts in o.buf. The buffer is made
-// on the first datagram, so an Output that only ever receives has none.
-func (o *Output) mark() int {
-	if o.buf == nil {
-		o.buf = make([]byte, 0, outputBuf)
-	}
-	return len(o.buf)
-}
-
-// push records o.buf[start:], just appended, as a datagram to to.
-func (o *Output) push(to netip.AddrPort, start int) {
-	end := len(o.buf)
-	o.Datagrams = append(o.Datagrams, transport.Message{Buf: o.buf[start:end:end], Addr: to})
 }

@@ -115,14 +115,14 @@ func (c *Client) Send(now time.Time, payload []byte, out *Output) error {
 		return ErrClientGone
 	}
 	if !c.confirmed.Load() {
-		start := out.mark()
-		out.buf = protocol.AppendKeepAlive(out.buf, &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
-		out.push(c.addr, start)
+		start := out.Mark(outputBuf)
+		out.Buf = protocol.AppendKeepAlive(out.Buf, &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
+		out.Push(c.addr, start)
 		s.seq++
 	}
-	start := out.mark()
-	out.buf = protocol.AppendPayload(out.buf, &s.send, s.seq, payload)
-	out.push(c.addr, start)
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendPayload(out.Buf, &s.send, s.seq, payload)
+	out.Push(c.addr, start)
 	s.seq++
 	s.lastSend.Store(c.srv.mono(now))
 	return nil
@@ -159,9 +159,9 @@ func (c *Client) keepAlive(mono int64, out *Output, force bool) {
 	if s.closed.Load() || (!force && mono-s.lastSend.Load() < int64(KeepAliveInterval)) {
 		return
 	}
-	start := out.mark()
-	out.buf = protocol.AppendKeepAlive(out.buf, &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
-	out.push(c.addr, start)
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendKeepAlive(out.Buf, &s.send, s.seq, uint32(c.index), uint32(c.srv.maxClients))
+	out.Push(c.addr, start)
 	s.seq++
 	s.lastSend.Store(mono)
 }
@@ -177,9 +177,9 @@ func (c *Client) shut(out *Output) {
 	}
 	if out != nil && !c.loopback {
 		for range DisconnectPackets {
-			start := out.mark()
-			out.buf = protocol.AppendDisconnect(out.buf, &s.send, s.seq)
-			out.push(c.addr, start)
+			start := out.Mark(outputBuf)
+			out.Buf = protocol.AppendDisconnect(out.Buf, &s.send, s.seq)
+			out.Push(c.addr, start)
 			s.seq++
 		}
 	}
@@ -192,9 +192,9 @@ func (c *Client) sealChallenge(seq, challengeSeq uint64, sealedToken []byte, out
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := out.mark()
-	out.buf = protocol.AppendChallenge(out.buf, &s.send, seq, challengeSeq, sealedToken)
-	out.push(c.addr, start)
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendChallenge(out.Buf, &s.send, seq, challengeSeq, sealedToken)
+	out.Push(c.addr, start)
 }
 
 // sealDenied seals a denial to c's address into out, under c's send lock.
@@ -202,7 +202,7 @@ func (c *Client) sealDenied(seq uint64, out *Output) {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := out.mark()
-	out.buf = protocol.AppendDenied(out.buf, &s.send, seq)
-	out.push(c.addr, start)
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendDenied(out.Buf, &s.send, seq)
+	out.Push(c.addr, start)
 }

@@ -126,13 +126,13 @@ func (c *Client) remindDisconnect(out *Output, limit int) bool {
 	s := &c.sendLocked
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := out.mark()
-	out.buf = protocol.AppendDisconnect(out.buf, &s.send, s.seq)
-	if len(out.buf)-start > limit {
-		out.buf = out.buf[:start]
+	start := out.Mark(outputBuf)
+	out.Buf = protocol.AppendDisconnect(out.Buf, &s.send, s.seq)
+	if len(out.Buf)-start > limit {
+		out.Buf = out.Buf[:start]
 		return false
 	}
-	out.push(c.addr, start)
+	out.Push(c.addr, start)
 	s.seq++
 	return true
 }

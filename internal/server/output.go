@@ -21,22 +21,18 @@ import (
 // the call returns: no lock of the core is held then, so neither a slow
 // socket nor a slow log handler holds up other clients.
 type Output struct {
-	// Datagrams are the datagrams to send, in the order they were sealed.
+	// Sealed holds the Datagrams to send, in the order they were sealed.
 	// Their bytes live in the Output and are valid until its Reset.
-	Datagrams []transport.Message
+	transport.Sealed
 	// Records are the log records, in order.
 	Records []Record
-
-	buf []byte // the Datagrams' bytes
 }
 
 // Reset empties o, keeping its buffers.
 func (o *Output) Reset() {
-	clear(o.Datagrams) // drop references into an old buffer
-	o.Datagrams = o.Datagrams[:0]
+	o.Sealed.Reset()
 	clear(o.Records)
 	o.Records = o.Records[:0]
-	o.buf = o.buf[:0]
 }
 
 // Empty reports whether o holds nothing to act on.
@@ -46,24 +42,6 @@ func (o *Output) Empty() bool { return len(o.Datagrams) == 0 && len(o.Records) =
 // Send seals (a keep-alive and the largest packet); a call that seals more
 // grows it once.
 const outputBuf = 2 * protocol.MaxPacketBytes
-
-// mark returns where the next datagram starts in o.buf. The buffer is
-// made on the first datagram, so an Output that only receives payloads
-// never has one.
-func (o *Output) mark() int {
-	if o.buf == nil {
-		o.buf = make([]byte, 0, outputBuf)
-	}
-	return len(o.buf)
-}
-
-// push records o.buf[start:], just appended, as a datagram to to. A
-// buffer that grew leaves the earlier datagrams in the old array, where
-// they stay valid.
-func (o *Output) push(to netip.AddrPort, start int) {
-	end := len(o.buf)
-	o.Datagrams = append(o.Datagrams, transport.Message{Buf: o.buf[start:end:end], Addr: to})
-}
 
 // Record is one log record the core made: plain values, so that making it
 // costs nothing (hostile input makes some), and formatted only by

@@ -208,9 +208,9 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		s.mu.Unlock()
 		s.stats.deniedSent.Add(1)
 		key := crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
-		start := out.mark()
-		out.buf = protocol.AppendDenied(out.buf, key, seq)
-		out.push(from, start)
+		start := out.Mark(outputBuf)
+		out.Buf = protocol.AppendDenied(out.Buf, key, seq)
+		out.Push(from, start)
 		return
 	}
 	if c == nil || c.c2s != priv.ClientToServerKey || c.s2c != priv.ServerToClientKey {

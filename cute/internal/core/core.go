@@ -48,37 +48,26 @@ func systemEntropy(b []byte) { _, _ = rand.Read(b) }
 const outBuf = 4 * wire.MaxPacketBytes
 
 // datagrams is the part of an Output both cores share: the datagrams to
-// send, whose bytes live in one reused buffer.
+// send (Datagrams, in order, valid until the Output's next use, of the
+// type a batched socket write takes), whose bytes live in one reused
+// buffer, as the netcode cores' Outputs hold theirs.
 type datagrams struct {
-	// Datagrams are the datagrams to send, in order. Their bytes are valid
-	// until the Output's next use. The type is the one a batched socket
-	// write takes.
-	Datagrams []transport.Message
-
-	buf []byte
+	transport.Sealed
 }
 
 // reset empties d for a new call, keeping its memory.
-func (d *datagrams) reset() {
-	clear(d.Datagrams)
-	d.Datagrams = d.Datagrams[:0]
-	d.buf = d.buf[:0]
-}
+func (d *datagrams) reset() { d.Sealed.Reset() }
 
 // mark returns the buffer to append the next datagram to, and where the
 // datagram starts in it.
 func (d *datagrams) mark() ([]byte, int) {
-	if d.buf == nil {
-		d.buf = make([]byte, 0, outBuf)
-	}
-	return d.buf, len(d.buf)
+	start := d.Mark(outBuf)
+	return d.Buf, start
 }
 
-// push records buf[start:], just appended, as a datagram to to. If the
-// append moved buf, earlier datagrams keep pointing into the old array,
-// which stays valid.
+// push records buf[start:], just appended to the buffer mark returned, as
+// a datagram to to.
 func (d *datagrams) push(buf []byte, start int, to netip.AddrPort) {
-	end := len(buf)
-	d.buf = buf
-	d.Datagrams = append(d.Datagrams, transport.Message{Buf: buf[start:end:end], Addr: to})
+	d.Buf = buf
+	d.Push(to, start)
 }
