@@ -126,22 +126,8 @@ func runCuteToken(_ context.Context, args []string, stdout, stderr io.Writer) er
 		ExpireSeconds:           *expire,
 		HandshakeTimeoutSeconds: int32(*handshake),
 	}
-	if *userData != "" {
-		b, err := hex.DecodeString(*userData)
-		if err != nil {
-			return fmt.Errorf("-user-data: %w", err)
-		}
-		if len(b) > cute.UserDataBytes {
-			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), cute.UserDataBytes)
-		}
-		copy(p.UserData[:], b)
-	}
-	if p.ClientID == 0 {
-		id, err := randomClientID()
-		if err != nil {
-			return err
-		}
-		p.ClientID = id
+	if err := userDataAndID(*userData, p.UserData[:], &p.ClientID); err != nil {
+		return err
 	}
 	tok, err := cute.GenerateToken(p)
 	if err != nil {

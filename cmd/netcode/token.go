@@ -136,22 +136,8 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	p.PrivateKey = k
-	if *userData != "" {
-		b, err := hex.DecodeString(*userData)
-		if err != nil {
-			return fmt.Errorf("-user-data: %w", err)
-		}
-		if len(b) > token.UserDataBytes {
-			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), token.UserDataBytes)
-		}
-		copy(p.UserData[:], b)
-	}
-	if p.ClientID == 0 {
-		id, err := randomClientID()
-		if err != nil {
-			return err
-		}
-		p.ClientID = id
+	if err := userDataAndID(*userData, p.UserData[:], &p.ClientID); err != nil {
+		return err
 	}
 	tok, err := token.Generate(&p)
 	if err != nil {
@@ -209,6 +195,30 @@ func randomClientID() (uint64, error) {
 		return 0, err
 	}
 	return binary.LittleEndian.Uint64(b[:]) | 1, nil
+}
+
+// userDataAndID fills what the token commands share: the -user-data hex
+// string into userData (whose length is the most it may hold) and, when
+// *id is 0 (no -client-id), a random client id.
+func userDataAndID(hexData string, userData []byte, id *uint64) error {
+	if hexData != "" {
+		b, err := hex.DecodeString(hexData)
+		if err != nil {
+			return fmt.Errorf("-user-data: %w", err)
+		}
+		if len(b) > len(userData) {
+			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), len(userData))
+		}
+		copy(userData, b)
+	}
+	if *id == 0 {
+		r, err := randomClientID()
+		if err != nil {
+			return err
+		}
+		*id = r
+	}
+	return nil
 }
 
 // writeToken writes a minted token to the file out (mode 0600) or, when
