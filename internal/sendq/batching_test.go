@@ -91,8 +91,9 @@ func sendsHeld(t *testing.T, q *Queue, c *gateConn, to netip.AddrPort, g, n int)
 // call, sends that come together (a sender meets a write in progress, or
 // a reader's Burst) queue even on an idle queue, so that the writer
 // sends them together; after leaveBatching lone batches sends write
-// directly again. On a socket without batched sends, nothing changes: a
-// send on an idle queue writes at once.
+// directly again, and a later burst batches only until the next lone
+// datagram, unless batches of several form meanwhile. On a socket without
+// batched sends, nothing changes: a send on an idle queue writes at once.
 func TestSendQueueBatching(t *testing.T) {
 	to := netip.MustParseAddrPort("127.0.0.1:9")
 	tests := []struct {
@@ -143,6 +144,15 @@ func TestSendQueueBatching(t *testing.T) {
 				require.NoError(t, sendOne(q, to, datagram(4, 0)))
 				got1, _ := c.written()
 				require.Equal(t, got+1, got1, "after batching, a lone send writes at once again")
+
+				// With no batch of several since, a burst batches only
+				// until the next lone datagram.
+				q.Burst()
+				require.Equal(t, tt.batches, sendsHeld(t, q, c, to, 5, 1), "a send after a burst queued")
+				q.mu.Lock()
+				batching = q.batching
+				q.mu.Unlock()
+				require.False(t, batching, "one lone datagram did not end a burst's batching")
 				q.Close()
 			})
 		})

@@ -75,8 +75,12 @@ type Queue struct {
 	// progress, a direct write ends with datagrams queued behind it, or a
 	// reader took several datagrams at once (Burst). Every send then
 	// queues, and the writer sends what queued meanwhile as one batch, to
-	// however many destinations, until it has written leaveBatching lone
-	// datagrams in a row (singles) with nothing queued behind them.
+	// however many destinations. singles counts the writer's lone
+	// datagrams in a row (a batch of several sets it to 0); at
+	// leaveBatching batching ends, and while it stays there (no batch of
+	// several since) the next lone datagram ends batching again at once,
+	// so that under light load a reader's occasional burst costs one
+	// hand-off, not leaveBatching of them.
 	batching bool
 	singles  int
 	canBatch bool
@@ -289,15 +293,13 @@ func (q *Queue) writer() {
 	}
 }
 
-// leaveBatching is how many batches of one datagram in a row, with
-// nothing queued behind them, end the Queue's batching: sends then write
-// directly again.
-const leaveBatching = 16
+// leaveBatching is how many lone datagrams in a row from the writer end
+// the Queue's batching: sends then write directly again.
+const leaveBatching = 8
 
 // startBatching makes every send queue for the writer; q.mu is held.
 func (q *Queue) startBatching() {
 	q.batching = q.canBatch
-	q.singles = 0
 }
 
 // Burst tells q that several sends are coming at once: a reader took
@@ -317,16 +319,16 @@ func (q *Queue) Burst() {
 
 // wrote notes the writer's batch of n datagrams; q.mu is held.
 func (q *Queue) wrote(n int) {
-	if !q.batching {
+	if n > 1 {
+		q.singles = 0 // batches form
 		return
 	}
-	if n > 1 || q.n > 0 {
-		q.singles = 0
-		return
+	if q.n > 0 {
+		return // more came meanwhile: the next batch tells
 	}
-	if q.singles++; q.singles >= leaveBatching {
+	q.singles = min(q.singles+1, leaveBatching)
+	if q.singles == leaveBatching {
 		q.batching = false
-		q.singles = 0
 	}
 }
 
