@@ -190,3 +190,23 @@ func TestSendQueueBatchingAllocs(t *testing.T) {
 		_ = q.Send(msgs, nil, nil, nil)
 	}))
 }
+
+// TestSendQueueBatchingSeveralAtOnce: while batching, a send of several
+// datagrams (the ticker's keep-alives, a reader's replies) on an idle
+// queue is a batch already: it writes them at once, more than the queue
+// holds, and drops none.
+func TestSendQueueBatchingSeveralAtOnce(t *testing.T) {
+	c := &gateConn{}
+	q := batchingQueue(c, true)
+	defer q.Close()
+	q.Burst()
+	to := netip.MustParseAddrPort("127.0.0.1:9")
+	msgs := make([]transport.Message, Len+10)
+	for i := range msgs {
+		msgs[i] = transport.Message{Buf: []byte{0x14, byte(i)}, Addr: to} // keep-alives: droppable
+	}
+	require.NoError(t, q.Send(msgs, NoWait, nil, nil))
+	got, _ := c.written()
+	require.Equal(t, len(msgs), got, "written when Send returned")
+	require.Zero(t, q.Dropped())
+}

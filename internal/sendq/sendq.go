@@ -155,7 +155,11 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 			q.mu.Unlock()
 			return net.ErrClosed
 		}
-		if !q.busy && q.n == 0 && !q.batching {
+		// Several datagrams are a batch already (the ticker's keep-alives,
+		// a reader's replies, a Conn's train): on an idle queue they
+		// leave at once even while batching, never waiting for, or
+		// dropped by, a queue they may not fit.
+		if !q.busy && q.n == 0 && (!q.batching || len(msgs) > 1) {
 			q.busy = true
 			q.mu.Unlock()
 			q.write(msgs)
