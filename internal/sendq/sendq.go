@@ -42,17 +42,18 @@ const ClientLen = Batch / 4
 // the queue in batches. Where the socket sends a batch to many
 // destinations in one system call (sendmmsg), sends that come together
 // (one finds a write in progress, or a reader took several datagrams at
-// once: Burst) all queue for a while, even on an idle queue, so that the
-// writer sends the replies of many connections with one system call
-// instead of each sender making its own; the queue writes directly again
-// once the writer's batches are lone datagrams. No sender ever writes
-// another's datagrams, so none is held up for longer than its own write.
-// A full queue is a signal, not a wait inside the queue: a keep-alive
-// that does not fit is dropped and counted (it is redundant by nature:
-// the next one follows within 100 ms); for any other datagram the sender selects on the queue's room
-// channel (closed when the writer takes the queue) together with its own
-// stop and deadline channels, so Conn.Close and a write deadline end the
-// wait. Datagrams of one send leave in order.
+// once: Burst) all queue for a while, even on an idle queue (but for a
+// send of several datagrams, a batch already), so that the writer sends
+// the replies of many connections with one system call instead of each
+// sender making its own; the queue writes directly again once the
+// writer's batches are lone datagrams. No sender ever writes another's
+// datagrams, so none is held up for longer than its own write. A full
+// queue is a signal, not a wait inside the queue: a keep-alive that does
+// not fit is dropped and counted (it is redundant by nature: the next one
+// follows within 100 ms); for any other datagram the sender selects on
+// the queue's room channel (closed when the writer takes the queue)
+// together with its own stop and deadline channels, so Conn.Close and a
+// write deadline end the wait. Datagrams of one send leave in order.
 //
 // Lock order: Queue.mu is a leaf, never held across a write to the
 // socket nor while the sender waits; the socket's own locks
@@ -142,7 +143,8 @@ var NoWait = func() chan struct{} {
 var ErrStopped = errors.New("sendq: send abandoned")
 
 // Send sends msgs in order: at once if the queue is idle and not
-// batching, else through the writer. It has finished with msgs when it returns. A full queue drops
+// batching (or msgs are several, a batch already), else through the
+// writer. It has finished with msgs when it returns. A full queue drops
 // keep-alives (counted) and makes Send wait for room until stop or
 // deadline is closed (nil: never), which fail it with ErrStopped or
 // os.ErrDeadlineExceeded; wake (capacity 1; nil: one is made if needed)
