@@ -1,0 +1,29 @@
+// Command sidebyside runs the side-by-side comparisons of the README's
+// Performance section: this library against quic-go, plain UDP, TCP and
+// the C reference, on loopback, interleaved and in the same run. It is a
+// module of its own so that the netcode module never depends on what it
+// compares against (quic-go's streams and DATAGRAM frames here; the C
+// reference is built from a source tree the user names). One command per
+// table:
+//
+//	cd cmd/netcode/internal/sidebyside
+//	go run . datagrams              # quic-go DATAGRAM vs netcode vs plain UDP echoes
+//
+// # Method
+//
+// datagrams runs an echo server in a child process (this executable again),
+// so that its CPU time is its own, as `netcode bench -server-process` does,
+// and N clients in this process, each keeping W payloads in flight and
+// sending the next when an echo returns (flat out). Every transport is
+// driven the same way: one reader goroutine per client, one echo goroutine
+// per connection on the server (plain UDP: GOMAXPROCS goroutines on one
+// socket). After a warm-up it measures a window: echoes per second, echoes
+// per second of the server process's CPU (getrusage in the child), echoes
+// per second of the CPU of both processes, and the p50 and p99 round trip.
+//
+// Every command repeats each configuration -rounds times, interleaving the
+// transports within each round (their order rotates from round to round),
+// and reports medians, with the rounds' values and the machine's load
+// average (uptime) before and after. Nothing here is a timed test: the
+// figures are printed, never asserted.
+package main
