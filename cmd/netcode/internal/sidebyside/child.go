@@ -166,6 +166,8 @@ func runChild(args []string) error {
 	switch {
 	case slices.Contains(datagramTransports, args[0]):
 		addr, close, err = serveDatagrams(args[0], key)
+	case args[0] == "stream":
+		addr, close, err = serveStream(args, key, out)
 	default:
 		err = fmt.Errorf("child: unknown kind %q", args[0])
 	}

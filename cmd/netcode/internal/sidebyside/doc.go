@@ -8,6 +8,7 @@
 //
 //	cd cmd/netcode/internal/sidebyside
 //	go run . datagrams              # quic-go DATAGRAM vs netcode vs plain UDP echoes
+//	go run . streams                # reliable.Stream vs quic-go stream vs TCP, 256 MiB
 //
 // # Method
 //
@@ -20,6 +21,16 @@
 // socket). After a warm-up it measures a window: echoes per second, echoes
 // per second of the server process's CPU (getrusage in the child), echoes
 // per second of the CPU of both processes, and the p50 and p99 round trip.
+//
+// streams moves one stream of -mib MiB over loopback in each direction,
+// the server in a child process: upload (this process, the dialing
+// client, sends) and download (the child sends). Each transport keeps its
+// defaults (reliable.NewStream(conn, nil), an empty quic.Config). The
+// sender writes 1 MiB at a time and ends its write side; the receiver
+// reads to the end and answers one byte, which ends the sender's
+// measurement. MB/s is the bytes over the receiver's time from its first
+// byte to the end; each side's CPU seconds per GB is its own process's CPU
+// (getrusage) over the transfer.
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

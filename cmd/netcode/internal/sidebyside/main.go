@@ -16,6 +16,7 @@ import (
 )
 
 const usage = `usage: sidebyside datagrams [flags]   quic-go DATAGRAM vs netcode vs plain UDP echoes
+       sidebyside streams [flags]     reliable.Stream vs quic-go stream vs TCP
 Run "sidebyside COMMAND -h" for a command's flags.`
 
 func main() {
@@ -37,6 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "datagrams":
 		return runDatagrams(ctx, args[1:], stdout, stderr)
+	case "streams":
+		return runStreams(ctx, args[1:], stdout, stderr)
 	case childArg:
 		return runChild(args[1:])
 	}

@@ -104,3 +104,53 @@ func transportName(t string) string {
 	}
 	return t
 }
+
+// direction names a transfer's direction, seen from the dialing client.
+func direction(upload bool) string {
+	if upload {
+		return "upload"
+	}
+	return "download"
+}
+
+// perGB returns CPU seconds per 10⁹ bytes.
+func perGB(cpu time.Duration, bytes int64) float64 { return cpu.Seconds() / (float64(bytes) / 1e9) }
+
+func (r stResult) String() string {
+	return fmt.Sprintf("%s %s: %.0f MB/s, sender %.2f / receiver %.2f CPU-s per GB",
+		r.Transport, direction(r.Upload), r.MBps, perGB(r.SendCPU, r.Bytes), perGB(r.RecvCPU, r.Bytes))
+}
+
+// printStreamTable prints the medians of rs for each transport, in the
+// order given, and direction, with the rounds' range in brackets.
+func printStreamTable(w io.Writer, rs []stResult, transports []string) {
+	fmt.Fprintln(w, "| transport | direction | MB/s | sender CPU-s per GB | receiver CPU-s per GB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, t := range transports {
+		for _, upload := range []bool{true, false} {
+			var sel []stResult
+			for _, r := range rs {
+				if r.Transport == t && r.Upload == upload {
+					sel = append(sel, r)
+				}
+			}
+			if len(sel) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", transportName(t), direction(upload),
+				spread(values(sel, func(r stResult) float64 { return r.MBps }), "%.0f"),
+				spread(values(sel, func(r stResult) float64 { return perGB(r.SendCPU, r.Bytes) }), "%.2f"),
+				spread(values(sel, func(r stResult) float64 { return perGB(r.RecvCPU, r.Bytes) }), "%.2f"))
+		}
+	}
+}
+
+// spread formats the median of xs and, for more than one, their range:
+// "105 (100–144)".
+func spread(xs []float64, format string) string {
+	m := fmt.Sprintf(format, median(xs))
+	if len(xs) < 2 {
+		return m
+	}
+	return fmt.Sprintf("%s ("+format+"–"+format+")", m, slices.Min(xs), slices.Max(xs))
+}

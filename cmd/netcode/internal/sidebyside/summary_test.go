@@ -85,3 +85,25 @@ func TestDatagramTable(t *testing.T) {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestStreamTable checks the stream table's medians, ranges and CPU per
+// GB.
+func TestStreamTable(t *testing.T) {
+	const gb = 1e9
+	rs := []stResult{
+		{Transport: "tcp", Upload: true, Bytes: gb, MBps: 900, SendCPU: 500 * time.Millisecond, RecvCPU: time.Second},
+		{Transport: "tcp", Upload: false, Bytes: gb, MBps: 1000, SendCPU: 400 * time.Millisecond, RecvCPU: 1100 * time.Millisecond},
+		{Transport: "tcp", Upload: true, Bytes: gb / 2, MBps: 800, SendCPU: 150 * time.Millisecond, RecvCPU: 500 * time.Millisecond},
+		{Transport: "tcp", Upload: true, Bytes: gb, MBps: 1000, SendCPU: 600 * time.Millisecond, RecvCPU: 1200 * time.Millisecond},
+	}
+	var b bytes.Buffer
+	printStreamTable(&b, rs, []string{"reliable", "tcp"})
+	want := `| transport | direction | MB/s | sender CPU-s per GB | receiver CPU-s per GB |
+|---|---|---|---|---|
+| TCP | upload | 900 (800–1000) | 0.50 (0.30–0.60) | 1.00 (1.00–1.20) |
+| TCP | download | 1000 | 0.40 | 1.10 |
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
