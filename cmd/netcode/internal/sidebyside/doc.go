@@ -9,6 +9,7 @@
 //	cd cmd/netcode/internal/sidebyside
 //	go run . datagrams              # quic-go DATAGRAM vs netcode vs plain UDP echoes
 //	go run . streams                # reliable.Stream vs quic-go stream vs TCP, 256 MiB
+//	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
 //
 // # Method
 //
@@ -31,6 +32,17 @@
 // measurement. MB/s is the bytes over the receiver's time from its first
 // byte to the end; each side's CPU seconds per GB is its own process's CPU
 // (getrusage) over the transfer.
+//
+// cref builds the C reference echo harness (cref/cbench.c, linked against
+// netcode.c and netcode.h 1.02 from the directory NETCODE_C_SRC names,
+// which this repository does not hold, and libsodium) and cmd/netcode of
+// a worktree of this repository (-worktree; default the one this module
+// is in), and runs cbench and `netcode bench -json` at the same client
+// counts, windows and payloads, C and Go interleaved. Both run the server
+// and the clients in one process, the shape the single-threaded C library
+// is driven in: echoes per CPU-second of that process, and the p50 and p99
+// round trip. Without NETCODE_C_SRC it says so and gives the Go column
+// alone; the C reference has no figure above its 256 clients.
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

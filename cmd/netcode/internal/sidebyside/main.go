@@ -17,6 +17,7 @@ import (
 
 const usage = `usage: sidebyside datagrams [flags]   quic-go DATAGRAM vs netcode vs plain UDP echoes
        sidebyside streams [flags]     reliable.Stream vs quic-go stream vs TCP
+       sidebyside cref [flags]        the C reference (NETCODE_C_SRC=dir) vs netcode bench
 Run "sidebyside COMMAND -h" for a command's flags.`
 
 func main() {
@@ -40,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDatagrams(ctx, args[1:], stdout, stderr)
 	case "streams":
 		return runStreams(ctx, args[1:], stdout, stderr)
+	case "cref":
+		return runCref(ctx, args[1:], stdout, stderr)
 	case childArg:
 		return runChild(args[1:])
 	}

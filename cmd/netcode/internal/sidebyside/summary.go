@@ -154,3 +154,45 @@ func spread(xs []float64, format string) string {
 	}
 	return fmt.Sprintf("%s ("+format+"–"+format+")", m, slices.Min(xs), slices.Max(xs))
 }
+
+// crefResult is one configuration's rounds, C (none without the C
+// reference) and Go.
+type crefResult struct {
+	Config crefConfig
+	C, Go  []echoFigures
+}
+
+func (r crefResult) last() string {
+	s := ""
+	if len(r.C) > 0 {
+		c := r.C[len(r.C)-1]
+		s = fmt.Sprintf("C %.0f echoes per CPU-s, p50 %v; ", c.PerCPU, c.P50)
+	}
+	g := r.Go[len(r.Go)-1]
+	return s + fmt.Sprintf("Go %.0f echoes per CPU-s, p50 %v", g.PerCPU, g.P50)
+}
+
+// printCrefTable prints the C and Go medians of each configuration, the
+// ratio of the medians, and each round's figures.
+func printCrefTable(w io.Writer, rs []crefResult) {
+	fmt.Fprintln(w, "| clients, window, payload | C echoes per CPU-s | Go echoes per CPU-s | Go / C | p50 C / Go | p99 C / Go |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	p50 := func(f echoFigures) float64 { return float64(f.P50) }
+	p99 := func(f echoFigures) float64 { return float64(f.P99) }
+	for _, r := range rs {
+		g := median(values(r.Go, perCPU))
+		c, ratio, cp50, cp99 := "—", "—", "—", "—"
+		if len(r.C) > 0 {
+			cm := median(values(r.C, perCPU))
+			c, ratio = kilo(cm), fmt.Sprintf("%.2f", g/cm)
+			cp50, cp99 = dur(time.Duration(median(values(r.C, p50)))), dur(time.Duration(median(values(r.C, p99))))
+		}
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %s / %s | %s / %s |\n", r.Config, c, kilo(g), ratio,
+			cp50, dur(time.Duration(median(values(r.Go, p50)))), cp99, dur(time.Duration(median(values(r.Go, p99)))))
+	}
+	fmt.Fprintln(w, "\nrounds, echoes per CPU-s:")
+	for _, r := range rs {
+		fmt.Fprintf(w, "  %v: C [%s] Go [%s]\n", r.Config, rounds(values(r.C, perCPU), kilo), rounds(values(r.Go, perCPU), kilo))
+	}
+}
