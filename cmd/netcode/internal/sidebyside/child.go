@@ -40,12 +40,14 @@ type child struct {
 	addr  string
 }
 
-// startChild starts this executable as a server process with args, gives
-// it key and waits for its ready line.
-func startChild(key []byte, args ...string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+// startChild starts exe (this executable if "") as a server process with
+// args, gives it key and waits for its ready line.
+func startChild(exe string, key []byte, args ...string) (*child, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 	c := &child{cmd: exec.Command(exe, append([]string{childArg}, args...)...), lines: make(chan string, 4)}
 	c.cmd.Stderr = os.Stderr // its errors and quic-go's warnings, as they come

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,7 @@ type dgConfig struct {
 	Clients, Window  int
 	Size             int
 	Warmup, Duration time.Duration
+	BaseExe          string // the server process of baseTransport
 }
 
 // dgResult is what one run measured.
@@ -90,7 +93,7 @@ func (r *dgRun) dial(ctx context.Context, addr string, key []byte, i int) (dgEnd
 			return nil, err
 		}
 		return net.DialUDP("udp4", nil, ua)
-	case "netcode":
+	case "netcode", baseTransport:
 		tok, err := mint(key, addr, uint64(i)+1)
 		if err != nil {
 			return nil, err
@@ -211,7 +214,11 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	srv, err := startChild(key, cfg.Transport)
+	kind, exe := cfg.Transport, ""
+	if kind == baseTransport {
+		kind, exe = "netcode", cfg.BaseExe
+	}
+	srv, err := startChild(exe, key, kind)
 	if err != nil {
 		return res, err
 	}
@@ -317,6 +324,7 @@ func runDatagrams(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	rounds := fs.Int("rounds", 3, "rounds; the table gives medians")
 	duration := fs.Duration("duration", 3*time.Second, "measured window of each run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured exchange before the window")
+	base := fs.String("base", "", "a worktree of this repository (e.g. main at the commit a change started from): also run its netcode server, as transport netcode-base, beside this worktree's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -328,6 +336,23 @@ func runDatagrams(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	var baseExe string
+	if *base != "" {
+		tmp, err := os.MkdirTemp("", "sidebyside-base-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if baseExe, err = buildBase(ctx, *base, tmp); err != nil {
+			return err
+		}
+		if i := slices.Index(ts, "netcode"); i >= 0 {
+			ts = slices.Insert(ts, i+1, baseTransport)
+		} else {
+			ts = append(ts, baseTransport)
+		}
+		fmt.Fprintf(stdout, "netcode-base: the netcode server of %s (clients: this worktree's)\n", *base)
+	}
 	if *size < 16 || *size > netcode.MaxPayloadBytes || *window < 1 || *rounds < 1 {
 		return fmt.Errorf("-size 16..%d, -window and -rounds at least 1", netcode.MaxPayloadBytes)
 	}
@@ -337,7 +362,7 @@ func runDatagrams(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for round := range *rounds {
 		for _, n := range ns {
 			for _, t := range rotated(ts, round) {
-				res, err := runDatagram(ctx, dgConfig{Transport: t, Clients: n, Window: *window, Size: *size, Warmup: *warmup, Duration: *duration})
+				res, err := runDatagram(ctx, dgConfig{Transport: t, Clients: n, Window: *window, Size: *size, Warmup: *warmup, Duration: *duration, BaseExe: baseExe})
 				if err != nil {
 					return fmt.Errorf("round %d, %s, %d clients: %w", round+1, t, n, err)
 				}

@@ -293,7 +293,7 @@ func runStream(ctx context.Context, t string, upload bool, n int64) (res stResul
 	if upload {
 		role = "recv"
 	}
-	srv, err := startChild(key, "stream", t, role, strconv.FormatInt(n, 10))
+	srv, err := startChild("", key, "stream", t, role, strconv.FormatInt(n, 10))
 	if err != nil {
 		return res, err
 	}

@@ -99,6 +99,8 @@ func transportName(t string) string {
 		return "quic-go stream"
 	case "reliable":
 		return "reliable.Stream"
+	case baseTransport:
+		return "netcode, -base"
 	case "tcp":
 		return "TCP"
 	}
