@@ -39,6 +39,9 @@ type dgResult struct {
 	// PerCPU per second of both processes' CPU.
 	PerServerCPU, PerCPU float64
 	P50, P99             time.Duration
+	// PacketsPerEcho is the server's packets to the clients per echo in
+	// the window, where the transport counts them (quic-go); 0 elsewhere.
+	PacketsPerEcho float64
 	// Lost is payloads sent and never echoed, over the whole exchange
 	// (the watchdog sends a stalled client's window again), after the
 	// echoes in flight had 200 ms to arrive.
@@ -62,6 +65,14 @@ func (q quicDatagrams) Read(b []byte) (int, error) {
 
 func (q quicDatagrams) Write(b []byte) (int, error) { return len(b), q.c.SendDatagram(b) }
 func (q quicDatagrams) Close() error                { return q.c.CloseWithError(0, "") }
+
+// packetsReceived is the QUIC packets the connection received: the
+// server's packets to this client, of which one may carry several DATAGRAM
+// frames, and acknowledgements.
+func (q quicDatagrams) packetsReceived() uint64 { return q.c.ConnectionStats().PacketsReceived }
+
+// packetCounter is an endpoint that counts the packets it received.
+type packetCounter interface{ packetsReceived() uint64 }
 
 // dgClient is one client of a run.
 type dgClient struct {
@@ -199,6 +210,19 @@ func (r *dgRun) close() {
 	})
 }
 
+// packets returns the packets the clients received so far, if their
+// transport counts them.
+func (r *dgRun) packets() (n uint64, ok bool) {
+	for _, c := range r.clients {
+		pc, isPC := c.ep.(packetCounter)
+		if !isPC {
+			return 0, false
+		}
+		n += pc.packetsReceived()
+	}
+	return n, true
+}
+
 func (r *dgRun) received() uint64 {
 	var n uint64
 	for _, c := range r.clients {
@@ -281,12 +305,14 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 		return res, err
 	}
 	t0, n0 := time.Now(), r.received()
+	pk0, counted := r.packets()
 	r.measuring.Store(true)
 	if err := sleepCtx(ctx, cfg.Duration); err != nil {
 		return res, err
 	}
 	r.measuring.Store(false)
 	t1, n1 := time.Now(), r.received()
+	pk1, _ := r.packets()
 	cpu1 := cpuTime()
 	srv1, err := srv.cpu()
 	if err != nil {
@@ -300,6 +326,9 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 
 	echoes := float64(n1 - n0)
 	res = dgResult{Transport: cfg.Transport, Clients: cfg.Clients, EchoesPerSec: echoes / t1.Sub(t0).Seconds()}
+	if counted && echoes > 0 {
+		res.PacketsPerEcho = float64(pk1-pk0) / echoes
+	}
 	if s := srv1 - srv0; s > 0 {
 		res.PerServerCPU = echoes / s.Seconds()
 		res.PerCPU = echoes / (s + cpu1 - cpu0).Seconds()

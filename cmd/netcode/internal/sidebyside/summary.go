@@ -56,8 +56,12 @@ func rounds(xs []float64, f func(float64) string) string {
 }
 
 func (r dgResult) String() string {
-	return fmt.Sprintf("%s, %d clients: %.0f echoes/s, %.0f per server CPU-s, %.0f per CPU-s, p50 %v p99 %v, lost %d",
+	s := fmt.Sprintf("%s, %d clients: %.0f echoes/s, %.0f per server CPU-s, %.0f per CPU-s, p50 %v p99 %v, lost %d",
 		r.Transport, r.Clients, r.EchoesPerSec, r.PerServerCPU, r.PerCPU, r.P50, r.P99, r.Lost)
+	if r.PacketsPerEcho > 0 {
+		s += fmt.Sprintf(", %.2f server packets per echo", r.PacketsPerEcho)
+	}
+	return s
 }
 
 // printDatagramTable prints the medians of rs for each client count and
