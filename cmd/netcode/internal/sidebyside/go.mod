@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/gonetcode/netcode v0.0.0
 	github.com/quic-go/quic-go v0.64.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (
