@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -13,8 +14,20 @@ import (
 // netcode server of another worktree of this repository (-base), for a
 // before-and-after comparison in the same run: its server process is this
 // command built against that worktree's library, and its clients are this
-// worktree's netcode clients.
+// worktree's netcode clients (in this process).
 const baseTransport = "netcode-base"
+
+// baseStreamTransport is the streams transport that runs reliable.Stream
+// with both ends (each a process) built against the -base worktree.
+const baseStreamTransport = "reliable-base"
+
+// insertAfter returns list with x after the first after, or at the end.
+func insertAfter(list []string, after, x string) []string {
+	if i := slices.Index(list, after); i >= 0 {
+		return slices.Insert(list, i+1, x)
+	}
+	return append(list, x)
+}
 
 // buildBase builds this module against the netcode module in worktree,
 // in a copy under tmp, and returns the executable.

@@ -18,12 +18,12 @@ import (
 // childArg is the hidden command that runs a server process.
 const childArg = "child"
 
-// A child process speaks in lines. It reads the netcode private key (hex,
-// or an empty line) as its first line of stdin, serves, and prints
-// "ready ADDR". Then each "cpu" line on its stdin is answered with
-// "cpu NANOSECONDS" (its getrusage so far); a stream server also prints
-// "done BYTES CPU_NS WALL_NS" when its transfer ends. It exits when its
-// stdin closes.
+// A child process speaks in lines. It reads the netcode private key (hex)
+// as its first line of stdin, serves (or dials, as a stream's dialing
+// end), and prints "ready ADDR". Then each "cpu" line on its stdin is
+// answered with "cpu NANOSECONDS" (its getrusage so far); a stream's end
+// also prints "done BYTES CPU_NS WALL_NS" when its transfer ends. It exits
+// when its stdin closes.
 
 // childTimeout bounds a child's start and each of its answers, but for
 // the end of a transfer (transferTimeout).
@@ -170,6 +170,8 @@ func runChild(args []string) error {
 		addr, close, err = serveDatagrams(args[0], key)
 	case args[0] == "stream":
 		addr, close, err = serveStream(args, key, out)
+	case args[0] == "dial":
+		addr, close, err = dialStreamEnd(args, key, out)
 	default:
 		err = fmt.Errorf("child: unknown kind %q", args[0])
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -375,11 +374,7 @@ func runDatagrams(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if baseExe, err = buildBase(ctx, *base, tmp); err != nil {
 			return err
 		}
-		if i := slices.Index(ts, "netcode"); i >= 0 {
-			ts = slices.Insert(ts, i+1, baseTransport)
-		} else {
-			ts = append(ts, baseTransport)
-		}
+		ts = insertAfter(ts, "netcode", baseTransport)
 		fmt.Fprintf(stdout, "netcode-base: the netcode server of %s (clients: this worktree's)\n", *base)
 	}
 	if *size < 16 || *size > netcode.MaxPayloadBytes || *window < 1 || *rounds < 1 {

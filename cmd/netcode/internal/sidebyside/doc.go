@@ -24,14 +24,20 @@
 // per second of the CPU of both processes, and the p50 and p99 round trip.
 //
 // streams moves one stream of -mib MiB over loopback in each direction,
-// the server in a child process: upload (this process, the dialing
-// client, sends) and download (the child sends). Each transport keeps its
-// defaults (reliable.NewStream(conn, nil), an empty quic.Config). The
-// sender writes 1 MiB at a time and ends its write side; the receiver
-// reads to the end and answers one byte, which ends the sender's
-// measurement. MB/s is the bytes over the receiver's time from its first
-// byte to the end; each side's CPU seconds per GB is its own process's CPU
-// (getrusage) over the transfer.
+// each end in a process of its own (this executable again): upload (the
+// dialing end sends) and download (the listening end sends). Each
+// transport keeps its defaults (reliable.NewStream(conn, nil), an empty
+// quic.Config). The sender writes 1 MiB at a time and ends its write side;
+// the receiver reads to the end and answers one byte, which ends the
+// sender's measurement. MB/s is the bytes over the receiver's time from its
+// first byte to the end; each side's CPU seconds per GB is its own
+// process's CPU (getrusage) over the transfer.
+//
+// With -base DIR, datagrams also runs the netcode echo server, and streams
+// reliable.Stream's two ends, built against the netcode module of another
+// worktree (a copy of this module with its replace pointed there), as one
+// more transport interleaved with the others: a before and after in the
+// same run.
 //
 // cref builds the C reference echo harness (cref/cbench.c, linked against
 // netcode.c and netcode.h 1.02 from the directory NETCODE_C_SRC names,

@@ -45,13 +45,13 @@ func TestDatagramRun(t *testing.T) {
 	}
 }
 
-// TestStreamRun moves 2 MiB each way over each stream transport, its
-// server in a child process; runStream checks the bytes received.
+// TestStreamRun moves 2 MiB each way over each stream transport, each end
+// in a child process; runStream checks the bytes received.
 func TestStreamRun(t *testing.T) {
 	for _, tr := range streamTransports {
 		for _, upload := range []bool{true, false} {
 			t.Run(tr+"/"+direction(upload), func(t *testing.T) {
-				res, err := runStream(context.Background(), tr, upload, 2<<20)
+				res, err := runStream(context.Background(), "", tr, upload, 2<<20)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -232,68 +233,113 @@ func receive(s streamConn) (int64, time.Duration, time.Duration, error) {
 	return int64(n) + m, cpu, wall, s.Close()
 }
 
-// serveStream is a stream server process: args are "stream", the
-// transport, recv or send, and the bytes to send. It prints
-// "done BYTES CPU_NS WALL_NS" when the transfer ended, or "error TEXT".
-func serveStream(args []string, key []byte, out *childOut) (string, func(), error) {
-	if len(args) != 4 || args[0] != "stream" || (args[2] != "recv" && args[2] != "send") {
-		return "", nil, fmt.Errorf("child: stream TRANSPORT recv|send BYTES, not %q", args)
+// transfer runs one end of a transfer on s: role "send" sends n bytes,
+// "recv" receives them. It returns the end's done line,
+// "done BYTES CPU_NS WALL_NS" (a sender's wall time is 0).
+func transfer(s streamConn, role string, n int64) (string, error) {
+	if role == "send" {
+		cpu, err := send(s, n)
+		s.Close()
+		return fmt.Sprintf("done %d %d 0", n, cpu.Nanoseconds()), err
 	}
-	n, err := strconv.ParseInt(args[3], 10, 64)
+	if q, ok := s.(quicStream); ok {
+		q.linger = true // the ack is this end's to deliver
+		s = q
+	}
+	got, cpu, wall, err := receive(s)
+	return fmt.Sprintf("done %d %d %d", got, cpu.Nanoseconds(), wall.Nanoseconds()), err
+}
+
+// streamArgs parses a stream process's arguments: the transport, its
+// role (send or recv), the bytes, and for the dialing end the address.
+func streamArgs(args []string, dial bool) (t, role string, n int64, addr string, err error) {
+	want := 4
+	if dial {
+		want = 5
+	}
+	if len(args) != want || (args[2] != "recv" && args[2] != "send") {
+		return "", "", 0, "", fmt.Errorf("child: %s TRANSPORT recv|send BYTES [ADDR], not %q", args[0], args)
+	}
+	if n, err = strconv.ParseInt(args[3], 10, 64); err != nil {
+		return "", "", 0, "", err
+	}
+	if dial {
+		addr = args[4]
+	}
+	return args[1], args[2], n, addr, nil
+}
+
+// serveStream is the process of a stream's listening end: args are
+// "stream", the transport, recv or send, and the bytes. It prints its
+// done line when the transfer ended, or "error TEXT".
+func serveStream(args []string, key []byte, out *childOut) (string, func(), error) {
+	t, role, n, _, err := streamArgs(args, false)
 	if err != nil {
 		return "", nil, err
 	}
-	addr, accept, stop, err := listenStream(args[1], key)
+	addr, accept, stop, err := listenStream(t, key)
 	if err != nil {
 		return "", nil, err
 	}
 	go func() {
-		err := func() error {
+		line, err := func() (string, error) {
 			s, err := accept()
 			if err != nil {
-				return err
+				return "", err
 			}
 			var hello [1]byte
 			if _, err := io.ReadFull(s, hello[:]); err != nil {
-				return err
+				return "", err
 			}
-			if args[2] == "send" {
-				cpu, err := send(s, n)
-				if err == nil {
-					out.say("done %d %d 0", n, cpu.Nanoseconds())
-				}
-				s.Close()
-				return err
-			}
-			if q, ok := s.(quicStream); ok {
-				q.linger = true
-				s = q
-			}
-			got, cpu, wall, err := receive(s)
-			if err == nil {
-				out.say("done %d %d %d", got, cpu.Nanoseconds(), wall.Nanoseconds())
-			}
-			return err
+			return transfer(s, role, n)
 		}()
 		if err != nil {
-			out.say("error %v", err)
+			line = "error " + err.Error()
 		}
+		out.say("%s", line)
 	}()
 	return addr, stop, nil
 }
 
-// runStream runs one transfer of n bytes of transport t: upload (this
-// process sends to the server process) or download.
-func runStream(ctx context.Context, t string, upload bool, n int64) (res stResult, err error) {
+// dialStreamEnd is the process of a stream's dialing end: args are
+// "dial", the transport, recv or send, the bytes and the listening end's
+// address. It prints its done line when the transfer ended, or
+// "error TEXT".
+func dialStreamEnd(args []string, key []byte, out *childOut) (string, func(), error) {
+	t, role, n, addr, err := streamArgs(args, true)
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := dialStream(ctx, t, addr, key)
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		line, err := transfer(s, role, n)
+		if err != nil {
+			line = "error " + err.Error()
+		}
+		out.say("%s", line)
+	}()
+	return addr, func() {}, nil
+}
+
+// runStream runs one transfer of n bytes of transport t, each end in a
+// process of its own (exe, or this executable if ""): upload (the dialing
+// end sends) or download (the listening end sends).
+func runStream(ctx context.Context, exe, t string, upload bool, n int64) (res stResult, err error) {
 	key, err := netcodeKey()
 	if err != nil {
 		return res, err
 	}
-	role := "send"
+	srvRole, cliRole := "send", "recv"
 	if upload {
-		role = "recv"
+		srvRole, cliRole = cliRole, srvRole
 	}
-	srv, err := startChild("", key, "stream", t, role, strconv.FormatInt(n, 10))
+	size := strconv.FormatInt(n, 10)
+	srv, err := startChild(exe, key, "stream", t, srvRole, size)
 	if err != nil {
 		return res, err
 	}
@@ -302,51 +348,42 @@ func runStream(ctx context.Context, t string, upload bool, n int64) (res stResul
 			err = serr
 		}
 	}()
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	s, err := dialStream(dctx, t, srv.addr, key)
+	cli, err := startChild(exe, key, "dial", t, cliRole, size, srv.addr)
 	if err != nil {
 		return res, err
 	}
-	res = stResult{Transport: t, Upload: upload, Bytes: n}
-	var (
-		got  int64
-		wall time.Duration
-	)
-	if upload {
-		res.SendCPU, err = send(s, n)
-		s.Close()
-	} else {
-		if q, ok := s.(quicStream); ok {
-			q.linger = true
-			s = q
+	defer func() {
+		if cerr := cli.stop(); err == nil {
+			err = cerr
 		}
-		got, res.RecvCPU, wall, err = receive(s)
-	}
-	if err != nil {
-		return res, err
-	}
-	f, err := srv.expect("done", transferTimeout)
-	if err != nil {
-		return res, err
-	}
-	if len(f) != 4 {
-		return res, fmt.Errorf("the server process said %q", f)
-	}
-	var peer [3]int64
-	for i := range peer {
-		if peer[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
-			return res, fmt.Errorf("the server process said %q", f)
+	}()
+	var ends [2][3]int64 // sender, receiver: bytes, CPU ns, wall ns
+	for _, end := range []struct {
+		c    *child
+		role string
+	}{{srv, srvRole}, {cli, cliRole}} {
+		f, err := end.c.expect("done", transferTimeout)
+		if err != nil {
+			return res, err
+		}
+		i := 0
+		if end.role == "recv" {
+			i = 1
+		}
+		if len(f) != 4 {
+			return res, fmt.Errorf("a stream process said %q", f)
+		}
+		for k := range ends[i] {
+			if ends[i][k], err = strconv.ParseInt(f[k+1], 10, 64); err != nil {
+				return res, fmt.Errorf("a stream process said %q", f)
+			}
 		}
 	}
-	if upload {
-		got, res.RecvCPU, wall = peer[0], time.Duration(peer[1]), time.Duration(peer[2])
-	} else {
-		res.SendCPU = time.Duration(peer[1])
-	}
-	if got != n {
+	res = stResult{Transport: t, Upload: upload, Bytes: n, SendCPU: time.Duration(ends[0][1]), RecvCPU: time.Duration(ends[1][1])}
+	if got := ends[1][0]; got != n {
 		return res, fmt.Errorf("%d bytes received, want %d", got, n)
 	}
+	wall := time.Duration(ends[1][2])
 	if wall <= 0 {
 		return res, errors.New("the transfer took no time")
 	}
@@ -359,6 +396,7 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	transports := fs.String("transports", "reliable,quic-stream,tcp", "transports to compare, comma-separated: reliable (reliable.Stream over netcode, defaults), quic-stream (quic-go, defaults), tcp")
 	mib := fs.Int64("mib", 256, "MiB per transfer")
 	rounds := fs.Int("rounds", 3, "rounds; the table gives medians")
+	base := fs.String("base", "", "a worktree of this repository (e.g. main at the commit a change started from): also run reliable.Stream with both ends built against it, as transport reliable-base, beside this worktree's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -369,12 +407,30 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *mib < 1 || *rounds < 1 {
 		return errors.New("-mib and -rounds at least 1")
 	}
+	var baseExe string
+	if *base != "" {
+		tmp, err := os.MkdirTemp("", "sidebyside-base-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if baseExe, err = buildBase(ctx, *base, tmp); err != nil {
+			return err
+		}
+		ts = insertAfter(ts, "reliable", baseStreamTransport)
+		fmt.Fprintf(stdout, "reliable-base: reliable.Stream of %s\n", *base)
+	}
 	fmt.Fprintf(stdout, "streams: %d MiB per transfer in %d MiB writes, %d rounds\nuptime before: %s\n", *mib, streamChunk>>20, *rounds, uptime())
 	var all []stResult
 	for round := range *rounds {
 		for _, t := range rotated(ts, round) {
 			for _, upload := range []bool{true, false} {
-				res, err := runStream(ctx, t, upload, *mib<<20)
+				exe, tr := "", t
+				if t == baseStreamTransport {
+					exe, tr = baseExe, "reliable"
+				}
+				res, err := runStream(ctx, exe, tr, upload, *mib<<20)
+				res.Transport = t
 				if err != nil {
 					return fmt.Errorf("round %d, %s, %s: %w", round+1, t, direction(upload), err)
 				}

@@ -105,6 +105,8 @@ func transportName(t string) string {
 		return "reliable.Stream"
 	case baseTransport:
 		return "netcode, -base"
+	case baseStreamTransport:
+		return "reliable.Stream, -base"
 	case "tcp":
 		return "TCP"
 	}
