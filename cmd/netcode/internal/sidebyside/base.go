@@ -78,3 +78,20 @@ func buildBase(ctx context.Context, worktree, tmp string) (string, error) {
 	}
 	return exe, nil
 }
+
+// buildBaseFlag builds the -base executable for worktree, if one is
+// given, in a temporary directory that cleanup removes.
+func buildBaseFlag(ctx context.Context, worktree string) (exe string, cleanup func(), err error) {
+	if worktree == "" {
+		return "", func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "sidebyside-base-")
+	if err != nil {
+		return "", nil, err
+	}
+	if exe, err = buildBase(ctx, worktree, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return exe, func() { os.RemoveAll(tmp) }, nil
+}

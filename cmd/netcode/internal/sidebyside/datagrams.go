@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -364,21 +363,17 @@ func runDatagrams(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	var baseExe string
-	if *base != "" {
-		tmp, err := os.MkdirTemp("", "sidebyside-base-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		if baseExe, err = buildBase(ctx, *base, tmp); err != nil {
-			return err
-		}
-		ts = insertAfter(ts, "netcode", baseTransport)
-		fmt.Fprintf(stdout, "netcode-base: the netcode server of %s (clients: this worktree's)\n", *base)
-	}
 	if *size < 16 || *size > netcode.MaxPayloadBytes || *window < 1 || *rounds < 1 {
 		return fmt.Errorf("-size 16..%d, -window and -rounds at least 1", netcode.MaxPayloadBytes)
+	}
+	baseExe, cleanup, err := buildBaseFlag(ctx, *base)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if baseExe != "" {
+		ts = insertAfter(ts, "netcode", baseTransport)
+		fmt.Fprintf(stdout, "netcode-base: the netcode server of %s (clients: this worktree's)\n", *base)
 	}
 	fmt.Fprintf(stdout, "datagrams: window %d, %d-byte payloads, %v windows after %v warm-up, %d rounds\nuptime before: %s\n",
 		*window, *size, *duration, *warmup, *rounds, uptime())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -407,16 +406,12 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *mib < 1 || *rounds < 1 {
 		return errors.New("-mib and -rounds at least 1")
 	}
-	var baseExe string
-	if *base != "" {
-		tmp, err := os.MkdirTemp("", "sidebyside-base-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		if baseExe, err = buildBase(ctx, *base, tmp); err != nil {
-			return err
-		}
+	baseExe, cleanup, err := buildBaseFlag(ctx, *base)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if baseExe != "" {
 		ts = insertAfter(ts, "reliable", baseStreamTransport)
 		fmt.Fprintf(stdout, "reliable-base: reliable.Stream of %s\n", *base)
 	}
