@@ -2,6 +2,7 @@ package netcode_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -170,37 +171,46 @@ func TestWriteBatchLeavesTogether(t *testing.T) {
 
 // TestWriteBatchAllocations checks that batched writes, like Write, cost
 // no allocation per payload in steady state, on either side, whichever
-// path the transport takes.
+// path the transport takes, and whether the dialed Conn reads its
+// socket datagram by datagram or, once a bulk transfer attached, takes
+// trains coalesced (GRO, on the best path).
 func TestWriteBatchAllocations(t *testing.T) {
 	race.Skip(t)
-	onEachPath(t, func(t *testing.T, network, addr string) {
-		l := listen(t, network, addr, nil)
-		cli, srv := pair(t, l)
-		cbw, sbw := msgconn.BatchWriterOf(cli), msgconn.BatchWriterOf(srv)
-		ps := batchPayloads(16)
-		buf := make([]byte, netcode.MaxPayloadBytes)
-		step := func() {
-			for _, c := range []struct {
-				bw msgconn.BatchWriter
-				to *netcode.Conn
-			}{{cbw, srv}, {sbw, cli}} {
-				if _, err := c.bw.WriteBatch(ps); err != nil {
-					t.Fatal(err)
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprint("bulk=", bulk), func(t *testing.T) {
+			onEachPath(t, func(t *testing.T, network, addr string) {
+				l := listen(t, network, addr, nil)
+				cli, srv := pair(t, l)
+				if bulk {
+					msgconn.MarkBulk(cli)
 				}
-				for range ps {
-					if _, err := c.to.Read(buf); err != nil {
-						t.Fatal(err)
+				cbw, sbw := msgconn.BatchWriterOf(cli), msgconn.BatchWriterOf(srv)
+				ps := batchPayloads(16)
+				buf := make([]byte, netcode.MaxPayloadBytes)
+				step := func() {
+					for _, c := range []struct {
+						bw msgconn.BatchWriter
+						to *netcode.Conn
+					}{{cbw, srv}, {sbw, cli}} {
+						if _, err := c.bw.WriteBatch(ps); err != nil {
+							t.Fatal(err)
+						}
+						for range ps {
+							if _, err := c.to.Read(buf); err != nil {
+								t.Fatal(err)
+							}
+						}
 					}
 				}
-			}
-		}
-		for range 50 { // grow the Outputs to a train
-			step()
-		}
-		allocs := testing.AllocsPerRun(200, step)
-		t.Logf("%.3f allocations per 32 payloads", allocs)
-		// As for Write: the ticker and the runtime's timers may allocate
-		// now and then.
-		require.Less(t, allocs, 0.1)
-	})
+				for range 50 { // grow the Outputs to a train, and the read slots
+					step()
+				}
+				allocs := testing.AllocsPerRun(200, step)
+				t.Logf("%.3f allocations per 32 payloads", allocs)
+				// As for Write: the ticker and the runtime's timers may
+				// allocate now and then.
+				require.Less(t, allocs, 0.1)
+			})
+		})
+	}
 }

@@ -67,6 +67,13 @@ type Puller interface {
 	SetReadDeadline(t time.Time)
 }
 
+// Bulker is an Endpoint with a socket of its own that may read trains of
+// datagrams coalesced (UDP GRO), which costs it read buffers: it does so
+// once Bulk says the connection carries bulk traffic (package reliable).
+type Bulker interface {
+	Bulk()
+}
+
 // Rules are a dialect's payload limits and names.
 type Rules struct {
 	Net        string // the net.OpError's Net: "netcode", "cute"
@@ -85,6 +92,7 @@ type Conn struct {
 	ep     Endpoint
 	pull   Puller        // ep, if it is one
 	batch  BatchEndpoint // ep, if it is one
+	bulk   Bulker        // ep, if it is one
 	rules  *Rules
 	local  net.Addr
 	remote net.Addr
@@ -111,6 +119,7 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
 	c.pull, _ = ep.(Puller)
 	c.batch, _ = ep.(BatchEndpoint)
+	c.bulk, _ = ep.(Bulker)
 }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
@@ -285,6 +294,20 @@ func BatchWriterOf(x any) BatchWriter {
 		return h.batchWriter()
 	}
 	return nil
+}
+
+func (h Hook) markBulk() {
+	if h.c != nil && h.c.bulk != nil {
+		h.c.bulk.Bulk()
+	}
+}
+
+// MarkBulk tells x, if it embeds a Hook whose Endpoint is a Bulker, that
+// it carries bulk traffic (package reliable calls it as it attaches).
+func MarkBulk(x any) {
+	if h, ok := x.(interface{ markBulk() }); ok {
+		h.markBulk()
+	}
 }
 
 // Close ends the connection: see the dialects' Conn.Close.
