@@ -507,6 +507,7 @@ func (ch *Channel) Send(msg []byte) error {
 			cn.unlock()
 			return nil
 		}
+		cs.snd.waitRoom(len(hdr)+len(msg), false)
 		cn.unlock()
 		if err := cn.wait(cs.writable, &ch.wd); err != nil {
 			return cn.opErr("send", err)
