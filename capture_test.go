@@ -232,7 +232,7 @@ func TestNoNonceReuseOnTheWire(t *testing.T) {
 			r := newRelay(t, network, addr, l.Addr())
 			tok := captureToken(t, r, l.Addr(), withTimeout(1))
 			cli, srv := session(t, l, tok)
-			msgconn.MarkBulk(cli) // its reads take trains coalesced from now on
+			msgconn.MarkBulk(cli, 0) // its reads take trains coalesced from now on
 			batchTrade(t, cli, srv)
 			trade(t, cli, srv)
 			require.NoError(t, cli.Close())

@@ -168,8 +168,8 @@ func TestBulkReadsCoalesced(t *testing.T) {
 					return err == nil && v == 1
 				}
 				require.False(t, on(), "GRO before a bulk transfer")
-				msgconn.MarkBulk(cli)
-				msgconn.MarkBulk(srv) // a server's Conn shares the Listener's socket: nothing to do
+				msgconn.MarkBulk(cli, 0)
+				msgconn.MarkBulk(srv, 0) // a server's Conn shares the Listener's socket: no GRO of its own
 				batchTrade(t, cli, srv)
 				assert.Equal(t, gro && p == transport.PathBest, on(), "GRO after a bulk transfer")
 			})

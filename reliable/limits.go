@@ -28,6 +28,10 @@ const ackEvery = 16
 // for all it has left to write (see relSend.wakeWriter).
 const writeLowWater = 4
 
+// inFlightMargin is what a netcode Conn's read queue holds beyond a packet
+// per chunk of the windows (see resolved.inFlightPackets).
+const inFlightMargin = 64
+
 // ackDelay is how long an ack owed waits for more packets to ack.
 const ackDelay = time.Millisecond
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestWakeWriter: a writer waiting for room in a send queue is woken once
@@ -37,6 +38,34 @@ func TestWakeWriter(t *testing.T) {
 			}
 			s.wakeWriter(cs)
 			assert.Equal(t, tc.woken, len(cs.writable) == 1)
+		})
+	}
+}
+
+// TestInFlightPackets: what a netcode Conn's read queue is raised to hold
+// when a Stream or Session attaches is a packet per chunk of its reliable
+// windows, and the margin.
+func TestInFlightPackets(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     *Config
+		stream  bool
+		windows []int // bytes of each reliable window
+	}{
+		{"stream, default window", nil, true, []int{defaultWindowBytes}},
+		{"stream, 1 MiB window", &Config{WindowBytes: 1 << 20}, true, []int{1 << 20}},
+		{"session, two reliable channels", &Config{WindowBytes: 64 << 10, Channels: []ChannelConfig{
+			{Kind: ReliableOrdered, MaxMessageSize: 1024}, {Kind: Unreliable}, {Kind: ReliableOrdered, MaxMessageSize: 1024},
+		}}, false, []int{64 << 10, 64 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tc.cfg.resolve(tc.stream)
+			require.NoError(t, err)
+			want := inFlightMargin
+			for _, w := range tc.windows {
+				want += (w + r.chunkMax - 1) / r.chunkMax
+			}
+			assert.Equal(t, want, r.inFlightPackets())
 		})
 	}
 }

@@ -296,17 +296,25 @@ func BatchWriterOf(x any) BatchWriter {
 	return nil
 }
 
-func (h Hook) markBulk() {
-	if h.c != nil && h.c.bulk != nil {
+func (h Hook) markBulk(packets int) {
+	if h.c == nil {
+		return
+	}
+	h.c.q.Raise(packets)
+	if h.c.bulk != nil {
 		h.c.bulk.Bulk()
 	}
 }
 
-// MarkBulk tells x, if it embeds a Hook whose Endpoint is a Bulker, that
-// it carries bulk traffic (package reliable calls it as it attaches).
-func MarkBulk(x any) {
-	if h, ok := x.(interface{ markBulk() }); ok {
-		h.markBulk()
+// MarkBulk tells x, if it embeds a Hook, that it carries bulk traffic of
+// up to packets payloads in flight (package reliable calls it as it
+// attaches, with its windows): its read queue holds that many (0: as it
+// is), so that a window the peer may fill is not dropped at the queue
+// whenever the reader falls behind, and an Endpoint that is a Bulker
+// reads trains coalesced.
+func MarkBulk(x any, packets int) {
+	if h, ok := x.(interface{ markBulk(int) }); ok {
+		h.markBulk(packets)
 	}
 }
 
