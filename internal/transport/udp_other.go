@@ -25,5 +25,8 @@ func SendsBatches(Conn) bool { return false }
 // EnableGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
 func EnableGRO(Conn) bool { return false }
 
+// AskGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
+func AskGRO(Conn, int) bool { return false }
+
 // GRO reports whether c's reads take coalesced datagrams: never off Linux.
 func GRO(Conn) bool { return false }
