@@ -274,6 +274,9 @@ func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
 	var fresh []*server.Client // clients whose handshake this batch completed
 	err := transport.ReadLoopOwned(sock, readBatch, l.closing, func(ms []transport.Message) {
 		l.received.AddAll(ms)
+		if len(ms) > 1 {
+			q.Burst() // their replies leave together
+		}
 		now := time.Now()
 		for i := range ms {
 			if len(ms[i].Buf) > protocol.MaxPacketBytes {

@@ -178,6 +178,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
 	err := transport.ReadLoopOwned(l.tc, 64, l.closing, func(ms []transport.Message) {
+		if len(ms) > 1 {
+			l.sq.Burst() // their replies leave together
+		}
 		now := time.Now()
 		for i := range ms {
 			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())

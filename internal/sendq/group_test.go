@@ -3,6 +3,7 @@ package sendq
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -69,8 +70,10 @@ func TestGroup(t *testing.T) {
 
 // TestQueueOverUDP: senders to several destinations through one Queue
 // over a real socket, IPv4 and IPv6, on each of the transport's paths
-// (trains grouped by destination on the GSO one): every receiver gets
-// every datagram meant for it, each sender's in order.
+// (trains grouped by destination on the GSO one), batching (Burst: the
+// sends of every sender leave together, sendmmsg to several
+// destinations) where the path sends batches: every receiver gets every
+// datagram meant for it, each sender's in order.
 func TestQueueOverUDP(t *testing.T) {
 	for _, fam := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
 		for _, p := range transport.Paths {
@@ -87,6 +90,8 @@ func TestQueueOverUDP(t *testing.T) {
 				tx := listen()
 				defer tx.Close()
 				q := newQueue(tx)
+				require.Equal(t, runtime.GOOS == "linux" && p != transport.PathPlain, q.canBatch, "batching where the path sends a batch in one system call")
+				q.Burst()
 				const dests, senders, each = 3, 4, 200
 				var rx [dests]transport.Conn
 				for i := range rx {
@@ -98,6 +103,9 @@ func TestQueueOverUDP(t *testing.T) {
 					to := transport.AddrPortOf(rx[s%dests].LocalAddr())
 					wg.Go(func() {
 						for i := range each {
+							if i%50 == 0 {
+								q.Burst() // as a reader that took several datagrams
+							}
 							require.NoError(t, sendOne(q, to, datagram(s, i)))
 						}
 					})

@@ -39,14 +39,21 @@ const ClientLen = Batch / 4
 // A send that finds the queue empty and no write in progress writes its
 // datagrams at once (one batched write), so a lone client pays no
 // hand-off; otherwise it queues copies and returns, and the writer sends
-// the queue in batches. No sender ever writes another's datagrams, so
-// none is held up for longer than its own write. A full queue is a signal,
-// not a wait inside the queue: a keep-alive that does not fit is dropped
-// and counted (it is redundant by nature: the next one follows within
-// 100 ms); for any other datagram the sender selects on the queue's room
-// channel (closed when the writer takes the queue) together with its own
-// stop and deadline channels, so Conn.Close and a write deadline end the
-// wait. Datagrams of one send leave in order.
+// the queue in batches. Where the socket sends a batch to many
+// destinations in one system call (sendmmsg), sends that come together
+// (one finds a write in progress, or a reader took several datagrams at
+// once: Burst) all queue for a while, even on an idle queue (but for a
+// send of several datagrams, a batch already), so that the writer sends
+// the replies of many connections with one system call instead of each
+// sender making its own; the queue writes directly again once the
+// writer's batches are lone datagrams. No sender ever writes another's
+// datagrams, so none is held up for longer than its own write. A full
+// queue is a signal, not a wait inside the queue: a keep-alive that does
+// not fit is dropped and counted (it is redundant by nature: the next one
+// follows within 100 ms); for any other datagram the sender selects on
+// the queue's room channel (closed when the writer takes the queue)
+// together with its own stop and deadline channels, so Conn.Close and a
+// write deadline end the wait. Datagrams of one send leave in order.
 //
 // Lock order: Queue.mu is a leaf, never held across a write to the
 // socket nor while the sender waits; the socket's own locks
@@ -63,6 +70,21 @@ type Queue struct {
 	busy    bool            // a write is in progress (direct or the writer's)
 	closed  bool            // no more sends; the writer sends what is queued and exits
 	waiters []chan struct{} // senders waiting for room, each woken by a send on its channel
+
+	// batching is set, where the socket sends a batch in one system call
+	// (canBatch), when sends come together: a sender finds a write in
+	// progress, a direct write ends with datagrams queued behind it, or a
+	// reader took several datagrams at once (Burst). Every send then
+	// queues, and the writer sends what queued meanwhile as one batch, to
+	// however many destinations. singles counts the writer's lone
+	// datagrams in a row (a batch of several sets it to 0); at
+	// leaveBatching batching ends, and while it stays there (no batch of
+	// several since) the next lone datagram ends batching again at once,
+	// so that under light load a reader's occasional burst costs one
+	// hand-off, not leaveBatching of them.
+	batching bool
+	singles  int
+	canBatch bool
 
 	// byDest is the writer's scratch for grouping a batch by destination
 	// (group), made on its first use; only the writer uses it.
@@ -87,6 +109,7 @@ func New(tc transport.Conn, droppable func(datagram []byte) bool, n int) *Queue 
 	q := &Queue{
 		tc:        tc,
 		droppable: droppable,
+		canBatch:  transport.SendsBatches(tc),
 		queue:     newMessages(n),
 		spare:     newMessages(n),
 		wake:      make(chan struct{}, 1),
@@ -119,7 +142,8 @@ var NoWait = func() chan struct{} {
 // caller knows why it closed (Conn.Write: the connection's end).
 var ErrStopped = errors.New("sendq: send abandoned")
 
-// Send sends msgs in order: at once if the queue is idle, else through the
+// Send sends msgs in order: at once if the queue is idle and not
+// batching (or msgs are several, a batch already), else through the
 // writer. It has finished with msgs when it returns. A full queue drops
 // keep-alives (counted) and makes Send wait for room until stop or
 // deadline is closed (nil: never), which fail it with ErrStopped or
@@ -133,12 +157,19 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 			q.mu.Unlock()
 			return net.ErrClosed
 		}
-		if !q.busy && q.n == 0 {
+		// Several datagrams are a batch already (the ticker's keep-alives,
+		// a reader's replies, a Conn's train): on an idle queue they
+		// leave at once even while batching, never waiting for, or
+		// dropped by, a queue they may not fit.
+		if !q.busy && q.n == 0 && (!q.batching || len(msgs) > 1) {
 			q.busy = true
 			q.mu.Unlock()
 			q.write(msgs)
 			q.mu.Lock()
 			q.busy = false
+			if q.n > 0 {
+				q.startBatching() // senders queued behind this write
+			}
 			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
 			// A sender woken for room that wrote directly instead left
 			// that room unclaimed: wake waiters for what there is.
@@ -148,6 +179,9 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 				q.signal()
 			}
 			return nil
+		}
+		if q.busy {
+			q.startBatching()
 		}
 		queued := false
 		for len(msgs) > 0 {
@@ -255,12 +289,52 @@ func (q *Queue) writer() {
 			q.write(msgs)
 			q.mu.Lock()
 			q.busy = false
+			q.wrote(len(msgs))
 		}
 		last := q.closed && q.n == 0 && !q.busy
 		q.mu.Unlock()
 		if last {
 			return
 		}
+	}
+}
+
+// leaveBatching is how many lone datagrams in a row from the writer end
+// the Queue's batching: sends then write directly again.
+const leaveBatching = 8
+
+// startBatching makes every send queue for the writer; q.mu is held.
+func (q *Queue) startBatching() {
+	q.batching = q.canBatch
+}
+
+// Burst tells q that several sends are coming at once: a reader took
+// several datagrams from the socket in one read, and the replies to them
+// (the core's, and the Writes of the goroutines their payloads wake)
+// follow. They then queue for the writer, which sends each batch that
+// formed meanwhile with one batched write to their several
+// destinations, instead of each sender writing its own.
+func (q *Queue) Burst() {
+	if !q.canBatch {
+		return
+	}
+	q.mu.Lock()
+	q.startBatching()
+	q.mu.Unlock()
+}
+
+// wrote notes the writer's batch of n datagrams; q.mu is held.
+func (q *Queue) wrote(n int) {
+	if n > 1 {
+		q.singles = 0 // batches form
+		return
+	}
+	if q.n > 0 {
+		return // more came meanwhile: the next batch tells
+	}
+	q.singles = min(q.singles+1, leaveBatching)
+	if q.singles == leaveBatching {
+		q.batching = false
 	}
 }
 

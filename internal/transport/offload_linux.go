@@ -38,3 +38,11 @@ func GSO(c Conn) bool {
 	m, ok := c.(*mmsgConn)
 	return ok && m.gso.Load()
 }
+
+// SendsBatches reports whether c's WriteBatch sends several datagrams, to
+// any destinations, in one system call (sendmmsg): a sender then gains by
+// letting a batch form rather than writing each datagram alone.
+func SendsBatches(c Conn) bool {
+	_, ok := c.(*mmsgConn)
+	return ok
+}

@@ -18,6 +18,10 @@ func SetBuffers(uc *net.UDPConn, size int) {
 // never off Linux.
 func GSO(Conn) bool { return false }
 
+// SendsBatches reports whether c's WriteBatch sends several datagrams in
+// one system call: never off Linux.
+func SendsBatches(Conn) bool { return false }
+
 // EnableGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
 func EnableGRO(Conn) bool { return false }
 

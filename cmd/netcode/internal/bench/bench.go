@@ -271,6 +271,11 @@ type Phase struct {
 	// clients fall behind and keep-alives fill the gaps between payloads.
 	ServerDatagrams       uint64
 	ServerCPUPerMDatagram time.Duration
+	// ServerRunsPerEcho and ServerSwitchesPerEcho are, with a server
+	// process, its goroutine runs (the runtime samples one in 8) and
+	// thread context switches per echo in the second half.
+	ServerRunsPerEcho     float64
+	ServerSwitchesPerEcho float64
 
 	AllocPackets    uint64  // payload datagrams in the first half
 	Mallocs         uint64  // heap allocations in the first half
@@ -505,6 +510,9 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	}
 	if dialect == "netcode" {
 		r.datagrams = srv.datagrams
+	}
+	if srv.child != nil {
+		r.wakes = srv.wakes
 	}
 	var serverCPU func() time.Duration
 	if srv.child != nil {

@@ -187,6 +187,11 @@ func TestRunSmall(t *testing.T) {
 				assert.Nil(t, n.ServerStats)
 				assert.Greater(t, n.ServerCPU, time.Duration(0))
 				assert.Greater(t, n.ServerPackets, uint64(0))
+				if runtime.GOOS == "linux" {
+					// Its goroutine runs and context switches per echo.
+					assert.Greater(t, n.ServerRunsPerEcho, 0.0)
+					assert.Contains(t, out.String(), "goroutine runs")
+				}
 			} else {
 				assert.NotNil(t, n.ServerStats)
 			}

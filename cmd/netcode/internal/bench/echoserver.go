@@ -166,6 +166,13 @@ func (s *echoServer) datagrams() uint64 {
 	return st.PacketsReceived + st.PacketsSent
 }
 
+// wakes is a server process's goroutine runs and thread context switches
+// so far; ok is false where the system does not count switches.
+func (s *echoServer) wakes() (runs, switches uint64, ok bool) {
+	st, err := s.child.request(reqCPU)
+	return st.Runs, st.Switches, err == nil && st.SwitchesOK
+}
+
 // stats returns the server's counters; nil for a server process.
 func (s *echoServer) stats() *netcode.ServerStats {
 	if s.child != nil || s.cl != nil {

@@ -85,6 +85,10 @@ func (p *Phase) print(w io.Writer) {
 			fmt.Fprintf(w, "               %v per million datagrams of every kind (%d received and sent: payloads, keep-alives, handshakes)\n",
 				p.ServerCPUPerMDatagram.Round(time.Millisecond), p.ServerDatagrams)
 		}
+		if p.ServerRunsPerEcho > 0 {
+			fmt.Fprintf(w, "  wake-ups:    %.2f goroutine runs, %.2f thread context switches per echo in the server process\n",
+				p.ServerRunsPerEcho, p.ServerSwitchesPerEcho)
+		}
 	}
 	fmt.Fprintf(w, "  allocations: %.4f per packet (%d mallocs / %d packets), %d GCs\n",
 		p.AllocsPerPacket, p.Mallocs, p.AllocPackets, p.GCs)

@@ -60,6 +60,9 @@ type run struct {
 	// received and sent (netcode: Listener.Stats), for the CPU per
 	// datagram beside the CPU per payload.
 	datagrams func() uint64
+	// wakes, if set, is a server process's goroutine runs and thread
+	// context switches so far (ok: both told), for the wake-ups per echo.
+	wakes func() (runs, switches uint64, ok bool)
 	// settle is the longest stop waits for the echoes still in flight
 	// (default 200ms; payloads not echoed by then count as lost).
 	settle time.Duration
@@ -290,12 +293,21 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() ti
 	if r.datagrams != nil {
 		dg1 = r.datagrams()
 	}
+	var runs1, sw1 uint64
+	if r.wakes != nil {
+		runs1, sw1, _ = r.wakes()
+	}
 	t1 := time.Now()
 	wait(cfg.Duration-half, "measure")
 	pk2 := serverPackets()
 	var dg2 uint64
 	if r.datagrams != nil {
 		dg2 = r.datagrams()
+	}
+	var runs2, sw2 uint64
+	wakesOK := false
+	if r.wakes != nil {
+		runs2, sw2, wakesOK = r.wakes()
 	}
 	t2 := time.Now()
 	cpu2, srv2 := cpuTime(), other()
@@ -348,6 +360,10 @@ func (r *run) measure(p *Phase, serverPackets func() uint64, serverCPU func() ti
 		}
 		if p.ServerCPU > 0 {
 			p.EchoesPerServerCPUSecond = float64(p.ServerPackets) / 2 / p.ServerCPU.Seconds()
+		}
+		if echoes := float64(p.ServerPackets) / 2; wakesOK && echoes > 0 {
+			p.ServerRunsPerEcho = float64(runs2-runs1) / echoes
+			p.ServerSwitchesPerEcho = float64(sw2-sw1) / echoes
 		}
 		if profile != nil {
 			if _, err := profile.Write(prof.Bytes()); err != nil {
