@@ -24,3 +24,7 @@ const (
 	CodeBridgeFull                 = wsbridge.CodeFull
 	RefusedHeader                  = wsbridge.RefusedHeader
 )
+
+// WheelArmed is how many timers the relay's wheel has armed: one per
+// session's netcode Conn.
+func WheelArmed(h *Handler) int { return h.wheel.Armed() }

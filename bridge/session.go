@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -194,7 +195,7 @@ func (s *session) serve(l wsbridge.RelayLink, remote string) {
 
 	s.deadline.Store(s.wd.Now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
-	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
+	conn, err := h.dialer.DialContext(timerwheel.With(s.ctx, h.wheel), tokenBytes)
 	tokenBufs.Put(tb) // parsed: the dial keeps no reference to it
 	tb = nil
 	if err != nil {
