@@ -21,15 +21,3 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return c.writeToAddrPort(b, addr)
 }
-
-// WriterWakes is how many times the writers of m's open sessions have
-// been woken.
-func WriterWakes(m *Mux) uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	var n uint64
-	for _, s := range m.sessions {
-		n += s.wakes.Load()
-	}
-	return n
-}
