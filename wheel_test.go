@@ -14,10 +14,10 @@ import (
 
 // TestDialedConnsOnWheel dials Conns through a context carrying a
 // timerwheel.Wheel, as the bridge's relay does, over real UDP: their
-// handshakes, keep-alives and timeouts run on the wheel. Idle for twice
-// the token's 1 s timeout, each stays connected on both sides (its
+// handshakes, keep-alives and timeouts run on the wheel. Idle for 3 s,
+// past the token's 2 s timeout, each stays connected on both sides (its
 // keep-alives went out, and the server's were taken in), echoes, then
-// closes cleanly; a Conn whose server goes silent times out on time.
+// closes, leaving nothing armed.
 func TestDialedConnsOnWheel(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
@@ -38,16 +38,16 @@ func TestDialedConnsOnWheel(t *testing.T) {
 			const n = 4
 			conns := make([]*netcode.Conn, n)
 			for i := range conns {
-				c, err := netcode.DialContext(ctx, mint(t, l.Addr(), withTimeout(1), withClientID(uint64(100+i))))
+				c, err := netcode.DialContext(ctx, mint(t, l.Addr(), withTimeout(2), withClientID(uint64(100+i))))
 				require.NoError(t, err)
 				conns[i] = c
 			}
 			require.Equal(t, n, w.Armed(), "each Conn's timer is armed on the wheel")
 			fired := w.Fired()
-			time.Sleep(2 * time.Second) // twice the timeout: only keep-alives keep them up
+			time.Sleep(3 * time.Second) // past the timeout: only keep-alives keep them up
 			// About 10 keep-alives a second each; a quarter of that
 			// shows they run on the wheel.
-			assert.Greater(t, w.Fired()-fired, uint64(n*2*10/4), "keep-alive timers run on the wheel")
+			assert.Greater(t, w.Fired()-fired, uint64(n*3*10/4), "keep-alive timers run on the wheel")
 			assert.Equal(t, n, l.Stats().Connected, "the server kept every client")
 			for _, c := range conns {
 				require.NoError(t, c.Err())
