@@ -80,8 +80,8 @@
 // due in one goroutine, instead of a runtime timer per session whose every
 // firing starts a goroutine; a keep-alive runs up to a tick late, as a C
 // client ticking at 100 Hz sends it, so that a payload relayed within the
-// tick puts it off. A session's own timeouts run from a timer, without a
-// goroutine. Every
+// tick puts it off. A session's own timeouts (its watchdog) run on the
+// same wheel. Every
 // goroutine, by the function it runs (TestGoroutineInventory fails if
 // another runs):
 //
@@ -89,9 +89,8 @@
 //	bridge.(*session).readLoop    per session once the token is read: reads the browser, writes to the server
 //	bridge.(*session).end         per session the watchdog ended, for its close (at most a second)
 //	bridge.(*Handler).Close       per session at Close, for its close
-//	wsbridge.(*Watchdog).fire     a session's watchdog timer callback, while it runs
 //	netcode.(*dialConn).readLoop  the session's netcode client's reader (package netcode)
-//	timerwheel.(*Wheel).advance   the Handler's timer wheel, a tick at a time while it runs the netcode clients' due timers
+//	timerwheel.(*Wheel).advance   the Handler's timer wheel, a tick at a time while it runs the due timers of the netcode clients and the sessions' watchdogs
 //
 // Locks, in order: the admission's lock (the session count and Close's
 // mark, held to admit a session) → the Handler's lock (its sessions) → a

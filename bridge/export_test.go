@@ -25,6 +25,6 @@ const (
 	RefusedHeader                  = wsbridge.RefusedHeader
 )
 
-// WheelArmed is how many timers the relay's wheel has armed: one per
-// session's netcode Conn.
+// WheelArmed is how many timers the relay's wheel has armed: two per
+// connected session (its netcode Conn's and its watchdog's).
 func WheelArmed(h *Handler) int { return h.wheel.Armed() }

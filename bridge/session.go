@@ -66,6 +66,7 @@ func newSession(h *Handler) *session {
 		done:  make(chan struct{}),
 		ready: make(chan struct{}),
 	}
+	s.wd.Sched = h.wheel
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s
 }

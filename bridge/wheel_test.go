@@ -11,7 +11,8 @@ import (
 )
 
 // TestRelayConnsOnWheel checks that a relay's sessions run their netcode
-// Conns' timers on the Handler's one wheel, and that they work there:
+// Conns' timers and their watchdogs on the Handler's one wheel, and that
+// they work there:
 // idle for 3 s, past the token's 2 s timeout, every session stays connected
 // (the keep-alives went out on time) and echoes; once they end, nothing
 // is left armed.
@@ -25,7 +26,7 @@ func TestRelayConnsOnWheel(t *testing.T) {
 		ws, _ := open(t, url, srv.token(t, 2))
 		wss = append(wss, ws)
 	}
-	require.Equal(t, n, bridge.WheelArmed(h), "each session's Conn has its timer on the wheel")
+	require.Equal(t, 2*n, bridge.WheelArmed(h), "each session's Conn and watchdog have their timers on the wheel")
 	time.Sleep(3 * time.Second) // past the timeout: only keep-alives keep them up
 	ctx := bridgetest.Ctx(t, 5*time.Second)
 	for _, ws := range wss {
