@@ -21,6 +21,11 @@ import (
 // keeps: a bridge's relay holds thousands of Conns.
 const dialReadBatch = 8
 
+// dialGROSlots is the most super-datagrams (64 KiB each) a dialed Conn's
+// read takes once a bulk transfer turned GRO on (Bulk): its reads start
+// with one and add one while trains come faster than a read takes them.
+const dialGROSlots = 8
+
 // pullGrace is how long the reader leaves the socket to Reads that pull
 // after the last one: past it with no Read pulling, the reader reads it
 // again. Longer than the pause between two Reads of a busy loop, short
@@ -182,6 +187,12 @@ func (dc *dialConn) Pull() (bool, error) {
 	}
 	return true, nil // a deadline since moved: read again
 }
+
+// Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
+// Session), and the server's trains (GSO) are to arrive coalesced (GRO)
+// rather than cut into one datagram per read. The next read of the
+// socket turns it on.
+func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }
 
 // Waiting is msgconn.Puller's: Reads waiting on the read queue.
 func (dc *dialConn) Waiting(delta int32) { dc.waiters.Add(delta) }
