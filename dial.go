@@ -16,6 +16,7 @@ import (
 	"github.com/gonetcode/netcode/internal/client"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/token"
 )
@@ -114,6 +115,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		freed:     make(chan struct{}, 1),
 		rms:       transport.NewMessages(dialReadBatch),
 		idle:      time.NewTimer(time.Hour),
+		sched:     timerwheel.From(ctx),
 	}
 	dc.idle.Stop()
 	dc.turn = make(chan struct{}, 1)
@@ -225,11 +227,12 @@ type dialConn struct {
 	sockDL  time.Time  // the socket's read deadline
 	pulling bool       // a Read is reading the socket
 
+	sched   timerwheel.Scheduler // the dialer's (a relay's wheel); nil: a runtime timer
 	tmu     sync.Mutex
-	timer   *time.Timer    // runs fire; nil until first armed
-	at      time.Time      // when timer fires; zero if it is not armed
-	stopped bool           // set by shutdown: arm no more
-	fires   sync.WaitGroup // fire calls scheduled or running
+	timer   timerwheel.Timer // runs fire; nil until first armed
+	at      time.Time        // when timer fires; zero if it is not armed
+	stopped bool             // set by shutdown: arm no more
+	fires   sync.WaitGroup   // fire calls scheduled or running
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -299,7 +302,7 @@ func (dc *dialConn) schedule(next time.Time) {
 	d := time.Until(next)
 	if dc.timer == nil {
 		dc.fires.Add(1)
-		dc.timer = time.AfterFunc(d, dc.fire)
+		dc.timer = timerwheel.AfterFunc(dc.sched, d, dc.fire)
 		return
 	}
 	if !dc.timer.Reset(d) {

@@ -96,7 +96,8 @@
 // timeout or the token's expiry; its callback runs, on a goroutine of its
 // own, only then. A Write moves it later (its payload puts the next
 // keep-alive off), so that a Conn written to at 10 Hz or more never runs
-// it. Each call into the core reports what it did in an Output
+// it. (The bridge's relay, which dials a Conn per browser, has its Conns'
+// timers run on one wheel of its own, internal/timerwheel, instead.) Each call into the core reports what it did in an Output
 // (state change, payload, datagrams, log records, next deadline) that the
 // caller acts on after the core's lock is released. Its payloads wait in
 // its own packetq.Queue. The socket is read by whoever holds the Conn's

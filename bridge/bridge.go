@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 )
 
 // Subprotocol is the WebSocket subprotocol of the relay. A request that does
@@ -92,6 +93,11 @@ type Handler struct {
 	log     *slog.Logger
 	gate    wsbridge.Gate // admission, shared with the transport's Mux
 	period  time.Duration // how often a session's watchdog checks
+	// wheel runs the keep-alive and timeout timers of every session's
+	// netcode Conn, instead of a runtime timer each: one wake-up a tick
+	// for all of them, and a keep-alive that a payload sent within the
+	// tick makes unnecessary is not sent.
+	wheel *timerwheel.Wheel
 
 	// Lock order: the gate's lock, then mu, then a session's.
 	mu       sync.Mutex
@@ -126,6 +132,7 @@ func NewHandler(config *Config) *Handler {
 		dialer:   cfg.Dialer,
 		log:      cfg.Logger,
 		sessions: make(map[*session]struct{}),
+		wheel:    timerwheel.New(0),
 	}
 	for _, a := range cfg.AllowedServers {
 		h.allowed[canon(a)] = struct{}{}
@@ -197,6 +204,7 @@ func (h *Handler) Close() error {
 	}
 	wg.Wait()
 	h.gate.Wait()
+	h.wheel.Close() // every session's Conn is closed: its timer stopped
 	return nil
 }
 

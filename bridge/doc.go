@@ -74,17 +74,23 @@
 //
 // Once upgraded, a session runs in goroutines of the bridge's own, not in
 // net/http's, besides its dialed netcode client's (a netcode.Conn: one
-// reader, and a timer), whose UDP socket asks for Config.SocketBuffer.
-// A session's timeouts run from a timer, without a goroutine. Every
+// reader), whose UDP socket asks for Config.SocketBuffer. The netcode
+// clients' timers (their keep-alives and timeouts) run on one timer wheel
+// per Handler, which ticks every 10 ms while any is armed and runs those
+// due in one goroutine, instead of a runtime timer per session whose every
+// firing starts a goroutine; a keep-alive runs up to a tick late, as a C
+// client ticking at 100 Hz sends it, so that a payload relayed within the
+// tick puts it off. A session's own timeouts (its watchdog) run on the
+// same wheel. Every
 // goroutine, by the function it runs (TestGoroutineInventory fails if
 // another runs):
 //
-//	bridge.(*session).serve       per session: reads the token, dials, then reads the browser and writes to the server
-//	bridge.(*session).readLoop    per session once connected: reads the server, writes to the browser
+//	bridge.(*session).serve       per session: reads the token, dials, then reads the server and writes to the browser
+//	bridge.(*session).readLoop    per session once the token is read: reads the browser, writes to the server
 //	bridge.(*session).end         per session the watchdog ended, for its close (at most a second)
 //	bridge.(*Handler).Close       per session at Close, for its close
-//	wsbridge.(*Watchdog).fire     a session's watchdog timer callback, while it runs
 //	netcode.(*dialConn).readLoop  the session's netcode client's reader (package netcode)
+//	timerwheel.(*Wheel).advance   the Handler's timer wheel, a tick at a time while it runs the due timers of the netcode clients and the sessions' watchdogs
 //
 // Locks, in order: the admission's lock (the session count and Close's
 // mark, held to admit a session) → the Handler's lock (its sessions) → a

@@ -24,3 +24,7 @@ const (
 	CodeBridgeFull                 = wsbridge.CodeFull
 	RefusedHeader                  = wsbridge.RefusedHeader
 )
+
+// WheelArmed is how many timers the relay's wheel has armed: two per
+// connected session (its netcode Conn's and its watchdog's).
+func WheelArmed(h *Handler) int { return h.wheel.Armed() }

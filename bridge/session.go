@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -65,6 +66,7 @@ func newSession(h *Handler) *session {
 		done:  make(chan struct{}),
 		ready: make(chan struct{}),
 	}
+	s.wd.Sched = h.wheel
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s
 }
@@ -194,7 +196,7 @@ func (s *session) serve(l wsbridge.RelayLink, remote string) {
 
 	s.deadline.Store(s.wd.Now() + int64(h.cfg.DialTimeout))
 	s.phase.Store(phaseDial)
-	conn, err := h.dialer.DialContext(s.ctx, tokenBytes)
+	conn, err := h.dialer.DialContext(timerwheel.With(s.ctx, h.wheel), tokenBytes)
 	tokenBufs.Put(tb) // parsed: the dial keeps no reference to it
 	tb = nil
 	if err != nil {

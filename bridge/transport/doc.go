@@ -25,7 +25,7 @@
 //	transport.(*muxSession).serve    per session: reads the peer's messages into the read queue
 //	transport.(*muxSession).writer   per session: writes its send queue to the peer, in one write per batch
 //	transport.(*Conn).reader         per client Conn: reads the server's messages into its read queue
-//	wsbridge.(*Watchdog).fire        a session's watchdog timer callback, while it runs
+//	timerwheel.(*Wheel).advance      per Mux: its timer wheel, a tick at a time while it runs the sessions' due watchdog checks
 //
 // Queues: the Mux's read queue (MuxConfig.ReadQueue datagrams, UDP and
 // WebSocket together, each session at most its share), read by the

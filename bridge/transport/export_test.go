@@ -21,3 +21,7 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return c.writeToAddrPort(b, addr)
 }
+
+// WheelArmed is how many timers m's wheel has armed: one per session (its
+// watchdog).
+func WheelArmed(m *Mux) int { return m.wheel.Armed() }

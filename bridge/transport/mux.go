@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 	dgram "github.com/gonetcode/netcode/internal/transport"
 )
 
@@ -100,8 +101,9 @@ type Mux struct {
 	tc     dgram.Conn // udp, with batched I/O where the platform has it
 	cfg    MuxConfig
 	log    *slog.Logger
-	gate   wsbridge.Gate // admission, shared with the relay
-	period time.Duration // how often a session's watchdog checks
+	gate   wsbridge.Gate     // admission, shared with the relay
+	period time.Duration     // how often a session's watchdog checks
+	wheel  *timerwheel.Wheel // runs the sessions' watchdogs: one runtime timer for all
 
 	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
 	once sync.Once
@@ -148,6 +150,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 		log:      cfg.Logger,
 		q:        packetq.New(cfg.ReadQueue),
 		sessions: make(map[netip.AddrPort]*muxSession),
+		wheel:    timerwheel.New(0),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -407,6 +410,7 @@ func (m *Mux) Close() error {
 		}
 		m.err = m.udp.Close()
 		m.gate.Wait()
+		m.wheel.Close() // every session's watchdog is stopped
 		m.wg.Wait()
 	})
 	if !first {
@@ -447,6 +451,7 @@ func (m *Mux) start(l wsbridge.Link, remote string, release func()) {
 		wd:         wsbridge.NewWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
 		writerDone: make(chan struct{}),
 	}
+	s.wd.Sched = m.wheel
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 	// The session goes on in goroutines of its own (Close waits for

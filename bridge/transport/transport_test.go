@@ -587,3 +587,18 @@ func peerOf(t *testing.T, mux *transport.Mux, url string) (*websocket.Conn, neti
 	require.NoError(t, err)
 	return ws, from
 }
+
+// TestMuxWatchdogsOnWheel: a Mux's sessions run their watchdogs on the
+// Mux's one timer wheel (one timer each), and the watchdogs work there:
+// the idle timeout ends both sessions, which leave nothing armed.
+func TestMuxWatchdogsOnWheel(t *testing.T) {
+	mux, url := newBareMux(t, transport.MuxConfig{IdleTimeout: 300 * time.Millisecond})
+	ws1, _ := peerOf(t, mux, url)
+	ws2, _ := peerOf(t, mux, url)
+	require.Equal(t, 2, transport.WheelArmed(mux), "each session's watchdog is on the wheel")
+	for _, ws := range []*websocket.Conn{ws1, ws2} {
+		assert.Equal(t, wsbridge.CodeIdleTimeout, bridgetest.Closed(t, ws, 5*time.Second).Code)
+	}
+	require.Eventually(t, func() bool { return mux.Sessions() == 0 && transport.WheelArmed(mux) == 0 }, 5*time.Second, time.Millisecond,
+		"an ended session left its watchdog armed")
+}

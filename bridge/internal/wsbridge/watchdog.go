@@ -4,12 +4,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gonetcode/netcode/internal/timerwheel"
 )
 
 // Watchdog enforces the timeouts of one session, of the relay or of a Mux:
 // the session records its activity and writes in it, and it calls the
-// session's check every period, on a timer (no goroutine of its own),
-// until the check says to stop or stop is called.
+// session's check every period, on a timer (no goroutine of its own; the
+// bridge's timer wheel, see Sched), until the check says to stop or stop
+// is called. A check must not block: on the wheel it runs in turn with
+// the others.
 //
 // Lock order: mu is a leaf; a check runs without it.
 type Watchdog struct {
@@ -21,8 +25,13 @@ type Watchdog struct {
 	lastActive atomic.Int64 // now() of the last message either way
 	writeStart atomic.Int64 // now() + 1 of the write in progress; 0 when none
 
+	// Sched, if set before Run, runs the checks (the bridge's timer
+	// wheel, shared by its sessions); nil means a runtime timer of the
+	// Watchdog's own, whose every check starts a goroutine.
+	Sched timerwheel.Scheduler
+
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   timerwheel.Timer
 	check   func(now int64) bool
 	stopped bool
 	running sync.WaitGroup // a check in progress
@@ -98,7 +107,7 @@ func (w *Watchdog) Run(check func(now int64) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.check = check
-	w.timer = time.AfterFunc(w.period, w.fire)
+	w.timer = timerwheel.AfterFunc(w.Sched, w.period, w.fire)
 }
 
 func (w *Watchdog) fire() {

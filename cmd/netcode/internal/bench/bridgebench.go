@@ -183,6 +183,11 @@ type ProcessCost struct {
 	// the whole process's, in Bridge.
 	RunsPerEcho, SwitchesPerEcho float64
 	WakesMeasured                bool
+	// DatagramsPerEcho is, for the process running the netcode server,
+	// the datagrams it received and sent over the window per echo: 2 for
+	// the payload and its echo, and the keep-alives either side sent
+	// beyond them. 0 where the process has no server.
+	DatagramsPerEcho float64
 	// IdleCPU is the CPU time over the idle phase; IdleMicrosPerSession is
 	// µs of it per connected session per second. IdleMeasured is false
 	// where no CPU time could be had.
@@ -496,6 +501,7 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 		if w, counted := sp.wakes[side.c]; counted && w.ok && res.Echoed > 0 {
 			side.c.RunsPerEcho = float64(w.runs) / float64(res.Echoed)
 			side.c.SwitchesPerEcho = float64(w.switches) / float64(res.Echoed)
+			side.c.DatagramsPerEcho = float64(w.datagrams) / float64(res.Echoed)
 			side.c.WakesMeasured = true
 		}
 		if !ok || side.c.PID == 0 { // websocket mode has no server

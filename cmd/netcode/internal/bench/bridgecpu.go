@@ -47,6 +47,9 @@ type cpuSpan struct {
 type wakeCount struct {
 	runs, switches uint64
 	ok             bool // switches counted
+	// datagrams are those the child's netcode server received and sent
+	// (0 for a child without one).
+	datagrams uint64
 }
 
 // startCPU starts measuring; save asks for the children's CPU profiles
@@ -133,7 +136,8 @@ func (m *cpuMeter) stop() (cpuSpan, error) {
 			return sp, err
 		}
 		w0 := m.wakes[i]
-		sp.wakes[costs[i]] = wakeCount{runs: st.Runs - w0.Runs, switches: st.Switches - w0.Switches, ok: st.SwitchesOK && w0.SwitchesOK}
+		sp.wakes[costs[i]] = wakeCount{runs: st.Runs - w0.Runs, switches: st.Switches - w0.Switches, ok: st.SwitchesOK && w0.SwitchesOK,
+			datagrams: st.Datagrams - w0.Datagrams}
 	}
 	for _, p := range m.profiled {
 		req := reqCPUStop

@@ -56,6 +56,10 @@ func (r *BridgeResult) Print(w io.Writer) {
 					fmt.Fprintf(w, "    wake-ups:  %.2f goroutine runs, %.2f thread context switches per echo%s\n",
 						p.RunsPerEcho, p.SwitchesPerEcho, whole)
 				}
+				if p.DatagramsPerEcho > 0 {
+					fmt.Fprintf(w, "    datagrams: %.2f received and sent by the netcode server per echo (2: the payload and its echo; the rest keep-alives)\n",
+						p.DatagramsPerEcho)
+				}
 				if !(r.Shared && p == &r.Server) {
 					fmt.Fprintf(w, "    allocs:    %.1f heap objects per echo%s\n", p.AllocsPerEcho, map[bool]string{true: " (the whole process)"}[r.Shared])
 				}
