@@ -1,0 +1,141 @@
+package netcode
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// pullGrace is how long a socket's reader goroutine leaves the socket to
+// Reads that pull after the last one: past it with no Read pulling, the
+// reader reads it again. Longer than the pause between two Reads of a
+// busy loop, short beside the protocol's timeouts.
+const pullGrace = 20 * time.Millisecond
+
+// readTurn is the turn to read a socket that a reader goroutine reads
+// while no Read does, and that Reads read themselves (they pull) when
+// they find nothing queued and the turn free, so that a payload reaches
+// its Read on the goroutine that read it, with no hand-off. A dialed
+// Conn's socket has one; so has each of a Listener's sockets.
+//
+// The reader holds the turn, and gives it up after a batch when a Read is
+// waiting for it (Wanted; it wakes them through freed); it takes it back
+// once no Read has pulled for pullGrace, so that datagrams are taken in
+// while nobody reads. A Read that pulls records when it ended (last)
+// instead of moving a timer: the reader's timer, when it fires, looks at
+// that and waits again for the rest of the grace.
+type readTurn struct {
+	tok     chan struct{} // capacity 1: the turn
+	freed   chan struct{} // capacity 1: the turn may be free
+	waiters atomic.Int32  // Reads waiting for a payload or the turn
+	last    atomic.Int64  // when the last pull ended (nanoseconds since epoch)
+	back    chan struct{} // capacity 1: a pull asks the reader to take the turn back at once
+	idle    *time.Timer   // the reader's wait; used by the reader only
+	epoch   time.Time
+}
+
+func newReadTurn() *readTurn {
+	t := &readTurn{
+		tok:   make(chan struct{}, 1),
+		freed: make(chan struct{}, 1),
+		back:  make(chan struct{}, 1),
+		idle:  time.NewTimer(time.Hour),
+		epoch: time.Now(),
+	}
+	t.idle.Stop()
+	return t
+}
+
+// take is the reader's first taking of the turn; false if stop closed
+// first.
+func (t *readTurn) take(stop <-chan struct{}) bool {
+	select {
+	case t.tok <- struct{}{}:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// wanted reports whether Reads wait for the turn.
+func (t *readTurn) wanted() bool { return t.waiters.Load() > 0 }
+
+// yield gives the turn to the Reads waiting and takes it back once none
+// has pulled for pullGrace, or one asks it to (back). It returns false if
+// stop closed first: the reader then holds the turn all the same, once
+// any pull in progress has ended (it ends with the socket's Close).
+func (t *readTurn) yield(stop <-chan struct{}) bool {
+	t.last.Store(t.now())
+	<-t.tok
+	signal(t.freed)
+	t.idle.Reset(pullGrace)
+	defer t.idle.Stop()
+	for {
+		select {
+		case <-t.idle.C:
+			if rest := pullGrace - time.Duration(t.now()-t.last.Load()); rest > 0 {
+				t.idle.Reset(rest)
+				continue
+			}
+		case <-t.back:
+		case <-stop:
+			t.tok <- struct{}{}
+			return false
+		}
+		select {
+		case t.tok <- struct{}{}:
+			select {
+			case <-t.back: // asked by a pull that has ended
+			default:
+			}
+			return true
+		default:
+			// A Read is pulling: it ends within the grace, or asks.
+			t.idle.Reset(pullGrace)
+		}
+	}
+}
+
+// tryTake takes the turn for a pull if it is free.
+func (t *readTurn) tryTake() bool {
+	select {
+	case t.tok <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// release ends a pull; with giveBack, the reader takes the turn back at
+// once (a read error it deals with). A Read waiting may pull next.
+func (t *readTurn) release(giveBack bool) {
+	t.last.Store(t.now())
+	<-t.tok
+	if giveBack {
+		signal(t.back)
+	}
+	if t.waiters.Load() > 0 {
+		signal(t.freed)
+	}
+}
+
+// wait is Waiting's: Reads waiting on their read queue for a payload or
+// for the turn.
+func (t *readTurn) wait(delta int32) { t.waiters.Add(delta) }
+
+// pass passes on a wake (freed) that a Read took and did not use (it
+// found its payload queued instead), to a Read still waiting.
+func (t *readTurn) pass() {
+	if t.waiters.Load() > 0 {
+		signal(t.freed)
+	}
+}
+
+func (t *readTurn) now() int64 { return int64(time.Since(t.epoch)) }
+
+// signal makes a non-blocking send on c (capacity 1).
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
