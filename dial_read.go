@@ -24,6 +24,7 @@ const dialReadBatch = 8
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
 	if !dc.rt.take(dc.stop) {
+		<-dc.rt.tok
 		return
 	}
 	dc.readerDeadline()

@@ -58,7 +58,7 @@ func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 		l:    l,
 		sock: sock,
 		q:    q,
-		rt:   newReadTurn(),
+		rt:   newReadTurn(true),
 		ms:   transport.NewMessages(readBatch),
 		rcv:  l.core.NewReceiver(),
 	}
@@ -66,7 +66,8 @@ func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 
 // readLoop reads sh's socket until Close, while no Read does. It keeps
 // the read turn when it ends, so that no Read reads the socket after
-// Close.
+// Close, and Close, which waits for it, finds no Read acting on a
+// datagram (queueing a Conn for Accept) after it.
 func (l *Listener) readLoop(sh *shard) {
 	defer l.wg.Done()
 	if !sh.rt.take(l.closing) {

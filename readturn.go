@@ -31,10 +31,17 @@ type readTurn struct {
 	back    chan struct{} // capacity 1: a pull asks the reader to take the turn back at once
 	idle    *time.Timer   // the reader's wait; used by the reader only
 	epoch   time.Time
+	// solo: the turn goes to Reads only while at most one waits. A
+	// Listener's socket carries many Conns' datagrams: with several
+	// Reads waiting, a Read that reads the socket hands most of what it
+	// reads to the others, as the reader would, and the reader's larger
+	// batches cost less.
+	solo bool
 }
 
-func newReadTurn() *readTurn {
+func newReadTurn(solo bool) *readTurn {
 	t := &readTurn{
+		solo:  solo,
 		tok:   make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 		back:  make(chan struct{}, 1),
@@ -45,19 +52,24 @@ func newReadTurn() *readTurn {
 	return t
 }
 
-// take is the reader's first taking of the turn; false if stop closed
-// first.
+// take is the reader's first taking of the turn. It returns false if
+// stop closed first: the reader then holds the turn all the same, once any
+// pull in progress has ended, as yield does.
 func (t *readTurn) take(stop <-chan struct{}) bool {
 	select {
 	case t.tok <- struct{}{}:
 		return true
 	case <-stop:
+		t.tok <- struct{}{}
 		return false
 	}
 }
 
-// wanted reports whether Reads wait for the turn.
-func (t *readTurn) wanted() bool { return t.waiters.Load() > 0 }
+// wanted reports whether Reads wait for the turn (with solo, one alone).
+func (t *readTurn) wanted() bool {
+	n := t.waiters.Load()
+	return n > 0 && (!t.solo || n == 1)
+}
 
 // yield gives the turn to the Reads waiting and takes it back once none
 // has pulled for pullGrace, or one asks it to (back). It returns false if
@@ -105,15 +117,17 @@ func (t *readTurn) tryTake() bool {
 	}
 }
 
-// release ends a pull; with giveBack, the reader takes the turn back at
-// once (a read error it deals with). A Read waiting may pull next.
+// release ends a pull. A Read waiting may pull next; or the reader takes
+// the turn back at once, with giveBack (a read error it deals with) or
+// when, with solo, several Reads wait.
 func (t *readTurn) release(giveBack bool) {
 	t.last.Store(t.now())
+	n := t.waiters.Load()
 	<-t.tok
-	if giveBack {
+	switch {
+	case giveBack || (t.solo && n > 1):
 		signal(t.back)
-	}
-	if t.waiters.Load() > 0 {
+	case n > 0:
 		signal(t.freed)
 	}
 }
