@@ -110,7 +110,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		rt:        newReadTurn(false),
+		rt:        newReadTurn(false, tc),
 		rms:       transport.NewMessages(dialReadBatch),
 	}
 	dc.turn = make(chan struct{}, 1)

@@ -125,10 +125,7 @@ func (dc *dialConn) Pull() (bool, error) {
 	dc.pulling = true
 	dc.dmu.Unlock()
 	ms := dc.rms
-	for i := range ms {
-		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
-	}
-	n, err := dc.tc.ReadBatch(ms)
+	n, err := dc.rt.pullRead(dc.tc, ms)
 	dc.dmu.Lock()
 	dc.pulling = false
 	dl := dc.rdl

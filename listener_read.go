@@ -58,7 +58,7 @@ func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 		l:    l,
 		sock: sock,
 		q:    q,
-		rt:   newReadTurn(true),
+		rt:   newReadTurn(true, sock),
 		ms:   transport.NewMessages(readBatch),
 		rcv:  l.core.NewReceiver(),
 	}
@@ -184,10 +184,7 @@ func (e *serverEndpoint) Pull() (bool, error) {
 	sh.puller = e
 	sh.dmu.Unlock()
 	ms := sh.ms
-	for i := range ms {
-		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
-	}
-	n, err := sh.sock.ReadBatch(ms)
+	n, err := sh.rt.pullRead(sh.sock, ms)
 	sh.dmu.Lock()
 	sh.puller = nil
 	dl := e.rdl

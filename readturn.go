@@ -3,6 +3,8 @@ package netcode
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/gonetcode/netcode/internal/transport"
 )
 
 // pullGrace is how long a socket's reader goroutine leaves the socket to
@@ -37,11 +39,19 @@ type readTurn struct {
 	// reads to the others, as the reader would, and the reader's larger
 	// batches cost less.
 	solo bool
+
+	// waits tells whether a pull's read waited for its datagram (nil: the
+	// socket cannot tell); sparse is what the last one said. Used in the
+	// turn.
+	waits  interface{ ReadWaited() bool }
+	sparse bool
 }
 
-func newReadTurn(solo bool) *readTurn {
+func newReadTurn(solo bool, sock transport.Conn) *readTurn {
+	w, _ := sock.(interface{ ReadWaited() bool })
 	t := &readTurn{
 		solo:  solo,
+		waits: w,
 		tok:   make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 		back:  make(chan struct{}, 1),
@@ -130,6 +140,22 @@ func (t *readTurn) release(giveBack bool) {
 	case n > 0:
 		signal(t.freed)
 	}
+}
+
+// pullRead reads the socket for a pull, into ms (resliced to their
+// capacity) and returns how many it read. After a read that waited for
+// its datagram it reads one only: datagrams come one at a time, and a
+// read of several would look at the empty socket once more.
+func (t *readTurn) pullRead(sock transport.Conn, ms []transport.Message) (int, error) {
+	if t.sparse {
+		ms = ms[:1]
+	}
+	for i := range ms {
+		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
+	}
+	n, err := sock.ReadBatch(ms)
+	t.sparse = t.waits != nil && err == nil && t.waits.ReadWaited()
+	return n, err
 }
 
 // wait is Waiting's: Reads waiting on their read queue for a payload or
