@@ -73,7 +73,7 @@
 //	                      the reader does (other Conns' payloads go to
 //	                      their queues), else waits on the queue (deadline,
 //	                      Close). The reader gives the turn up after a
-//	                      batch when a Read waits, and takes it back 20 ms
+//	                      batch when a Read waits, and takes it back 20-40 ms
 //	                      after the last Read that read the socket. A Read
 //	                      waits on the socket at most 200 ms at a time, so
 //	                      that it sees a timeout the ticker applied.
@@ -117,7 +117,7 @@
 // deadline), hands what it read to the core and returns the payload with
 // no goroutine hand-off. The reader gives the turn up after a batch when
 // a Read waits on the queue, stays parked while Reads read the socket,
-// and takes it back 20 ms after the last one, so that keep-alives and
+// and takes it back 20-40 ms after the last one, so that keep-alives and
 // payloads are still taken in when nobody reads. Locks: the read turn (a
 // channel) → the Conn's write turn (the timer, Write and Close; held from
 // the sealing of its packets to their socket write, so that they leave in

@@ -73,7 +73,7 @@ func TestReadPullsFromSocket(t *testing.T) {
 			got <- b
 		}()
 		waitFor(t, "IO wait", inPull)
-		require.True(t, stacks.Blocked("select", readerYield), "the reader is parked while a Read pulls")
+		waitFor(t, "select", readerYield)
 		_, err := cli.Write([]byte("pulled"))
 		require.NoError(t, err)
 		require.Equal(t, "pulled", string(<-got))

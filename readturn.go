@@ -20,19 +20,21 @@ const pullGrace = 20 * time.Millisecond
 // Conn's socket has one; so has each of a Listener's sockets.
 //
 // The reader holds the turn, and gives it up after a batch when a Read is
-// waiting for it (Wanted; it wakes them through freed); it takes it back
-// once no Read has pulled for pullGrace, so that datagrams are taken in
-// while nobody reads. A Read that pulls records when it ended (last)
-// instead of moving a timer: the reader's timer, when it fires, looks at
-// that and waits again for the rest of the grace.
+// waiting for it (wanted; it wakes them through freed); it takes it back
+// once no pull has ended for pullGrace, so that datagrams are taken in
+// while nobody reads. A pull touches no timer: it counts its end (ends),
+// and the reader's timer, when it fires, looks at that count. While a
+// pull goes on (a Read waiting for its datagram, for as long as it
+// takes), the reader waits with no timer for it to end (watch, ended).
 type readTurn struct {
 	tok     chan struct{} // capacity 1: the turn
 	freed   chan struct{} // capacity 1: the turn may be free
 	waiters atomic.Int32  // Reads waiting for a payload or the turn
-	last    atomic.Int64  // when the last pull ended (nanoseconds since epoch)
+	ends    atomic.Uint64 // pulls ended
+	watch   atomic.Bool   // the reader waits for the pull in progress to end
+	ended   chan struct{} // capacity 1: a pull ended while the reader watched
 	back    chan struct{} // capacity 1: a pull asks the reader to take the turn back at once
 	idle    *time.Timer   // the reader's wait; used by the reader only
-	epoch   time.Time
 	// solo: the turn goes to Reads only while at most one waits. A
 	// Listener's socket carries many Conns' datagrams: with several
 	// Reads waiting, a Read that reads the socket hands most of what it
@@ -54,9 +56,9 @@ func newReadTurn(solo bool, sock transport.Conn) *readTurn {
 		waits: w,
 		tok:   make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
+		ended: make(chan struct{}, 1),
 		back:  make(chan struct{}, 1),
 		idle:  time.NewTimer(time.Hour),
-		epoch: time.Now(),
 	}
 	t.idle.Stop()
 	return t
@@ -81,37 +83,58 @@ func (t *readTurn) wanted() bool {
 	return n > 0 && (!t.solo || n == 1)
 }
 
-// yield gives the turn to the Reads waiting and takes it back once none
-// has pulled for pullGrace, or one asks it to (back). It returns false if
-// stop closed first: the reader then holds the turn all the same, once
-// any pull in progress has ended (it ends with the socket's Close).
+// yield gives the turn to the Reads waiting and takes it back once no pull
+// has ended for pullGrace (between one and two graces after the last), or
+// one asks it to (back). It returns false if stop closed first: the
+// reader then holds the turn all the same, once any pull in progress has
+// ended (it ends with the socket's Close).
 func (t *readTurn) yield(stop <-chan struct{}) bool {
-	t.last.Store(t.now())
 	<-t.tok
 	signal(t.freed)
+	seen := t.ends.Load()
 	t.idle.Reset(pullGrace)
 	defer t.idle.Stop()
+	now := false // asked to take the turn back at once
 	for {
-		select {
-		case <-t.idle.C:
-			if rest := pullGrace - time.Duration(t.now()-t.last.Load()); rest > 0 {
-				t.idle.Reset(rest)
-				continue
+		if !now {
+			select {
+			case <-t.idle.C:
+				if e := t.ends.Load(); e != seen {
+					seen = e // pulls ended since: a grace more
+					t.idle.Reset(pullGrace)
+					continue
+				}
+			case <-t.back:
+			case <-stop:
+				t.tok <- struct{}{}
+				return false
 			}
-		case <-t.back:
-		case <-stop:
-			t.tok <- struct{}{}
-			return false
 		}
-		select {
-		case t.tok <- struct{}{}:
+		now = false
+		if t.tryTake() {
 			select {
 			case <-t.back: // asked by a pull that has ended
 			default:
 			}
 			return true
-		default:
-			// A Read is pulling: it ends within the grace, or asks.
+		}
+		// A Read is pulling: wait for its end, which may be far off,
+		// with no timer; then a grace more.
+		t.watch.Store(true)
+		if t.ends.Load() == seen {
+			select {
+			case <-t.ended:
+			case <-t.back:
+				now = true
+			case <-stop:
+				t.watch.Store(false)
+				t.tok <- struct{}{}
+				return false
+			}
+		}
+		t.watch.Store(false)
+		seen = t.ends.Load()
+		if !now {
 			t.idle.Reset(pullGrace)
 		}
 	}
@@ -131,9 +154,12 @@ func (t *readTurn) tryTake() bool {
 // the turn back at once, with giveBack (a read error it deals with) or
 // when, with solo, several Reads wait.
 func (t *readTurn) release(giveBack bool) {
-	t.last.Store(t.now())
 	n := t.waiters.Load()
 	<-t.tok
+	t.ends.Add(1)
+	if t.watch.Load() && t.watch.CompareAndSwap(true, false) {
+		signal(t.ended)
+	}
 	switch {
 	case giveBack || (t.solo && n > 1):
 		signal(t.back)
@@ -169,8 +195,6 @@ func (t *readTurn) pass() {
 		signal(t.freed)
 	}
 }
-
-func (t *readTurn) now() int64 { return int64(time.Since(t.epoch)) }
 
 // signal makes a non-blocking send on c (capacity 1).
 func signal(c chan struct{}) {

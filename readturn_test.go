@@ -1,0 +1,83 @@
+package netcode
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadTurnYield runs a socket's read turn on simulated time: the
+// reader gives it up to a waiting Read; while a pull goes on, however
+// long, the reader waits for its end with no timer; it takes the turn back
+// between one and two graces after the last pull ended, at once when a
+// pull asks it to, and at stop once the pull in progress has ended.
+func TestReadTurnYield(t *testing.T) {
+	cases := []struct {
+		name     string
+		giveBack bool // the pull asks the reader to take the turn back
+		stop     bool // the reader is stopped while the pull goes on
+	}{
+		{name: "grace"},
+		{name: "give back", giveBack: true},
+		{name: "stop", stop: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := newReadTurn(true, transport.Conn(nil))
+				stop := make(chan struct{})
+				require.True(t, rt.take(stop))
+				rt.wait(1) // a Read waits
+				require.True(t, rt.wanted())
+				took := make(chan bool, 1)
+				go func() { took <- rt.yield(stop) }()
+				<-rt.freed
+				require.True(t, rt.tryTake(), "the turn is free for the Read")
+				rt.wait(-1)
+
+				time.Sleep(10 * time.Second) // a long pull
+				synctest.Wait()
+				assert.True(t, rt.watch.Load(), "the reader waits for the pull's end, with no timer")
+				if tc.stop {
+					close(stop)
+					synctest.Wait()
+					require.Empty(t, took, "the reader waits for the pull to end")
+					rt.release(false)
+					require.False(t, <-took)
+					require.False(t, rt.tryTake(), "the reader holds the turn")
+					return
+				}
+				start := time.Now()
+				rt.release(tc.giveBack)
+				require.True(t, <-took)
+				waited := time.Since(start)
+				if tc.giveBack {
+					assert.Zero(t, waited)
+				} else {
+					assert.GreaterOrEqual(t, waited, pullGrace)
+					assert.Less(t, waited, 2*pullGrace)
+				}
+				require.False(t, rt.tryTake(), "the reader holds the turn")
+			})
+		})
+	}
+}
+
+// TestReadTurnSolo: a solo turn (a Listener's socket) is wanted while one
+// Read waits, not several, and a pull that ends with several waiting hands
+// the turn back to the reader instead of to them.
+func TestReadTurnSolo(t *testing.T) {
+	for _, solo := range []bool{false, true} {
+		rt := newReadTurn(solo, transport.Conn(nil))
+		rt.wait(2)
+		assert.Equal(t, !solo, rt.wanted(), "solo %v", solo)
+		require.True(t, rt.tryTake())
+		rt.release(false)
+		assert.Equal(t, solo, len(rt.back) == 1, "solo %v: back", solo)
+		assert.Equal(t, !solo, len(rt.freed) == 1, "solo %v: freed", solo)
+	}
+}
