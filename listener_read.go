@@ -45,6 +45,11 @@ type shard struct {
 	rcv   *server.Receiver
 	out   server.Output
 	fresh []*server.Client // clients whose handshake a batch completed
+	// onePeer: the last batch read came from one address. Only then may
+	// the turn go to a Read: with several clients sending, a Read that
+	// reads the socket would mostly hand other Conns' payloads over, as
+	// the reader does, in smaller batches.
+	onePeer bool
 
 	noPull atomic.Bool // the socket has no read deadline: only the reader reads it
 
@@ -84,7 +89,9 @@ func (l *Listener) readLoop(sh *shard) {
 // shardTurn is a socket's read turn as the reader's loop sees it.
 type shardTurn struct{ sh *shard }
 
-func (t shardTurn) Wanted() bool { return t.sh.rt.wanted() && !t.sh.noPull.Load() }
+func (t shardTurn) Wanted() bool {
+	return t.sh.onePeer && t.sh.rt.wanted() && !t.sh.noPull.Load()
+}
 
 func (t shardTurn) Yield() {
 	if t.sh.rt.yield(t.sh.l.closing) {
@@ -98,6 +105,7 @@ func (t shardTurn) Yield() {
 func (sh *shard) handle(ms []transport.Message) {
 	l, out := sh.l, &sh.out
 	l.received.AddAll(ms)
+	sh.onePeer = fromOnePeer(ms)
 	now := time.Now()
 	for i := range ms {
 		if len(ms[i].Buf) > protocol.MaxPacketBytes {
@@ -122,6 +130,16 @@ func (sh *shard) handle(ms []transport.Message) {
 	sh.fresh = sh.fresh[:0]
 	l.wakeTicker()
 	l.actOn(sh.q, out, noWait, nil, nil) // disconnects of a full backlog
+}
+
+// fromOnePeer reports whether ms all came from one address.
+func fromOnePeer(ms []transport.Message) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Addr != ms[0].Addr {
+			return false
+		}
+	}
+	return true
 }
 
 // readerDeadline clears the socket's read deadline that a Read's Pull
@@ -194,8 +212,9 @@ func (e *serverEndpoint) Pull() (bool, error) {
 		sh.handle(ms[:n])
 	}
 	// The reader's loop deals with the errors other than the deadline (it
-	// retries with a pause, or stops): it takes the socket back now.
-	sh.rt.release(err != nil && !timedOut)
+	// retries with a pause, or stops): it takes the socket back now, as it
+	// does when several clients are sending.
+	sh.rt.release((err != nil && !timedOut) || !sh.onePeer)
 	switch {
 	case err == nil:
 		return true, nil

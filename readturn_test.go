@@ -1,6 +1,7 @@
 package netcode
 
 import (
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,5 +80,34 @@ func TestReadTurnSolo(t *testing.T) {
 		rt.release(false)
 		assert.Equal(t, solo, len(rt.back) == 1, "solo %v: back", solo)
 		assert.Equal(t, !solo, len(rt.freed) == 1, "solo %v: freed", solo)
+	}
+}
+
+// TestShardTurnOnePeer: a Listener's reader gives its socket to a Read
+// only after a batch from one address (one client sending), and a Read
+// that reads datagrams from several gives it back.
+func TestShardTurnOnePeer(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	b := netip.MustParseAddrPort("127.0.0.1:1001")
+	cases := []struct {
+		name  string
+		addrs []netip.AddrPort
+		want  bool
+	}{
+		{"one datagram", []netip.AddrPort{a}, true},
+		{"a train from one client", []netip.AddrPort{a, a, a}, true},
+		{"two clients", []netip.AddrPort{a, a, b}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := make([]transport.Message, len(tc.addrs))
+			for i, ap := range tc.addrs {
+				ms[i].Addr = ap
+			}
+			assert.Equal(t, tc.want, fromOnePeer(ms))
+			sh := &shard{rt: newReadTurn(true, nil), onePeer: fromOnePeer(ms)}
+			sh.rt.wait(1)
+			assert.Equal(t, tc.want, shardTurn{sh}.Wanted())
+		})
 	}
 }
