@@ -73,8 +73,11 @@
 //	                      the reader does (other Conns' payloads go to
 //	                      their queues), else waits on the queue (deadline,
 //	                      Close). The reader gives the turn up after a
-//	                      batch when a Read waits, and takes it back 20-40 ms
-//	                      after the last Read that read the socket. A Read
+//	                      batch from one client when one Read waits (with
+//	                      several clients sending, its larger batches cost
+//	                      less), and takes it back when several send or
+//	                      wait, or 20-40 ms after the last Read that read
+//	                      the socket. A Read
 //	                      waits on the socket at most 200 ms at a time, so
 //	                      that it sees a timeout the ticker applied.
 //

@@ -43,10 +43,10 @@ type readTurn struct {
 	solo bool
 
 	// waits tells whether a pull's read waited for its datagram (nil: the
-	// socket cannot tell); sparse is what the last one said. Used in the
-	// turn.
-	waits  interface{ ReadWaited() bool }
-	sparse bool
+	// socket cannot tell); lone counts the pulls in a row that waited and
+	// read one datagram. Used in the turn.
+	waits interface{ ReadWaited() bool }
+	lone  int
 }
 
 func newReadTurn(solo bool, sock transport.Conn) *readTurn {
@@ -168,19 +168,30 @@ func (t *readTurn) release(giveBack bool) {
 	}
 }
 
+// loneRun is how many pulls in a row must have waited for their one
+// datagram before pulls read one datagram only.
+const loneRun = 2
+
 // pullRead reads the socket for a pull, into ms (resliced to their
-// capacity) and returns how many it read. After a read that waited for
-// its datagram it reads one only: datagrams come one at a time, and a
-// read of several would look at the empty socket once more.
+// capacity) and returns how many it read. After loneRun reads in a row
+// that each waited for their one datagram, it reads one only: datagrams
+// come one at a time, and a read of several would look at the empty
+// socket once more. A burst (a read that did not wait) ends that.
 func (t *readTurn) pullRead(sock transport.Conn, ms []transport.Message) (int, error) {
-	if t.sparse {
+	if t.lone >= loneRun {
 		ms = ms[:1]
 	}
 	for i := range ms {
 		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
 	}
 	n, err := sock.ReadBatch(ms)
-	t.sparse = t.waits != nil && err == nil && t.waits.ReadWaited()
+	switch {
+	case err != nil:
+	case n == 1 && t.waits != nil && t.waits.ReadWaited():
+		t.lone = min(t.lone+1, loneRun)
+	default:
+		t.lone = 0
+	}
 	return n, err
 }
 

@@ -111,3 +111,34 @@ func TestShardTurnOnePeer(t *testing.T) {
 		})
 	}
 }
+
+// scriptedSock is a socket whose reads each return one datagram and say
+// in turn whether they waited for it; it records how many messages each
+// read was given.
+type scriptedSock struct {
+	transport.Conn
+	waited []bool
+	lens   []int
+}
+
+func (s *scriptedSock) ReadBatch(ms []transport.Message) (int, error) {
+	s.lens = append(s.lens, len(ms))
+	return 1, nil
+}
+
+func (s *scriptedSock) ReadWaited() bool { return s.waited[len(s.lens)-1] }
+
+// TestPullReadLone: pulls read one datagram only after loneRun reads in
+// a row that each waited for their one datagram, and a whole batch again
+// after a read that found its datagram there (a burst).
+func TestPullReadLone(t *testing.T) {
+	sock := &scriptedSock{waited: []bool{true, true, true, false, true, true, true}}
+	rt := newReadTurn(false, sock)
+	ms := transport.NewMessages(8)
+	for range sock.waited {
+		n, err := rt.pullRead(sock, ms)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	assert.Equal(t, []int{8, 8, 1, 1, 8, 8, 1}, sock.lens)
+}
