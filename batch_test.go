@@ -2,6 +2,7 @@ package netcode_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -170,37 +171,91 @@ func TestWriteBatchLeavesTogether(t *testing.T) {
 
 // TestWriteBatchAllocations checks that batched writes, like Write, cost
 // no allocation per payload in steady state, on either side, whichever
-// path the transport takes.
+// path the transport takes, and whether the dialed Conn reads its
+// socket datagram by datagram or, once a bulk transfer attached, takes
+// trains coalesced (GRO, on the best path).
 func TestWriteBatchAllocations(t *testing.T) {
 	race.Skip(t)
-	onEachPath(t, func(t *testing.T, network, addr string) {
-		l := listen(t, network, addr, nil)
-		cli, srv := pair(t, l)
-		cbw, sbw := msgconn.BatchWriterOf(cli), msgconn.BatchWriterOf(srv)
-		ps := batchPayloads(16)
-		buf := make([]byte, netcode.MaxPayloadBytes)
-		step := func() {
-			for _, c := range []struct {
-				bw msgconn.BatchWriter
-				to *netcode.Conn
-			}{{cbw, srv}, {sbw, cli}} {
-				if _, err := c.bw.WriteBatch(ps); err != nil {
-					t.Fatal(err)
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprint("bulk=", bulk), func(t *testing.T) {
+			onEachPath(t, func(t *testing.T, network, addr string) {
+				l := listen(t, network, addr, nil)
+				cli, srv := pair(t, l)
+				if bulk {
+					msgconn.MarkBulk(cli, 0)
 				}
-				for range ps {
-					if _, err := c.to.Read(buf); err != nil {
-						t.Fatal(err)
+				cbw, sbw := msgconn.BatchWriterOf(cli), msgconn.BatchWriterOf(srv)
+				ps := batchPayloads(16)
+				buf := make([]byte, netcode.MaxPayloadBytes)
+				step := func() {
+					for _, c := range []struct {
+						bw msgconn.BatchWriter
+						to *netcode.Conn
+					}{{cbw, srv}, {sbw, cli}} {
+						if _, err := c.bw.WriteBatch(ps); err != nil {
+							t.Fatal(err)
+						}
+						for range ps {
+							if _, err := c.to.Read(buf); err != nil {
+								t.Fatal(err)
+							}
+						}
 					}
 				}
-			}
-		}
-		for range 50 { // grow the Outputs to a train
-			step()
-		}
-		allocs := testing.AllocsPerRun(200, step)
-		t.Logf("%.3f allocations per 32 payloads", allocs)
-		// As for Write: the ticker and the runtime's timers may allocate
-		// now and then.
-		require.Less(t, allocs, 0.1)
-	})
+				for range 50 { // grow the Outputs to a train, and the read slots
+					step()
+				}
+				allocs := testing.AllocsPerRun(200, step)
+				t.Logf("%.3f allocations per 32 payloads", allocs)
+				// As for Write: the ticker and the runtime's timers may
+				// allocate now and then.
+				require.Less(t, allocs, 0.1)
+			})
+		})
+	}
+}
+
+// TestBulkRaisesReadQueue, over real UDP, IPv4 and IPv6, on every path:
+// a Conn told it carries bulk traffic of up to N payloads in flight
+// (msgconn.MarkBulk, as package reliable does with its windows) holds N
+// in its read queue, on either side, where the default queue holds 256
+// and drops the rest; what it holds is read whole and in order.
+func TestBulkRaisesReadQueue(t *testing.T) {
+	const burst = 600
+	for _, tc := range []struct {
+		name  string
+		bulk  int // MarkBulk's payloads; 0: not called
+		kept  int
+		drops bool
+	}{
+		{"default queue", 0, 256, true},
+		{"raised", burst, burst, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onEachPath(t, func(t *testing.T, network, addr string) {
+				l := listen(t, network, addr, nil)
+				cli, srv := pair(t, l)
+				if tc.bulk > 0 {
+					msgconn.MarkBulk(cli, tc.bulk)
+					msgconn.MarkBulk(srv, tc.bulk)
+				}
+				ps := batchPayloads(burst)
+				for _, c := range [][2]*netcode.Conn{{cli, srv}, {srv, cli}} {
+					from, to := c[0], c[1]
+					n, err := writeBatch(t, from, ps)
+					require.NoError(t, err)
+					require.Equal(t, burst, n)
+					require.Eventually(t, func() bool { return to.Buffered()+int(to.Dropped()) >= burst },
+						10*time.Second, time.Millisecond, "queued %d, dropped %d", to.Buffered(), to.Dropped())
+					require.Equal(t, tc.kept, to.Buffered())
+					require.Equal(t, tc.drops, to.Dropped() > 0)
+					for i := range tc.kept {
+						got, err := readWithin(t, to, 5*time.Second)
+						require.NoError(t, err)
+						require.Equal(t, ps[i], got, "payload %d", i)
+					}
+				}
+			})
+		})
+	}
 }

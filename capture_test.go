@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
@@ -220,6 +221,20 @@ func TestNoNonceReuseOnTheWire(t *testing.T) {
 			cli, srv := session(t, l, tok)
 			batchTrade(t, cli, srv)
 			trade(t, cli, srv) // Writes after batches take the next sequences
+			require.NoError(t, cli.Close())
+			_, err := readWithin(t, srv, 5*time.Second)
+			require.ErrorIs(t, err, io.EOF)
+			refused(t, l, tok)
+			return r
+		}},
+		{"redial after a bulk transfer's batched writes", 1, func(t *testing.T, network, addr string) *relay {
+			l := listen(t, network, addr, nil)
+			r := newRelay(t, network, addr, l.Addr())
+			tok := captureToken(t, r, l.Addr(), withTimeout(1))
+			cli, srv := session(t, l, tok)
+			msgconn.MarkBulk(cli, 0) // its reads take trains coalesced from now on
+			batchTrade(t, cli, srv)
+			trade(t, cli, srv)
 			require.NoError(t, cli.Close())
 			_, err := readWithin(t, srv, 5*time.Second)
 			require.ErrorIs(t, err, io.EOF)

@@ -68,18 +68,25 @@ type Conn struct {
 // batchHook is msgconn.Hook under an unexported name, for embedding.
 type batchHook = msgconn.Hook
 
-// pullEndpoint is an endpoint whose Reads may read its socket themselves
-// (a dialed Conn's).
+// pullEndpoint is an endpoint with a socket of its own (a dialed Conn's):
+// its Reads may read the socket themselves, and a bulk transfer may ask
+// for coalesced reads.
 type pullEndpoint struct {
 	msgEndpoint
+	socketEndpoint
+}
+
+// socketEndpoint is what a pullEndpoint adds to an endpoint.
+type socketEndpoint interface {
 	msgconn.Puller
+	msgconn.Bulker
 }
 
 // newConn returns a Conn that reads the payloads q receives.
 func newConn(ep endpoint, local, remote net.Addr, q *packetq.Queue) *Conn {
 	c := &Conn{}
 	var m msgconn.Endpoint = msgEndpoint{ep}
-	if p, ok := ep.(msgconn.Puller); ok {
+	if p, ok := ep.(socketEndpoint); ok {
 		m = pullEndpoint{msgEndpoint{ep}, p}
 	}
 	c.m.Init(m, &connRules, local, remote, q)

@@ -3,6 +3,7 @@
 package netcode_test
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -10,20 +11,22 @@ import (
 	"testing"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/msgconn"
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
-// socketBuffers finds the process's UDP socket bound to local (through
+// socketFD finds the process's UDP socket bound to local (through
 // /proc/self/fd and getsockname, so that nothing in the package under test
-// has to expose it) and returns its SO_RCVBUF and SO_SNDBUF as the kernel
-// reports them.
-func socketBuffers(t *testing.T, local net.Addr) (rcv, snd int) {
+// has to expose it) and returns its descriptor.
+func socketFD(t *testing.T, local net.Addr) int {
 	t.Helper()
 	ua := local.(*net.UDPAddr)
 	fds, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
-	found := 0
+	found := -1
 	for _, e := range fds {
 		fd, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -48,13 +51,22 @@ func socketBuffers(t *testing.T, local net.Addr) (rcv, snd int) {
 		default:
 			continue
 		}
-		rcv, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
-		require.NoError(t, err)
-		snd, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
-		require.NoError(t, err)
-		found++
+		require.Equal(t, -1, found, "UDP sockets bound to %v", local)
+		found = fd
 	}
-	require.Equal(t, 1, found, "UDP sockets bound to %v", local)
+	require.NotEqual(t, -1, found, "no UDP socket bound to %v", local)
+	return found
+}
+
+// socketBuffers returns the SO_RCVBUF and SO_SNDBUF of the socket bound
+// to local as the kernel reports them.
+func socketBuffers(t *testing.T, local net.Addr) (rcv, snd int) {
+	t.Helper()
+	fd := socketFD(t, local)
+	rcv, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	require.NoError(t, err)
+	snd, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	require.NoError(t, err)
 	return rcv, snd
 }
 
@@ -123,5 +135,44 @@ func TestListenSocketBuffer(t *testing.T) {
 			require.Equal(t, 2*(48<<10), rcv, "receive buffer")
 			require.Equal(t, 2*(48<<10), snd, "send buffer")
 		})
+	}
+}
+
+// kernelHasGRO asks the kernel itself whether a UDP socket may take
+// coalesced datagrams.
+func kernelHasGRO(t *testing.T) bool {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	return unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+}
+
+// TestBulkReadsCoalesced, over real UDP, IPv4 and IPv6, on every path: a
+// dialed Conn reads its socket datagram by datagram until a bulk transfer
+// attaches (as package reliable does, msgconn.MarkBulk); from its next
+// read on, its socket takes the server's trains coalesced (UDP_GRO, as
+// the kernel reports it) where the path and the kernel allow it, and not
+// elsewhere; in both cases every payload of the batches each side writes
+// (each one train) arrives whole and in order.
+func TestBulkReadsCoalesced(t *testing.T) {
+	gro := kernelHasGRO(t)
+	for _, p := range transport.Paths {
+		for _, f := range families {
+			t.Run(fmt.Sprint(p, "/", f.name), func(t *testing.T) {
+				defer transport.ForcePath(transport.ForcePath(p))
+				l := listen(t, f.network, f.addr, nil)
+				cli, srv := pair(t, l)
+				fd := socketFD(t, cli.LocalAddr())
+				on := func() bool {
+					v, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO)
+					return err == nil && v == 1
+				}
+				require.False(t, on(), "GRO before a bulk transfer")
+				msgconn.MarkBulk(cli, 0)
+				msgconn.MarkBulk(srv, 0) // a server's Conn shares the Listener's socket: no GRO of its own
+				batchTrade(t, cli, srv)
+				assert.Equal(t, gro && p == transport.PathBest, on(), "GRO after a bulk transfer")
+			})
+		}
 	}
 }

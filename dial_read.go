@@ -21,6 +21,11 @@ import (
 // keeps: a bridge's relay holds thousands of Conns.
 const dialReadBatch = 8
 
+// dialGROSlots is the most super-datagrams (64 KiB each) a dialed Conn's
+// read takes once a bulk transfer turned GRO on (Bulk): its reads start
+// with one and add one while trains come faster than a read takes them.
+const dialGROSlots = 8
+
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
 	if !dc.rt.take(dc.stop) {
@@ -148,6 +153,12 @@ func (dc *dialConn) Pull() (bool, error) {
 	}
 	return true, nil // a deadline since moved: read again
 }
+
+// Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
+// Session), and the server's trains (GSO) are to arrive coalesced (GRO)
+// rather than cut into one datagram per read. The next read of the
+// socket turns it on.
+func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }
 
 // Waiting is msgconn.Puller's: Reads waiting on the read queue.
 func (dc *dialConn) Waiting(delta int32) { dc.rt.wait(delta) }

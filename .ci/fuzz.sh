@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in the module for FUZZTIME each (default 10s).
+# Runs every fuzz target in the module for FUZZTIME each (default 6s).
 # go test -fuzz takes one target in one package at a time, so list them first.
 # A run that fails without writing a crasher (the fuzzing engine itself can
 # stop with "context deadline exceeded" at the time limit) is retried, up to
@@ -8,7 +8,7 @@
 # whose every execution is a real network round trip still make progress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime="${FUZZTIME:-10s}"
+fuzztime="${FUZZTIME:-6s}"
 count=0
 # crashers counts the failing inputs saved for a target (none: 0).
 crashers() {

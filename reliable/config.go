@@ -189,6 +189,19 @@ type resolved struct {
 	endpoint   endpoint.Config
 }
 
+// inFlightPackets is how many packets a peer may have in flight towards
+// this end: one per chunk of the reliable windows (a chunk fills a
+// packet), and a margin for acks, resends and unreliable messages.
+func (r *resolved) inFlightPackets() int {
+	n := inFlightMargin
+	for _, s := range r.chans {
+		if s.kind != Unreliable {
+			n += s.window
+		}
+	}
+	return n
+}
+
 func (cfg *Config) resolve(stream bool) (*resolved, error) {
 	var c Config
 	if cfg != nil {

@@ -113,9 +113,13 @@
 // write: it seals each datagram as a packet of its own, as Write does,
 // and sends each run of up to 64 (a UDP GSO train) in one system call, or
 // one sendmmsg where the kernel has no GSO; over another message
-// connection each datagram is one Write. No write (netcode's AEAD and its
-// system call) runs under the state lock and nobody waits for another's
-// system call;
+// connection each datagram is one Write. A dialed *netcode.Conn a
+// Session or Stream attaches to reads its socket with UDP GRO from then
+// on, so that the peer's trains arrive whole. A Write or Send waiting for
+// room in the send buffer is woken once it has the room it waits for (a
+// quarter of the buffer for a Write, the message for a Send). No write
+// (netcode's AEAD and its system call) runs under the state lock and
+// nobody waits for another's system call;
 // then the write queue's lock and the timer's lock, leaves. The queues:
 // each reliable channel's send buffer (SendBuffer bytes, a ring) and
 // receive window (WindowBytes); each unreliable channel's send and

@@ -23,6 +23,15 @@ const maxRefs = 8
 // µs to take in.
 const ackEvery = 16
 
+// writeLowWater: a Write waiting for room in a reliable channel's send
+// queue is woken once 1/writeLowWater of the queue is free, or the room
+// for all it has left to write (see relSend.wakeWriter).
+const writeLowWater = 4
+
+// inFlightMargin is what a netcode Conn's read queue holds beyond a packet
+// per chunk of the windows (see resolved.inFlightPackets).
+const inFlightMargin = 64
+
 // ackDelay is how long an ack owed waits for more packets to ack.
 const ackDelay = time.Millisecond
 

@@ -172,7 +172,7 @@ func (c *core) ackChunk(ch int, seq uint32) {
 		freed = true
 	}
 	if freed {
-		signal(cs.writable)
+		s.wakeWriter(cs)
 		if c.progress != nil {
 			signal(c.progress)
 		}
@@ -277,7 +277,7 @@ func (c *core) walk(p []byte, apply bool) error {
 				c.ackBelow(int(p[1]), cum)
 				if seqBefore(cs.snd.peerLimit, limit) {
 					cs.snd.peerLimit = limit
-					signal(cs.writable)
+					cs.snd.wakeWriter(cs)
 				}
 			}
 			p = p[windowEntryBytes:]

@@ -22,6 +22,7 @@ type relSend struct {
 	peerLimit  uint32 // the peer takes chunks below this
 	finWanted  bool
 	finCut     bool
+	want       int  // the room the writer waiting needs (waitRoom), for wakeWriter
 	used       bool // written to or cut from since the last trim
 	dirty      bool // used since the trim that last cleared the ring
 	// Every chunk in flight (sent, not acked) is in one of lists, in the
@@ -83,48 +84,6 @@ func (s *relSend) grow() bool {
 	}
 	s.slots = slots
 	return true
-}
-
-// queued returns the bytes waiting to be cut into chunks.
-func (s *relSend) queued() int { return s.qlen }
-
-// room returns how many more bytes the queue takes.
-func (s *relSend) room() int { return s.limit - s.queued() }
-
-// write queues b, which must fit in room. The queue is a ring, so that a
-// writer who adds a few chunks' worth at a time to a full queue (a bulk
-// transfer, as acks free room) copies only what it adds; the ring grows,
-// by doubling, up to limit.
-func (s *relSend) write(b ...[]byte) {
-	need := 0
-	for _, p := range b {
-		need += len(p)
-	}
-	if s.qlen+need > len(s.queue) {
-		q := make([]byte, min(max(2*len(s.queue), s.qlen+need, 4096), max(s.limit, s.qlen+need)))
-		n := s.qlen
-		s.take(q[:n])
-		s.queue, s.qhead, s.qlen = q, 0, n
-	}
-	for _, p := range b {
-		at := (s.qhead + s.qlen) % len(s.queue)
-		n := copy(s.queue[at:], p)
-		copy(s.queue, p[n:])
-		s.qlen += len(p)
-	}
-	s.used, s.dirty = true, true
-}
-
-// take moves the first len(dst) queued bytes (no more than are queued)
-// into dst.
-func (s *relSend) take(dst []byte) {
-	if len(dst) == 0 {
-		return
-	}
-	k := copy(dst, s.queue[s.qhead:])
-	copy(dst[k:], s.queue)
-	s.qhead = (s.qhead + len(dst)) % len(s.queue)
-	s.qlen -= len(dst)
 }
 
 // dataAcked reports whether everything queued was sent and acknowledged,
@@ -384,7 +343,7 @@ func (c *core) flushChunk(i int) bool {
 	s.finCut = s.finCut || fin
 	s.next++
 	if n > 0 {
-		signal(cs.writable)
+		s.wakeWriter(cs)
 	}
 	c.addChunk(i, slot, false)
 	return true

@@ -101,6 +101,12 @@ func (b *batch) addAll(o *batch) {
 func (b *batch) reset() { b.buf, b.ends = b.buf[:0], b.ends[:0] }
 
 func start(mc MessageConn, r *resolved) (*conn, error) {
+	// A netcode Conn's read queue holds what the peer may have in flight
+	// (a payload per chunk of the windows, and room for acks and
+	// unreliable messages), and a dialed one reads the peer's trains
+	// coalesced from now on (UDP GRO), a bulk transfer's worth its read
+	// buffers.
+	msgconn.MarkBulk(mc, r.inFlightPackets())
 	cn := &conn{mc: mc, bw: msgconn.BatchWriterOf(mc), done: make(chan struct{}), progress: make(chan struct{}, 1), pend: new(batch), wq: new(batch), spare: new(batch)}
 	c, err := newCore(r, time.Now(), func(p []byte) { cn.pend.add(p) })
 	if err != nil {
@@ -504,6 +510,7 @@ func (ch *Channel) Send(msg []byte) error {
 			cn.unlock()
 			return nil
 		}
+		cs.snd.waitRoom(len(hdr)+len(msg), false)
 		cn.unlock()
 		if err := cn.wait(cs.writable, &ch.wd); err != nil {
 			return cn.opErr("send", err)

@@ -130,6 +130,9 @@ func (s *Stream) Write(b []byte) (int, error) {
 			cn.c.setTime(time.Now())
 			cn.c.flush()
 		}
+		if n < len(b) {
+			cs.snd.waitRoom(len(b)-n, true)
+		}
 		cn.unlock()
 		if n == len(b) {
 			return n, nil

@@ -70,6 +70,13 @@ type Puller interface {
 	SetReadDeadline(t time.Time)
 }
 
+// Bulker is an Endpoint with a socket of its own that may read trains of
+// datagrams coalesced (UDP GRO), which costs it read buffers: it does so
+// once Bulk says the connection carries bulk traffic (package reliable).
+type Bulker interface {
+	Bulk()
+}
+
 // Rules are a dialect's payload limits and names.
 type Rules struct {
 	Net        string // the net.OpError's Net: "netcode", "cute"
@@ -88,6 +95,7 @@ type Conn struct {
 	ep     Endpoint
 	pull   Puller        // ep, if it is one
 	batch  BatchEndpoint // ep, if it is one
+	bulk   Bulker        // ep, if it is one
 	rules  *Rules
 	local  net.Addr
 	remote net.Addr
@@ -114,6 +122,7 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.ep, c.rules, c.local, c.remote, c.q = ep, rules, local, remote, q
 	c.pull, _ = ep.(Puller)
 	c.batch, _ = ep.(BatchEndpoint)
+	c.bulk, _ = ep.(Bulker)
 }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
@@ -294,6 +303,28 @@ func BatchWriterOf(x any) BatchWriter {
 		return h.batchWriter()
 	}
 	return nil
+}
+
+func (h Hook) markBulk(packets int) {
+	if h.c == nil {
+		return
+	}
+	h.c.q.Raise(packets)
+	if h.c.bulk != nil {
+		h.c.bulk.Bulk()
+	}
+}
+
+// MarkBulk tells x, if it embeds a Hook, that it carries bulk traffic of
+// up to packets payloads in flight (package reliable calls it as it
+// attaches, with its windows): its read queue holds that many (0: as it
+// is), so that a window the peer may fill is not dropped at the queue
+// whenever the reader falls behind, and an Endpoint that is a Bulker
+// reads trains coalesced.
+func MarkBulk(x any, packets int) {
+	if h, ok := x.(interface{ markBulk(int) }); ok {
+		h.markBulk(packets)
+	}
 }
 
 // Close ends the connection: see the dialects' Conn.Close.

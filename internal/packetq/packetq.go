@@ -328,6 +328,14 @@ func (q *Queue) Err() error {
 	return nil
 }
 
+// Raise lets q hold at least limit datagrams; it never lowers the bound.
+// The ring still grows only as datagrams come.
+func (q *Queue) Raise(limit int) {
+	q.mu.Lock()
+	q.limit = max(q.limit, limit)
+	q.mu.Unlock()
+}
+
 // Len is the number of datagrams queued.
 func (q *Queue) Len() int {
 	q.mu.Lock()

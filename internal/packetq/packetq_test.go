@@ -28,20 +28,26 @@ func TestOrderBoundsAndDrops(t *testing.T) {
 	tests := []struct {
 		name      string
 		limit     int
+		raise     int // Raise's limit, if not 0
 		push      int
 		wantKept  int
 		wantDrops uint64
 	}{
-		{"under the bound", 8, 5, 5, 0},
-		{"at the bound", 8, 8, 8, 0},
-		{"over the bound", 4, 10, 4, 6},
-		{"growing ring", 100, 100, 100, 0},
-		{"zero limit means one", 0, 3, 1, 2},
+		{"under the bound", 8, 0, 5, 5, 0},
+		{"at the bound", 8, 0, 8, 8, 0},
+		{"over the bound", 4, 0, 10, 4, 6},
+		{"growing ring", 100, 0, 100, 100, 0},
+		{"zero limit means one", 0, 0, 3, 1, 2},
+		{"raised bound", 4, 10, 12, 10, 2},
+		{"a lower raise keeps the bound", 8, 4, 10, 8, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := New(tt.limit)
 			defer q.Close()
+			if tt.raise != 0 {
+				q.Raise(tt.raise)
+			}
 			kept := 0
 			for i := range tt.push {
 				if q.Push(ap(i), []byte{byte(i), 1, 2}) {

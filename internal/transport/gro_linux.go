@@ -17,7 +17,7 @@ import (
 // 64 KiB per header, and cuts what it took into the datagrams again.
 const (
 	groMax   = 1 << 16 // the largest super-datagram
-	groSlots = 64      // super-datagrams one read takes
+	groSlots = 64      // super-datagrams one read of a Listener's socket takes
 )
 
 // cmsgGROSpace is the room of one UDP_GRO control message (an int).
@@ -29,8 +29,9 @@ var cmsgGROSpace = unix.CmsgSpace(4)
 // It is used under mmsgConn.rmu.
 type groReader struct {
 	b     *batch
-	slots []byte // groSlots × groMax, reserved: pages are touched only as datagrams come
-	ctrl  []byte // a UDP_GRO control message's room per header
+	slots [][]byte // groMax bytes each: pages are touched only as datagrams come
+	max   int      // slots grows up to max, while reads find every slot filled by a train
+	ctrl  []byte   // a UDP_GRO control message's room per header
 	lens  []int
 	segs  []int // the segment size of each; 0: one datagram
 	addrs []netip.AddrPort
@@ -40,47 +41,86 @@ type groReader struct {
 	coalesced    int  // super-datagrams of more than one datagram read so far (tests)
 }
 
+// newGROReader returns a groReader with slots slots to read into, growing
+// up to max.
+func newGROReader(slots, max int) *groReader {
+	b := newBatch(max)
+	b.fn = b.recv
+	g := &groReader{
+		b:     b,
+		max:   max,
+		ctrl:  make([]byte, max*cmsgGROSpace),
+		lens:  make([]int, max),
+		segs:  make([]int, max),
+		addrs: make([]netip.AddrPort, max),
+	}
+	for range slots {
+		g.slots = append(g.slots, make([]byte, groMax))
+	}
+	return g
+}
+
+// groFault, when set, makes the kernel refuse UDP_GRO: tests set it to
+// see a socket fall back as on a kernel without it (before Linux 5.0).
+var groFault bool
+
 // EnableGRO asks the kernel to hand c's socket coalesced datagrams (UDP
 // GRO), if c is a socket on PathBest of a kernel that has it, and reports
-// whether it did. Call it before the first read. It costs the socket
-// 4 MiB of address space for its reads (resident only as datagrams
-// come); a server's socket, which reads many, is worth it, not a
-// client's.
+// whether it did. Call it before the first read: it waits for a read in
+// progress. It costs the socket 4 MiB of address space for its reads
+// (resident only as datagrams come): a Listener's socket, which reads
+// many senders' datagrams at once, is worth it. A client's socket asks
+// with AskGRO instead.
 func EnableGRO(c Conn) bool {
 	m, ok := c.(*mmsgConn)
 	if !ok || !m.offload {
 		return false
 	}
-	var serr error
-	if err := m.rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
-	}); err != nil || serr != nil {
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	_ = m.rc.Control(func(fd uintptr) { m.startGRO(fd, groSlots, groSlots) })
+	return m.gro != nil
+}
+
+// AskGRO asks that c's reads take coalesced datagrams (UDP GRO) from its
+// next read on, for a socket that is to receive bulk trains (a dialed
+// Conn carrying a reliable stream), and reports whether c may: a socket
+// on PathBest of a kernel with UDP GSO. It never waits: the goroutine
+// that reads next turns GRO on before it reads, so that no datagram is
+// read into a buffer too small for a train. Its reads start with one
+// 64 KiB slot, and take up to slots super-datagrams at once as trains
+// come faster than one read takes them. A kernel that refuses UDP_GRO
+// leaves the reads as they were.
+func AskGRO(c Conn, slots int) bool {
+	m, ok := c.(*mmsgConn)
+	if !ok || !m.offload {
 		return false
 	}
-	b := newBatch(groSlots)
-	b.fn = b.recv
-	m.rmu.Lock()
-	m.gro = &groReader{
-		b:     b,
-		slots: make([]byte, groSlots*groMax),
-		ctrl:  make([]byte, groSlots*cmsgGROSpace),
-		lens:  make([]int, groSlots),
-		segs:  make([]int, groSlots),
-		addrs: make([]netip.AddrPort, groSlots),
-	}
-	m.rmu.Unlock()
+	m.groAsk.CompareAndSwap(0, int32(min(max(slots, 1), groSlots)))
 	return true
+}
+
+// takeGRO turns GRO on if AskGRO asked for it; c.rmu is held.
+func (c *mmsgConn) takeGRO(fd uintptr) {
+	if k := c.groAsk.Swap(0); k > 0 {
+		c.startGRO(fd, 1, int(k))
+	}
+}
+
+// startGRO turns GRO on for fd, c's socket, with slots slots growing up
+// to max, unless it is on or the kernel refuses it; c.rmu is held.
+func (c *mmsgConn) startGRO(fd uintptr, slots, max int) {
+	if c.gro != nil || groFault || unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) != nil {
+		return
+	}
+	c.gro = newGROReader(slots, max)
+	c.groOn.Store(true)
 }
 
 // GRO reports whether c's reads take coalesced datagrams.
 func GRO(c Conn) bool {
 	m, ok := c.(*mmsgConn)
-	if !ok {
-		return false
-	}
-	m.rmu.Lock()
-	defer m.rmu.Unlock()
-	return m.gro != nil
+	return ok && m.groOn.Load()
 }
 
 // readGRO is ReadBatch with GRO on; c.rmu is held.
@@ -102,7 +142,7 @@ func (g *groReader) split(ms []Message) int {
 	k := 0
 	for k < len(ms) && g.next < g.n {
 		i := g.next
-		d := g.slots[i*groMax : i*groMax+g.lens[i]]
+		d := g.slots[i][:g.lens[i]]
 		seg := g.segs[i]
 		if seg <= 0 {
 			seg = len(d)
@@ -120,13 +160,15 @@ func (g *groReader) split(ms []Message) int {
 	return k
 }
 
-// prepare sets g's batch up to take up to k super-datagrams; g.b.recv
+// prepare sets g's batch up to take up to k super-datagrams (at most
+// one per slot); g.b.recv
 // then reads them and finish takes them in.
 func (g *groReader) prepare(k int) {
 	b := g.b
+	k = min(k, len(g.slots))
 	b.n, b.done, b.errno = k, 0, 0
 	for i := range k {
-		b.setBuf(i, g.slots[i*groMax:(i+1)*groMax])
+		b.setBuf(i, g.slots[i])
 		h := &b.hdrs[i].Hdr
 		h.Control = &g.ctrl[i*cmsgGROSpace]
 		h.SetControllen(cmsgGROSpace)
@@ -156,6 +198,11 @@ func (g *groReader) finish(c *mmsgConn, err error) error {
 	}
 	g.n = b.done
 	g.drained = b.done < b.n
+	if g.n == len(g.slots) && g.n < g.max && g.segs[g.n-1] > 0 && g.segs[g.n-1] < g.lens[g.n-1] {
+		// Every slot took something and the last a train: trains
+		// wait, more than one read takes. Another slot for the next.
+		g.slots = append(g.slots, make([]byte, groMax))
+	}
 	return nil
 }
 

@@ -30,6 +30,9 @@ func (c *mmsgConn) readHeld(ms []Message, stop <-chan struct{}, handle func([]Me
 			for i := range ms {
 				ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
 			}
+			if c.groAsk.Load() != 0 {
+				c.takeGRO(fd)
+			}
 			var n int
 			if g := c.gro; g != nil {
 				if g.next >= g.n {

@@ -42,7 +42,10 @@ type mmsgConn struct {
 
 	rmu sync.Mutex // one reader at a time owns r and gro; held across recvmmsg
 	r   *batch
-	gro *groReader // set by EnableGRO: reads take coalesced datagrams
+	gro *groReader // set by EnableGRO or AskGRO: reads take coalesced datagrams
+
+	groAsk atomic.Int32 // AskGRO's slots, for the next read to take up
+	groOn  atomic.Bool  // gro is set (for GRO, without rmu)
 
 	wmu    sync.Mutex // guards wfree and wfree1; a leaf
 	wfree  []*batch   // idle batch-write scratch: writers run in parallel
@@ -54,7 +57,8 @@ type mmsgConn struct {
 	// with EIO (a device without checksum offload).
 	gso atomic.Bool
 	// offload: the socket was made on PathBest of a kernel with UDP GSO;
-	// EnableGRO may turn GRO on (Linux 5.0; its setsockopt says).
+	// EnableGRO and AskGRO may turn GRO on (Linux 5.0; its setsockopt
+	// says).
 	offload bool
 }
 
@@ -308,6 +312,9 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.groAsk.Load() != 0 {
+		_ = c.rc.Control(c.takeGRO)
+	}
 	if c.gro != nil {
 		c.gro.b.waited = false
 		return c.readGRO(ms)

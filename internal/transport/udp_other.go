@@ -21,5 +21,8 @@ func GSO(Conn) bool { return false }
 // EnableGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
 func EnableGRO(Conn) bool { return false }
 
+// AskGRO asks for coalesced datagrams: there is no UDP GRO off Linux.
+func AskGRO(Conn, int) bool { return false }
+
 // GRO reports whether c's reads take coalesced datagrams: never off Linux.
 func GRO(Conn) bool { return false }

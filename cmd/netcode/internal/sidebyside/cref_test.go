@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode/cmd/netcode/internal/bench"
+)
+
+func TestParseCbench(t *testing.T) {
+	out := "some log line\nresult clients=16 window=8 size=100 echoes_per_second=32638 echoes_per_cpu_second=91818 cpu_seconds=0.375 wall_seconds=1.055 p50_us=2327 p99_us=41405\n"
+	got, err := parseCbench(out)
+	want := echoFigures{PerCPU: 91818, P50: 2327 * time.Microsecond, P99: 41405 * time.Microsecond}
+	if err != nil || got != want {
+		t.Errorf("parseCbench = %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{
+		"",
+		"clients 16 window 8 size 100: 24070 echoes/s, 84798 echoes per CPU-second\n", // the old format
+		"result clients=16 echoes_per_cpu_second=91818 p50_us=2327\n",                 // no p99
+		"result clients=16 echoes_per_cpu_second=x p50_us=1 p99_us=2\n",
+	} {
+		if _, err := parseCbench(bad); err == nil {
+			t.Errorf("parseCbench(%q) did not fail", bad)
+		}
+	}
+}
+
+// TestParseNetcodeBench reads what netcode bench -json writes, from the
+// load tool's own Result type, so that a renamed field fails here.
+func TestParseNetcodeBench(t *testing.T) {
+	res := bench.Result{Netcode: bench.Phase{EchoesPerCPUSecond: 84600, P50: 434 * time.Microsecond, P99: 2950 * time.Microsecond, RoundTrips: 250000}}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseNetcodeBench(b)
+	want := echoFigures{PerCPU: 84600, P50: 434 * time.Microsecond, P99: 2950 * time.Microsecond}
+	if err != nil || got != want {
+		t.Errorf("parseNetcodeBench = %+v, %v; want %+v", got, err, want)
+	}
+	res.Netcode.RoundTrips = 0
+	b, _ = json.Marshal(res)
+	if _, err := parseNetcodeBench(b); err == nil {
+		t.Error("a run that echoed nothing parsed")
+	}
+}
+
+func TestParseCrefConfigs(t *testing.T) {
+	got, err := parseCrefConfigs("1x8x100, 64x1x64")
+	if err != nil || len(got) != 2 || got[0] != (crefConfig{1, 8, 100}) || got[1] != (crefConfig{64, 1, 64}) {
+		t.Errorf("parseCrefConfigs = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1x8", "1x8x100x2", "0x8x100", "ax8x100"} {
+		if _, err := parseCrefConfigs(bad); err == nil {
+			t.Errorf("parseCrefConfigs(%q) did not fail", bad)
+		}
+	}
+}
+
+// TestCrefTable checks the medians, the ratio of the medians and the
+// empty C column where the C reference did not run.
+func TestCrefTable(t *testing.T) {
+	f := func(perCPU float64, p50, p99 time.Duration) echoFigures { return echoFigures{perCPU, p50, p99} }
+	rs := []crefResult{
+		{Config: crefConfig{16, 8, 100},
+			C:  []echoFigures{f(100e3, time.Millisecond, 2*time.Millisecond), f(90e3, 3*time.Millisecond, 5*time.Millisecond), f(110e3, 2*time.Millisecond, 4*time.Millisecond)},
+			Go: []echoFigures{f(80e3, time.Millisecond, 3*time.Millisecond), f(85e3, 900*time.Microsecond, 4*time.Millisecond), f(70e3, 2*time.Millisecond, 9*time.Millisecond)}},
+		{Config: crefConfig{512, 8, 100}, Go: []echoFigures{f(60e3, 20*time.Millisecond, 40*time.Millisecond)}},
+	}
+	var b bytes.Buffer
+	printCrefTable(&b, rs)
+	want := `| clients, window, payload | C echoes per CPU-s | Go echoes per CPU-s | Go / C | p50 C / Go | p99 C / Go |
+|---|---|---|---|---|---|
+| 16, 8, 100 B | 100.0k | 80.0k | 0.80 | 2.00 ms / 1.00 ms | 4.00 ms / 4.00 ms |
+| 512, 8, 100 B | — | 60.0k | — | — / 20.0 ms | — / 40.0 ms |
+
+rounds, echoes per CPU-s:
+  16, 8, 100 B: C [100.0k 90.0k 110.0k] Go [80.0k 85.0k 70.0k]
+  512, 8, 100 B: C [] Go [60.0k]
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}

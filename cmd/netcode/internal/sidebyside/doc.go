@@ -1,0 +1,58 @@
+// Command sidebyside runs the side-by-side comparisons of the README's
+// Performance section: this library against quic-go, plain UDP, TCP and
+// the C reference, on loopback, interleaved and in the same run. It is a
+// module of its own so that the netcode module never depends on what it
+// compares against (quic-go's streams and DATAGRAM frames here; the C
+// reference is built from a source tree the user names). One command per
+// table:
+//
+//	cd cmd/netcode/internal/sidebyside
+//	go run . datagrams              # quic-go DATAGRAM vs netcode vs plain UDP echoes
+//	go run . streams                # reliable.Stream vs quic-go stream vs TCP, 256 MiB
+//	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
+//
+// # Method
+//
+// datagrams runs an echo server in a child process (this executable again),
+// so that its CPU time is its own, as `netcode bench -server-process` does,
+// and N clients in this process, each keeping W payloads in flight and
+// sending the next when an echo returns (flat out). Every transport is
+// driven the same way: one reader goroutine per client, one echo goroutine
+// per connection on the server (plain UDP: GOMAXPROCS goroutines on one
+// socket). After a warm-up it measures a window: echoes per second, echoes
+// per second of the server process's CPU (getrusage in the child), echoes
+// per second of the CPU of both processes, and the p50 and p99 round trip.
+//
+// streams moves one stream of -mib MiB over loopback in each direction,
+// each end in a process of its own (this executable again): upload (the
+// dialing end sends) and download (the listening end sends). Each
+// transport keeps its defaults (reliable.NewStream(conn, nil), an empty
+// quic.Config). The sender writes 1 MiB at a time and ends its write side;
+// the receiver reads to the end and answers one byte, which ends the
+// sender's measurement. MB/s is the bytes over the receiver's time from its
+// first byte to the end; each side's CPU seconds per GB is its own
+// process's CPU (getrusage) over the transfer.
+//
+// With -base DIR, datagrams also runs the netcode echo server, and streams
+// reliable.Stream's two ends, built against the netcode module of another
+// worktree (a copy of this module with its replace pointed there), as one
+// more transport interleaved with the others: a before and after in the
+// same run.
+//
+// cref builds the C reference echo harness (cref/cbench.c, linked against
+// netcode.c and netcode.h 1.02 from the directory NETCODE_C_SRC names,
+// which this repository does not hold, and libsodium) and cmd/netcode of
+// a worktree of this repository (-worktree; default the one this module
+// is in), and runs cbench and `netcode bench -json` at the same client
+// counts, windows and payloads, C and Go interleaved. Both run the server
+// and the clients in one process, the shape the single-threaded C library
+// is driven in: echoes per CPU-second of that process, and the p50 and p99
+// round trip. Without NETCODE_C_SRC it says so and gives the Go column
+// alone; the C reference has no figure above its 256 clients.
+//
+// Every command repeats each configuration -rounds times, interleaving the
+// transports within each round (their order rotates from round to round),
+// and reports medians, with the rounds' values and the machine's load
+// average (uptime) before and after. Nothing here is a timed test: the
+// figures are printed, never asserted.
+package main

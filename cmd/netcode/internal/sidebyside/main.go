@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const usage = `usage: sidebyside datagrams [flags]   quic-go DATAGRAM vs netcode vs plain UDP echoes
+       sidebyside streams [flags]     reliable.Stream vs quic-go stream vs TCP
+       sidebyside cref [flags]        the C reference (NETCODE_C_SRC=dir) vs netcode bench
+Run "sidebyside COMMAND -h" for a command's flags.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "sidebyside:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "datagrams":
+		return runDatagrams(ctx, args[1:], stdout, stderr)
+	case "streams":
+		return runStreams(ctx, args[1:], stdout, stderr)
+	case "cref":
+		return runCref(ctx, args[1:], stdout, stderr)
+	case childArg:
+		return runChild(args[1:])
+	}
+	fmt.Fprintln(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// newFlags returns a flag set for command name that reports to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sidebyside "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// intList parses a comma-separated list of positive integers.
+func intList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive integers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// nameList parses a comma-separated list of names, each one of known.
+func nameList(s string, known ...string) ([]string, error) {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("unknown %q: want some of %s", f, strings.Join(known, ","))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// rotated returns list rotated left by k, so that each round of an
+// interleaved comparison starts with another transport.
+func rotated[T any](list []T, k int) []T {
+	if len(list) == 0 {
+		return nil
+	}
+	k %= len(list)
+	return append(append([]T(nil), list[k:]...), list[:k]...)
+}
+
+// uptime returns the output of uptime(1), the machine's load average, or
+// why it has none.
+func uptime() string {
+	out, err := exec.Command("uptime").Output()
+	if err != nil {
+		return "(uptime: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// median returns the median of xs (the mean of the middle two for an
+// even count), or 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 0 {
+		return (s[m-1] + s[m]) / 2
+	}
+	return s[m]
+}
+
+// kilo formats a rate in thousands: 123.4k.
+func kilo(x float64) string { return fmt.Sprintf("%.1fk", x/1000) }
+
+// dur formats a round trip in µs below 1 ms, else in ms.
+func dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// values returns f of each result in rs.
+func values[T any](rs []T, f func(T) float64) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// rounds lists xs formatted by f, in the order measured.
+func rounds(xs []float64, f func(float64) string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = f(x)
+	}
+	return strings.Join(s, " ")
+}
+
+func (r dgResult) String() string {
+	s := fmt.Sprintf("%s, %d clients: %.0f echoes/s, %.0f per server CPU-s, %.0f per CPU-s, p50 %v p99 %v, lost %d",
+		r.Transport, r.Clients, r.EchoesPerSec, r.PerServerCPU, r.PerCPU, r.P50, r.P99, r.Lost)
+	if r.PacketsPerEcho > 0 {
+		s += fmt.Sprintf(", %.2f server packets per echo", r.PacketsPerEcho)
+	}
+	return s
+}
+
+// printDatagramTable prints the medians of rs for each client count and
+// transport, in the order given, and each round's server figure.
+func printDatagramTable(w io.Writer, rs []dgResult, clients []int, transports []string) {
+	fmt.Fprintln(w, "| clients | transport | echoes/s | server echoes per server-CPU-s | echoes per CPU-s (both processes) | p50 | p99 | lost |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, n := range clients {
+		for _, t := range transports {
+			var sel []dgResult
+			for _, r := range rs {
+				if r.Clients == n && r.Transport == t {
+					sel = append(sel, r)
+				}
+			}
+			if len(sel) == 0 {
+				continue
+			}
+			srv := values(sel, func(r dgResult) float64 { return r.PerServerCPU })
+			fmt.Fprintf(w, "| %d | %s | %s | %s (%s) | %s | %s | %s | %.0f |\n", n, transportName(t),
+				kilo(median(values(sel, func(r dgResult) float64 { return r.EchoesPerSec }))),
+				kilo(median(srv)), rounds(srv, kilo),
+				kilo(median(values(sel, func(r dgResult) float64 { return r.PerCPU }))),
+				dur(time.Duration(median(values(sel, func(r dgResult) float64 { return float64(r.P50) })))),
+				dur(time.Duration(median(values(sel, func(r dgResult) float64 { return float64(r.P99) })))),
+				median(values(sel, func(r dgResult) float64 { return float64(r.Lost) })))
+		}
+	}
+}
+
+// transportName is how the tables name a transport.
+func transportName(t string) string {
+	switch t {
+	case "quic":
+		return "quic-go DATAGRAM"
+	case "udp":
+		return "plain UDP"
+	case "quic-stream":
+		return "quic-go stream"
+	case "reliable":
+		return "reliable.Stream"
+	case baseTransport:
+		return "netcode, -base"
+	case baseStreamTransport:
+		return "reliable.Stream, -base"
+	case "tcp":
+		return "TCP"
+	}
+	return t
+}
+
+// direction names a transfer's direction, seen from the dialing client.
+func direction(upload bool) string {
+	if upload {
+		return "upload"
+	}
+	return "download"
+}
+
+// perGB returns CPU seconds per 10⁹ bytes.
+func perGB(cpu time.Duration, bytes int64) float64 { return cpu.Seconds() / (float64(bytes) / 1e9) }
+
+func (r stResult) String() string {
+	return fmt.Sprintf("%s %s: %.0f MB/s, sender %.2f / receiver %.2f CPU-s per GB",
+		r.Transport, direction(r.Upload), r.MBps, perGB(r.SendCPU, r.Bytes), perGB(r.RecvCPU, r.Bytes))
+}
+
+// printStreamTable prints the medians of rs for each transport, in the
+// order given, and direction, with the rounds' range in brackets.
+func printStreamTable(w io.Writer, rs []stResult, transports []string) {
+	fmt.Fprintln(w, "| transport | direction | MB/s | sender CPU-s per GB | receiver CPU-s per GB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, t := range transports {
+		for _, upload := range []bool{true, false} {
+			var sel []stResult
+			for _, r := range rs {
+				if r.Transport == t && r.Upload == upload {
+					sel = append(sel, r)
+				}
+			}
+			if len(sel) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", transportName(t), direction(upload),
+				spread(values(sel, func(r stResult) float64 { return r.MBps }), "%.0f"),
+				spread(values(sel, func(r stResult) float64 { return perGB(r.SendCPU, r.Bytes) }), "%.2f"),
+				spread(values(sel, func(r stResult) float64 { return perGB(r.RecvCPU, r.Bytes) }), "%.2f"))
+		}
+	}
+}
+
+// spread formats the median of xs and, for more than one, their range:
+// "105 (100–144)".
+func spread(xs []float64, format string) string {
+	m := fmt.Sprintf(format, median(xs))
+	if len(xs) < 2 {
+		return m
+	}
+	return fmt.Sprintf("%s ("+format+"–"+format+")", m, slices.Min(xs), slices.Max(xs))
+}
+
+// crefResult is one configuration's rounds, C (none without the C
+// reference) and Go.
+type crefResult struct {
+	Config crefConfig
+	C, Go  []echoFigures
+}
+
+func (r crefResult) last() string {
+	s := ""
+	if len(r.C) > 0 {
+		c := r.C[len(r.C)-1]
+		s = fmt.Sprintf("C %.0f echoes per CPU-s, p50 %v; ", c.PerCPU, c.P50)
+	}
+	g := r.Go[len(r.Go)-1]
+	return s + fmt.Sprintf("Go %.0f echoes per CPU-s, p50 %v", g.PerCPU, g.P50)
+}
+
+// printCrefTable prints the C and Go medians of each configuration, the
+// ratio of the medians, and each round's figures.
+func printCrefTable(w io.Writer, rs []crefResult) {
+	fmt.Fprintln(w, "| clients, window, payload | C echoes per CPU-s | Go echoes per CPU-s | Go / C | p50 C / Go | p99 C / Go |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	p50 := func(f echoFigures) float64 { return float64(f.P50) }
+	p99 := func(f echoFigures) float64 { return float64(f.P99) }
+	for _, r := range rs {
+		g := median(values(r.Go, perCPU))
+		c, ratio, cp50, cp99 := "—", "—", "—", "—"
+		if len(r.C) > 0 {
+			cm := median(values(r.C, perCPU))
+			c, ratio = kilo(cm), fmt.Sprintf("%.2f", g/cm)
+			cp50, cp99 = dur(time.Duration(median(values(r.C, p50)))), dur(time.Duration(median(values(r.C, p99))))
+		}
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %s / %s | %s / %s |\n", r.Config, c, kilo(g), ratio,
+			cp50, dur(time.Duration(median(values(r.Go, p50)))), cp99, dur(time.Duration(median(values(r.Go, p99)))))
+	}
+	fmt.Fprintln(w, "\nrounds, echoes per CPU-s:")
+	for _, r := range rs {
+		fmt.Fprintf(w, "  %v: C [%s] Go [%s]\n", r.Config, rounds(values(r.C, perCPU), kilo), rounds(values(r.Go, perCPU), kilo))
+	}
+}
