@@ -226,6 +226,13 @@ func (e *serverEndpoint) Pull() (bool, error) {
 	return true, nil // the bound, or a deadline since moved: read again
 }
 
+// A server Conn's endpoint is a pullEndpoint (newConn).
+var _ socketEndpoint = (*serverEndpoint)(nil)
+
+// Bulk is msgconn.Bulker's: nothing to do, a Listener's sockets read
+// coalesced trains (GRO) already.
+func (e *serverEndpoint) Bulk() {}
+
 // Waiting is msgconn.Puller's: Reads waiting on their read queue.
 func (e *serverEndpoint) Waiting(delta int32) { e.sh.rt.wait(delta) }
 
