@@ -68,9 +68,9 @@ type Conn struct {
 // batchHook is msgconn.Hook under an unexported name, for embedding.
 type batchHook = msgconn.Hook
 
-// pullEndpoint is an endpoint with a socket of its own (a dialed Conn's):
-// its Reads may read the socket themselves, and a bulk transfer may ask
-// for coalesced reads.
+// pullEndpoint is an endpoint whose Reads may read its socket themselves
+// (a dialed Conn's, or a server Conn's, whose socket is the Listener's),
+// and for which a bulk transfer may ask for coalesced reads.
 type pullEndpoint struct {
 	msgEndpoint
 	socketEndpoint

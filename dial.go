@@ -111,13 +111,10 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		rtok:      make(chan struct{}, 1),
-		freed:     make(chan struct{}, 1),
+		rt:        newReadTurn(false, tc),
 		rms:       transport.NewMessages(dialReadBatch),
-		idle:      time.NewTimer(time.Hour),
 		sched:     timerwheel.From(ctx),
 	}
-	dc.idle.Stop()
 	dc.turn = make(chan struct{}, 1)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
 	dc.core = client.New(time.Now(), connectToken, log)
@@ -186,16 +183,13 @@ func (dc *dialConn) serverTried() net.Addr {
 // that its disconnect packets follow the packets already sealed: it waits
 // only for the one socket write in progress, if any, never for a queue.
 //
-// The socket is read by whoever holds the read turn (rtok): the reader
-// goroutine, or a Read that finds nothing queued and the turn free, which
-// then reads the socket itself (Pull) and takes its payload with no
-// goroutine hand-off. The reader gives the turn up after a batch when a
-// Read is waiting for a payload (it wakes them through freed), and takes
-// it back once no Read has pulled for pullGrace, so that keep-alives and
-// payloads are taken in while nobody reads. With the turn go rms and rout,
+// The socket is read by whoever holds the read turn (rt, a readTurn): the
+// reader goroutine, or a Read that finds nothing queued and the turn free,
+// which then reads the socket itself (Pull) and takes its payload with no
+// goroutine hand-off. With the turn go rms and rout,
 // and the socket's read deadline: a Read that pulls reads with the Conn's
 // read deadline (SetReadDeadline moves it under dmu while the Read waits),
-// the reader with none. Order: rtok → the write turn → the core's lock;
+// the reader with none. Order: the read turn → the write turn → the core's lock;
 // dmu is a leaf.
 type dialConn struct {
 	tc   transport.Conn
@@ -215,12 +209,9 @@ type dialConn struct {
 	// datagram buffer; used in the read turn.
 	rout client.Output
 
-	rtok    chan struct{}       // capacity 1: the read turn
-	rms     []transport.Message // the read buffers; used in the read turn
-	idle    *time.Timer         // the reader's wait for Reads to stop pulling; set and stopped in the read turn
-	freed   chan struct{}       // capacity 1: the reader gave the read turn up
-	waiters atomic.Int32        // Reads waiting on the read queue
-	noPull  atomic.Bool         // the socket has no read deadline: only the reader reads it
+	rt     *readTurn           // the read turn (readturn.go)
+	rms    []transport.Message // the read buffers; used in the read turn
+	noPull atomic.Bool         // the socket has no read deadline: only the reader reads it
 
 	dmu     sync.Mutex // guards rdl, sockDL and pulling; a leaf
 	rdl     time.Time  // the Conn's read deadline
@@ -237,14 +228,6 @@ type dialConn struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup // the read loop
-}
-
-// signal makes a non-blocking send on c (capacity 1).
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // update runs the core's Update, acts on it and sets the timer for the

@@ -26,28 +26,15 @@ const dialReadBatch = 8
 // with one and add one while trains come faster than a read takes them.
 const dialGROSlots = 8
 
-// pullGrace is how long the reader leaves the socket to Reads that pull
-// after the last one: past it with no Read pulling, the reader reads it
-// again. Longer than the pause between two Reads of a busy loop, short
-// beside the protocol's timeouts.
-const pullGrace = 20 * time.Millisecond
-
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
-	select {
-	case dc.rtok <- struct{}{}:
-		dc.readerDeadline()
-	case <-dc.stop:
+	if !dc.rt.take(dc.stop) {
+		<-dc.rt.tok
 		return
 	}
-	err := transport.ReadLoopInto(dc.tc, dc.rms, dc.stop, func(ms []transport.Message) {
-		dc.receive(ms)
-		if dc.waiters.Load() > 0 && !dc.noPull.Load() {
-			dc.yield()
-		}
-	}, nil)
-	dc.idle.Stop()
-	<-dc.rtok
+	dc.readerDeadline()
+	err := transport.ReadLoopTurns(dc.tc, dc.rms, dc.stop, dc.receive, nil, dialTurn{dc}, false)
+	<-dc.rt.tok
 	if err == nil {
 		return
 	}
@@ -58,6 +45,17 @@ func (dc *dialConn) readLoop() {
 		dc.conn.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
 		dc.halt()
 	default:
+	}
+}
+
+// dialTurn is the dialed Conn's read turn as the reader's loop sees it.
+type dialTurn struct{ dc *dialConn }
+
+func (t dialTurn) Wanted() bool { return t.dc.rt.wanted() && !t.dc.noPull.Load() }
+
+func (t dialTurn) Yield() {
+	if t.dc.rt.yield(t.dc.stop) {
+		t.dc.readerDeadline()
 	}
 }
 
@@ -85,29 +83,6 @@ func (dc *dialConn) receive(ms []transport.Message) {
 	}
 }
 
-// yield gives the read turn to the Reads waiting for a payload, and takes
-// it back once none has pulled for pullGrace, or the Conn ends.
-func (dc *dialConn) yield() {
-	dc.idle.Reset(pullGrace)
-	<-dc.rtok
-	signal(dc.freed)
-	for {
-		select {
-		case <-dc.idle.C:
-		case <-dc.stop:
-			dc.rtok <- struct{}{} // a Pull's read ends with the socket
-			return
-		}
-		select {
-		case dc.rtok <- struct{}{}:
-			dc.readerDeadline()
-			return
-		default:
-			// A Read is pulling: it sets the timer again when it ends.
-		}
-	}
-}
-
 // readerDeadline clears the socket's read deadline that a Read's Pull
 // left, for the reader, which has just taken the read turn.
 func (dc *dialConn) readerDeadline() {
@@ -125,18 +100,21 @@ func (dc *dialConn) Pull() (bool, error) {
 	if dc.noPull.Load() {
 		return false, nil
 	}
-	select {
-	case dc.rtok <- struct{}{}:
-	default:
+	if !dc.rt.tryTake() {
 		return false, nil
 	}
 	select {
 	case <-dc.stop: // the socket is closed or closing: the queue ends
-		<-dc.rtok
+		dc.rt.release(false)
 		return false, nil
 	default:
 	}
-	dc.idle.Stop()
+	if dc.conn.m.Buffered() > 0 {
+		// The reader queued a payload after this Read looked and
+		// before it gave the turn up: read it first.
+		dc.rt.release(false)
+		return true, nil
+	}
 	dc.dmu.Lock()
 	if dl := dc.rdl; !dl.Equal(dc.sockDL) {
 		if err := dc.tc.SetReadDeadline(dl); err != nil {
@@ -144,8 +122,7 @@ func (dc *dialConn) Pull() (bool, error) {
 			// cannot wait on it, the reader reads it from now on.
 			dc.dmu.Unlock()
 			dc.noPull.Store(true)
-			dc.idle.Reset(0)
-			<-dc.rtok
+			dc.rt.release(true)
 			return false, nil
 		}
 		dc.sockDL = dl
@@ -153,30 +130,19 @@ func (dc *dialConn) Pull() (bool, error) {
 	dc.pulling = true
 	dc.dmu.Unlock()
 	ms := dc.rms
-	for i := range ms {
-		ms[i].Buf = ms[i].Buf[:cap(ms[i].Buf)]
-	}
-	n, err := dc.tc.ReadBatch(ms)
+	n, err := dc.rt.pullRead(dc.tc, ms)
 	dc.dmu.Lock()
 	dc.pulling = false
 	dl := dc.rdl
 	dc.dmu.Unlock()
 	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
-	switch {
-	case err == nil:
+	if err == nil {
 		dc.receive(ms[:n])
-		dc.idle.Reset(pullGrace)
-	case timedOut:
-		dc.idle.Reset(pullGrace)
-	default:
-		// The reader's loop deals with the other errors (it retries with
-		// a pause, or ends the Conn): it takes the socket back now.
-		dc.idle.Reset(0)
 	}
-	<-dc.rtok
-	if dc.waiters.Load() > 0 {
-		signal(dc.freed) // another Read may pull now
-	}
+	// The reader's loop deals with the errors other than the deadline
+	// (it retries with a pause, or ends the Conn): it takes the socket
+	// back now. A Read waiting may pull next.
+	dc.rt.release(err != nil && !timedOut)
 	switch {
 	case err == nil:
 		return true, nil
@@ -195,10 +161,13 @@ func (dc *dialConn) Pull() (bool, error) {
 func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }
 
 // Waiting is msgconn.Puller's: Reads waiting on the read queue.
-func (dc *dialConn) Waiting(delta int32) { dc.waiters.Add(delta) }
+func (dc *dialConn) Waiting(delta int32) { dc.rt.wait(delta) }
 
 // Freed is msgconn.Puller's: the read turn may be free.
-func (dc *dialConn) Freed() <-chan struct{} { return dc.freed }
+func (dc *dialConn) Freed() <-chan struct{} { return dc.rt.freed }
+
+// Pass is msgconn.Puller's: a wake from Freed that a Read did not use.
+func (dc *dialConn) Pass() { dc.rt.pass() }
 
 // SetReadDeadline is msgconn.Puller's: the Conn's read deadline, for the
 // socket reads of Pull.

@@ -38,8 +38,10 @@
 //
 // A Listener:
 //
-//	reader ×ReadShards    one per socket: transport.ReadLoopOwned (recvmmsg
-//	  │                   batches) → its own server.Receiver and Output →
+//	reader ×ReadShards    one per socket: transport.ReadLoopTurns (recvmmsg
+//	  │                   batches), in the socket's read turn, which it
+//	  │                   gives to Reads that wait (see Conn.Read below)
+//	  │                   → its own server.Receiver and Output →
 //	  │                   after the batch, the replies go to its socket's
 //	  │                   send queue (dropped if it is full: clients
 //	  │                   resend) and the
@@ -65,7 +67,19 @@
 //	                      else queued for the writer; a full queue makes it
 //	                      wait until there is room, the Conn ends (Close)
 //	                      or its write deadline passes
-//	Conn.Read (callers)   blocks on the client's packetq.Queue (deadline, Close)
+//	Conn.Read (callers)   takes a payload from the client's packetq.Queue;
+//	                      with none queued, reads the socket itself if its
+//	                      read turn is free, acting on each datagram as
+//	                      the reader does (other Conns' payloads go to
+//	                      their queues), else waits on the queue (deadline,
+//	                      Close). The reader gives the turn up after a
+//	                      batch from one client when one Read waits (with
+//	                      several clients sending, its larger batches cost
+//	                      less), and takes it back when several send or
+//	                      wait, or 20-40 ms after the last Read that read
+//	                      the socket. A Read
+//	                      waits on the socket at most 200 ms at a time, so
+//	                      that it sees a timeout the ticker applied.
 //
 // With Socket.ReadShards > 1 each socket has its own reader, send queue and
 // writer: a reader's replies, and the Writes and Close of the connections
@@ -76,7 +90,8 @@
 // address, so a client cannot tell which one a packet came from.
 //
 // Locks, in the order they may be taken, each one's job by where it is
-// declared: a Conn's write turn (a channel) → server.Server.tick (Update
+// declared: a socket's read turn (a channel) → a Conn's write turn (a
+// channel) → server.Server.tick (Update
 // only) or Server.mainMu (Server.Receive only) → server.Server.mu
 // (RWMutex over the slot, address, id and token tables; lookups
 // read-lock it) → the core's deadline wheel lock, or a client's receive
@@ -91,7 +106,7 @@
 // that the caller acts on once the core's locks are released. No AEAD
 // operation and no system call happens under server.Server.mu.
 //
-// A dialed Conn owns one goroutine, its reader (transport.ReadLoop), and a
+// A dialed Conn owns one goroutine, its reader (transport.ReadLoopTurns), and a
 // timer (time.AfterFunc) set to the client core's next deadline: a send, a
 // timeout or the token's expiry; its callback runs, on a goroutine of its
 // own, only then. A Write moves it later (its payload puts the next
@@ -106,7 +121,7 @@
 // deadline), hands what it read to the core and returns the payload with
 // no goroutine hand-off. The reader gives the turn up after a batch when
 // a Read waits on the queue, stays parked while Reads read the socket,
-// and takes it back 20 ms after the last one, so that keep-alives and
+// and takes it back 20-40 ms after the last one, so that keep-alives and
 // payloads are still taken in when nobody reads. Locks: the read turn (a
 // channel) → the Conn's write turn (the timer, Write and Close; held from
 // the sealing of its packets to their socket write, so that they leave in

@@ -16,7 +16,6 @@ import (
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
-	"github.com/gonetcode/netcode/protocol"
 )
 
 // readBatch is how many datagrams the reader takes from the socket at once.
@@ -50,6 +49,9 @@ type Listener struct {
 	// through its socket's; the ticker's keep-alives and Listener.Close's
 	// disconnects through the first.
 	sends []*sendQueue
+	// readers are the sockets' read sides (listener_read.go): readers[i]
+	// reads shards[i], by its reader goroutine or by a Conn's Read.
+	readers []*shard
 	// outs holds the server core's Outputs for the calls made outside the
 	// readers, the ticker and Conn.Write, which own one each (Conn.Close,
 	// Listener.Close, loopback ends).
@@ -185,8 +187,10 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		l.sends = append(l.sends, newSendQueue(sh))
 	}
 	l.wg.Add(len(shards) + 1)
-	for i, sh := range shards {
-		go l.readLoop(sh, l.sends[i])
+	for i, sock := range shards {
+		sh := l.newShard(sock, l.sends[i])
+		l.readers = append(l.readers, sh)
+		go l.readLoop(sh)
 	}
 	go l.tickLoop()
 	return l, nil
@@ -262,51 +266,6 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 		return nil, errors.New("netcode: no interface address to check tokens against")
 	}
 	return out, nil
-}
-
-// readLoop reads one socket until Close, with its own Receiver (several
-// decrypt at once) and its own Output: the replies to a batch of datagrams
-// leave together through the send queue, after the core's calls.
-func (l *Listener) readLoop(sock transport.Conn, q *sendQueue) {
-	defer l.wg.Done()
-	rcv := l.core.NewReceiver()
-	var out server.Output
-	var fresh []*server.Client // clients whose handshake this batch completed
-	err := transport.ReadLoopOwned(sock, readBatch, l.closing, func(ms []transport.Message) {
-		l.received.AddAll(ms)
-		if len(ms) > 1 {
-			q.Burst() // their replies leave together
-		}
-		now := time.Now()
-		for i := range ms {
-			if len(ms[i].Buf) > protocol.MaxPacketBytes {
-				continue
-			}
-			if sc := rcv.Receive(now, ms[i].Addr, ms[i].Buf, &out); sc != nil {
-				fresh = append(fresh, sc)
-			}
-		}
-		l.actOn(q, &out, noWait, nil, nil)
-		if len(fresh) == 0 {
-			return
-		}
-		// Only now, with the keep-alives that confirm them handed to q,
-		// may Accept see the new Conns: a Write or Close right after
-		// Accept goes through the same queue, behind them, so the client
-		// hears that it is connected before any payload or disconnect.
-		for i, sc := range fresh {
-			l.connected(sc, &out, q)
-			fresh[i] = nil
-		}
-		fresh = fresh[:0]
-		l.wakeTicker()
-		l.actOn(q, &out, noWait, nil, nil) // disconnects of a full backlog
-	}, func(err error) {
-		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
-	})
-	if err != nil {
-		l.log.Error("netcode: reading the socket failed; the listener receives nothing more", "addr", l.addr.String(), "err", err)
-	}
 }
 
 // tickLoop sends keep-alives and applies timeouts and the core's sweeps.
@@ -456,10 +415,11 @@ var endErrors = [...]error{
 // connected makes the Conn of a client that completed its handshake and
 // queues it for Accept; a client the backlog has no room for is
 // disconnected at once, its disconnects sealed into out. Its Writes go
-// through q, the send queue of the socket that heard its handshake.
-func (l *Listener) connected(sc *server.Client, out *server.Output, q *sendQueue) {
+// through the send queue of sh, the socket that heard its handshake, and
+// its Reads may read that socket.
+func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, q: q, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, q: sh.q, sh: sh, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -474,9 +434,13 @@ func (l *Listener) connected(sc *server.Client, out *server.Output, q *sendQueue
 
 // serverEndpoint is the server side of a Conn.
 type serverEndpoint struct {
-	l *Listener
-	c *server.Client
-	q *sendQueue // its socket's
+	l  *Listener
+	c  *server.Client
+	q  *sendQueue // its socket's
+	sh *shard     // its socket's read side
+	// rdl is the Conn's read deadline, for the socket reads of its Pulls;
+	// guarded by sh.dmu.
+	rdl time.Time
 	// turn (capacity 1) is the Conn's write turn, held from the sealing
 	// of a Write's packet to its hand-off to the send queue, so that the
 	// Conn's packets leave in sequence order (the peer's replay window
@@ -546,4 +510,5 @@ func (e *serverEndpoint) close() {
 	// that confirmed it; Close never waits on the socket.
 	e.l.actOn(e.q, out, noWait, nil, nil)
 	e.l.putOut(out)
+	e.stopPull()
 }

@@ -328,12 +328,14 @@ func TestCloseSemantics(t *testing.T) {
 }
 
 // waitReading waits until a goroutine of the test fn is blocked in a
-// Conn's Read (waiting in its queue's select), so that what the test does
-// next happens to a blocked Read, which no fixed sleep can promise.
+// Conn's Read (waiting in its queue's select, or reading the socket
+// itself), so that what the test does next happens to a blocked Read,
+// which no fixed sleep can promise.
 func waitReading(t *testing.T, fn string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		return stacks.Blocked("select", fn, "packetq.(*Queue).read")
+		return stacks.Blocked("select", fn, "packetq.(*Queue).read") ||
+			stacks.Blocked("IO wait", fn, "msgconn.(*Conn).pullRead")
 	}, 10*time.Second, time.Millisecond, "no Read of %s blocked", fn)
 }
 

@@ -26,7 +26,7 @@ import (
 // reading the socket.
 const (
 	inPull      = "netcode.(*dialConn).Pull"
-	readerYield = "netcode.(*dialConn).yield"
+	readerYield = "netcode.dialTurn.Yield"
 	readerLoop  = "netcode.(*dialConn).readLoop"
 )
 
@@ -73,7 +73,7 @@ func TestReadPullsFromSocket(t *testing.T) {
 			got <- b
 		}()
 		waitFor(t, "IO wait", inPull)
-		require.True(t, stacks.Blocked("select", readerYield), "the reader is parked while a Read pulls")
+		waitFor(t, "select", readerYield)
 		_, err := cli.Write([]byte("pulled"))
 		require.NoError(t, err)
 		require.Equal(t, "pulled", string(<-got))
@@ -105,7 +105,7 @@ func TestReadPullsFromSocket(t *testing.T) {
 
 		// Nobody reads: the reader reads the socket again, and
 		// queues what comes for the next Read.
-		waitFor(t, "IO wait", readerLoop, "transport.ReadLoopInto")
+		waitFor(t, "IO wait", readerLoop, "transport.ReadLoopTurns")
 		_, err = cli.Write([]byte("queued"))
 		require.NoError(t, err)
 		b, err := readWithin(t, cli, 5*time.Second)

@@ -58,10 +58,13 @@ type Puller interface {
 	// has passed. It reports false at once if the socket is being read
 	// elsewhere: the Read then waits on the queue, with Waiting(1)
 	// before and Waiting(-1) after, and until Freed's channel says
-	// the socket may be free.
+	// the socket may be free. A Read that took a wake from Freed and
+	// then found its payload queued, without pulling, calls Pass, so
+	// that another Read waiting gets the wake.
 	Pull() (bool, error)
 	Waiting(delta int32)
 	Freed() <-chan struct{}
+	Pass()
 	// SetReadDeadline tells the Puller the Conn's read deadline, for the
 	// socket reads Pull makes.
 	SetReadDeadline(t time.Time)
@@ -165,9 +168,13 @@ func (c *Conn) Read(b []byte) (int, error) {
 // one it reads from the socket itself, else (the socket being read
 // elsewhere) one from the queue.
 func (c *Conn) pullRead(b []byte) (int, error) {
+	woken := false
 	for {
 		n, _, err := c.q.TryReadMessage(b)
 		if err != packetq.ErrEmpty {
+			if woken {
+				c.pull.Pass()
+			}
 			return n, err
 		}
 		pulled, err := c.pull.Pull()
@@ -175,6 +182,7 @@ func (c *Conn) pullRead(b []byte) (int, error) {
 			return 0, err
 		}
 		if pulled {
+			woken = false // the wake was used
 			continue
 		}
 		c.pull.Waiting(1)
@@ -183,6 +191,7 @@ func (c *Conn) pullRead(b []byte) (int, error) {
 		if err != packetq.ErrWoken {
 			return n, err
 		}
+		woken = true
 	}
 }
 

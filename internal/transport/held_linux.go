@@ -14,7 +14,7 @@ package transport
 // handled are likely there already, and that read takes them without
 // waiting for the poller (which, with every P busy, may not look for a
 // while). A lone datagram says they come further apart.
-func (c *mmsgConn) readHeld(ms []Message, stop <-chan struct{}, handle func([]Message)) (handled bool, err error) {
+func (c *mmsgConn) readHeld(ms []Message, stop <-chan struct{}, handle func([]Message) bool) (handled bool, err error) {
 	if len(ms) == 0 {
 		return false, nil
 	}
@@ -57,8 +57,8 @@ func (c *mmsgConn) readHeld(ms []Message, stop <-chan struct{}, handle func([]Me
 				wait = n == 1 && n < len(ms)
 			}
 			handled = true
-			if n > 0 {
-				handle(ms[:n])
+			if n > 0 && !handle(ms[:n]) {
+				return true // the caller passes the socket on
 			}
 			select {
 			case <-stop:

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gonetcode/netcode/internal/testing/stacks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestReadLoopOwned runs the owned loop over real sockets, GRO off and on,
@@ -110,4 +112,66 @@ func TestReadLoopOwnedStop(t *testing.T) {
 			assert.Positive(t, n)
 		})
 	}
+}
+
+// TestReadWaited, over real sockets, IPv4 and IPv6, GRO off and on: a
+// ReadBatch that finds its datagram already there did not wait; one that
+// blocks until a datagram comes did.
+func TestReadWaited(t *testing.T) {
+	groOpts := []bool{false}
+	if kernelHasGRO(t) {
+		groOpts = append(groOpts, true)
+	}
+	for _, gro := range groOpts {
+		for _, fam := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
+			t.Run(fmt.Sprint("gro=", gro, "/", fam.network), func(t *testing.T) {
+				skipWithoutIPv6(t, fam.network)
+				path := PathMmsg
+				if gro {
+					path = PathBest
+				}
+				rx := onPath(path)(listenUDP(t, fam.network, fam.addr))
+				defer rx.Close()
+				if gro {
+					require.True(t, EnableGRO(rx))
+				}
+				w, ok := rx.(interface{ ReadWaited() bool })
+				require.True(t, ok, "the recvmmsg path tells whether a read waited")
+				tx := onPath(PathBest)(listenUDP(t, fam.network, fam.addr))
+				defer tx.Close()
+				to := addrOf(t, rx)
+				ms := NewMessages(4)
+
+				require.NoError(t, tx.WriteTo([]byte("queued"), to))
+				require.Eventually(t, func() bool { return pending(t, rx) }, 5*time.Second, time.Millisecond)
+				n, err := rx.ReadBatch(ms)
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				require.False(t, w.ReadWaited(), "the datagram was there")
+
+				done := make(chan error, 1)
+				go func() {
+					_, err := rx.ReadBatch(ms)
+					done <- err
+				}()
+				require.Eventually(t, func() bool { return stacks.Blocked("IO wait", "transport.(*mmsgConn).ReadBatch") },
+					5*time.Second, time.Millisecond)
+				require.NoError(t, tx.WriteTo([]byte("awaited"), to))
+				require.NoError(t, <-done)
+				require.True(t, w.ReadWaited(), "the read waited for it")
+			})
+		}
+	}
+}
+
+// pending reports whether c's socket has a datagram to read.
+func pending(t *testing.T, c Conn) bool {
+	rc, err := c.(*mmsgConn).c.SyscallConn()
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, rc.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	}))
+	require.NoError(t, err)
+	return n > 0
 }

@@ -127,10 +127,11 @@ type batch struct {
 	segs  []int                   // writing: the messages of each header
 	ctrl  []byte                  // writing: each header's UDP_SEGMENT control message
 
-	fn    func(fd uintptr) bool // b.recv or b.send, made once
-	n     int                   // headers in use
-	done  int                   // headers completed
-	errno syscall.Errno
+	fn     func(fd uintptr) bool // b.recv or b.send, made once
+	n      int                   // headers in use
+	done   int                   // headers completed
+	errno  syscall.Errno
+	waited bool // reading: recv found the socket empty
 }
 
 func newBatch(n int) *batch {
@@ -198,6 +199,7 @@ func (b *batch) recv(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			b.waited = true
 			return false // wait until readable
 		}
 		b.done, b.errno = int(r), e
@@ -314,11 +316,23 @@ func (c *mmsgConn) ReadBatch(ms []Message) (int, error) {
 		_ = c.rc.Control(c.takeGRO)
 	}
 	if c.gro != nil {
+		c.gro.b.waited = false
 		return c.readGRO(ms)
 	}
+	c.r.waited = false
 	c.prepareRead(ms)
 	err := c.rc.Read(c.r.fn)
 	return c.finishRead(ms, err)
+}
+
+// ReadWaited reports whether the last ReadBatch found the socket empty
+// and waited for a datagram: datagrams come one at a time. Only the
+// goroutine that made that ReadBatch may ask, before its next one.
+func (c *mmsgConn) ReadWaited() bool {
+	if c.gro != nil {
+		return c.gro.b.waited
+	}
+	return c.r.waited
 }
 
 // prepareRead sets c.r up to read into ms; c.r.recv then reads and

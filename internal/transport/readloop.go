@@ -48,7 +48,7 @@ func NewMessages(n int) []Message {
 // c may use ms while handle runs (handle waits for them to finish before
 // it returns: a socket shared by turns), never while the loop reads.
 func ReadLoopInto(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
-	return readLoop(c, ms, stop, handle, onError, nil)
+	return readLoop(c, ms, stop, handle, onError, nil, nil)
 }
 
 // ReadLoopOwned is ReadLoop for a socket that nothing but the loop reads,
@@ -59,7 +59,30 @@ func ReadLoopInto(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []M
 // one system call fewer per datagram while they come one at a time.
 func ReadLoopOwned(c Conn, batch int, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
 	h, _ := c.(heldReader)
-	return readLoop(c, NewMessages(batch), stop, handle, onError, h)
+	return readLoop(c, NewMessages(batch), stop, handle, onError, h, nil)
+}
+
+// Turn is the read turn of a socket that other goroutines may read too,
+// for ReadLoopTurns: Wanted reports, after a batch, whether another
+// goroutine waits to read; Yield then passes the socket to it and returns
+// once the loop may read again (or stop is closed).
+type Turn interface {
+	Wanted() bool
+	Yield()
+}
+
+// ReadLoopTurns is ReadLoopInto for a socket whose read turn the loop
+// hands over: after each batch handled, if turn.Wanted(), it calls
+// turn.Yield, outside any read of c, so that the goroutine given the turn
+// may read c with ms. With owned, handle never closes c nor waits for
+// anything that waits for c's Close, and the loop waits as ReadLoopOwned
+// does, leaving that wait to yield.
+func ReadLoopTurns(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), turn Turn, owned bool) error {
+	var h heldReader
+	if owned {
+		h, _ = c.(heldReader)
+	}
+	return readLoop(c, ms, stop, handle, onError, h, turn)
 }
 
 // heldReader is a Conn that can read batch after batch within one wait
@@ -67,10 +90,10 @@ func ReadLoopOwned(c Conn, batch int, stop <-chan struct{}, handle func(ms []Mes
 // closed (it then returns a nil error) or a read fails, and reports
 // whether it read anything.
 type heldReader interface {
-	readHeld(ms []Message, stop <-chan struct{}, handle func([]Message)) (handled bool, err error)
+	readHeld(ms []Message, stop <-chan struct{}, handle func([]Message) (hold bool)) (handled bool, err error)
 }
 
-func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), held heldReader) error {
+func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), held heldReader, turn Turn) error {
 	var (
 		pause time.Duration
 		timer *time.Timer
@@ -80,6 +103,12 @@ func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Messa
 			timer.Stop()
 		}
 	}()
+	// hold handles a held read's batch and says whether to go on holding
+	// the socket: not when the turn is wanted elsewhere.
+	hold := func(ms []Message) bool {
+		handle(ms)
+		return turn == nil || !turn.Wanted()
+	}
 	for {
 		var (
 			n   int
@@ -87,7 +116,7 @@ func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Messa
 		)
 		if held != nil {
 			var handled bool
-			if handled, err = held.readHeld(ms, stop, handle); handled {
+			if handled, err = held.readHeld(ms, stop, hold); handled {
 				pause = 0
 			}
 		} else {
@@ -105,6 +134,9 @@ func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Messa
 			pause = 0
 			if n > 0 {
 				handle(ms[:n])
+			}
+			if turn != nil && turn.Wanted() {
+				turn.Yield()
 			}
 			continue
 		}

@@ -1,0 +1,273 @@
+package netcode
+
+// The read side of a Listener's sockets: each has a reader goroutine
+// (readLoop), which reads it while no Read does, and its Conns' Reads,
+// which read it themselves (serverEndpoint.Pull, for msgconn.Puller) when
+// they find nothing queued and the socket's read turn free. A Read that
+// reads the socket acts on every datagram it reads, as the reader does
+// (other Conns' payloads go to their read queues, handshakes are
+// answered), and takes its own payload with no hand-off between
+// goroutines: with few clients that hand-off, a wake of another thread
+// per payload, was most of a payload's cost.
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
+)
+
+// pullBound bounds a pulling Read's wait on the socket: past it the Read
+// looks again at whether its Conn has ended (a peer's timeout, which the
+// ticker applies, does not wake a read of the socket). The socket's
+// deadline is moved only once less than half of it is left, so that a
+// busy Conn does not move a timer per payload.
+const pullBound = 200 * time.Millisecond
+
+// shard is one socket's read side. The read turn (rt) goes with ms, rcv,
+// out and fresh, and with the socket's read deadline: a Read that pulls
+// reads with its Conn's read deadline, bounded by pullBound (moved by
+// SetReadDeadline under dmu while it waits), the reader with none.
+// Order: the read turn → the Conns' write turns → the core's locks; dmu is
+// a leaf.
+type shard struct {
+	l    *Listener
+	sock transport.Conn
+	q    *sendQueue // the socket's send queue: the replies to what is read
+	rt   *readTurn
+
+	ms    []transport.Message
+	rcv   *server.Receiver
+	out   server.Output
+	fresh []*server.Client // clients whose handshake a batch completed
+	// onePeer: the last batch read came from one address. Only then may
+	// the turn go to a Read: with several clients sending, a Read that
+	// reads the socket would mostly hand other Conns' payloads over, as
+	// the reader does, in smaller batches.
+	onePeer bool
+
+	noPull atomic.Bool // the socket has no read deadline: only the reader reads it
+
+	dmu    sync.Mutex
+	sockDL time.Time       // the socket's read deadline
+	puller *serverEndpoint // the Conn whose Read reads the socket, if any
+}
+
+func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
+	return &shard{
+		l:    l,
+		sock: sock,
+		q:    q,
+		rt:   newReadTurn(true, sock),
+		ms:   transport.NewMessages(readBatch),
+		rcv:  l.core.NewReceiver(),
+	}
+}
+
+// readLoop reads sh's socket until Close, while no Read does. It keeps
+// the read turn when it ends, so that no Read reads the socket after
+// Close, and Close, which waits for it, finds no Read acting on a
+// datagram (queueing a Conn for Accept) after it.
+func (l *Listener) readLoop(sh *shard) {
+	defer l.wg.Done()
+	if !sh.rt.take(l.closing) {
+		return
+	}
+	err := transport.ReadLoopTurns(sh.sock, sh.ms, l.closing, sh.handle, func(err error) {
+		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
+	}, shardTurn{sh}, true)
+	if err != nil {
+		l.log.Error("netcode: reading the socket failed; the listener receives nothing more", "addr", l.addr.String(), "err", err)
+	}
+}
+
+// shardTurn is a socket's read turn as the reader's loop sees it.
+type shardTurn struct{ sh *shard }
+
+func (t shardTurn) Wanted() bool {
+	return t.sh.onePeer && t.sh.rt.wanted() && !t.sh.noPull.Load()
+}
+
+func (t shardTurn) Yield() {
+	if t.sh.rt.yield(t.sh.l.closing) {
+		t.sh.readerDeadline()
+	}
+}
+
+// handle hands a batch of datagrams to the core and sends the replies
+// together through the send queue, after the core's calls; it runs in the
+// read turn.
+func (sh *shard) handle(ms []transport.Message) {
+	l, out := sh.l, &sh.out
+	l.received.AddAll(ms)
+	if len(ms) > 1 {
+		sh.q.Burst() // their replies leave together
+	}
+	sh.onePeer = fromOnePeer(ms)
+	now := time.Now()
+	for i := range ms {
+		if len(ms[i].Buf) > protocol.MaxPacketBytes {
+			continue
+		}
+		if sc := sh.rcv.Receive(now, ms[i].Addr, ms[i].Buf, out); sc != nil {
+			sh.fresh = append(sh.fresh, sc)
+		}
+	}
+	l.actOn(sh.q, out, noWait, nil, nil)
+	if len(sh.fresh) == 0 {
+		return
+	}
+	// Only now, with the keep-alives that confirm them handed to the
+	// send queue, may Accept see the new Conns: a Write or Close right
+	// after Accept goes through the same queue, behind them, so the
+	// client hears that it is connected before any payload or disconnect.
+	for i, sc := range sh.fresh {
+		l.connected(sc, out, sh)
+		sh.fresh[i] = nil
+	}
+	sh.fresh = sh.fresh[:0]
+	l.wakeTicker()
+	l.actOn(sh.q, out, noWait, nil, nil) // disconnects of a full backlog
+}
+
+// fromOnePeer reports whether ms all came from one address.
+func fromOnePeer(ms []transport.Message) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Addr != ms[0].Addr {
+			return false
+		}
+	}
+	return true
+}
+
+// readerDeadline clears the socket's read deadline that a Read's Pull
+// left, for the reader, which has just taken the read turn back.
+func (sh *shard) readerDeadline() {
+	sh.dmu.Lock()
+	if !sh.sockDL.IsZero() {
+		_ = sh.sock.SetReadDeadline(time.Time{})
+		sh.sockDL = time.Time{}
+	}
+	sh.dmu.Unlock()
+}
+
+// pullDeadline is the socket's read deadline for a Read whose Conn's read
+// deadline is rdl: rdl, or pullBound from now if that is sooner; a
+// deadline already set is kept while more than half of pullBound is left.
+// sh.dmu is held.
+func (sh *shard) pullDeadline(rdl, now time.Time) time.Time {
+	bound := now.Add(pullBound)
+	if !rdl.IsZero() && !rdl.After(bound) {
+		return rdl
+	}
+	if cur := sh.sockDL; cur.After(now.Add(pullBound/2)) && !cur.After(bound) && (rdl.IsZero() || !cur.After(rdl)) {
+		return cur
+	}
+	return bound
+}
+
+// Pull is msgconn.Puller's: a Read reads the socket itself if the read
+// turn is free.
+func (e *serverEndpoint) Pull() (bool, error) {
+	sh := e.sh
+	if sh.noPull.Load() || !sh.rt.tryTake() {
+		return false, nil
+	}
+	select {
+	case <-sh.l.closing: // the socket is closed or closing: the queue ends
+		sh.rt.release(false)
+		return false, nil
+	default:
+	}
+	if e.c.Queue().Len() > 0 {
+		// A payload was queued after this Read looked and before the
+		// turn was free: read it first.
+		sh.rt.release(false)
+		return true, nil
+	}
+	sh.dmu.Lock()
+	if dl := sh.pullDeadline(e.rdl, time.Now()); !dl.Equal(sh.sockDL) {
+		if err := sh.sock.SetReadDeadline(dl); err != nil {
+			// A caller's transport without read deadlines: a Read
+			// cannot wait on it, the reader reads it from now on.
+			sh.dmu.Unlock()
+			sh.noPull.Store(true)
+			sh.rt.release(true)
+			return false, nil
+		}
+		sh.sockDL = dl
+	}
+	sh.puller = e
+	sh.dmu.Unlock()
+	ms := sh.ms
+	n, err := sh.rt.pullRead(sh.sock, ms)
+	sh.dmu.Lock()
+	sh.puller = nil
+	dl := e.rdl
+	sh.dmu.Unlock()
+	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
+	if err == nil {
+		sh.handle(ms[:n])
+	}
+	// The reader's loop deals with the errors other than the deadline (it
+	// retries with a pause, or stops): it takes the socket back now, as it
+	// does when several clients are sending.
+	sh.rt.release((err != nil && !timedOut) || !sh.onePeer)
+	switch {
+	case err == nil:
+		return true, nil
+	case !timedOut:
+		return false, nil
+	case !dl.IsZero() && !time.Now().Before(dl):
+		return true, os.ErrDeadlineExceeded
+	}
+	return true, nil // the bound, or a deadline since moved: read again
+}
+
+// A server Conn's endpoint is a pullEndpoint (newConn).
+var _ socketEndpoint = (*serverEndpoint)(nil)
+
+// Bulk is msgconn.Bulker's: nothing to do, a Listener's sockets read
+// coalesced trains (GRO) already.
+func (e *serverEndpoint) Bulk() {}
+
+// Waiting is msgconn.Puller's: Reads waiting on their read queue.
+func (e *serverEndpoint) Waiting(delta int32) { e.sh.rt.wait(delta) }
+
+// Freed is msgconn.Puller's: the read turn may be free.
+func (e *serverEndpoint) Freed() <-chan struct{} { return e.sh.rt.freed }
+
+// Pass is msgconn.Puller's: a wake from Freed that a Read did not use.
+func (e *serverEndpoint) Pass() { e.sh.rt.pass() }
+
+// SetReadDeadline is msgconn.Puller's: the Conn's read deadline, for the
+// socket reads of Pull.
+func (e *serverEndpoint) SetReadDeadline(t time.Time) {
+	sh := e.sh
+	sh.dmu.Lock()
+	e.rdl = t
+	if sh.puller == e {
+		dl := sh.pullDeadline(t, time.Now())
+		_ = sh.sock.SetReadDeadline(dl)
+		sh.sockDL = dl
+	}
+	sh.dmu.Unlock()
+}
+
+// stopPull ends the socket read of a Read of e's Conn, if one is in
+// progress: Close does not wait for the next datagram.
+func (e *serverEndpoint) stopPull() {
+	sh := e.sh
+	sh.dmu.Lock()
+	if sh.puller == e {
+		past := time.Unix(1, 0)
+		_ = sh.sock.SetReadDeadline(past)
+		sh.sockDL = past
+	}
+	sh.dmu.Unlock()
+}

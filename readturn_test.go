@@ -1,0 +1,144 @@
+package netcode
+
+import (
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadTurnYield runs a socket's read turn on simulated time: the
+// reader gives it up to a waiting Read; while a pull goes on, however
+// long, the reader waits for its end with no timer; it takes the turn back
+// between one and two graces after the last pull ended, at once when a
+// pull asks it to, and at stop once the pull in progress has ended.
+func TestReadTurnYield(t *testing.T) {
+	cases := []struct {
+		name     string
+		giveBack bool // the pull asks the reader to take the turn back
+		stop     bool // the reader is stopped while the pull goes on
+	}{
+		{name: "grace"},
+		{name: "give back", giveBack: true},
+		{name: "stop", stop: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := newReadTurn(true, transport.Conn(nil))
+				stop := make(chan struct{})
+				require.True(t, rt.take(stop))
+				rt.wait(1) // a Read waits
+				require.True(t, rt.wanted())
+				took := make(chan bool, 1)
+				go func() { took <- rt.yield(stop) }()
+				<-rt.freed
+				require.True(t, rt.tryTake(), "the turn is free for the Read")
+				rt.wait(-1)
+
+				time.Sleep(10 * time.Second) // a long pull
+				synctest.Wait()
+				assert.True(t, rt.watch.Load(), "the reader waits for the pull's end, with no timer")
+				if tc.stop {
+					close(stop)
+					synctest.Wait()
+					require.Empty(t, took, "the reader waits for the pull to end")
+					rt.release(false)
+					require.False(t, <-took)
+					require.False(t, rt.tryTake(), "the reader holds the turn")
+					return
+				}
+				start := time.Now()
+				rt.release(tc.giveBack)
+				require.True(t, <-took)
+				waited := time.Since(start)
+				if tc.giveBack {
+					assert.Zero(t, waited)
+				} else {
+					assert.GreaterOrEqual(t, waited, pullGrace)
+					assert.Less(t, waited, 2*pullGrace)
+				}
+				require.False(t, rt.tryTake(), "the reader holds the turn")
+			})
+		})
+	}
+}
+
+// TestReadTurnSolo: a solo turn (a Listener's socket) is wanted while one
+// Read waits, not several, and a pull that ends with several waiting hands
+// the turn back to the reader instead of to them.
+func TestReadTurnSolo(t *testing.T) {
+	for _, solo := range []bool{false, true} {
+		rt := newReadTurn(solo, transport.Conn(nil))
+		rt.wait(2)
+		assert.Equal(t, !solo, rt.wanted(), "solo %v", solo)
+		require.True(t, rt.tryTake())
+		rt.release(false)
+		assert.Equal(t, solo, len(rt.back) == 1, "solo %v: back", solo)
+		assert.Equal(t, !solo, len(rt.freed) == 1, "solo %v: freed", solo)
+	}
+}
+
+// TestShardTurnOnePeer: a Listener's reader gives its socket to a Read
+// only after a batch from one address (one client sending), and a Read
+// that reads datagrams from several gives it back.
+func TestShardTurnOnePeer(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	b := netip.MustParseAddrPort("127.0.0.1:1001")
+	cases := []struct {
+		name  string
+		addrs []netip.AddrPort
+		want  bool
+	}{
+		{"one datagram", []netip.AddrPort{a}, true},
+		{"a train from one client", []netip.AddrPort{a, a, a}, true},
+		{"two clients", []netip.AddrPort{a, a, b}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := make([]transport.Message, len(tc.addrs))
+			for i, ap := range tc.addrs {
+				ms[i].Addr = ap
+			}
+			assert.Equal(t, tc.want, fromOnePeer(ms))
+			sh := &shard{rt: newReadTurn(true, nil), onePeer: fromOnePeer(ms)}
+			sh.rt.wait(1)
+			assert.Equal(t, tc.want, shardTurn{sh}.Wanted())
+		})
+	}
+}
+
+// scriptedSock is a socket whose reads each return one datagram and say
+// in turn whether they waited for it; it records how many messages each
+// read was given.
+type scriptedSock struct {
+	transport.Conn
+	waited []bool
+	lens   []int
+}
+
+func (s *scriptedSock) ReadBatch(ms []transport.Message) (int, error) {
+	s.lens = append(s.lens, len(ms))
+	return 1, nil
+}
+
+func (s *scriptedSock) ReadWaited() bool { return s.waited[len(s.lens)-1] }
+
+// TestPullReadLone: pulls read one datagram only after loneRun reads in
+// a row that each waited for their one datagram, and a whole batch again
+// after a read that found its datagram there (a burst).
+func TestPullReadLone(t *testing.T) {
+	sock := &scriptedSock{waited: []bool{true, true, true, false, true, true, true}}
+	rt := newReadTurn(false, sock)
+	ms := transport.NewMessages(8)
+	for range sock.waited {
+		n, err := rt.pullRead(sock, ms)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	assert.Equal(t, []int{8, 8, 1, 1, 8, 8, 1}, sock.lens)
+}
