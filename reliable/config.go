@@ -168,7 +168,8 @@ var errUnexpectedEOF = fmt.Errorf("netcode/reliable: connection ended before the
 type chanSpec struct {
 	kind       ChannelKind
 	maxMessage int
-	window     int // in chunks
+	window     int // in chunks: the receive window at first
+	maxWindow  int // in chunks: the most it grows to (window if WindowBytes was set)
 	sendBuffer int
 	queue      int
 	queueBytes int
@@ -196,7 +197,7 @@ func (r *resolved) inFlightPackets() int {
 	n := inFlightMargin
 	for _, s := range r.chans {
 		if s.kind != Unreliable {
-			n += s.window
+			n += s.maxWindow
 		}
 	}
 	return n
@@ -274,10 +275,12 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			if wb == 0 {
 				wb = c.WindowBytes
 			}
+			maxWB := wb
 			if wb == 0 {
-				wb = defaultWindowBytes
+				wb, maxWB = defaultWindowBytes, defaultMaxWindowBytes
 			}
 			s.window = max((wb+r.chunkMax-1)/r.chunkMax, 2)
+			s.maxWindow = (maxWB + r.chunkMax - 1) / r.chunkMax
 			if s.sendBuffer == 0 {
 				s.sendBuffer = defaultSendBuffer
 			}
@@ -287,6 +290,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				s.window = max(s.window, (s.maxMessage+messageLenBytes+r.chunkMax-1)/r.chunkMax+1)
 				s.sendBuffer = max(s.sendBuffer, s.maxMessage+messageLenBytes)
 			}
+			s.maxWindow = max(s.maxWindow, s.window)
 		case Unreliable:
 			if s.maxMessage == 0 {
 				s.maxMessage = maxUnreliable

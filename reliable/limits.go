@@ -92,6 +92,12 @@ const (
 	// out of order. It is sized for a server with hundreds of clients;
 	// bulk transfers over long paths want the bandwidth-delay product.
 	defaultWindowBytes = 256 << 10
+	// defaultMaxWindowBytes is the most a receive window left at its
+	// default grows to (relRecv.tune): 2 MiB, just above the 1.8 MB
+	// (1536 packets of 1168 bytes) that the sender's packet records let
+	// it keep in flight (core.trackedPackets), so that a larger window
+	// would only let a peer make this end buffer more.
+	defaultMaxWindowBytes = 2 << 20
 	// defaultSendBuffer is the default number of bytes a reliable channel
 	// queues before Send or Write blocks (at least one largest message).
 	defaultSendBuffer = 256 << 10
