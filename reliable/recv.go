@@ -14,7 +14,7 @@ type relRecv struct {
 	held      int        // slots present (received, not yet read)
 	used      bool       // a chunk was stored since the last trim
 	dirty     bool       // used since the trim that last cleared the ring
-	window    uint32 // grows up to maxWindow (tune)
+	window    uint32     // grows up to maxWindow (tune)
 	maxWindow uint32
 	epoch     uint32 // next when the tuning epoch began
 	epochAt   int64  // when it began, as core.stamp
