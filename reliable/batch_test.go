@@ -14,7 +14,8 @@ import (
 // IPv6, on every path of the transport: a Stream over a *netcode.Conn
 // hands it its datagrams in batches (the Conn seals them and sends each
 // train in one system call where the socket can), and 8 MiB each way,
-// both at once, arrive whole and in order. Streams over a connection
+// both at once, arrive whole and in order, the receive windows (left at
+// their default, so auto-tuned) within their maximum. Streams over a connection
 // without batched writes (netsim's, in the other tests) write one
 // datagram at a time.
 func TestStreamBatchedWrites(t *testing.T) {
@@ -58,6 +59,14 @@ func TestStreamBatchedWrites(t *testing.T) {
 					want := make([]byte, size)
 					pattern(want, i)
 					require.True(t, bytes.Equal(want, r.got), "direction %d: %d bytes, not the %d sent", i, len(r.got), size)
+				}
+				for _, s := range []*Stream{cli, srv} {
+					s.cn.mu.Lock()
+					rc := &s.cn.c.chans[0].rcv
+					w, most := rc.window, rc.maxWindow
+					s.cn.mu.Unlock()
+					t.Logf("receive window: %d chunks of at most %d", w, most)
+					require.LessOrEqual(t, w, most, "the auto-tuned window past its maximum")
 				}
 				closeBoth(t, cli, srv)
 			})

@@ -120,8 +120,15 @@ type Config struct {
 	Linger time.Duration
 	// WindowBytes is a Stream's receive window, and that of the reliable
 	// channels whose own ChannelConfig.WindowBytes is 0 (see there):
-	// what the peer can make this end buffer. Default 256 KiB; a bulk transfer over a long path wants the
-	// bandwidth-delay product, on both ends.
+	// what the peer can make this end buffer. Set, it is fixed. Zero, a
+	// Session's channels have 256 KiB and a Stream's window starts at
+	// 256 KiB and grows, doubling, up to 1 MiB while the reader takes a
+	// window's worth in less than 4 round trips (the window, not the
+	// reader, bounds the transfer); what a peer that withholds a chunk
+	// can make a Stream buffer is then up to 1 MiB. A server of many
+	// untrusted Streams that wants the lower bound sets 256 KiB; a bulk
+	// transfer over a long path wants the bandwidth-delay product, on
+	// both ends.
 	WindowBytes int
 	// AckTimeout gives up on a peer that does not acknowledge reliable
 	// data, as TCP's user timeout does: when a chunk has gone
@@ -168,7 +175,8 @@ var errUnexpectedEOF = fmt.Errorf("netcode/reliable: connection ended before the
 type chanSpec struct {
 	kind       ChannelKind
 	maxMessage int
-	window     int // in chunks
+	window     int // in chunks: the receive window at first
+	maxWindow  int // in chunks: the most it grows to (window if WindowBytes was set)
 	sendBuffer int
 	queue      int
 	queueBytes int
@@ -196,7 +204,7 @@ func (r *resolved) inFlightPackets() int {
 	n := inFlightMargin
 	for _, s := range r.chans {
 		if s.kind != Unreliable {
-			n += s.window
+			n += s.maxWindow
 		}
 	}
 	return n
@@ -274,10 +282,18 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 			if wb == 0 {
 				wb = c.WindowBytes
 			}
+			maxWB := wb
 			if wb == 0 {
-				wb = defaultWindowBytes
+				// A Stream's default window grows (relRecv.tune); a
+				// Session's channels keep theirs, sized for a server
+				// with hundreds of clients.
+				wb, maxWB = defaultWindowBytes, defaultWindowBytes
+				if stream {
+					maxWB = defaultMaxWindowBytes
+				}
 			}
 			s.window = max((wb+r.chunkMax-1)/r.chunkMax, 2)
+			s.maxWindow = (maxWB + r.chunkMax - 1) / r.chunkMax
 			if s.sendBuffer == 0 {
 				s.sendBuffer = defaultSendBuffer
 			}
@@ -287,6 +303,7 @@ func (cfg *Config) resolve(stream bool) (*resolved, error) {
 				s.window = max(s.window, (s.maxMessage+messageLenBytes+r.chunkMax-1)/r.chunkMax+1)
 				s.sendBuffer = max(s.sendBuffer, s.maxMessage+messageLenBytes)
 			}
+			s.maxWindow = max(s.maxWindow, s.window)
 		case Unreliable:
 			if s.maxMessage == 0 {
 				s.maxMessage = maxUnreliable

@@ -157,9 +157,10 @@ func newCore(cfg *resolved, now time.Time, out func([]byte)) (*core, error) {
 			continue
 		}
 		c.rel = append(c.rel, i)
-		w := uint32(s.window)
-		ch.snd = relSend{limit: s.sendBuffer, slots: make([]sendSlot, min(w, initialSlots)), window: w, peerLimit: w}
-		ch.rcv = relRecv{slots: make([]recvSlot, min(w, initialSlots)), window: w, advert: w, msgLen: -1}
+		w, mw := uint32(s.window), uint32(s.maxWindow)
+		// The peer's window may grow to what this end's grows to.
+		ch.snd = relSend{limit: s.sendBuffer, slots: make([]sendSlot, min(w, initialSlots)), window: mw, peerLimit: w}
+		ch.rcv = relRecv{slots: make([]recvSlot, min(w, initialSlots)), window: w, maxWindow: mw, advert: w, msgLen: -1}
 	}
 	return c, nil
 }
@@ -182,6 +183,19 @@ func (c *core) since(t int64) time.Duration { return time.Duration(c.stamp() - t
 func (c *core) fail(err error) {
 	if c.err == nil {
 		c.err = err
+	}
+}
+
+// readDone follows a read of r that left it due to advertise its window
+// or to tune it (relRecv.tuneDue): it tunes, then sends the window if it
+// opened.
+func (c *core) readDone(now time.Time, r *relRecv) {
+	c.setTime(now)
+	if r.tuneDue() {
+		r.tune(c.stamp(), c.srtt, c.haveRTT)
+	}
+	if r.advertise {
+		c.flush()
 	}
 }
 

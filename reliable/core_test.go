@@ -104,7 +104,8 @@ func TestCoreAllocs(t *testing.T) {
 
 // FuzzSessionPayload feeds a session arbitrary entries after a valid
 // packet header and layout: it may end the connection with an error, but
-// never panics, and its receive state stays within its bounds.
+// never panics, and its receive state stays within its bounds; odd
+// sequences use a Stream's layout, whose window auto-tunes after each read.
 func FuzzSessionPayload(f *testing.F) {
 	f.Add(uint16(0), []byte{entryChunk, 0, 0, 0, 0, 0, 0, 3, 0, 'a', 'b', 'c'})
 	f.Add(uint16(5), []byte{entryMessage, 1, 2, 0, 'h', 'i'})
@@ -114,7 +115,15 @@ func FuzzSessionPayload(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	rs, err := (&Config{}).resolve(true) // a Stream's: its window auto-tunes
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, seq uint16, entries []byte) {
+		r := r
+		if seq&1 != 0 {
+			r = rs
+		}
 		c, err := newCore(r, time.Unix(0, 0), func([]byte) {})
 		if err != nil {
 			t.Fatal(err)
@@ -142,6 +151,10 @@ func FuzzSessionPayload(f *testing.F) {
 			buf := make([]byte, rcv.ready)
 			if n := rcv.read(buf, true); n != len(buf) {
 				t.Fatalf("read %d of %d ready bytes", n, len(buf))
+			}
+			c.readDone(time.Unix(2, 0), rcv)
+			if rcv.window > rcv.maxWindow || rcv.held > int(rcv.window) {
+				t.Fatalf("receive window past its bound: %+v", rcv)
 			}
 		}
 	})

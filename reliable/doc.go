@@ -78,7 +78,9 @@
 // reliable channel buffers at most its receive window (WindowBytes, 256
 // KiB by default, rounded up to whole chunks): a peer that withholds the
 // first chunk and sends every later one the window takes makes it hold
-// about 295 KB with the defaults. An unreliable channel's receive queue
+// about 295 KB with the defaults. A Stream's default window grows while
+// its reader keeps up, never past 1 MiB, and only as the reader consumes
+// data, so a peer that withholds a chunk cannot grow it. An unreliable channel's receive queue
 // holds at most QueueBytes (64 KiB by default) of messages. Buffers left
 // by traffic that is over are freed within two seconds. A peer that
 // leaves reliable data unacknowledged for AckTimeout (10 s by default,

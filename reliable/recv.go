@@ -14,7 +14,10 @@ type relRecv struct {
 	held      int        // slots present (received, not yet read)
 	used      bool       // a chunk was stored since the last trim
 	dirty     bool       // used since the trim that last cleared the ring
-	window    uint32
+	window    uint32     // grows up to maxWindow (tune)
+	maxWindow uint32
+	epoch     uint32 // next when the tuning epoch began
+	epochAt   int64  // when it began, as core.stamp
 	next      uint32
 	off       int
 	frontier  uint32
@@ -364,6 +367,29 @@ func (r *relRecv) read(b []byte, consume bool) int {
 		}
 	}
 	return n
+}
+
+// tuneDue reports whether the reader consumed half the window since the
+// tuning epoch began, and the window may still grow: tune is to be called.
+func (r *relRecv) tuneDue() bool {
+	return r.window < r.maxWindow && r.next-r.epoch >= r.window/2
+}
+
+// tune, when tuneDue, doubles the window (up to maxWindow) if the reader
+// consumed what it did in less than 4 smoothed RTTs per window: then the
+// window, not the reader, bounds the transfer, as flow control's
+// auto-tuning in QUIC stacks judges it. It starts a new epoch either way.
+// The window grows only as the local reader consumes data, so a peer
+// that withholds a chunk cannot make it grow, and never past maxWindow.
+func (r *relRecv) tune(now int64, srtt time.Duration, haveRTT bool) {
+	consumed := int64(r.next - r.epoch)
+	if haveRTT && (now-r.epochAt)*int64(r.window) < 4*int64(srtt)*consumed {
+		r.window = min(2*r.window, r.maxWindow)
+		if r.next+r.window-r.advert >= r.window/4 {
+			r.advertise = true
+		}
+	}
+	r.epoch, r.epochAt = r.next, now
 }
 
 // atEOF reports whether the stream has ended and everything was read.

@@ -44,7 +44,8 @@ func TestWakeWriter(t *testing.T) {
 
 // TestInFlightPackets: what a netcode Conn's read queue is raised to hold
 // when a Stream or Session attaches is a packet per chunk of its reliable
-// windows, and the margin.
+// windows at their largest (a Stream's default one grows), and the
+// margin.
 func TestInFlightPackets(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -52,7 +53,8 @@ func TestInFlightPackets(t *testing.T) {
 		stream  bool
 		windows []int // bytes of each reliable window
 	}{
-		{"stream, default window", nil, true, []int{defaultWindowBytes}},
+		{"stream, default window", nil, true, []int{defaultMaxWindowBytes}},
+		{"session, default window", nil, false, []int{DefaultMaxReliableMessage + messageLenBytes + 1168}},
 		{"stream, 1 MiB window", &Config{WindowBytes: 1 << 20}, true, []int{1 << 20}},
 		{"session, two reliable channels", &Config{WindowBytes: 64 << 10, Channels: []ChannelConfig{
 			{Kind: ReliableOrdered, MaxMessageSize: 1024}, {Kind: Unreliable}, {Kind: ReliableOrdered, MaxMessageSize: 1024},

@@ -589,9 +589,8 @@ func (ch *Channel) take(cs *chanState, b []byte) (int, bool, error) {
 	}
 	n := r.read(b[:r.msgLen], true)
 	r.msgLen = -1
-	if r.advertise {
-		ch.cn.c.setTime(time.Now())
-		ch.cn.c.flush()
+	if r.advertise || r.tuneDue() {
+		ch.cn.c.readDone(time.Now(), r)
 	}
 	return n, true, nil
 }

@@ -71,9 +71,8 @@ func (s *Stream) Read(b []byte) (int, error) {
 		r := &cs.rcv
 		if r.ready > 0 {
 			n := r.read(b, true)
-			if r.advertise {
-				cn.c.setTime(time.Now())
-				cn.c.flush()
+			if r.advertise || r.tuneDue() {
+				cn.c.readDone(time.Now(), r)
 			}
 			cn.unlock()
 			return n, nil
