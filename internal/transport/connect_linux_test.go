@@ -2,12 +2,14 @@ package transport
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestConnect, over real UDP, IPv4, IPv6 and a dual-stack socket with an
@@ -81,4 +83,47 @@ func receive(t *testing.T, c Conn, n int, from netip.AddrPort) []string {
 		}
 	}
 	return got
+}
+
+// BenchmarkOneTrip sends one datagram and reads it (a read of one
+// message) on the recvmmsg/sendmmsg path, as a dialed Conn's lone pulls
+// do; connected, the sender's socket is connected to the receiver
+// (Connect). Run each case in a process of its own
+// (-bench 'OneTrip/^connected'): the second case of one process costs
+// more CPU than the same case run first.
+func BenchmarkOneTrip(b *testing.B) {
+	for _, connected := range []bool{false, true} {
+		name := "unconnected"
+		if connected {
+			name = "connected"
+		}
+		b.Run(name, func(b *testing.B) {
+			tx, rx := benchPair(b, func(uc *net.UDPConn) Conn { return New(uc) })
+			if connected && !Connect(tx, addrOfB(rx)) {
+				b.Fatal("Connect did not connect")
+			}
+			p, dst := make([]byte, 100), addrOfB(rx)
+			in := newMsgs(1)
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				if err := tx.WriteTo(p, dst); err != nil {
+					b.Fatal(err)
+				}
+				in[0].Buf = in[0].Buf[:cap(in[0].Buf)]
+				if n, err := rx.ReadBatch(in); n != 1 || err != nil {
+					b.Fatal(n, err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the process's CPU time so far (user and system), in
+// nanoseconds.
+func processCPU() int64 {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
