@@ -137,6 +137,11 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 
 	select {
 	case <-dc.connected:
+		if d.ListenPacket == nil {
+			// The socket is the Dialer's own: fix its peer to the
+			// server (see transport.Connect).
+			transport.Connect(tc, dc.core.ServerAddr())
+		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
 		dc.conn.maxClients = dc.core.MaxClients()

@@ -60,6 +60,10 @@ type mmsgConn struct {
 	// EnableGRO and AskGRO may turn GRO on (Linux 5.0; its setsockopt
 	// says).
 	offload bool
+
+	// peer: the address the socket is connected to (Connect), set once;
+	// datagrams to it are sent without a destination.
+	peer atomic.Pointer[netip.AddrPort]
 }
 
 // maxFree bounds the idle write scratch kept. The lists only ever hold as
@@ -219,8 +223,12 @@ func (b *batch) send(fd uintptr) bool {
 		for {
 			var e syscall.Errno
 			if h.Controllen == 0 {
+				name := uintptr(unsafe.Pointer(h.Name))
+				if h.Namelen == 0 {
+					name = 0 // a connected socket's peer (sendto takes a non-NULL name of length 0 as invalid)
+				}
 				_, _, e = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
-					0, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+					0, name, uintptr(h.Namelen))
 			} else {
 				_, _, e = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(h)), 0)
 			}

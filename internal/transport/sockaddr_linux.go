@@ -58,6 +58,10 @@ func (c *mmsgConn) encodeSockaddr(sa *unix.RawSockaddrInet6, h *unix.Msghdr, ap 
 	if !a.IsValid() {
 		return false
 	}
+	if c.connectedTo(ap) {
+		h.Namelen = 0 // the kernel's msg_name is then NULL: the connected peer
+		return true
+	}
 	if c.family == unix.AF_INET {
 		a = a.Unmap()
 		if !a.Is4() {

@@ -2,7 +2,10 @@
 
 package transport
 
-import "net"
+import (
+	"net"
+	"net/netip"
+)
 
 // newUDP has no batched path off Linux: New falls back to the allocation-free
 // netip.AddrPort methods of *net.UDPConn.
@@ -30,3 +33,7 @@ func AskGRO(Conn, int) bool { return false }
 
 // GRO reports whether c's reads take coalesced datagrams: never off Linux.
 func GRO(Conn) bool { return false }
+
+// Connect fixes the socket's peer on Linux's recvmmsg/sendmmsg path
+// only: elsewhere it does nothing and reports false.
+func Connect(Conn, netip.AddrPort) bool { return false }
