@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -214,14 +213,12 @@ type dialConn struct {
 	// datagram buffer; used in the read turn.
 	rout client.Output
 
-	rt     *readTurn           // the read turn (readturn.go)
-	rms    []transport.Message // the read buffers; used in the read turn
-	noPull atomic.Bool         // the socket has no read deadline: only the reader reads it
+	rt  *readTurn           // the read turn (readturn.go)
+	rms []transport.Message // the read buffers; used in the read turn
 
-	dmu     sync.Mutex // guards rdl, sockDL and pulling; a leaf
-	rdl     time.Time  // the Conn's read deadline
-	sockDL  time.Time  // the socket's read deadline
-	pulling bool       // a Read is reading the socket
+	socketPull           // noPull, and dmu, which also guards rdl and pulling
+	rdl        time.Time // the Conn's read deadline
+	pulling    bool      // a Read is reading the socket
 
 	sched   timerwheel.Scheduler // the dialer's (a relay's wheel); nil: a runtime timer
 	tmu     sync.Mutex

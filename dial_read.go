@@ -6,9 +6,7 @@ package netcode
 // fields and their lock order are documented on dialConn, in dial.go.
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/transport"
@@ -115,44 +113,16 @@ func (dc *dialConn) Pull() (bool, error) {
 		dc.rt.release(false)
 		return true, nil
 	}
-	dc.dmu.Lock()
-	if dl := dc.rdl; !dl.Equal(dc.sockDL) {
-		if err := dc.tc.SetReadDeadline(dl); err != nil {
-			// A caller's transport without read deadlines: a Read
-			// cannot wait on it, the reader reads it from now on.
-			dc.dmu.Unlock()
-			dc.noPull.Store(true)
-			dc.rt.release(true)
-			return false, nil
-		}
-		dc.sockDL = dl
-	}
-	dc.pulling = true
-	dc.dmu.Unlock()
-	ms := dc.rms
-	n, err := dc.rt.pullRead(dc.tc, ms)
-	dc.dmu.Lock()
-	dc.pulling = false
-	dl := dc.rdl
-	dc.dmu.Unlock()
-	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
-	if err == nil {
-		dc.receive(ms[:n])
-	}
-	// The reader's loop deals with the errors other than the deadline
-	// (it retries with a pause, or ends the Conn): it takes the socket
-	// back now. A Read waiting may pull next.
-	dc.rt.release(err != nil && !timedOut)
-	switch {
-	case err == nil:
-		return true, nil
-	case !timedOut:
-		return false, nil
-	case !dl.IsZero() && !time.Now().Before(dl):
-		return true, os.ErrDeadlineExceeded
-	}
-	return true, nil // a deadline since moved: read again
+	return dc.pull(dc.rt, dc.tc, dc.rms, dc)
 }
+
+// The pullOwner methods of a dialed Conn: its Reads pull with their own
+// deadline, and the reader takes the socket back only after an error.
+
+func (dc *dialConn) pullDeadline(time.Time) time.Time { return dc.rdl }
+func (dc *dialConn) setPulling(on bool)               { dc.pulling = on }
+func (dc *dialConn) readDeadline() time.Time          { return dc.rdl }
+func (dc *dialConn) giveBack() bool                   { return false }
 
 // Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
 // Session), and the server's trains (GSO) are to arrive coalesced (GRO)

@@ -11,10 +11,6 @@ package netcode
 // per payload, was most of a payload's cost.
 
 import (
-	"errors"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/server"
@@ -51,11 +47,8 @@ type shard struct {
 	// the reader does, in smaller batches.
 	onePeer bool
 
-	noPull atomic.Bool // the socket has no read deadline: only the reader reads it
-
-	dmu    sync.Mutex
-	sockDL time.Time       // the socket's read deadline
-	puller *serverEndpoint // the Conn whose Read reads the socket, if any
+	socketPull                 // noPull, and dmu, which also guards puller and its Conns' rdl
+	puller     *serverEndpoint // the Conn whose Read reads the socket, if any
 }
 
 func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
@@ -190,44 +183,28 @@ func (e *serverEndpoint) Pull() (bool, error) {
 		sh.rt.release(false)
 		return true, nil
 	}
-	sh.dmu.Lock()
-	if dl := sh.pullDeadline(e.rdl, time.Now()); !dl.Equal(sh.sockDL) {
-		if err := sh.sock.SetReadDeadline(dl); err != nil {
-			// A caller's transport without read deadlines: a Read
-			// cannot wait on it, the reader reads it from now on.
-			sh.dmu.Unlock()
-			sh.noPull.Store(true)
-			sh.rt.release(true)
-			return false, nil
-		}
-		sh.sockDL = dl
-	}
-	sh.puller = e
-	sh.dmu.Unlock()
-	ms := sh.ms
-	n, err := sh.rt.pullRead(sh.sock, ms)
-	sh.dmu.Lock()
-	sh.puller = nil
-	dl := e.rdl
-	sh.dmu.Unlock()
-	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
-	if err == nil {
-		sh.handle(ms[:n])
-	}
-	// The reader's loop deals with the errors other than the deadline (it
-	// retries with a pause, or stops): it takes the socket back now, as it
-	// does when several clients are sending.
-	sh.rt.release((err != nil && !timedOut) || !sh.onePeer)
-	switch {
-	case err == nil:
-		return true, nil
-	case !timedOut:
-		return false, nil
-	case !dl.IsZero() && !time.Now().Before(dl):
-		return true, os.ErrDeadlineExceeded
-	}
-	return true, nil // the bound, or a deadline since moved: read again
+	return sh.pull(sh.rt, sh.sock, sh.ms, e)
 }
+
+// The pullOwner methods of a server Conn: its Reads pull with their own
+// deadline, bounded by pullBound (shard.pullDeadline), and the reader
+// takes the socket back when the last batch came from several clients.
+
+func (e *serverEndpoint) pullDeadline(now time.Time) time.Time {
+	return e.sh.pullDeadline(e.rdl, now)
+}
+
+func (e *serverEndpoint) setPulling(on bool) {
+	if on {
+		e.sh.puller = e
+	} else {
+		e.sh.puller = nil
+	}
+}
+
+func (e *serverEndpoint) readDeadline() time.Time        { return e.rdl }
+func (e *serverEndpoint) receive(ms []transport.Message) { e.sh.handle(ms) }
+func (e *serverEndpoint) giveBack() bool                 { return !e.sh.onePeer }
 
 // A server Conn's endpoint is a pullEndpoint (newConn).
 var _ socketEndpoint = (*serverEndpoint)(nil)
