@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -95,35 +94,7 @@ func TestServerReadPulls(t *testing.T) {
 			require.NoError(t, err)
 		}
 
-		// The read deadline, set before and moved during the read.
-		for _, move := range []bool{false, true} {
-			send(t, cli, srv, []byte("warm"))
-			d := 20 * time.Millisecond
-			if move {
-				d = time.Hour
-			}
-			_, errc := readAsync(t, srv, d)
-			if move {
-				waitFor(t, "IO wait", inServerPull)
-				require.NoError(t, srv.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
-			}
-			err := <-errc
-			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "moved %v", move)
-			var ne net.Error
-			require.ErrorAs(t, err, &ne)
-			require.True(t, ne.Timeout())
-		}
-		require.NoError(t, srv.SetReadDeadline(time.Time{}))
-		send(t, cli, srv, []byte("after the deadlines"))
-
-		// Nobody reads: the reader reads the socket again, and queues
-		// what comes for the next Read.
-		waitFor(t, "IO wait", serverReaderLoop, "transport.ReadLoopTurns")
-		_, err = cli.Write([]byte("queued"))
-		require.NoError(t, err)
-		b, err := readWithin(t, srv, 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, "queued", string(b))
+		checkPullDeadlines(t, cli, srv, inServerPull, serverReaderLoop, true)
 
 		// The Conn's Close ends a Read reading the socket.
 		_, errc = pullingRead(t, cli, srv)

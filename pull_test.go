@@ -78,39 +78,7 @@ func TestReadPullsFromSocket(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "pulled", string(<-got))
 
-		// The read deadline, set before and moved during the read.
-		for _, move := range []bool{false, true} {
-			first := time.Now().Add(20 * time.Millisecond)
-			if move {
-				first = time.Now().Add(time.Hour)
-			}
-			require.NoError(t, cli.SetReadDeadline(first))
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cli.Read(make([]byte, 100))
-				errc <- err
-			}()
-			if move {
-				waitFor(t, "IO wait", inPull)
-				require.NoError(t, cli.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
-			}
-			err := <-errc
-			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "moved %v", move)
-			var ne net.Error
-			require.ErrorAs(t, err, &ne)
-			require.True(t, ne.Timeout())
-		}
-		require.NoError(t, cli.SetReadDeadline(time.Time{}))
-		send(t, cli, cli, []byte("after the deadlines"))
-
-		// Nobody reads: the reader reads the socket again, and
-		// queues what comes for the next Read.
-		waitFor(t, "IO wait", readerLoop, "transport.ReadLoopTurns")
-		_, err = cli.Write([]byte("queued"))
-		require.NoError(t, err)
-		b, err := readWithin(t, cli, 5*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, "queued", string(b))
+		checkPullDeadlines(t, cli, cli, inPull, readerLoop, false)
 
 		// Close ends a Read reading the socket.
 		send(t, cli, cli, []byte("once more"))
@@ -263,4 +231,44 @@ func TestPullWithoutReadDeadlines(t *testing.T) {
 	waitReading(t, "netcode_test.TestPullWithoutReadDeadlines")
 	require.NoError(t, cli.Close())
 	require.ErrorIs(t, <-errc, net.ErrClosed)
+}
+
+// checkPullDeadlines checks the read deadline of r's Read while it reads
+// the socket itself (a goroutine in pullFrame): set before the Read, and
+// moved while it waits, the Read ends with a timeout; then, with no Read,
+// the socket's reader goroutine (readerFrame) reads again and queues what
+// w sends for the next Read. With warm, a payload goes through first each
+// time, so that the Read finds the socket's turn as a busy Conn does.
+func checkPullDeadlines(t *testing.T, w, r net.Conn, pullFrame, readerFrame string, warm bool) {
+	t.Helper()
+	for _, move := range []bool{false, true} {
+		if warm {
+			send(t, w, r, []byte("warm"))
+		}
+		d := 20 * time.Millisecond
+		if move {
+			d = time.Hour
+		}
+		_, errc := readAsync(t, r, d)
+		if move {
+			waitFor(t, "IO wait", pullFrame)
+			require.NoError(t, r.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
+		}
+		err := <-errc
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded, "moved %v", move)
+		var ne net.Error
+		require.ErrorAs(t, err, &ne)
+		require.True(t, ne.Timeout())
+	}
+	require.NoError(t, r.SetReadDeadline(time.Time{}))
+	send(t, w, r, []byte("after the deadlines"))
+
+	// Nobody reads: the reader reads the socket again, and queues what
+	// comes for the next Read.
+	waitFor(t, "IO wait", readerFrame, "transport.ReadLoopTurns")
+	_, err := w.Write([]byte("queued"))
+	require.NoError(t, err)
+	b, err := readWithin(t, r, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "queued", string(b))
 }
