@@ -95,6 +95,7 @@ func (dc *dialConn) readerDeadline() {
 // Pull is msgconn.Puller's: a Read reads the socket itself if the read
 // turn is free.
 func (dc *dialConn) Pull() (bool, error) {
+	dc.flushHeld() // the Writes of a burst leave before the Read waits
 	if dc.noPull.Load() {
 		return false, nil
 	}
