@@ -297,6 +297,13 @@ func (dc *dialConn) schedule(next time.Time) {
 	}
 }
 
+// postponeSlack is how much later than the armed timer a Write's next
+// deadline must be for postpone to move the timer: a Conn written to
+// without pause moves it a few times per keep-alive period rather than at
+// every Write, and once Writes stop, the timer fires at most this early,
+// for one Update that finds nothing due and sets it again.
+const postponeSlack = 10 * time.Millisecond
+
 // postpone moves the armed timer later, to next, the core's next deadline
 // after a payload went out: the payload puts the next keep-alive off, and
 // a timer left where it was would fire for nothing, a goroutine and an
@@ -311,7 +318,7 @@ func (dc *dialConn) postpone(next time.Time) {
 	}
 	dc.tmu.Lock()
 	defer dc.tmu.Unlock()
-	if dc.stopped || dc.timer == nil || dc.at.IsZero() || !next.After(dc.at) {
+	if dc.stopped || dc.timer == nil || dc.at.IsZero() || next.Sub(dc.at) <= postponeSlack {
 		return
 	}
 	dc.at = next

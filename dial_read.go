@@ -120,10 +120,10 @@ func (dc *dialConn) Pull() (bool, error) {
 // The pullOwner methods of a dialed Conn: its Reads pull with their own
 // deadline, and the reader takes the socket back only after an error.
 
-func (dc *dialConn) pullDeadline(time.Time) time.Time { return dc.rdl }
-func (dc *dialConn) setPulling(on bool)               { dc.pulling = on }
-func (dc *dialConn) readDeadline() time.Time          { return dc.rdl }
-func (dc *dialConn) giveBack() bool                   { return false }
+func (dc *dialConn) pullDeadline() time.Time { return dc.rdl }
+func (dc *dialConn) setPulling(on bool)      { dc.pulling = on }
+func (dc *dialConn) readDeadline() time.Time { return dc.rdl }
+func (dc *dialConn) giveBack() bool          { return false }
 
 // Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
 // Session), and the server's trains (GSO) are to arrive coalesced (GRO)
