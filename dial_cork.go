@@ -66,7 +66,10 @@ func (dc *dialConn) writeOrHold(ms []transport.Message, hold bool) error {
 // the timer for the first.
 func (dc *dialConn) holdOne(m transport.Message) {
 	h := &dc.hw
-	start := h.held.Mark(corkTrain * protocol.MaxPacketBytes)
+	// Room for two to start with: the buffer grows to the trains the
+	// Conn makes, and a Conn that never makes one (most of a relay's)
+	// keeps little.
+	start := h.held.Mark(2 * protocol.MaxPacketBytes)
 	h.held.Buf = append(h.held.Buf, m.Buf...)
 	h.held.Push(m.Addr, start)
 	if h.n.Add(1) != 1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,5 +103,39 @@ func TestHeldWritesBurst(t *testing.T) {
 			}
 			send(t, srv, srv, []byte("one at a time"))
 		}
+	})
+}
+
+// TestHeldWritesAllocations checks that held Writes keep the hot path's
+// promise: once warm, a burst answered through held Writes costs no
+// allocation (counted for the whole process), on every path.
+func TestHeldWritesAllocations(t *testing.T) {
+	race.Skip(t)
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
+		cli, srv := pair(t, l)
+		go echoUntilError(cli)
+		const burst = 8
+		msg := make([]byte, 100)
+		buf := make([]byte, netcode.MaxPayloadBytes)
+		round := func() {
+			for range burst {
+				if _, err := srv.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range burst {
+				if _, err := srv.Read(buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for range 100 { // warm the pools and the held buffer
+			round()
+		}
+		allocs := testing.AllocsPerRun(500, round)
+		t.Logf("%.3f allocations per burst of %d echoes", allocs, burst)
+		// As TestSteadyStateAllocations: one in ten round trips at most.
+		require.Less(t, allocs, 0.1*burst)
 	})
 }
