@@ -192,6 +192,11 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		l.readers = append(l.readers, sh)
 		go l.readLoop(sh)
 	}
+	for i, pc := range pcs {
+		if p, ok := transport.PusherOf(pc); ok {
+			l.readers[i].push(p)
+		}
+	}
 	go l.tickLoop()
 	return l, nil
 }

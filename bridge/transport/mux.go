@@ -78,7 +78,10 @@ type MuxConfig struct {
 // WebSocket clients name the server's UDP address as usual.
 //
 // A netcode Listener over a Mux reads and writes it in batches, as it
-// does a UDP socket.
+// does a UDP socket, and takes the WebSocket sessions' datagrams straight
+// from their sessions: each session's reader goroutine acts on its
+// datagrams for the Listener, with no hand-off to the Listener's reader
+// and none to the read queue, which then carries UDP datagrams only.
 // The Mux reads its UDP socket in batches too (recvmmsg on Linux) into its
 // read queue (ReadQueue), where the WebSocket sessions' messages join them,
 // and writes UDP batches with sendmmsg.
@@ -105,7 +108,11 @@ type Mux struct {
 	period time.Duration     // how often a session's watchdog checks
 	wheel  *timerwheel.Wheel // runs the sessions' watchdogs: one runtime timer for all
 
-	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
+	q *packetq.Queue // the read queue: UDP datagrams, and WebSocket ones while nothing takes them pushed
+	// sink, once a netcode Listener has set it (Push), acts on a
+	// session's datagrams in the session's reader goroutine, at once:
+	// they skip the read queue and the Listener's reader.
+	sink atomic.Pointer[func([]dgram.Message)]
 	once sync.Once
 	err  error
 
@@ -155,7 +162,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}}
+	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}, S: muxBatcher{m}}
 	m.hostHook = hostHook{H: (*muxHost)(m)}
 	m.gate.Init("transport", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, m.log)
 	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
@@ -487,6 +494,7 @@ type muxBatcher struct{ m *Mux }
 
 func (b muxBatcher) ReadBatch(ms []dgram.Message) (int, error)  { return b.m.readBatch(ms) }
 func (b muxBatcher) WriteBatch(ms []dgram.Message) (int, error) { return b.m.writeBatch(ms) }
+func (b muxBatcher) Push(sink func([]dgram.Message))            { b.m.sink.Store(&sink) }
 func (b muxBatcher) ReadFromUDPAddrPort(p []byte) (int, netip.AddrPort, error) {
 	return b.m.readFromAddrPort(p)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
+	dgram "github.com/gonetcode/netcode/internal/transport"
 )
 
 // serve runs the session until it ends: it reads the peer, and its writer
@@ -123,10 +124,12 @@ func (s *muxSession) write(p []byte) bool {
 	return true
 }
 
-// readLoop feeds the peer's messages to the Mux's read queue until reading
+// readLoop feeds the peer's messages to the Mux's read queue, or to its
+// sink, the netcode Listener's, which acts on each at once, until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
 	buf := make([]byte, maxMessage+1)
+	ms := make([]dgram.Message, 1)
 	for {
 		n, err := s.link.Read(buf)
 		if err != nil && err != wsbridge.ErrText {
@@ -148,6 +151,11 @@ func (s *muxSession) readLoop() {
 		case <-s.out.Done():
 			return
 		default:
+		}
+		if sink := s.m.sink.Load(); sink != nil {
+			ms[0] = dgram.Message{Buf: buf[:n], Addr: s.addr}
+			(*sink)(ms)
+			continue
 		}
 		if s.queued.Load() >= muxSessionShare {
 			s.m.overShare.Add(1)

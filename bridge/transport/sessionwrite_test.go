@@ -109,6 +109,7 @@ type countingMux struct {
 	*bridgetransport.Mux
 	transport.Batched
 	readBatches, writeBatches, singles atomic.Int64
+	sessionReads                       atomic.Int64 // WebSocket datagrams read in batches
 }
 
 func newCountingMux(m *bridgetransport.Mux) *countingMux {
@@ -125,7 +126,13 @@ type countingBatcher struct {
 
 func (b countingBatcher) ReadBatch(ms []transport.Message) (int, error) {
 	b.c.readBatches.Add(1)
-	return b.inner.ReadBatch(ms)
+	n, err := b.inner.ReadBatch(ms)
+	for i := range ms[:n] {
+		if bridgetransport.IsSessionAddr(ms[i].Addr) {
+			b.c.sessionReads.Add(1)
+		}
+	}
+	return n, err
 }
 
 func (b countingBatcher) WriteBatch(ms []transport.Message) (int, error) {
