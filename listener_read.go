@@ -62,6 +62,17 @@ type reception struct {
 	rcv   *server.Receiver
 	out   server.Output
 	fresh []*server.Client
+	now   bool // pushed: replies are written at once (Listener.actNow)
+}
+
+// send sends what the core's calls put in r.out, through sh's send queue
+// or, pushed, at once; it never waits.
+func (r *reception) send(sh *shard) {
+	if r.now {
+		sh.l.actNow(sh.q, &r.out)
+		return
+	}
+	sh.l.actOn(sh.q, &r.out, noWait, nil, nil)
 }
 
 func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
@@ -81,7 +92,7 @@ func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 // payload came pushed.
 func (sh *shard) push(p transport.Pusher) {
 	l := sh.l
-	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver()} }}
+	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: true} }}
 	sh.noPull.Store(true)
 	p.Push(sh.take)
 }
@@ -157,7 +168,7 @@ func (r *reception) act(sh *shard, ms []transport.Message) {
 			r.fresh = append(r.fresh, sc)
 		}
 	}
-	l.actOn(sh.q, out, noWait, nil, nil)
+	r.send(sh)
 	if len(r.fresh) == 0 {
 		return
 	}
@@ -166,12 +177,12 @@ func (r *reception) act(sh *shard, ms []transport.Message) {
 	// after Accept goes through the same queue, behind them, so the
 	// client hears that it is connected before any payload or disconnect.
 	for i, sc := range r.fresh {
-		l.connected(sc, out, sh)
+		l.connected(sc, out, sh, r.now)
 		r.fresh[i] = nil
 	}
 	r.fresh = r.fresh[:0]
 	l.wakeTicker()
-	l.actOn(sh.q, out, noWait, nil, nil) // disconnects of a full backlog
+	r.send(sh) // disconnects of a full backlog
 }
 
 // fromOnePeer reports whether ms all came from one address.

@@ -21,7 +21,10 @@ import (
 // Mux pushes them, transport.Pusher): none goes through the Mux's read
 // queue, which then carries the UDP clients' only. A Mux that offers no
 // Pusher (here, one wrapped without it) queues them for the Listener's
-// reader, as before. Both serve WebSocket and UDP clients alike.
+// reader, as before. Both serve WebSocket and UDP clients alike, and
+// both write a lone datagram for a session straight to its WebSocket,
+// from the writing goroutine (pushed, past the Listener's send queue):
+// the sessions' writers are seldom woken.
 func TestListenerTakesSessionsPushed(t *testing.T) {
 	for _, pushed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "pushed", false: "queued"}[pushed], func(t *testing.T) {
@@ -36,13 +39,18 @@ func TestListenerTakesSessionsPushed(t *testing.T) {
 				return cm
 			})
 			ws := []*netcode.Conn{s.DialWS(t), s.DialWS(t)}
+			wakes := bridgetransport.WriterWakes(s.Mux)
+			const echoes = 50
 			errc := make(chan error, len(ws))
 			for i, c := range ws {
-				go func() { errc <- bridgetest.Echo(t, c, i, 50, false) }()
+				go func() { errc <- bridgetest.Echo(t, c, i, echoes, false) }()
 			}
 			for range ws {
 				require.NoError(t, <-errc)
 			}
+			wakes = bridgetransport.WriterWakes(s.Mux) - wakes
+			// Only a write that met another (a keep-alive) wakes one.
+			assert.Less(t, wakes, uint64(len(ws)*echoes/2), "session writers woken for %d echoes", len(ws)*echoes)
 			require.NoError(t, bridgetest.Echo(t, s.DialUDP(t), 2, 20, true))
 			assert.Positive(t, cm.readBatches.Load(), "the UDP client's datagrams are read in batches")
 			if pushed {
