@@ -247,8 +247,8 @@ func (e *serverEndpoint) Pull() (bool, error) {
 // deadline, bounded by pullBound (shard.pullDeadline), and the reader
 // takes the socket back when the last batch came from several clients.
 
-func (e *serverEndpoint) pullDeadline(now time.Time) time.Time {
-	return e.sh.pullDeadline(e.rdl, now)
+func (e *serverEndpoint) pullDeadline() time.Time {
+	return e.sh.pullDeadline(e.rdl, time.Now())
 }
 
 func (e *serverEndpoint) setPulling(on bool) {

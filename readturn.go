@@ -251,7 +251,7 @@ type socketPull struct {
 // first three with dmu held.
 type pullOwner interface {
 	// pullDeadline is the socket's read deadline for a pull starting now.
-	pullDeadline(now time.Time) time.Time
+	pullDeadline() time.Time
 	// setPulling records that a Read is reading the socket, or no longer
 	// is, for SetReadDeadline to move the socket's deadline while it waits.
 	setPulling(on bool)
@@ -271,7 +271,7 @@ type pullOwner interface {
 // Read's own deadline has passed.
 func (p *socketPull) pull(rt *readTurn, sock transport.Conn, ms []transport.Message, o pullOwner) (bool, error) {
 	p.dmu.Lock()
-	if dl := o.pullDeadline(time.Now()); !dl.Equal(p.sockDL) {
+	if dl := o.pullDeadline(); !dl.Equal(p.sockDL) {
 		if err := sock.SetReadDeadline(dl); err != nil {
 			// A caller's transport without read deadlines: a Read
 			// cannot wait on it, the reader reads it from now on.

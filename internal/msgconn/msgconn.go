@@ -125,6 +125,9 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.bulk, _ = ep.(Bulker)
 }
 
+// Endpoint is the Endpoint c sends through (Init's ep).
+func (c *Conn) Endpoint() Endpoint { return c.ep }
+
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
 func (c *Conn) SetRemote(a net.Addr) { c.remote = a }
 
