@@ -40,7 +40,9 @@ I/O-free client core of the library rather than a dialed netcode.Conn, 1024
 of them share one UDP socket (bound to 0.0.0.0, each client sending from and
 told apart by its own address in 127.0.0.0/8, with IP_PKTINFO: Linux), and
 each socket has one reader goroutine (recvmmsg) and one ticker that sends
-the keep-alives and applies the timeouts of its clients every 10 ms. The
+the keep-alives and applies the timeouts of its clients every 10 ms; at a
+-rate, the clients of a socket are paced by one goroutine, which sends
+what falls due together (sendmmsg), at each client's own phase. The
 server sees the same protocol and one address per client. At 4096 clients
 and more, dialed Conns (a socket, a goroutine and a timer each) cost the
 generator more CPU than the server it measures; the light generator lets

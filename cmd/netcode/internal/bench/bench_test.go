@@ -126,6 +126,9 @@ func TestRunSmall(t *testing.T) {
 		{"rounds", Config{Clients: 2, Duration: 400 * time.Millisecond, Warmup: -1, Baseline: true, Rounds: 3}},
 		{"server process", Config{Clients: 4, Size: 100, Duration: time.Second, Warmup: 200 * time.Millisecond, ServerProcess: true}},
 		{"light", Config{Clients: 8, Size: 64, Rate: 50, Duration: time.Second, Warmup: -1, Light: true}},
+		// Two sockets, each with its pacer, whose held payloads leave at
+		// each flush.
+		{"light, two sockets", Config{Clients: lightGroupSize + 3, Size: 64, Rate: 5, Duration: time.Second, Warmup: -1, Light: true}},
 		{"light flat out, server process", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Light: true, ServerProcess: true}},
 		{"cute beside netcode", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Dialect: "cute"}},
 	}

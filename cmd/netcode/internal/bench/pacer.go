@@ -36,10 +36,19 @@ func (r *run) startTraffic() {
 	groups := (n + pacerGroup - 1) / pacerGroup
 	for g := range groups {
 		// Group g paces clients g, g+groups, g+2*groups...: their phases
-		// are spread over the whole period, and so are the groups'.
+		// are spread over the whole period, and so are the groups'. On
+		// the light generator it paces clients g*pacerGroup and on, the
+		// clients of one socket (lightGroupSize is pacerGroup), whose
+		// payloads it then sends together (lightGen.flush) in batches of
+		// tens a wake-up rather than one or two; each payload keeps its
+		// phase, so the load on the server is the same.
+		first, step := g, groups
+		if r.light != nil {
+			first, step = g*pacerGroup, 1
+		}
 		var cs []*client
 		var phases []time.Duration
-		for i := g; i < n; i += groups {
+		for i := first; i < n && len(cs) < pacerGroup; i += step {
 			cs = append(cs, r.clients[i])
 			phases = append(phases, sendPhase(i, n, period))
 		}
@@ -93,6 +102,9 @@ func (r *run) pacer(cs []*client, phases []time.Duration, period time.Duration) 
 			if c := cs[j]; c.ep != nil {
 				r.send(c, buf[:])
 			}
+		}
+		if r.light != nil {
+			r.light.flush()
 		}
 	}
 }
