@@ -125,6 +125,10 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.bulk, _ = ep.(Bulker)
 }
 
+// Endpoint returns the Endpoint c sends through (for a dialect's tests,
+// which reach their own endpoint behind a Conn).
+func (c *Conn) Endpoint() Endpoint { return c.ep }
+
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).
 func (c *Conn) SetRemote(a net.Addr) { c.remote = a }
 
