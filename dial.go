@@ -139,7 +139,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if d.ListenPacket == nil {
 			// The socket is the Dialer's own: fix its peer to the
 			// server (see transport.Connect).
-			transport.Connect(tc, dc.core.ServerAddr())
+			dc.hw.on = transport.Connect(tc, dc.core.ServerAddr())
 		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
@@ -213,6 +213,8 @@ type dialConn struct {
 	// datagram buffer; used in the read turn.
 	rout client.Output
 
+	hw heldWrites // Writes held for a train (dial_cork.go); in the write turn
+
 	rt  *readTurn           // the read turn (readturn.go)
 	rms []transport.Message // the read buffers; used in the read turn
 
@@ -243,7 +245,7 @@ func (dc *dialConn) update() {
 		return
 	}
 	dc.core.Update(time.Now(), out)
-	dc.write(out.Datagrams)
+	_ = dc.writeOrHold(out.Datagrams, false)
 	<-dc.turn
 	dc.act(out)
 	next := out.Next
@@ -295,6 +297,13 @@ func (dc *dialConn) schedule(next time.Time) {
 	}
 }
 
+// postponeSlack is how much later than the armed timer a Write's next
+// deadline must be for postpone to move the timer: a Conn written to
+// without pause moves it a few times per keep-alive period rather than at
+// every Write, and once Writes stop, the timer fires at most this early,
+// for one Update that finds nothing due and sets it again.
+const postponeSlack = 10 * time.Millisecond
+
 // postpone moves the armed timer later, to next, the core's next deadline
 // after a payload went out: the payload puts the next keep-alive off, and
 // a timer left where it was would fire for nothing, a goroutine and an
@@ -309,7 +318,7 @@ func (dc *dialConn) postpone(next time.Time) {
 	}
 	dc.tmu.Lock()
 	defer dc.tmu.Unlock()
-	if dc.stopped || dc.timer == nil || dc.at.IsZero() || !next.After(dc.at) {
+	if dc.stopped || dc.timer == nil || dc.at.IsZero() || next.Sub(dc.at) <= postponeSlack {
 		return
 	}
 	dc.at = next
@@ -382,7 +391,7 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
-	if werr := dc.write(out.Datagrams); werr != nil && err == nil {
+	if werr := dc.writeOrHold(out.Datagrams, err == nil && dc.holdNext()); werr != nil && err == nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
 	<-dc.turn
@@ -404,7 +413,7 @@ func (dc *dialConn) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan 
 	n, err := sendTrains(dc.turn, ps, stop, deadline, func(train [][]byte) (int, error) {
 		out := &dc.bout
 		n, err := dc.core.SendBatch(now, train, out)
-		dc.write(out.Datagrams)
+		_ = dc.writeOrHold(out.Datagrams, false)
 		dc.act(out) // Send changes no state: logs at most
 		return n, err
 	})
@@ -435,7 +444,7 @@ func (dc *dialConn) close() {
 	out := clientOutputs.Get().(*client.Output)
 	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
 	dc.core.Disconnect(out)
-	dc.write(out.Datagrams)
+	_ = dc.writeOrHold(out.Datagrams, false)
 	<-dc.turn
 	dc.act(out) // the state change and the log records
 	clientOutputs.Put(out)

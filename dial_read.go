@@ -95,6 +95,7 @@ func (dc *dialConn) readerDeadline() {
 // Pull is msgconn.Puller's: a Read reads the socket itself if the read
 // turn is free.
 func (dc *dialConn) Pull() (bool, error) {
+	dc.flushHeld() // the Writes of a burst leave before the Read waits
 	if dc.noPull.Load() {
 		return false, nil
 	}
@@ -119,10 +120,10 @@ func (dc *dialConn) Pull() (bool, error) {
 // The pullOwner methods of a dialed Conn: its Reads pull with their own
 // deadline, and the reader takes the socket back only after an error.
 
-func (dc *dialConn) pullDeadline(time.Time) time.Time { return dc.rdl }
-func (dc *dialConn) setPulling(on bool)               { dc.pulling = on }
-func (dc *dialConn) readDeadline() time.Time          { return dc.rdl }
-func (dc *dialConn) giveBack() bool                   { return false }
+func (dc *dialConn) pullDeadline() time.Time { return dc.rdl }
+func (dc *dialConn) setPulling(on bool)      { dc.pulling = on }
+func (dc *dialConn) readDeadline() time.Time { return dc.rdl }
+func (dc *dialConn) giveBack() bool          { return false }
 
 // Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
 // Session), and the server's trains (GSO) are to arrive coalesced (GRO)

@@ -192,6 +192,11 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		l.readers = append(l.readers, sh)
 		go l.readLoop(sh)
 	}
+	for i, pc := range pcs {
+		if p, ok := transport.PusherOf(pc); ok {
+			l.readers[i].push(p)
+		}
+	}
 	go l.tickLoop()
 	return l, nil
 }
@@ -315,6 +320,20 @@ func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan
 	return err
 }
 
+// actNow is actOn for datagrams to a peer of a pushing socket (a Mux's
+// WebSocket session): they are written at once, from this goroutine, since
+// the socket's writes to such a peer never block and may run beside the
+// send queue's.
+func (l *Listener) actNow(q *sendQueue, out *server.Output) {
+	if len(out.Datagrams) > 0 {
+		q.WriteNow(out.Datagrams)
+	}
+	if len(out.Records) > 0 {
+		l.core.Log(out)
+	}
+	out.Reset()
+}
+
 // getOut and putOut lend an Output for a call into the core outside the
 // readers, the ticker and Conn.Write (which own theirs): Close, Disconnect,
 // loopback ends.
@@ -416,10 +435,11 @@ var endErrors = [...]error{
 // queues it for Accept; a client the backlog has no room for is
 // disconnected at once, its disconnects sealed into out. Its Writes go
 // through the send queue of sh, the socket that heard its handshake, and
-// its Reads may read that socket.
-func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard) {
+// its Reads may read that socket. With now (the socket pushed its
+// handshake), its Writes write at once, bypassing the send queue (actNow).
+func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, q: sh.q, sh: sh, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	c := newConn(&serverEndpoint{l: l, c: sc, q: sh.q, sh: sh, now: now, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -438,6 +458,9 @@ type serverEndpoint struct {
 	c  *server.Client
 	q  *sendQueue // its socket's
 	sh *shard     // its socket's read side
+	// now: its peer is a pushing socket's, whose writes to it never
+	// block: its packets are written at once (actNow), not queued.
+	now bool
 	// rdl is the Conn's read deadline, for the socket reads of its Pulls;
 	// guarded by sh.dmu.
 	rdl time.Time
@@ -467,7 +490,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	out := &e.out
 	err := e.c.Send(now, p, out)
 	if err == nil {
-		err = e.l.actOn(e.q, out, stop, deadline, e.wake)
+		err = e.act(out, stop, deadline)
 	} else {
 		out.Reset()
 	}
@@ -492,7 +515,7 @@ func (e *serverEndpoint) sendBatch(now time.Time, ps [][]byte, stop, deadline <-
 			}
 			sealed++
 		}
-		if qerr := e.l.actOn(e.q, out, stop, deadline, e.wake); qerr != nil {
+		if qerr := e.act(out, stop, deadline); qerr != nil {
 			return 0, qerr
 		}
 		return sealed, err
@@ -503,12 +526,23 @@ func (e *serverEndpoint) sendBatch(now time.Time, ps [][]byte, stop, deadline <-
 	return n, err
 }
 
+// act sends what a call into the core for e's client put in out: at
+// once for a pushing socket's peer, else through the send queue, waiting
+// for room until stop or deadline.
+func (e *serverEndpoint) act(out *server.Output, stop, deadline <-chan struct{}) error {
+	if e.now {
+		e.l.actNow(e.q, out)
+		return nil
+	}
+	return e.l.actOn(e.q, out, stop, deadline, e.wake)
+}
+
 func (e *serverEndpoint) close() {
 	out := e.l.getOut()
 	e.l.core.Disconnect(e.c, out)
 	// Through the Conn's own queue, behind its Writes and the keep-alive
 	// that confirmed it; Close never waits on the socket.
-	e.l.actOn(e.q, out, noWait, nil, nil)
+	e.act(out, noWait, nil)
 	e.l.putOut(out)
 	e.stopPull()
 }

@@ -11,6 +11,7 @@ package netcode
 // per payload, was most of a payload's cost.
 
 import (
+	"sync"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/server"
@@ -25,10 +26,10 @@ import (
 // busy Conn does not move a timer per payload.
 const pullBound = 200 * time.Millisecond
 
-// shard is one socket's read side. The read turn (rt) goes with ms, rcv,
-// out and fresh, and with the socket's read deadline: a Read that pulls
-// reads with its Conn's read deadline, bounded by pullBound (moved by
-// SetReadDeadline under dmu while it waits), the reader with none.
+// shard is one socket's read side. The read turn (rt) goes with ms, its
+// reception and the socket's read deadline: a Read that pulls reads with
+// its Conn's read deadline, bounded by pullBound (moved by SetReadDeadline
+// under dmu while it waits), the reader with none.
 // Order: the read turn → the Conns' write turns → the core's locks; dmu is
 // a leaf.
 type shard struct {
@@ -37,10 +38,8 @@ type shard struct {
 	q    *sendQueue // the socket's send queue: the replies to what is read
 	rt   *readTurn
 
-	ms    []transport.Message
-	rcv   *server.Receiver
-	out   server.Output
-	fresh []*server.Client // clients whose handshake a batch completed
+	ms []transport.Message
+	reception
 	// onePeer: the last batch read came from one address. Only then may
 	// the turn go to a Read: with several clients sending, a Read that
 	// reads the socket would mostly hand other Conns' payloads over, as
@@ -49,17 +48,68 @@ type shard struct {
 
 	socketPull                 // noPull, and dmu, which also guards puller and its Conns' rdl
 	puller     *serverEndpoint // the Conn whose Read reads the socket, if any
+
+	// pushed lends a reception to each goroutine a pushing socket
+	// (transport.Pusher) acts on its datagrams in; nil for another socket.
+	pushed *sync.Pool
+}
+
+// reception is what acting on datagrams takes: the core's Receiver, the
+// Output its calls fill and the clients whose handshake a batch completed.
+// One goroutine uses it at a time: a shard's own in its read turn, and
+// one of its pushed pool in the goroutine that pushes.
+type reception struct {
+	rcv   *server.Receiver
+	out   server.Output
+	fresh []*server.Client
+	now   bool // pushed: replies are written at once (Listener.actNow)
+}
+
+// send sends what the core's calls put in r.out, through sh's send queue
+// or, pushed, at once; it never waits.
+func (r *reception) send(sh *shard) {
+	if r.now {
+		sh.l.actNow(sh.q, &r.out)
+		return
+	}
+	sh.l.actOn(sh.q, &r.out, noWait, nil, nil)
 }
 
 func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 	return &shard{
-		l:    l,
-		sock: sock,
-		q:    q,
-		rt:   newReadTurn(true, sock),
-		ms:   transport.NewMessages(readBatch),
-		rcv:  l.core.NewReceiver(),
+		l:         l,
+		sock:      sock,
+		q:         q,
+		rt:        newReadTurn(true, sock),
+		ms:        transport.NewMessages(readBatch),
+		reception: reception{rcv: l.core.NewReceiver()},
 	}
+}
+
+// push makes sh act on the datagrams p pushes (transport.Pusher): in the
+// goroutine that received them, at once, with a reception of its own. Reads
+// then never read the socket: a pulling Read would wait there while its
+// payload came pushed.
+func (sh *shard) push(p transport.Pusher) {
+	l := sh.l
+	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: true} }}
+	sh.noPull.Store(true)
+	p.Push(sh.take)
+}
+
+// take is the sink of a pushing socket: it acts on ms as the reader acts
+// on a batch, unless the Listener is closing (Close waits for the socket,
+// which waits for its pushing goroutines, before it empties Accept's
+// queue).
+func (sh *shard) take(ms []transport.Message) {
+	select {
+	case <-sh.l.closing:
+		return
+	default:
+	}
+	r := sh.pushed.Get().(*reception)
+	r.act(sh, ms)
+	sh.pushed.Put(r)
 }
 
 // readLoop reads sh's socket until Close, while no Read does. It keeps
@@ -96,36 +146,43 @@ func (t shardTurn) Yield() {
 // together through the send queue, after the core's calls; it runs in the
 // read turn.
 func (sh *shard) handle(ms []transport.Message) {
-	l, out := sh.l, &sh.out
+	sh.onePeer = fromOnePeer(ms)
+	sh.reception.act(sh, ms)
+}
+
+// act hands ms, datagrams read from sh's socket, to the core with r, and
+// sends the replies together through sh's send queue, after the core's
+// calls; Conns that ms connected go to Accept's queue.
+func (r *reception) act(sh *shard, ms []transport.Message) {
+	l, out := sh.l, &r.out
 	l.received.AddAll(ms)
 	if len(ms) > 1 {
 		sh.q.Burst() // their replies leave together
 	}
-	sh.onePeer = fromOnePeer(ms)
 	now := time.Now()
 	for i := range ms {
 		if len(ms[i].Buf) > protocol.MaxPacketBytes {
 			continue
 		}
-		if sc := sh.rcv.Receive(now, ms[i].Addr, ms[i].Buf, out); sc != nil {
-			sh.fresh = append(sh.fresh, sc)
+		if sc := r.rcv.Receive(now, ms[i].Addr, ms[i].Buf, out); sc != nil {
+			r.fresh = append(r.fresh, sc)
 		}
 	}
-	l.actOn(sh.q, out, noWait, nil, nil)
-	if len(sh.fresh) == 0 {
+	r.send(sh)
+	if len(r.fresh) == 0 {
 		return
 	}
 	// Only now, with the keep-alives that confirm them handed to the
 	// send queue, may Accept see the new Conns: a Write or Close right
 	// after Accept goes through the same queue, behind them, so the
 	// client hears that it is connected before any payload or disconnect.
-	for i, sc := range sh.fresh {
-		l.connected(sc, out, sh)
-		sh.fresh[i] = nil
+	for i, sc := range r.fresh {
+		l.connected(sc, out, sh, r.now)
+		r.fresh[i] = nil
 	}
-	sh.fresh = sh.fresh[:0]
+	r.fresh = r.fresh[:0]
 	l.wakeTicker()
-	l.actOn(sh.q, out, noWait, nil, nil) // disconnects of a full backlog
+	r.send(sh) // disconnects of a full backlog
 }
 
 // fromOnePeer reports whether ms all came from one address.
@@ -190,8 +247,8 @@ func (e *serverEndpoint) Pull() (bool, error) {
 // deadline, bounded by pullBound (shard.pullDeadline), and the reader
 // takes the socket back when the last batch came from several clients.
 
-func (e *serverEndpoint) pullDeadline(now time.Time) time.Time {
-	return e.sh.pullDeadline(e.rdl, now)
+func (e *serverEndpoint) pullDeadline() time.Time {
+	return e.sh.pullDeadline(e.rdl, time.Now())
 }
 
 func (e *serverEndpoint) setPulling(on bool) {

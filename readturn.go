@@ -25,17 +25,22 @@ const pullGrace = 20 * time.Millisecond
 // The reader holds the turn, and gives it up after a batch when a Read is
 // waiting for it (wanted; it wakes them through freed); it takes it back
 // once no pull has ended for pullGrace, so that datagrams are taken in
-// while nobody reads. A pull touches no timer: it counts its end (ends),
-// and the reader's timer, when it fires, looks at that count. While a
-// pull goes on (a Read waiting for its datagram, for as long as it
-// takes), the reader waits with no timer for it to end (watch, ended).
+// while nobody reads. A pull touches no timer while the reader's own
+// runs: it counts its end (ends), and the reader's timer, when it fires,
+// looks at that count. While a pull goes on (a Read waiting for its
+// datagram, for as long as it takes), the reader waits for the turn to
+// stay free for a grace after a pull (watch): the pull that ends arms the
+// grace timer (grace), and the next pull's take stops it, so that Reads
+// that come back within a grace, as a client sending at 10 Hz does,
+// never wake the reader.
 type readTurn struct {
 	tok     chan struct{} // capacity 1: the turn
 	freed   chan struct{} // capacity 1: the turn may be free
 	waiters atomic.Int32  // Reads waiting for a payload or the turn
 	ends    atomic.Uint64 // pulls ended
 	watch   atomic.Bool   // the reader waits for the pull in progress to end
-	ended   chan struct{} // capacity 1: a pull ended while the reader watched
+	grace   *time.Timer   // armed by a pull's end while the reader watches; stopped by the next take
+	armed   atomic.Bool   // grace may be armed
 	back    chan struct{} // capacity 1: a pull asks the reader to take the turn back at once
 	idle    *time.Timer   // the reader's wait; used by the reader only
 	// solo: the turn goes to Reads only while at most one waits. A
@@ -59,11 +64,12 @@ func newReadTurn(solo bool, sock transport.Conn) *readTurn {
 		waits: w,
 		tok:   make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
-		ended: make(chan struct{}, 1),
 		back:  make(chan struct{}, 1),
 		idle:  time.NewTimer(time.Hour),
+		grace: time.NewTimer(time.Hour),
 	}
 	t.idle.Stop()
+	t.grace.Stop()
 	return t
 }
 
@@ -121,12 +127,14 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 			}
 			return true
 		}
-		// A Read is pulling: wait for its end, which may be far off,
-		// with no timer; then a grace more.
+		// A Read is pulling: wait until a grace has passed since the
+		// end of a pull with no other begun (the pulls arm and stop
+		// grace), which may be far off.
 		t.watch.Store(true)
 		if t.ends.Load() == seen {
 			select {
-			case <-t.ended:
+			case <-t.grace.C:
+				now = true
 			case <-t.back:
 				now = true
 			case <-stop:
@@ -143,10 +151,17 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 	}
 }
 
-// tryTake takes the turn for a pull if it is free.
+// tryTake takes the turn for a pull if it is free; it stops the grace
+// the last pull's end armed.
 func (t *readTurn) tryTake() bool {
 	select {
 	case t.tok <- struct{}{}:
+		if t.armed.Load() && t.armed.CompareAndSwap(true, false) {
+			// (A stop that comes before the arming it races with
+			// costs the reader a wake-up that finds a pull going
+			// on: it watches again.)
+			t.grace.Stop()
+		}
 		return true
 	default:
 		return false
@@ -160,8 +175,11 @@ func (t *readTurn) release(giveBack bool) {
 	n := t.waiters.Load()
 	<-t.tok
 	t.ends.Add(1)
-	if t.watch.Load() && t.watch.CompareAndSwap(true, false) {
-		signal(t.ended)
+	if t.watch.Load() {
+		// The reader waits for the turn to stay free for a grace: the
+		// next pull's take stops it.
+		t.armed.Store(true)
+		t.grace.Reset(pullGrace)
 	}
 	switch {
 	case giveBack || (t.solo && n > 1):
@@ -233,7 +251,7 @@ type socketPull struct {
 // first three with dmu held.
 type pullOwner interface {
 	// pullDeadline is the socket's read deadline for a pull starting now.
-	pullDeadline(now time.Time) time.Time
+	pullDeadline() time.Time
 	// setPulling records that a Read is reading the socket, or no longer
 	// is, for SetReadDeadline to move the socket's deadline while it waits.
 	setPulling(on bool)
@@ -253,7 +271,7 @@ type pullOwner interface {
 // Read's own deadline has passed.
 func (p *socketPull) pull(rt *readTurn, sock transport.Conn, ms []transport.Message, o pullOwner) (bool, error) {
 	p.dmu.Lock()
-	if dl := o.pullDeadline(time.Now()); !dl.Equal(p.sockDL) {
+	if dl := o.pullDeadline(); !dl.Equal(p.sockDL) {
 		if err := sock.SetReadDeadline(dl); err != nil {
 			// A caller's transport without read deadlines: a Read
 			// cannot wait on it, the reader reads it from now on.

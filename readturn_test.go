@@ -14,15 +14,18 @@ import (
 // TestReadTurnYield runs a socket's read turn on simulated time: the
 // reader gives it up to a waiting Read; while a pull goes on, however
 // long, the reader waits for its end with no timer; it takes the turn back
-// between one and two graces after the last pull ended, at once when a
-// pull asks it to, and at stop once the pull in progress has ended.
+// between one and two graces after the last pull ended (not if another
+// began within a grace), at once when a pull asks it to, and at stop once
+// the pull in progress has ended.
 func TestReadTurnYield(t *testing.T) {
 	cases := []struct {
 		name     string
 		giveBack bool // the pull asks the reader to take the turn back
 		stop     bool // the reader is stopped while the pull goes on
+		again    bool // a pull begins again within a grace of the first's end
 	}{
 		{name: "grace"},
+		{name: "pulls again within a grace", again: true},
 		{name: "give back", giveBack: true},
 		{name: "stop", stop: true},
 	}
@@ -51,6 +54,18 @@ func TestReadTurnYield(t *testing.T) {
 					require.False(t, <-took)
 					require.False(t, rt.tryTake(), "the reader holds the turn")
 					return
+				}
+				if tc.again {
+					// A Read that comes back within a grace (a client
+					// at 10 Hz) keeps the turn from the reader: its
+					// take stops the grace its last pull's end armed.
+					rt.release(false)
+					time.Sleep(pullGrace / 2)
+					require.True(t, rt.tryTake(), "the turn is free for the Read again")
+					time.Sleep(10 * time.Second)
+					synctest.Wait()
+					require.Empty(t, took, "the reader took the turn during a pull")
+					assert.True(t, rt.watch.Load(), "the reader waits for the pull's end")
 				}
 				start := time.Now()
 				rt.release(tc.giveBack)

@@ -22,14 +22,19 @@
 // if another runs):
 //
 //	transport.(*Mux).readUDP         per Mux: reads the UDP socket in batches into the read queue
-//	transport.(*muxSession).serve    per session: reads the peer's messages into the read queue
+//	transport.(*muxSession).serve    per session: reads the peer's messages into the read queue, or for the Listener
 //	transport.(*muxSession).writer   per session: writes its send queue to the peer, in one write per batch
 //	transport.(*Conn).reader         per client Conn: reads the server's messages into its read queue
 //	timerwheel.(*Wheel).advance      per Mux: its timer wheel, a tick at a time while it runs the sessions' due watchdog checks
 //
 // Queues: the Mux's read queue (MuxConfig.ReadQueue datagrams, UDP and
 // WebSocket together, each session at most its share), read by the
-// netcode Listener; each session's send queue (MuxConfig.SendQueue), a
+// netcode Listener; under a netcode Listener, though, a session's reader
+// hands each datagram to the Listener itself, which acts on it in that
+// goroutine (decrypts it and queues its payload for the Conn, or answers a
+// handshake) without waiting on anything: what has no room is dropped, as
+// over UDP, and only UDP datagrams go through the read queue. Each
+// session's send queue (MuxConfig.SendQueue), a
 // full one dropping datagrams as UDP would; a client Conn's read queue
 // (Options.ReadQueue). Locks, in order: the admission's lock (session
 // count, Close's mark) → the Mux's lock (its sessions, read-locked to

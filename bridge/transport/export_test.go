@@ -25,3 +25,15 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 // WheelArmed is how many timers m's wheel has armed: one per session (its
 // watchdog).
 func WheelArmed(m *Mux) int { return m.wheel.Armed() }
+
+// WriterWakes is how many times the writers of m's open sessions have
+// been woken.
+func WriterWakes(m *Mux) uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var n uint64
+	for _, s := range m.sessions {
+		n += s.wakes.Load()
+	}
+	return n
+}

@@ -78,7 +78,10 @@ type MuxConfig struct {
 // WebSocket clients name the server's UDP address as usual.
 //
 // A netcode Listener over a Mux reads and writes it in batches, as it
-// does a UDP socket.
+// does a UDP socket, and takes the WebSocket sessions' datagrams straight
+// from their sessions: each session's reader goroutine acts on its
+// datagrams for the Listener, with no hand-off to the Listener's reader
+// and none to the read queue, which then carries UDP datagrams only.
 // The Mux reads its UDP socket in batches too (recvmmsg on Linux) into its
 // read queue (ReadQueue), where the WebSocket sessions' messages join them,
 // and writes UDP batches with sendmmsg.
@@ -105,7 +108,11 @@ type Mux struct {
 	period time.Duration     // how often a session's watchdog checks
 	wheel  *timerwheel.Wheel // runs the sessions' watchdogs: one runtime timer for all
 
-	q    *packetq.Queue // the read queue: UDP and WebSocket datagrams
+	q *packetq.Queue // the read queue: UDP datagrams, and WebSocket ones while nothing takes them pushed
+	// sink, once a netcode Listener has set it (Push), acts on a
+	// session's datagrams in the session's reader goroutine, at once:
+	// they skip the read queue and the Listener's reader.
+	sink atomic.Pointer[func([]dgram.Message)]
 	once sync.Once
 	err  error
 
@@ -155,7 +162,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}}
+	m.batchHook = batchHook{B: muxBatcher{m}, P: muxBatcher{m}, S: muxBatcher{m}}
 	m.hostHook = hostHook{H: (*muxHost)(m)}
 	m.gate.Init("transport", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, m.log)
 	// A refusal agrees to fullSubprotocol if the client offers it, as Dial
@@ -251,7 +258,7 @@ func (m *Mux) ReadFrom(b []byte) (int, net.Addr, error) {
 func (m *Mux) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	var err error
 	if IsSessionAddr(addr) {
-		err = m.toSession(b, addr)
+		err = m.toSession(b, addr, true)
 	} else {
 		err = m.tc.WriteTo(b, addr)
 	}
@@ -261,9 +268,10 @@ func (m *Mux) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	return len(b), nil
 }
 
-// toSession queues b for the session with the transport address addr, or
-// drops it if there is none (any more) or its queue is full.
-func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
+// toSession sends b to the session with the transport address addr (see
+// muxSession.send; direct allows it to write b at once), or drops it if
+// there is none (any more) or its queue is full.
+func (m *Mux) toSession(b []byte, addr netip.AddrPort, direct bool) error {
 	switch {
 	case len(b) == 0:
 		return m.opError("write", net.UDPAddrFromAddrPort(addr), errEmptyPacket)
@@ -281,7 +289,7 @@ func (m *Mux) toSession(b []byte, addr netip.AddrPort) error {
 		if err := s.link.CheckWrite(len(b)); err != nil {
 			return m.opError("write", net.UDPAddrFromAddrPort(addr), err)
 		}
-		s.send(b)
+		s.send(b, direct)
 	}
 	return nil
 }
@@ -324,17 +332,25 @@ func (m *Mux) dequeued(addr netip.AddrPort) {
 // writeBatch sends ms in order: each run of
 // datagrams for UDP peers goes through the UDP socket's batched path
 // (sendmmsg on Linux), and datagrams for transport addresses to their
-// sessions' send queues, as WriteTo does. It returns how many
-// were sent; if fewer than len(ms), the error concerns ms[n]. It allocates
-// nothing.
+// sessions, as WriteTo does: a lone one may be written at once, a run of
+// several for one session (a send queue groups a batch by destination)
+// is queued whole, for its writer to send in one write. It returns how
+// many were sent; if fewer than len(ms), the error concerns ms[n]. It
+// allocates nothing.
 func (m *Mux) writeBatch(ms []dgram.Message) (int, error) {
 	sent := 0
 	for sent < len(ms) {
-		if IsSessionAddr(ms[sent].Addr) {
-			if err := m.toSession(ms[sent].Buf, ms[sent].Addr); err != nil {
-				return sent, err
+		if a := ms[sent].Addr; IsSessionAddr(a) {
+			end := sent + 1
+			for end < len(ms) && ms[end].Addr == a {
+				end++
 			}
-			sent++
+			lone := end-sent == 1
+			for ; sent < end; sent++ {
+				if err := m.toSession(ms[sent].Buf, a, lone); err != nil {
+					return sent, err
+				}
+			}
 			continue
 		}
 		end := sent + 1
@@ -450,8 +466,10 @@ func (m *Mux) start(l wsbridge.Link, remote string, release func()) {
 		out:        packetq.New(m.cfg.SendQueue),
 		wd:         wsbridge.NewWatchdog(m.period, m.cfg.IdleTimeout, m.cfg.WriteTimeout),
 		writerDone: make(chan struct{}),
+		kick:       make(chan struct{}, 1),
 	}
 	s.wd.Sched = m.wheel
+	s.direct, _ = l.(wsbridge.DirectLink)
 	m.sessions[s.addr] = s
 	m.mu.Unlock()
 	// The session goes on in goroutines of its own (Close waits for
@@ -487,6 +505,7 @@ type muxBatcher struct{ m *Mux }
 
 func (b muxBatcher) ReadBatch(ms []dgram.Message) (int, error)  { return b.m.readBatch(ms) }
 func (b muxBatcher) WriteBatch(ms []dgram.Message) (int, error) { return b.m.writeBatch(ms) }
+func (b muxBatcher) Push(sink func([]dgram.Message))            { b.m.sink.Store(&sink) }
 func (b muxBatcher) ReadFromUDPAddrPort(p []byte) (int, netip.AddrPort, error) {
 	return b.m.readFromAddrPort(p)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gonetcode/netcode/internal/packetq"
+	dgram "github.com/gonetcode/netcode/internal/transport"
 )
 
 // serve runs the session until it ends: it reads the peer, and its writer
@@ -53,6 +54,14 @@ type muxSession struct {
 
 	endedAt atomic.Int64 // wd.Now() + 1 of the end; 0 while running
 	queued  atomic.Int32 // datagrams of the session in the Mux's read queue
+
+	// The write turn: held by the writer while it writes, and by a send
+	// that writes its datagram itself (direct), so that the link's
+	// writes never overlap and queued datagrams are never overtaken.
+	wmu    sync.Mutex
+	kick   chan struct{}       // capacity 1: something is queued or left for the writer
+	direct wsbridge.DirectLink // link, where it can write without blocking; nil otherwise
+	wakes  atomic.Uint64       // the writer's wake-ups, for the tests
 }
 
 // end ends the session once, recording why; the writer then writes what is
@@ -68,24 +77,96 @@ func (s *muxSession) end(code websocket.StatusCode, reason string) {
 	})
 }
 
-// send queues a copy of p for the peer, or drops it (counted) if the queue
-// is full; after the end it is refused.
-func (s *muxSession) send(p []byte) { s.out.Push(netip.AddrPort{}, p) }
+// send writes p to the peer: at once, from the caller's goroutine, when
+// direct allows it, nothing is queued, the writer is idle and the link can write without
+// blocking (what its connection does not take at once is left to the
+// writer); otherwise it queues a copy for the writer, or drops it
+// (counted) if the queue is full. After the end it is refused. The
+// direct write spares the writer's wake-up and the queue's copy; it never
+// blocks, so a browser that does not read still never holds up the
+// server.
+func (s *muxSession) send(p []byte, direct bool) {
+	if direct && s.direct != nil && s.endedAt.Load() == 0 && s.out.Len() == 0 && s.wmu.TryLock() {
+		// Nothing queued and the turn taken: nothing queued can be
+		// overtaken (the writer takes the turn before it reads the
+		// queue, and holds it until it has written what it read).
+		if s.out.Len() == 0 {
+			ok, left, err := s.direct.TryWrite(p)
+			s.wmu.Unlock()
+			switch {
+			case !ok:
+			case err != nil:
+				s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
+				return
+			default:
+				s.wd.Active()
+				if left {
+					signal(s.kick) // the writer sends the rest
+				}
+				return
+			}
+		} else {
+			s.wmu.Unlock()
+		}
+	}
+	if s.out.Push(netip.AddrPort{}, p) {
+		signal(s.kick)
+	}
+}
+
+// signal makes a non-blocking send on c (capacity 1).
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 // writer writes the queued datagrams to the WebSocket until the session
 // ends, then the rest of the queue, then closes the WebSocket. When several
 // are queued, their messages go out together, in one write to the
-// connection (up to wsbridge.BatchBytes).
+// connection (up to wsbridge.BatchBytes). It writes in the write turn,
+// which it takes once woken (by send, or the end), and sends first what a
+// direct write left.
 func (s *muxSession) writer() {
 	defer close(s.writerDone)
 	defer s.link.Release()
 	buf := make([]byte, maxMessage)
-	for s.writeBatch(buf) {
+	for {
+		select {
+		case <-s.kick:
+		case <-s.out.Done():
+		}
+		s.wakes.Add(1)
+		s.wmu.Lock()
+		ok := s.drain(buf)
+		s.wmu.Unlock()
+		if !ok {
+			break
+		}
 	}
+	s.wmu.Lock() // a send writing now finishes first
 	s.link.Close(s.code, s.reason)
+	s.wmu.Unlock()
 }
 
-// writeBatch waits for a datagram and writes it with the others queued
+// drain writes what a direct write left, then what is queued, in the
+// write turn. It reports false once the session has ended and the queue
+// is drained, or a write failed: code and reason are set.
+func (s *muxSession) drain(buf []byte) bool {
+	if err := s.wd.Flush(s.link); err != nil {
+		s.end(websocket.StatusGoingAway, "netcode/bridge: write failed")
+		return false
+	}
+	for s.out.Len() > 0 {
+		if !s.writeBatch(buf) {
+			return false
+		}
+	}
+	return s.out.Err() == nil
+}
+
+// writeBatch reads a queued datagram and writes it with the others queued
 // behind it. It reports false once the session has ended and the queue is
 // drained, or a write failed: code and reason are set.
 func (s *muxSession) writeBatch(buf []byte) bool {
@@ -123,10 +204,12 @@ func (s *muxSession) write(p []byte) bool {
 	return true
 }
 
-// readLoop feeds the peer's messages to the Mux's read queue until reading
+// readLoop feeds the peer's messages to the Mux's read queue, or to its
+// sink, the netcode Listener's, which acts on each at once, until reading
 // fails or the session ends.
 func (s *muxSession) readLoop() {
 	buf := make([]byte, maxMessage+1)
+	ms := make([]dgram.Message, 1)
 	for {
 		n, err := s.link.Read(buf)
 		if err != nil && err != wsbridge.ErrText {
@@ -148,6 +231,11 @@ func (s *muxSession) readLoop() {
 		case <-s.out.Done():
 			return
 		default:
+		}
+		if sink := s.m.sink.Load(); sink != nil {
+			ms[0] = dgram.Message{Buf: buf[:n], Addr: s.addr}
+			(*sink)(ms)
+			continue
 		}
 		if s.queued.Load() >= muxSessionShare {
 			s.m.overShare.Add(1)

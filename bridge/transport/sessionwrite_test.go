@@ -64,6 +64,48 @@ func TestMuxSessionBurst(t *testing.T) {
 	}
 }
 
+// TestMuxDirectWrites: a lone datagram for a session whose writer is idle
+// is written by the sender itself, without waking the writer; a run of
+// several for one session in a batch is queued for the writer, which
+// sends it together. Either way the peer reads every datagram, in order.
+func TestMuxDirectWrites(t *testing.T) {
+	mux, url := newBareMux(t, bridgetransport.MuxConfig{})
+	ws, addr := sessionPeer(t, mux, url)
+	ctx := bridgetest.Ctx(t, 10*time.Second)
+	read := func(want []byte) {
+		t.Helper()
+		typ, got, err := ws.Read(ctx)
+		require.NoError(t, err)
+		require.Equal(t, websocket.MessageBinary, typ)
+		require.Equal(t, want, got)
+	}
+	for i := range 100 {
+		p := bytes.Repeat([]byte{byte(i)}, 100)
+		_, err := mux.WriteToUDPAddrPort(p, addr)
+		require.NoError(t, err)
+		read(p)
+	}
+	assert.Zero(t, bridgetransport.WriterWakes(mux), "lone datagrams woke the writer")
+
+	tc := transport.New(mux)
+	ms := make([]transport.Message, 50)
+	for i := range ms {
+		ms[i] = transport.Message{Buf: bytes.Repeat([]byte{byte(i), 7}, 50), Addr: addr}
+	}
+	n, err := tc.WriteBatch(ms)
+	require.NoError(t, err)
+	require.Equal(t, len(ms), n)
+	lone := []byte("after the run")
+	_, err = mux.WriteToUDPAddrPort(lone, addr)
+	require.NoError(t, err)
+	for i := range ms {
+		read(ms[i].Buf)
+	}
+	read(lone)
+	assert.NotZero(t, bridgetransport.WriterWakes(mux), "a run of datagrams for one session is the writer's")
+	require.Zero(t, mux.Dropped())
+}
+
 // BenchmarkMuxSessionWrite: rounds of 32 datagrams of 100 bytes for one
 // WebSocket session, as a server answering many at once queues them, read
 // by the peer.
@@ -109,6 +151,7 @@ type countingMux struct {
 	*bridgetransport.Mux
 	transport.Batched
 	readBatches, writeBatches, singles atomic.Int64
+	sessionReads                       atomic.Int64 // WebSocket datagrams read in batches
 }
 
 func newCountingMux(m *bridgetransport.Mux) *countingMux {
@@ -125,7 +168,13 @@ type countingBatcher struct {
 
 func (b countingBatcher) ReadBatch(ms []transport.Message) (int, error) {
 	b.c.readBatches.Add(1)
-	return b.inner.ReadBatch(ms)
+	n, err := b.inner.ReadBatch(ms)
+	for i := range ms[:n] {
+		if bridgetransport.IsSessionAddr(ms[i].Addr) {
+			b.c.sessionReads.Add(1)
+		}
+	}
+	return n, err
 }
 
 func (b countingBatcher) WriteBatch(ms []transport.Message) (int, error) {

@@ -125,8 +125,7 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.bulk, _ = ep.(Bulker)
 }
 
-// Endpoint returns the Endpoint c sends through (for a dialect's tests,
-// which reach their own endpoint behind a Conn).
+// Endpoint is the Endpoint c sends through (Init's ep).
 func (c *Conn) Endpoint() Endpoint { return c.ep }
 
 // SetRemote sets the peer's address (a dialed Conn learns it on connecting).

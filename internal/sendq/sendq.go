@@ -456,6 +456,13 @@ func (t *Traffic) AddAll(ms []transport.Message) {
 	t.Add(len(ms), n)
 }
 
+// WriteNow writes msgs at once from the caller's goroutine, outside the
+// queue's order and its writer, and counts them as the queue's. It is for
+// destinations whose writes never block and may run beside the queue's
+// (a bridge Mux's WebSocket sessions, each with a send queue of its own):
+// it never waits.
+func (q *Queue) WriteNow(msgs []transport.Message) { q.write(msgs) }
+
 // write sends msgs with WriteAll and counts what the socket took and
 // what it refused.
 func (q *Queue) write(msgs []transport.Message) {

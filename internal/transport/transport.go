@@ -73,6 +73,7 @@ type Batcher interface {
 type Batched struct {
 	B Batcher
 	P AddrPortIO
+	S Pusher // datagrams that arrive on goroutines of their own (push.go); may be nil
 }
 
 func (b Batched) batcher() Batcher       { return b.B }

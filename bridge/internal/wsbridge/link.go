@@ -46,6 +46,22 @@ type Link interface {
 	CheckWrite(n int) error
 }
 
+// DirectLink is a Link that can write a message without blocking, from
+// any goroutine, where its connection allows (a WebSocket over plain TCP):
+// a Mux's send path writes through it while its session's writer is idle,
+// rather than waking the writer for every datagram.
+type DirectLink interface {
+	Link
+	// TryWrite writes p as one message without blocking: ok reports
+	// whether it did (false: nothing was written, queue it), left whether
+	// part of it waits for a Flush, which must come before any other
+	// write. It must not run at the same time as another write on the
+	// link.
+	TryWrite(p []byte) (ok, left bool, err error)
+}
+
+var _ DirectLink = WSLink{}
+
 // RelayLink is a Link of the relay, whose connect token and "connected"
 // message travel apart from the payloads on some links (a WebTransport
 // session's stream; a WebSocket carries all of them as messages).
@@ -95,6 +111,18 @@ func (l WSLink) ReadToken(buf []byte) (int, error) {
 
 // Write implements Link: one binary message.
 func (l WSLink) Write(p []byte) error { return l.WS.Write(bg, websocket.MessageBinary, p) }
+
+// TryWrite writes p as one binary message without blocking, where the
+// connection allows it (see BatchConn.StartNonblocking): ok reports
+// whether it did, left whether bytes wait for Flush; err is the write's.
+// Implements DirectLink.
+func (l WSLink) TryWrite(p []byte) (ok, left bool, err error) {
+	if !l.BC.StartNonblocking() {
+		return false, false, nil
+	}
+	err = l.WS.Write(bg, websocket.MessageBinary, p)
+	return true, l.BC.EndNonblocking(), err
+}
 
 // WriteText implements RelayLink: one text message.
 func (l WSLink) WriteText(p []byte) error { return l.WS.Write(bg, websocket.MessageText, p) }

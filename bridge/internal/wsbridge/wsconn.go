@@ -23,20 +23,46 @@ var batchBufs = sync.Pool{New: func() any {
 // of going out, and flush sends it in one write: several messages, one
 // system call.
 //
+// Over a plain TCP connection it can also write without blocking (see
+// TryWrite): what the socket does not take at once is kept (left), and the
+// next write that may block, or Flush, sends it first, so that the bytes
+// go out in order.
+//
 // Lock order: mu is a leaf; the WebSocket's own write lock is taken
 // outside it (its writes come here).
 type BatchConn struct {
 	net.Conn
+	nb *nonblockingWriter // the TCP socket's writes that must not block; nil if none
 
-	mu      sync.Mutex // serializes the connection's writes
-	holding bool
-	pending *[]byte // from batchBufs while holding something
+	mu       sync.Mutex // serializes the connection's writes
+	holding  bool
+	nonblock bool    // writes must not block: set around a TryWrite
+	pending  *[]byte // from batchBufs while holding something
+	left     *[]byte // from batchBufs: what a write that must not block left
+}
+
+// newBatchConn returns c as a BatchConn, which writes without blocking
+// when asked to (see TryWrite) if c is a plain TCP connection.
+func newBatchConn(c net.Conn) *BatchConn {
+	bc := &BatchConn{Conn: c}
+	if tc, ok := c.(*net.TCPConn); ok && nonblockingWrites {
+		if raw, err := tc.SyscallConn(); err == nil {
+			bc.nb = newNonblockingWriter(raw)
+		}
+	}
+	return bc
 }
 
 // Write sends p, or holds it while batching.
 func (c *BatchConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.nonblock {
+		return c.writeNow(p)
+	}
+	if err := c.sendLeft(); err != nil {
+		return 0, err
+	}
 	if c.holding {
 		if c.pending == nil {
 			c.pending = batchBufs.Get().(*[]byte)
@@ -72,6 +98,9 @@ func (c *BatchConn) Flush() error {
 
 // flushLocked sends what is held and returns the buffer to the pool.
 func (c *BatchConn) flushLocked() error {
+	if err := c.sendLeft(); err != nil {
+		return err
+	}
 	p := c.pending
 	if p == nil {
 		return nil
@@ -86,16 +115,82 @@ func (c *BatchConn) flushLocked() error {
 	return err
 }
 
-// Release returns a buffer still held (the session ended mid-batch).
+// Release returns the buffers still held (the session ended mid-batch, or
+// with bytes a write that must not block left).
 func (c *BatchConn) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holding = false
-	if c.pending != nil {
-		*c.pending = (*c.pending)[:0]
-		batchBufs.Put(c.pending)
-		c.pending = nil
+	putBatchBuf(&c.pending)
+	putBatchBuf(&c.left)
+}
+
+// putBatchBuf returns *p to the pool, if set, and clears it.
+func putBatchBuf(p **[]byte) {
+	if *p != nil {
+		**p = (**p)[:0]
+		batchBufs.Put(*p)
+		*p = nil
 	}
+}
+
+// StartNonblocking makes c's writes until EndNonblocking not block (one
+// WebSocket message's): what the socket does not take at once is kept,
+// to go out first with the next write that may block or with Flush. It
+// reports false, and changes nothing, where c cannot: not a plain TCP
+// connection, batching, bytes an earlier such write left still to go, or
+// a write in progress (which may be blocked: the WebSocket's reader
+// answering a ping, say). Any write that starts before EndNonblocking,
+// the reader's included, does not block either, so the caller's message
+// waits at most for one that does not block.
+func (c *BatchConn) StartNonblocking() bool {
+	if !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	if c.nb == nil || c.holding || c.left != nil {
+		return false
+	}
+	c.nonblock = true
+	return true
+}
+
+// EndNonblocking ends what StartNonblocking began; it reports whether
+// bytes were left for Flush.
+func (c *BatchConn) EndNonblocking() (left bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nonblock = false
+	return c.left != nil
+}
+
+// writeNow writes p without blocking, keeping what the socket does not
+// take in c.left (all of p, after what an earlier one left). mu is held.
+func (c *BatchConn) writeNow(p []byte) (int, error) {
+	if c.left != nil {
+		*c.left = append(*c.left, p...)
+		return len(p), nil
+	}
+	n, err := c.nb.write(p)
+	if err != nil {
+		return n, err
+	}
+	if n < len(p) {
+		c.left = batchBufs.Get().(*[]byte)
+		*c.left = append(*c.left, p[n:]...)
+	}
+	return len(p), nil
+}
+
+// sendLeft sends what a write that must not block left, if anything. mu
+// is held.
+func (c *BatchConn) sendLeft() error {
+	if c.left == nil {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.left)
+	putBatchBuf(&c.left)
+	return err
 }
 
 // CloseWS closes ws, over c, with code and reason, and returns within
@@ -150,7 +245,7 @@ func (u *upgrader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		c.Close()
 		return nil, nil, err
 	}
-	u.conn = &BatchConn{Conn: c}
+	u.conn = newBatchConn(c)
 	br := brw.Reader
 	if br.Buffered() == 0 {
 		// Nothing read past the request (a client waits for the 101).

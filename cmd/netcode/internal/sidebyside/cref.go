@@ -155,6 +155,7 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	duration := fs.Duration("duration", 3*time.Second, "measured window of each run (after a 1 s warm-up)")
 	worktree := fs.String("worktree", "", "the netcode repository whose cmd/netcode to measure (default: the one this module is in)")
 	cc := fs.String("cc", "cc", "the C compiler")
+	floor := fs.Bool("floor", false, "also run, at each one-client window-1 configuration, a bare Go UDP ping-pong (net.UDPConn, no protocol), interleaved: the floor of a Go echo there")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -226,6 +227,12 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			res[i].Go = append(res[i].Go, f)
+			if *floor && c.Clients == 1 && c.Window == 1 {
+				if f, err = runFloor(ctx, c, secs); err != nil {
+					return err
+				}
+				res[i].Floor = append(res[i].Floor, f)
+			}
 			fmt.Fprintf(stderr, "round %d: %v: %s\n", round+1, c, res[i].last())
 		}
 	}
@@ -233,6 +240,21 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		res[i].Config = cs[i]
 	}
 	printCrefTable(stdout, res)
+	printFloorTable(stdout, res)
 	fmt.Fprintf(stdout, "uptime after: %s\n", uptime())
 	return nil
+}
+
+// runFloor runs the bare Go UDP ping-pong (pingpong.go) at c's payload
+// size in a process of its own: this executable.
+func runFloor(ctx context.Context, c crefConfig, secs string) (echoFigures, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return echoFigures{}, err
+	}
+	out, err := exec.CommandContext(ctx, exe, pingpongArg, "-size", strconv.Itoa(c.Size), "-duration", secs+"s").Output()
+	if err != nil {
+		return echoFigures{}, fmt.Errorf("pingpong %v: %w", c, err)
+	}
+	return parseCbench(string(out))
 }

@@ -85,3 +85,41 @@ rounds, echoes per CPU-s:
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestPingpongRun runs the bare Go UDP ping-pong briefly and reads its
+// result line as cref does. It asserts no figure of speed.
+func TestPingpongRun(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := runPingpong([]string{"-size", "100", "-duration", "200ms"}, &out, &errb); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	f, err := parseCbench(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PerCPU <= 0 || f.P99 < f.P50 {
+		t.Errorf("implausible figures %+v from %q", f, out.String())
+	}
+}
+
+// TestFloorTable checks the floor table's medians and ratios, and that it
+// leaves out the configurations that ran no ping-pong.
+func TestFloorTable(t *testing.T) {
+	f := func(perCPU float64) echoFigures { return echoFigures{PerCPU: perCPU} }
+	rs := []crefResult{
+		{Config: crefConfig{1, 8, 100}, C: []echoFigures{f(100e3)}, Go: []echoFigures{f(150e3)}},
+		{Config: crefConfig{1, 1, 100}, C: []echoFigures{f(90e3), f(100e3), f(95e3)},
+			Go: []echoFigures{f(60e3), f(70e3), f(65e3)}, Floor: []echoFigures{f(80e3), f(85e3), f(70e3)}},
+	}
+	var b bytes.Buffer
+	printFloorTable(&b, rs)
+	want := `
+| clients, window, payload | C echoes per CPU-s | bare Go UDP | netcode | bare Go / C | netcode / bare Go |
+|---|---|---|---|---|---|
+| 1, 1, 100 B | 95.0k | 80.0k | 65.0k | 0.84 | 0.81 |
+  rounds: bare Go [80.0k 85.0k 70.0k]
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}

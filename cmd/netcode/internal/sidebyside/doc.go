@@ -48,7 +48,12 @@
 // and the clients in one process, the shape the single-threaded C library
 // is driven in: echoes per CPU-second of that process, and the p50 and p99
 // round trip. Without NETCODE_C_SRC it says so and gives the Go column
-// alone; the C reference has no figure above its 256 clients.
+// alone; the C reference has no figure above its 256 clients. With -floor
+// it also runs, at each one-client window-1 configuration, a bare Go UDP
+// ping-pong (this executable again: one server and one client goroutine
+// on net.UDPConn in one process, datagrams of the size netcode's would
+// be, no protocol), interleaved with the others: what Go's runtime poller
+// alone costs an echo there, which no library on it pays less than.
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCref(ctx, args[1:], stdout, stderr)
 	case childArg:
 		return runChild(args[1:])
+	case pingpongArg:
+		return runPingpong(args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])

@@ -168,6 +168,7 @@ func spread(xs []float64, format string) string {
 type crefResult struct {
 	Config crefConfig
 	C, Go  []echoFigures
+	Floor  []echoFigures // the bare Go UDP ping-pong (cref -floor)
 }
 
 func (r crefResult) last() string {
@@ -202,5 +203,25 @@ func printCrefTable(w io.Writer, rs []crefResult) {
 	fmt.Fprintln(w, "\nrounds, echoes per CPU-s:")
 	for _, r := range rs {
 		fmt.Fprintf(w, "  %v: C [%s] Go [%s]\n", r.Config, rounds(values(r.C, perCPU), kilo), rounds(values(r.Go, perCPU), kilo))
+	}
+}
+
+// printFloorTable writes, for the configurations that ran the bare Go UDP
+// ping-pong (cref -floor), its medians beside C's and netcode's.
+func printFloorTable(w io.Writer, rs []crefResult) {
+	header := false
+	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	for _, r := range rs {
+		if len(r.Floor) == 0 || len(r.C) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\n| clients, window, payload | C echoes per CPU-s | bare Go UDP | netcode | bare Go / C | netcode / bare Go |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|")
+			header = true
+		}
+		c, f, g := median(values(r.C, perCPU)), median(values(r.Floor, perCPU)), median(values(r.Go, perCPU))
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %.2f | %.2f |\n", r.Config, kilo(c), kilo(f), kilo(g), f/c, g/f)
+		fmt.Fprintf(w, "  rounds: bare Go [%s]\n", rounds(values(r.Floor, perCPU), kilo))
 	}
 }

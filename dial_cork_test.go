@@ -1,0 +1,141 @@
+package netcode_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHeldWrites, over real UDP, IPv4 and IPv6, on every path of the
+// transport: the Writes a dialed Conn makes while payloads wait in its
+// read queue (held for a train where the socket is connected) all reach
+// the server, in order, whatever sends them: the Write that finds the
+// queue empty, a Read that finds it empty, Close (before its disconnect),
+// or, with nothing of these, the bound on the wait. Each case but the
+// last holds with no bound at all, so that only what it names can send.
+func TestHeldWrites(t *testing.T) {
+	cases := []struct {
+		name  string
+		bound time.Duration
+		// after, run on the client once it has read one of two payloads
+		// and written "held", makes "held" leave.
+		after func(t *testing.T, cli *netcode.Conn)
+	}{
+		{"next Write", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+			_, err := readWithin(t, cli, 5*time.Second)
+			require.NoError(t, err)
+			_, err = cli.Write([]byte("after"))
+			require.NoError(t, err)
+			require.Zero(t, netcode.HeldWrites(cli), "held after a Write that found the read queue empty")
+		}},
+		{"Read", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+			_, err := readWithin(t, cli, 5*time.Second)
+			require.NoError(t, err)
+			_, err = readWithin(t, cli, time.Millisecond) // nothing comes: it waits, after sending
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.Zero(t, netcode.HeldWrites(cli), "held after a Read that found the read queue empty")
+		}},
+		{"Close", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+			require.NoError(t, cli.Close())
+		}},
+		{"bound", 0, func(*testing.T, *netcode.Conn) {}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			onEachPath(t, func(t *testing.T, network, addr string) {
+				if tc.bound != 0 {
+					defer netcode.SetCorkBound(tc.bound)()
+				}
+				l := listen(t, network, addr, nil)
+				cli, srv := pair(t, l)
+				for i := range 2 {
+					_, err := srv.Write([]byte(fmt.Sprint("to client ", i)))
+					require.NoError(t, err)
+				}
+				require.Eventually(t, func() bool { return cli.Buffered() == 2 }, 5*time.Second, time.Millisecond)
+				_, err := readWithin(t, cli, 5*time.Second)
+				require.NoError(t, err)
+				_, err = cli.Write([]byte("held"))
+				require.NoError(t, err)
+				tc.after(t, cli)
+				got, err := readWithin(t, srv, 5*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, "held", string(got))
+				switch tc.name {
+				case "next Write":
+					got, err = readWithin(t, srv, 5*time.Second)
+					require.NoError(t, err)
+					require.Equal(t, "after", string(got))
+				case "Close":
+					_, err = readWithin(t, srv, 5*time.Second)
+					require.ErrorIs(t, err, io.EOF)
+				}
+			})
+		})
+	}
+}
+
+// TestHeldWritesBurst, over real UDP, IPv4 and IPv6, on every path: a
+// client answering a burst of payloads one by one, as an echo loop does,
+// gets every answer to the server in order, and the Conn keeps working
+// at one payload at a time after.
+func TestHeldWritesBurst(t *testing.T) {
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
+		cli, srv := pair(t, l)
+		go echoUntilError(cli)
+		for round := range 3 {
+			const burst = 40 // more than a train holds
+			for i := range burst {
+				_, err := srv.Write([]byte(fmt.Sprint(round, "/", i)))
+				require.NoError(t, err)
+			}
+			for i := range burst {
+				got, err := readWithin(t, srv, 5*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, fmt.Sprint(round, "/", i), string(got))
+			}
+			send(t, srv, srv, []byte("one at a time"))
+		}
+	})
+}
+
+// TestHeldWritesAllocations checks that held Writes keep the hot path's
+// promise: once warm, a burst answered through held Writes costs no
+// allocation (counted for the whole process), on every path.
+func TestHeldWritesAllocations(t *testing.T) {
+	race.Skip(t)
+	onEachPath(t, func(t *testing.T, network, addr string) {
+		l := listen(t, network, addr, nil)
+		cli, srv := pair(t, l)
+		go echoUntilError(cli)
+		const burst = 8
+		msg := make([]byte, 100)
+		buf := make([]byte, netcode.MaxPayloadBytes)
+		round := func() {
+			for range burst {
+				if _, err := srv.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range burst {
+				if _, err := srv.Read(buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for range 100 { // warm the pools and the held buffer
+			round()
+		}
+		allocs := testing.AllocsPerRun(500, round)
+		t.Logf("%.3f allocations per burst of %d echoes", allocs, burst)
+		// As TestSteadyStateAllocations: one in ten round trips at most.
+		require.Less(t, allocs, 0.1*burst)
+	})
+}
