@@ -1,6 +1,7 @@
 package netcode_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,21 +287,21 @@ func TestNoNonceReuseOnTheWire(t *testing.T) {
 			return r
 		}},
 		{"Close and Listen on the same port at once", 2, func(t *testing.T, network, addr string) *relay {
-			l := listen(t, network, addr, nil)
+			bound, control := reservePort(t, network, addr)
+			reuse := func(c *netcode.ServerConfig) { c.Socket.Control = control }
+			l := listen(t, network, bound, reuse)
 			r := newRelay(t, network, addr, l.Addr())
 			tok := captureToken(t, r, l.Addr(), withTimeout(2))
 			cli, _ := session(t, l, tok)
-			bound := l.Addr().String()
 			require.NoError(t, l.Close())
 			_, err := readWithin(t, cli, 5*time.Second)
 			require.ErrorIs(t, err, io.EOF)
-			l2 := listen(t, network, bound, nil)
+			l2 := listen(t, network, bound, reuse)
 			session(t, l2, tok) // a new server: it does not know the token
 			return r
 		}},
 		{"process restart", 2, func(t *testing.T, network, addr string) *relay {
-			port := freePort(t, network, addr)
-			bound := net.JoinHostPort(strings.Trim(strings.TrimSuffix(addr, ":0"), "[]"), port)
+			bound, _ := reservePort(t, network, addr) // the child sets SO_REUSEADDR too
 			srvAddr, err := net.ResolveUDPAddr(network, bound)
 			require.NoError(t, err)
 			r := newRelay(t, network, addr, srvAddr)
@@ -364,15 +366,32 @@ func handled(now, start netcode.ServerStats) uint64 {
 		now.DeniedSent - start.DeniedSent + now.MappingsFull - start.MappingsFull
 }
 
-// freePort returns a port the OS just handed out on addr.
-func freePort(t *testing.T, network, addr string) string {
+// reservePort returns a port on network's loopback that the test binds,
+// closes and binds again (a server restarting on its address), and the
+// SocketConfig.Control hook those sockets need. A port only closed and
+// bound again may be taken in between by any socket the OS hands a port to
+// (another test's, in parallel, or another process's): bind failed with
+// "address already in use" once under load. So a socket on the wildcard
+// address holds the port for the test's life with SO_REUSEADDR; the OS hands
+// it to no other socket and refuses it to any bind without SO_REUSEADDR,
+// while the test's own sockets, which set it (the hook), bind the loopback
+// address and receive its datagrams: the more specific binding takes them.
+// The wildcard socket never reads; it only keeps the port.
+func reservePort(t *testing.T, network, addr string) (bound string, control func(network, address string, c syscall.RawConn) error) {
 	t.Helper()
-	pc, err := net.ListenPacket(network, addr)
+	host := strings.Trim(strings.TrimSuffix(addr, ":0"), "[]")
+	wildcard := map[string]string{"udp4": "0.0.0.0:0", "udp6": "[::]:0"}[network]
+	lc := net.ListenConfig{Control: reuseAddr}
+	pc, err := lc.ListenPacket(context.Background(), network, wildcard)
 	require.NoError(t, err)
 	_, port, err := net.SplitHostPort(pc.LocalAddr().String())
 	require.NoError(t, err)
-	require.NoError(t, pc.Close())
-	return port
+	if reuseAddr == nil {
+		require.NoError(t, pc.Close()) // see port_other_test.go
+	} else {
+		t.Cleanup(func() { pc.Close() })
+	}
+	return net.JoinHostPort(host, port), reuseAddr
 }
 
 // echoTrade checks that payloads come back from an echo server.
@@ -427,7 +446,10 @@ func startEchoServer(t *testing.T, network, addr string) *childServer {
 // it is killed.
 func runEchoServer(spec string) {
 	network, addr, _ := strings.Cut(spec, " ")
-	l, err := netcode.Listen(network, addr, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 8})
+	// The parent holds the port (reservePort): bind it beside that socket.
+	cfg := &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 8}
+	cfg.Socket.Control = reuseAddr
+	l, err := netcode.Listen(network, addr, cfg)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)

@@ -402,10 +402,7 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 		dc.postpone(next)
 	}
 	if errors.Is(err, client.ErrNotConnected) {
-		if e := dc.conn.Err(); e != nil {
-			return e
-		}
-		return net.ErrClosed
+		return dc.endErr()
 	}
 	return err
 }
@@ -421,12 +418,24 @@ func (dc *dialConn) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan 
 		return n, err
 	})
 	if errors.Is(err, client.ErrNotConnected) {
-		if e := dc.conn.Err(); e != nil {
-			return n, e
-		}
-		return n, net.ErrClosed
+		return n, dc.endErr()
 	}
 	return n, err
+}
+
+// endErr is what a Write that found the core no longer connected fails
+// with: the Conn's end. The goroutine that moved the core out of Connected
+// (the reader, on the server's disconnect; the timer, on a timeout) ends
+// the Conn only after the core's call, in act, so a Write between the two
+// finds no end yet: it fails with the end that the core's final state
+// means (io.EOF, ErrConnectionTimedOut), as act will end the Conn, not
+// with net.ErrClosed, which only Close on this side may cause (and which
+// Close sets as the end before it disconnects the core).
+func (dc *dialConn) endErr() error {
+	if e := dc.conn.Err(); e != nil {
+		return e
+	}
+	return stateError(dc.core.State())
 }
 
 // close sends the disconnect packets, in one batched write where the

@@ -387,11 +387,12 @@ func TestListenerCloseDisconnectsEveryone(t *testing.T) {
 
 func TestDialErrors(t *testing.T) {
 	free := func(t *testing.T) net.Addr {
-		// An address nobody answers on.
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		// An address nobody answers on: a port held by a socket that never
+		// reads, so that no other test's Listener (with the same key) can
+		// take it and answer, as one could a port only closed.
+		bound, _ := reservePort(t, "udp4", "127.0.0.1:0")
+		a, err := net.ResolveUDPAddr("udp4", bound)
 		require.NoError(t, err)
-		a := pc.LocalAddr()
-		pc.Close()
 		return a
 	}
 	for _, tc := range []struct {

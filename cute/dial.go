@@ -247,11 +247,24 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		if errors.Is(err, core.ErrPayloadSize) {
 			return ErrPayloadTooLarge
 		}
-		return sendq.ErrStopped // not connected: the Conn ended
+		return dc.notConnected()
 	}
 	err := dc.act(&dc.wout, stop, deadline, dc.wake)
 	dc.due.earlier(dc.wout.Next)
 	return err
+}
+
+// notConnected is what a Write that found the core not connected fails
+// with: sendq.ErrStopped, which the Conn turns into its end; or, before the
+// Conn has one (the read loop between the core's Receive that ended the
+// connection and act, which ends the Conn), the end the core's final state
+// means, not the net.ErrClosed of a Conn closed on this side (Close ends
+// the Conn before it disconnects the core).
+func (dc *dialConn) notConnected() error {
+	if dc.conn.m.Err() != nil {
+		return sendq.ErrStopped
+	}
+	return stateErr(dc.core.State())
 }
 
 // ClosePeer sends the DISCONNECT packets (if connected) and releases the

@@ -101,6 +101,12 @@ type Server struct {
 	closed bool
 	conns  map[*quic.Conn]*connState
 	wg     sync.WaitGroup // Serve's accept loop and its connections
+	// begun is closed once Serve has its socket (addr is set), has
+	// failed, or Close was called: Info waits for it, so that a page
+	// asking just after the Server was started (go Serve) is not told it
+	// does not serve. endBegin closes it, once.
+	begun    chan struct{}
+	endBegin func()
 }
 
 // connState is what the Server knows of one QUIC connection.
@@ -116,7 +122,8 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil || (cfg.Relay == nil && cfg.Mux == nil) {
 		return nil, errors.New("netcode/bridge: a WebTransport server needs a Relay or a Mux")
 	}
-	s := &Server{cfg: *cfg, log: cfg.Logger, conns: make(map[*quic.Conn]*connState)}
+	s := &Server{cfg: *cfg, log: cfg.Logger, conns: make(map[*quic.Conn]*connState), begun: make(chan struct{})}
+	s.endBegin = sync.OnceFunc(func() { close(s.begun) })
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -214,6 +221,7 @@ var configureQUIC func(*quic.Config)
 func (s *Server) Serve(conn net.PacketConn) error {
 	ln, err := quic.ListenEarly(conn, s.h3.TLSConfig, quicConfig())
 	if err != nil {
+		s.endBegin()
 		return err
 	}
 	s.mu.Lock()
@@ -227,6 +235,7 @@ func (s *Server) Serve(conn net.PacketConn) error {
 	s.addr, _ = conn.LocalAddr().(*net.UDPAddr)
 	s.wg.Add(1)
 	s.mu.Unlock()
+	s.endBegin()
 	defer s.wg.Done()
 	defer conn.Close()
 	for {
@@ -300,6 +309,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	ln := s.ln
 	s.mu.Unlock()
+	s.endBegin()
 	err := s.wt.Close()
 	if ln != nil {
 		ln.Close()
@@ -439,8 +449,16 @@ type CertificateHash struct {
 }
 
 // Info returns the Info for a page served to r: the URLs name r's host.
+// Until Serve has begun (a program starts it in a goroutine beside its
+// HTTPS server, so a page may ask first), Info waits for it, as a
+// connection to a bound socket waits to be accepted, or until r's context
+// ends. It fails if Close was called, or Serve failed, before Serve began.
 func (s *Server) Info(r *http.Request) (Info, error) {
 	var info Info
+	select {
+	case <-s.begun:
+	case <-r.Context().Done():
+	}
 	addr := s.Addr()
 	if addr == nil {
 		return info, errors.New("netcode/bridge: the WebTransport server is not serving")

@@ -61,13 +61,36 @@ const TimerCallback = "created by time.goFunc"
 func Settled(transient ...string) (n int, settled bool) {
 	gs := all()
 	for _, g := range gs {
-		for _, s := range transient {
-			if strings.Contains(g, s) {
-				return len(gs), false
-			}
+		if containsAny(g, transient) {
+			return len(gs), false
 		}
 	}
 	return len(gs), true
+}
+
+// Lasting returns the number of goroutines, from one snapshot of them
+// all, whose stacks name none of transient (TimerCallback, for example):
+// the goroutines that make up a cost, without the callbacks running at that
+// moment. Unlike polling Settled for a moment with none running, it
+// needs no such moment, which a starved machine with thousands of timers
+// firing may never give.
+func Lasting(transient ...string) int {
+	n := 0
+	for _, g := range all() {
+		if !containsAny(g, transient) {
+			n++
+		}
+	}
+	return n
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // all returns the stack of every goroutine, as runtime.Stack prints it.

@@ -47,7 +47,7 @@ func TestCount(t *testing.T) {
 }
 
 // TestSettled checks that a running timer callback unsettles the count,
-// and that the count is every goroutine.
+// and that the count is every goroutine; Lasting counts all but it.
 func TestSettled(t *testing.T) {
 	c := make(chan struct{})
 	done := make(chan struct{})
@@ -60,6 +60,8 @@ func TestSettled(t *testing.T) {
 	n, settled := Settled(TimerCallback)
 	assert.False(t, settled, "a timer callback is running")
 	assert.Equal(t, runtime.NumGoroutine(), n)
+	assert.Equal(t, n-1, Lasting(TimerCallback), "every goroutine but the callback")
+	assert.Equal(t, n, Lasting("stacks.noSuchFunction"))
 	_, settled = Settled("stacks.noSuchFunction")
 	assert.True(t, settled, "nothing transient by that name")
 	close(c)
