@@ -147,18 +147,18 @@ func (t shardTurn) Yield() {
 // read turn.
 func (sh *shard) handle(ms []transport.Message) {
 	sh.onePeer = fromOnePeer(ms)
-	sh.reception.act(sh, ms)
-}
-
-// act hands ms, datagrams read from sh's socket, to the core with r, and
-// sends the replies together through sh's send queue, after the core's
-// calls; Conns that ms connected go to Accept's queue.
-func (r *reception) act(sh *shard, ms []transport.Message) {
-	l, out := sh.l, &r.out
-	l.received.AddAll(ms)
 	if len(ms) > 1 {
 		sh.q.Burst() // their replies leave together
 	}
+	sh.reception.act(sh, ms)
+}
+
+// act hands ms, datagrams read from or pushed by sh's socket, to the core
+// with r, and sends the replies together after the core's calls (r.send);
+// Conns that ms connected go to Accept's queue.
+func (r *reception) act(sh *shard, ms []transport.Message) {
+	l, out := sh.l, &r.out
+	l.received.AddAll(ms)
 	now := time.Now()
 	for i := range ms {
 		if len(ms[i].Buf) > protocol.MaxPacketBytes {
