@@ -55,8 +55,16 @@ func TestSettled(t *testing.T) {
 		defer close(done)
 		parkOnChannel(c)
 	})
-	require.Eventually(t, func() bool { return Blocked("chan receive", "stacks.parkOnChannel", TimerCallback) },
-		10*time.Second, time.Millisecond, "the callback never showed as running")
+	// The counts below come from separate snapshots, so they agree only
+	// while no goroutine starts or ends. So this waits on its own
+	// goroutine (require.Eventually runs its condition in goroutines of
+	// its own, which may still be exiting when it returns) until the
+	// callback runs and the earlier tests' goroutines, which may still be
+	// exiting past their last send, have ended.
+	poll(t, func() bool {
+		return Blocked("chan receive", "stacks.parkOnChannel", TimerCallback) &&
+			Count("stacks.TestBlocked")+Count("stacks.TestCount")+Count("assert.Eventually") == 0
+	}, "the callback never showed as running, alone")
 	n, settled := Settled(TimerCallback)
 	assert.False(t, settled, "a timer callback is running")
 	assert.Equal(t, runtime.NumGoroutine(), n)
@@ -68,4 +76,15 @@ func TestSettled(t *testing.T) {
 	<-done
 	require.Eventually(t, func() bool { _, settled := Settled(TimerCallback); return settled },
 		10*time.Second, time.Millisecond, "the callback never ended")
+}
+
+// poll calls cond on the test's goroutine, every millisecond for up to 10
+// s, until it holds; it fails the test with msg if it never does.
+func poll(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal(msg)
+		}
+	}
 }
