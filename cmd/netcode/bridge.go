@@ -157,7 +157,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		udp, err := net.ListenPacket("udp", *udpAddr)
 		if err != nil {
-			return err
+			return fmt.Errorf("-udp: %w", err)
 		}
 		m := transport.NewMux(udp, &transport.MuxConfig{MaxSessions: *maxSessions, IdleTimeout: *idle, OriginPatterns: origins, Logger: sessLog})
 		l, err := netcode.NewListener(m, &netcode.ServerConfig{ProtocolID: uint64(proto), PrivateKey: k, MaxClients: *maxClients})
@@ -190,7 +190,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		pc, err := net.ListenPacket("udp", *wtAddr)
 		if err != nil {
 			closeSessions()
-			return err
+			return fmt.Errorf("-webtransport: %w", err)
 		}
 		wg.Go(func() { _ = wts.Serve(pc) })
 		mux.Handle("/webtransport", wts.InfoHandler())
@@ -205,7 +205,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		closeBridge(closeSessions, wts)
-		return err
+		return fmt.Errorf("-addr: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
 	log.Info("netcode bridge serving", append([]any{"mode", *mode, "url", scheme + "://" + ln.Addr().String() + *path}, serving...)...)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -40,6 +41,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Every flag is checked before a socket is bound.
+	if err := regFlags.check(); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -56,7 +61,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	l, err := netcode.Listen(*network, *addr, cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("-addr: %w", err)
 	}
 	mode := "echo"
 	if *chat {
@@ -145,4 +150,21 @@ func echoServe(l *netcode.Listener, log *slog.Logger, chat bool) {
 			}
 		}()
 	}
+}
+
+// check reports what register would refuse in the registry flags (the URL,
+// the tags) without connecting, so that serve refuses them before it binds
+// its socket; nil without -registry.
+func (f *registryFlags) check() error {
+	if f.url == "" {
+		return nil
+	}
+	if _, err := fleet.ParseTags(f.tags); err != nil {
+		return err
+	}
+	rdb, err := fleet.NewClient(f.url) // parses; connects on first use
+	if err != nil {
+		return err
+	}
+	return rdb.Close()
 }
