@@ -382,3 +382,36 @@ func TestReadmeTestCommandInCI(t *testing.T) {
 	assert.Contains(t, string(readme), cmd+" ./...", "README.md's test command")
 	assert.Regexp(t, "(?m)^"+regexp.QuoteMeta(cmd)+" .*\\./\\.\\.\\.$", string(ci), ".ci/run does not run the README's test command")
 }
+
+// TestEnvironmentDocumented: every NETCODE_ variable a test or a tool of
+// the module reads (os.Getenv("NETCODE_...")) is named in the docs, so
+// that none is found only by reading the code.
+func TestEnvironmentDocumented(t *testing.T) {
+	getenv := regexp.MustCompile(`Getenv\("(NETCODE_[A-Z0-9_]+)"\)`)
+	var docs strings.Builder
+	for _, name := range readmes(t) {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		docs.Write(b)
+	}
+	vars := map[string]string{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range getenv.FindAllStringSubmatch(string(b), -1) {
+			vars[m[1]] = path
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, vars)
+	for v, path := range vars {
+		named := regexp.MustCompile(`\b` + v + `\b`).MatchString(docs.String())
+		assert.True(t, named, "%s, read by %s, is in no page of docs/ or README.md", v, path)
+	}
+}
