@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -123,6 +124,16 @@ func (r *report) handle(e event) {
 			r.nskips++
 		}
 	default: // the package's end: pass, fail or skip
+		if e.Action == "fail" {
+			// Tests that never ended (the binary panicked or timed out
+			// under them): their output is the story.
+			for _, k := range slices.Sorted(maps.Keys(r.tests)) {
+				if pkg, _, _ := strings.Cut(k, "\x00"); pkg == e.Package {
+					fmt.Fprint(r.out, filtered(r.tests[k].String()))
+					delete(r.tests, k)
+				}
+			}
+		}
 		if b, ok := r.pkgOut[e.Package]; ok {
 			fmt.Fprint(r.out, filtered(b.String()))
 			delete(r.pkgOut, e.Package)

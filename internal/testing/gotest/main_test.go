@@ -41,6 +41,13 @@ func TestReport(t *testing.T) {
 {"Action":"output","Package":"p","Output":"FAIL\tp\t0.01s\n"}
 {"Action":"fail","Package":"p"}
 `, "    c_test.go:3: boom\n--- FAIL: TestC (0.00s)\nFAIL\tp\t0.01s\n"},
+		{"a test that never ends: the binary times out", false, `{"Action":"run","Package":"p","Test":"TestD"}
+{"Action":"output","Package":"p","Test":"TestD","Output":"=== RUN   TestD\n"}
+{"Action":"output","Package":"p","Test":"TestD","Output":"    d_test.go:7: waiting\n"}
+{"Action":"output","Package":"p","Output":"panic: test timed out after 1s\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t1.01s\n"}
+{"Action":"fail","Package":"p"}
+`, "    d_test.go:7: waiting\npanic: test timed out after 1s\nFAIL\tp\t1.01s\n"},
 		{"a build failure and go test's own error", false, `{"ImportPath":"q [q.test]","Action":"build-output","Output":"q/x.go:1:1: expected 'package'\n"}
 {"ImportPath":"q [q.test]","Action":"build-fail"}
 {"Action":"output","Package":"q","Output":"FAIL\tq [build failed]\n"}
