@@ -96,6 +96,10 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// Every address is checked before a socket is bound.
+	if err := checkAddrs(map[string]string{"-addr": *addr, "-udp": *udpAddr, "-webtransport": *wtAddr}); err != nil {
+		return err
+	}
 	scheme := "ws"
 	var tlsCfg *tls.Config
 	if *certFile != "" || *keyFile != "" {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +44,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	// Every flag is checked before a socket is bound.
+	if err := checkAddrs(map[string]string{"-addr": *addr, "-public-addr": *public, "-metrics": *metricsAddr}); err != nil {
+		return err
+	}
 	if err := regFlags.check(); err != nil {
 		return err
 	}
@@ -60,8 +65,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Logger = log
 	}
 	l, err := netcode.Listen(*network, *addr, cfg)
-	if err != nil {
-		return fmt.Errorf("-addr: %w", err)
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return fmt.Errorf("-addr: %w", err) // the bind's
+	} else if err != nil {
+		return err
 	}
 	mode := "echo"
 	if *chat {
@@ -167,4 +174,24 @@ func (f *registryFlags) check() error {
 		return err
 	}
 	return rdb.Close()
+}
+
+// checkAddrs checks that each non-empty address, by the flag that gave
+// it, is a host:port (the host may be empty), so that a mistyped one is
+// refused before any socket is bound.
+func checkAddrs(addrs map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(addrs)) {
+		a := addrs[flag]
+		if a == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a)
+		if err == nil {
+			_, err = net.LookupPort("udp", port)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: want host:port (%v)", flag, a, err)
+		}
+	}
+	return nil
 }
