@@ -206,6 +206,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	mux.Handle("/", noPage(*path))
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		closeBridge(closeSessions, wts)
@@ -255,3 +256,15 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// noPage answers what the bridge does not serve (its root among them)
+// with 404 and what it does serve: a page and its tokens come from the
+// game's own site and backend.
+func noPage(sessions string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found: netcode bridge serves its sessions at "+sessions+
+			" (with /netcode.js and /webtransport), not a page or connect tokens: "+
+			"those come from your site and your token backend (package backend; examples/browser has all three)",
+			http.StatusNotFound)
+	})
+}
