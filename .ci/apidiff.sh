@@ -38,9 +38,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/old"
 git archive "$base" | tar -x -C "$tmp/old"
-(cd "$tmp/old" && "$apidiff" -m -w "$tmp/old.x" "$module" 2>/dev/null)
-"$apidiff" -m -w "$tmp/new.x" "$module" 2>/dev/null
-changes=$("$apidiff" -m -incompatible "$tmp/old.x" "$tmp/new.x" 2>/dev/null | grep '^- ' || true)
+# apidiff's stderr lists every internal package it skips; show it only on failure.
+(cd "$tmp/old" && "$apidiff" -m -w "$tmp/old.x" "$module" 2>"$tmp/err") || { cat "$tmp/err"; exit 1; }
+"$apidiff" -m -w "$tmp/new.x" "$module" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+"$apidiff" -m -incompatible "$tmp/old.x" "$tmp/new.x" >"$tmp/diff" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+changes=$(grep '^- ' "$tmp/diff" || true)
 [ -n "$changes" ] || { echo "   no incompatible change"; exit 0; }
 
 # The text of the CHANGELOG sections that may name a change.
@@ -64,7 +66,7 @@ while IFS= read -r line; do
 	fi
 done <<<"$changes"
 if [ "$missing" = 1 ]; then
-	echo "apidiff: name each incompatible change above in CHANGELOG.md (Unreleased: what to write instead)"
+	echo "apidiff: name each incompatible change above in CHANGELOG.md's Unreleased section, by the name apidiff gives (Type.Field, Type.Method), with what to write instead"
 	exit 1
 fi
 echo "   every incompatible change is in CHANGELOG.md:"
