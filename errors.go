@@ -47,7 +47,12 @@ var (
 )
 
 // opError wraps err as package net does, so that errors.Is sees err and a
-// deadline error satisfies net.Error with Timeout() true.
+// deadline error satisfies net.Error with Timeout() true. A local address
+// on no particular interface (a socket bound to 0.0.0.0 or ::) shows as
+// ":PORT": its IP is none that a reader could look for.
 func opError(op string, local, remote net.Addr, err error) error {
+	if a, ok := local.(*net.UDPAddr); ok && a != nil && a.IP.IsUnspecified() {
+		local = &net.UDPAddr{Port: a.Port}
+	}
 	return &net.OpError{Op: op, Net: "netcode", Source: local, Addr: remote, Err: err}
 }

@@ -3,6 +3,7 @@ package netcode_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -10,13 +11,16 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,8 +42,20 @@ import (
 	_ "github.com/gonetcode/netcode/token"
 )
 
-// The documents whose Go code blocks TestReadmeCodeCompiles checks.
-var readmes = []string{"README.md", "docs/ko/README.md"}
+// readmes returns the documents whose Go code blocks TestReadmeCodeCompiles
+// checks: README.md and every Markdown page under docs/, in each language.
+func readmes(t *testing.T) []string {
+	t.Helper()
+	names := []string{"README.md"}
+	err := filepath.WalkDir("docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			names = append(names, filepath.ToSlash(path))
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return names
+}
 
 // A Go code block in a README is one of three kinds, told by the line
 // just before its opening fence:
@@ -189,15 +205,15 @@ func exportData(t *testing.T, paths []string) map[string]string {
 // that no longer compiles fails with its file and line.
 func TestReadmeCodeCompiles(t *testing.T) {
 	var blocks []codeBlock
-	for _, name := range readmes {
+	for _, name := range readmes(t) {
 		f, err := os.Open(name)
 		require.NoError(t, err)
 		bs, err := goBlocks(name, f)
 		f.Close()
 		require.NoError(t, err)
-		require.NotEmpty(t, bs, "%s has no Go code block", name)
 		blocks = append(blocks, bs...)
 	}
+	require.NotEmpty(t, blocks, "no Go code block in README.md or docs/")
 	paths := []string{}
 	for _, p := range readmeImports {
 		paths = append(paths, p)
@@ -256,4 +272,150 @@ func TestReadmeCodeConvention(t *testing.T) {
 	assert.True(t, notCompiled.MatchString(bs[2].marker))
 	_, err = goBlocks("t.md", strings.NewReader("```go\nx := 1\n"))
 	assert.ErrorContains(t, err, "never ends")
+}
+
+// TestReadmeLinksEveryPage: every page of docs/ is one link from the
+// README, so that a reader reaches each task in one step, and the README
+// stays short enough to read top to bottom (400 lines); what it does not
+// hold belongs on a page of docs/.
+func TestReadmeLinksEveryPage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	lines := bytes.Count(readme, []byte("\n"))
+	assert.LessOrEqual(t, lines, 400, "README.md has %d lines: move a section to its page of docs/", lines)
+	pages, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range append(pages, "docs/ko/README.md") {
+		assert.Contains(t, string(readme), "]("+filepath.ToSlash(p), "README.md does not link %s", p)
+	}
+}
+
+// firstProgram returns the first Go block of the Markdown file name that
+// is a whole program (package main): the README's first example.
+func firstProgram(t *testing.T, name string) codeBlock {
+	t.Helper()
+	f, err := os.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	bs, err := goBlocks(name, f)
+	require.NoError(t, err)
+	for _, b := range bs {
+		if strings.HasPrefix(b.code, "package main\n") {
+			return b
+		}
+	}
+	t.Fatalf("%s has no whole program (a Go block that begins with package main)", name)
+	return codeBlock{}
+}
+
+// TestInstallFromClone runs the first programs of the English and Korean
+// READMEs end to end, as a user does after the README's Install section:
+// from a temporary module of its own that reaches this clone through a
+// replace directive (go mod edit, go mod tidy), and through a go.work
+// file. Each program serves, mints a token, dials and must print its echo
+// within the timeout. It reaches nothing but the module cache: the
+// module's go.sum is copied in first, so tidy consults no checksum
+// database. A few seconds once the build cache is warm.
+func TestInstallFromClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the READMEs' first programs with the go command; not in -short")
+	}
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command, which builds the first programs")
+	clone, err := os.Getwd()
+	require.NoError(t, err)
+	sum, err := os.ReadFile("go.sum")
+	require.NoError(t, err)
+	const mod = "github.com/gonetcode/netcode"
+	cases := []struct {
+		doc, route string
+	}{
+		{"README.md", "replace"},
+		{"README.md", "go.work"},
+		{"docs/ko/README.md", "replace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.doc+"/"+tc.route, func(t *testing.T) {
+			t.Parallel()
+			prog := firstProgram(t, tc.doc)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(prog.code), 0o644))
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			env := []string{}
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "GOFLAGS=") {
+					env = append(env, kv)
+				}
+			}
+			if tc.route == "replace" {
+				env = append(env, "GOWORK=off")
+			}
+			run := func(args ...string) string {
+				cmd := exec.CommandContext(ctx, gobin, args...)
+				cmd.Dir = dir
+				cmd.Env = env
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s: go %s:\n%s", prog, strings.Join(args, " "), out)
+				return string(out)
+			}
+			run("mod", "init", "example.com/game")
+			switch tc.route {
+			case "replace":
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+				run("mod", "edit", "-require="+mod+"@v0.0.0", "-replace="+mod+"="+clone)
+				run("mod", "tidy")
+			case "go.work":
+				run("work", "init", ".", clone)
+			}
+			out := run("run", ".")
+			assert.Regexp(t, `^127\.0\.0\.1:\d+ echoed "jump"\n$`, out, "%s printed something else", prog)
+		})
+	}
+}
+
+// TestReadmeTestCommandInCI: CI runs the test command the README gives,
+// so that what a user runs is what CI checks.
+func TestReadmeTestCommandInCI(t *testing.T) {
+	const cmd = "go run ./internal/testing/gotest"
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	ci, err := os.ReadFile(".ci/run")
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), cmd+" ./...", "README.md's test command")
+	assert.Regexp(t, "(?m)^"+regexp.QuoteMeta(cmd)+" .*\\./\\.\\.\\.$", string(ci), ".ci/run does not run the README's test command")
+}
+
+// TestEnvironmentDocumented: every NETCODE_ variable a test or a tool of
+// the module reads (os.Getenv("NETCODE_...")) is named in the docs, so
+// that none is found only by reading the code.
+func TestEnvironmentDocumented(t *testing.T) {
+	getenv := regexp.MustCompile(`Getenv\("(NETCODE_[A-Z0-9_]+)"\)`)
+	var docs strings.Builder
+	for _, name := range readmes(t) {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		docs.Write(b)
+	}
+	vars := map[string]string{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range getenv.FindAllStringSubmatch(string(b), -1) {
+			vars[m[1]] = path
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, vars)
+	for v, path := range vars {
+		named := regexp.MustCompile(`\b` + v + `\b`).MatchString(docs.String())
+		assert.True(t, named, "%s, read by %s, is in no page of docs/ or README.md", v, path)
+	}
 }

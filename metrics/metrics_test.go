@@ -209,16 +209,16 @@ func TestNamesDocumented(t *testing.T) {
 	}
 }
 
-// TestReadmeListsEverySeries: the README's Observability section names
-// every series the collector serves.
+// TestReadmeListsEverySeries: the Observability page (docs/observability.md)
+// names every series the collector serves.
 func TestReadmeListsEverySeries(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/observability.md")
 	require.NoError(t, err)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range families {
-		assert.Contains(t, string(readme), "`"+mf.GetName(), "README.md does not list %s", mf.GetName())
+		assert.Contains(t, string(readme), "`"+mf.GetName(), "docs/observability.md does not list %s", mf.GetName())
 	}
 }

@@ -344,10 +344,22 @@ type RelayConn struct {
 
 // DialRelay opens a relay session to url (https://host:port/relay), sends
 // connectToken (2048 bytes) and waits until the bridge has connected to a
-// server. opts may be nil. A session the bridge ends before (a refused
-// token, a server that denied it) fails with a websocket.CloseError with
-// the bridge's code and reason (see package bridge), or
-// bridge.ErrBridgeFull.
+// server. opts may be nil.
+//
+// Its errors are *net.OpError values (Net "webtransport") that wrap:
+//
+//   - bridge.ErrBridgeFull when the bridge refused the session for its
+//     MaxSessions (close code 1013);
+//   - when the bridge ended the session before it connected (a token it
+//     refused, a server that denied the client, a handshake timeout), the
+//     bridge's close code and reason as a websocket.CloseError (package
+//     github.com/coder/websocket). The type is WebSocket's although the
+//     session is WebTransport's: the relay's close codes (package bridge's
+//     documentation, # Close codes) are the same numbers on both transports,
+//     carried here as the WebTransport session's error code, so one check,
+//     websocket.CloseStatus(err), reads them whichever transport a client
+//     used;
+//   - otherwise the error of the QUIC or HTTP/3 dial, or of ctx.
 func DialRelay(ctx context.Context, url string, connectToken []byte, opts *Options) (*RelayConn, error) {
 	if len(connectToken) != token.ConnectTokenBytes {
 		return nil, &net.OpError{Op: "dial", Net: "webtransport", Addr: netAddr(url), Err: errors.New("netcode/bridge: a connect token has 2048 bytes")}

@@ -96,6 +96,10 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// Every address is checked before a socket is bound.
+	if err := checkAddrs(map[string]string{"-addr": *addr, "-udp": *udpAddr, "-webtransport": *wtAddr}); err != nil {
+		return err
+	}
 	scheme := "ws"
 	var tlsCfg *tls.Config
 	if *certFile != "" || *keyFile != "" {
@@ -157,7 +161,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		udp, err := net.ListenPacket("udp", *udpAddr)
 		if err != nil {
-			return err
+			return fmt.Errorf("-udp: %w", err)
 		}
 		m := transport.NewMux(udp, &transport.MuxConfig{MaxSessions: *maxSessions, IdleTimeout: *idle, OriginPatterns: origins, Logger: sessLog})
 		l, err := netcode.NewListener(m, &netcode.ServerConfig{ProtocolID: uint64(proto), PrivateKey: k, MaxClients: *maxClients})
@@ -190,7 +194,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		pc, err := net.ListenPacket("udp", *wtAddr)
 		if err != nil {
 			closeSessions()
-			return err
+			return fmt.Errorf("-webtransport: %w", err)
 		}
 		wg.Go(func() { _ = wts.Serve(pc) })
 		mux.Handle("/webtransport", wts.InfoHandler())
@@ -202,10 +206,11 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	mux.Handle("/", noPage(*path))
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		closeBridge(closeSessions, wts)
-		return err
+		return fmt.Errorf("-addr: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
 	log.Info("netcode bridge serving", append([]any{"mode", *mode, "url", scheme + "://" + ln.Addr().String() + *path}, serving...)...)
@@ -251,3 +256,15 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// noPage answers what the bridge does not serve (its root among them)
+// with 404 and what it does serve: a page and its tokens come from the
+// game's own site and backend.
+func noPage(sessions string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found: netcode bridge serves its sessions at "+sessions+
+			" (with /netcode.js and /webtransport), not a page or connect tokens: "+
+			"those come from your site and your token backend (package backend; examples/browser has all three)",
+			http.StatusNotFound)
+	})
+}

@@ -3,8 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -100,6 +99,20 @@ func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *htt
 	}
 	require.NoError(t, ws.Close(websocket.StatusNormalClosure, ""))
 
+	// The bridge serves no page: its root says so, and where sessions are.
+	httpScheme := map[string]string{"ws": "http", "wss": "https"}[scheme]
+	hc := client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Get(httpScheme + "://" + web.String() + "/")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Contains(t, string(body), "netcode bridge serves its sessions at /relay")
+
 	// The same relay over WebTransport: the page's /webtransport says where
 	// and, in development (no -tls-cert), which certificates to pin.
 	code, tok, errs = cli(t, "token", "-key", keyFile, "-server", udp.String())
@@ -140,27 +153,19 @@ func bridgeCommand(t *testing.T, scheme string, bridgeArgs []string, client *htt
 // or the test's production certificate (client).
 func webtransportInfo(t *testing.T, scheme string, web net.Addr, client *http.Client) (webtransport.Info, *webtransport.Options) {
 	t.Helper()
-	if client == nil {
-		client = http.DefaultClient
-	}
 	httpScheme := map[string]string{"ws": "http", "wss": "https"}[scheme]
-	resp, err := client.Get(httpScheme + "://" + web.String() + "/webtransport")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := webtransport.FetchInfo(ctx, client, httpScheme+"://"+web.String()+"/webtransport")
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var info webtransport.Info
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&info))
-	opts := &webtransport.Options{}
+	hashes, err := info.Hashes()
+	require.NoError(t, err)
+	opts := &webtransport.Options{CertificateHashes: hashes}
 	if scheme == "wss" {
-		require.Empty(t, info.ServerCertificateHashes, "a production certificate is not pinned")
+		require.Empty(t, hashes, "a production certificate is not pinned")
 		opts.TLSConfig = client.Transport.(*http.Transport).TLSClientConfig
 	} else {
-		require.Len(t, info.ServerCertificateHashes, 2)
-		for _, h := range info.ServerCertificateHashes {
-			b, err := base64.StdEncoding.DecodeString(h.Value)
-			require.NoError(t, err)
-			opts.CertificateHashes = append(opts.CertificateHashes, [32]byte(b))
-		}
+		require.Len(t, hashes, 2)
 	}
 	return info, opts
 }

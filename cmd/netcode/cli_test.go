@@ -181,6 +181,11 @@ func TestMessages(t *testing.T) {
 	existing := file("server.key", "keep me\n")
 	badText := strings.Repeat("ab", 31) + "zz"
 	const zeroSays = "the key is all zeros: anyone could mint tokens with it, and servers refuse it (netcode keygen makes a random one)"
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0") // a port in use
+	require.NoError(t, err)
+	defer busy.Close()
+	inUse := busy.LocalAddr().String()
+	goodKey := strings.Repeat("ab", 32)
 	tests := []struct {
 		name string
 		args []string
@@ -188,8 +193,28 @@ func TestMessages(t *testing.T) {
 	}{
 		{"keygen onto a file", []string{"keygen", "-o", existing},
 			"netcode keygen: " + existing + " exists: keygen never overwrites a file (a key in use would be lost); remove it first or choose another -o"},
-		{"key file missing", []string{"token", "-key", "abcd", "-server", "127.0.0.1:1"},
-			"netcode token: key file abcd: file does not exist (nor is it a key in hex or base64)"},
+		{"key file missing", []string{"token", "-key", filepath.Join(dir, "missing.key"), "-server", "127.0.0.1:1"},
+			"netcode token: key file " + filepath.Join(dir, "missing.key") + ": file does not exist (nor is it a key in hex or base64)"},
+		{"short key text", []string{"token", "-key", "zz12", "-server", "127.0.0.1:1"},
+			"netcode token: -key: not a 32-byte key in hex or base64, and no file of that name exists"},
+		{"key one digit short", []string{"token", "-key", strings.Repeat("a", 63), "-server", "127.0.0.1:1"},
+			"netcode token: -key: not a 32-byte key in hex or base64, and no file of that name exists"},
+		{"user data not hex", []string{"token", "-key", strings.Repeat("ab", 32), "-server", "127.0.0.1:1", "-user-data", "xyz"},
+			"netcode token: -user-data: not hex (two hex digits a byte, up to 256 bytes)"},
+		{"cute token with a netcode key", []string{"cute", "token", "-key", strings.Repeat("ab", 32), "-server", "127.0.0.1:1"},
+			"netcode cute: -key: a netcode key (32 bytes), not a 64-byte Cute secret key: netcode cute keygen makes one"},
+		{"serve refuses a registry URL before it binds", []string{"serve", "-key", goodKey, "-addr", "127.0.0.1:0", "-registry", "http://127.0.0.1:1"},
+			`netcode serve: registry URL "http://127.0.0.1:1": want redis://, rediss://, unix:// or redis+sentinel://`},
+		{"serve on a port in use", []string{"serve", "-key", goodKey, "-addr", inUse},
+			"netcode serve: -addr: listen udp " + inUse + ": bind: address already in use"},
+		{"bridge -webtransport on a port in use", []string{"bridge", "-allow", "127.0.0.1:1", "-addr", "127.0.0.1:0", "-webtransport", inUse},
+			"netcode bridge: -webtransport: listen udp " + inUse + ": bind: address already in use"},
+		{"serve refuses a -metrics address before it binds", []string{"serve", "-key", goodKey, "-addr", "127.0.0.1:0", "-metrics", "bogus"},
+			"netcode serve: -metrics bogus: want host:port (address bogus: missing port in address)"},
+		{"bridge refuses an -addr before it binds -webtransport", []string{"bridge", "-allow", "127.0.0.1:1", "-addr", "bogus", "-webtransport", inUse},
+			"netcode bridge: -addr bogus: want host:port (address bogus: missing port in address)"},
+		{"fleet without flags", []string{"fleet"},
+			"netcode fleet: -registry is required: the Redis URL of the fleet registry (redis://host:6379/0), as netcode serve -registry was given"},
 		{"zero key text", []string{"token", "-key", zeroHex, "-server", "127.0.0.1:1"},
 			"netcode token: -key: " + zeroSays},
 		{"zero key file", []string{"token", "-key", zeroFile, "-server", "127.0.0.1:1"},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
 )
 
@@ -87,7 +88,10 @@ func parseCuteKey(s string) (cute.SecretKey, error) {
 	}
 	b, err := hex.DecodeString(strings.TrimSpace(text))
 	if err != nil || len(b) != len(k) {
-		return k, fmt.Errorf("%s: not a %d-byte Cute secret key in hex", where, len(k))
+		if _, nerr := crypto.ParseKey([]byte(text)); nerr == nil || errors.Is(nerr, crypto.ErrZeroKey) {
+			return k, fmt.Errorf("%s: a netcode key (32 bytes), not a %d-byte Cute secret key: netcode cute keygen makes one", where, len(k))
+		}
+		return k, fmt.Errorf("%s: not a %d-byte Cute secret key in hex (netcode cute keygen makes one)", where, len(k))
 	}
 	copy(k[:], b)
 	if k == (cute.SecretKey{}) {

@@ -130,9 +130,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *url == "" {
-		fmt.Fprintln(stderr, "-registry is required")
-		fs.usage(stderr)
-		return errUsage
+		return errors.New("-registry is required: the Redis URL of the fleet registry (redis://host:6379/0), as netcode serve -registry was given")
 	}
 	rdb, err := fleet.NewClient(*url)
 	if err != nil {

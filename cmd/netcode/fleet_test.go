@@ -98,8 +98,8 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	assert.Contains(t, serr.String(), "registered in the fleet")
 
 	code, _, errs = cli(t, "fleet")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errs, "-registry is required")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "netcode fleet: -registry is required")
 	code, _, errs = cli(t, "serve", "-key", keyFile, "-addr", "127.0.0.1:0", "-registry", redisSrv.URL(), "-tags", "a b")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "tag")

@@ -85,10 +85,12 @@ func parseKey(s string, warn io.Writer) (crypto.Key, error) {
 	if err == nil {
 		return k, nil
 	}
-	if errors.Is(err, crypto.ErrNotAKey) && !errors.Is(err, crypto.ErrZeroKey) && !looksLikeKeyText(s) {
-		// Most likely a file name: say that it is missing.
+	if errors.Is(err, crypto.ErrNotAKey) && !errors.Is(err, crypto.ErrZeroKey) && looksLikeFileName(s) {
+		// A path: say that the file is missing.
 		return k, fmt.Errorf("key file %s: %w (nor is it a key in hex or base64)", s, fs.ErrNotExist)
 	}
+	// Anything else (zz12, a key one digit short) is worded alike, and
+	// never quoted: it may be a secret.
 	return k, keyError("-key", err)
 }
 
@@ -109,11 +111,11 @@ func keyError(where string, err error) error {
 	return err // crypto.ReadKeyFile's own, which name the file
 }
 
-// looksLikeKeyText reports whether s could be meant as a key in hex or
-// base64 rather than a file name: it has no path separator or dot and is
-// about as long as such a key.
-func looksLikeKeyText(s string) bool {
-	return !strings.ContainsAny(s, `/\.`) && len(s) >= 40 && len(s) <= 70
+// looksLikeFileName reports whether s is meant as a file name rather than
+// a key: it has a path separator or a dot, which neither a hex nor a base64
+// key has.
+func looksLikeFileName(s string) bool {
+	return strings.ContainsAny(s, `/\.`)
 }
 
 // protocolFlag is a uint64 flag that accepts decimal and 0x hex.

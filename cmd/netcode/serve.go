@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -40,6 +43,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Every flag is checked before a socket is bound.
+	if err := checkAddrs(map[string]string{"-addr": *addr, "-public-addr": *public, "-metrics": *metricsAddr}); err != nil {
+		return err
+	}
+	if err := regFlags.check(); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -55,7 +65,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Logger = log
 	}
 	l, err := netcode.Listen(*network, *addr, cfg)
-	if err != nil {
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return fmt.Errorf("-addr: %w", err) // the bind's
+	} else if err != nil {
 		return err
 	}
 	mode := "echo"
@@ -145,4 +157,41 @@ func echoServe(l *netcode.Listener, log *slog.Logger, chat bool) {
 			}
 		}()
 	}
+}
+
+// check reports what register would refuse in the registry flags (the URL,
+// the tags) without connecting, so that serve refuses them before it binds
+// its socket; nil without -registry.
+func (f *registryFlags) check() error {
+	if f.url == "" {
+		return nil
+	}
+	if _, err := fleet.ParseTags(f.tags); err != nil {
+		return err
+	}
+	rdb, err := fleet.NewClient(f.url) // parses; connects on first use
+	if err != nil {
+		return err
+	}
+	return rdb.Close()
+}
+
+// checkAddrs checks that each non-empty address, by the flag that gave
+// it, is a host:port (the host may be empty), so that a mistyped one is
+// refused before any socket is bound.
+func checkAddrs(addrs map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(addrs)) {
+		a := addrs[flag]
+		if a == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a)
+		if err == nil {
+			_, err = net.LookupPort("udp", port)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: want host:port (%v)", flag, a, err)
+		}
+	}
+	return nil
 }

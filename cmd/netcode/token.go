@@ -204,7 +204,7 @@ func userDataAndID(hexData string, userData []byte, id *uint64) error {
 	if hexData != "" {
 		b, err := hex.DecodeString(hexData)
 		if err != nil {
-			return fmt.Errorf("-user-data: %w", err)
+			return fmt.Errorf("-user-data: not hex (two hex digits a byte, up to %d bytes)", len(userData))
 		}
 		if len(b) > len(userData) {
 			return fmt.Errorf("-user-data: %d bytes, at most %d", len(b), len(userData))

@@ -115,8 +115,8 @@ func run(addr, udp, wt string, wtTLS *tls.Config, verbose bool, tlsCfg *tls.Conf
 		scheme = "https"
 	}
 	fmt.Printf("netcode server on udp %s\n", a.ServerAddr())
-	if a.WebTransport != nil {
-		fmt.Printf("WebTransport on udp %s\n", a.WebTransport.Addr())
+	if wt := a.WebTransportAddr(); wt != nil {
+		fmt.Printf("WebTransport on udp %s\n", wt)
 	}
 	fmt.Printf("open %s://%s/\n", scheme, ln.Addr())
 

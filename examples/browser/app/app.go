@@ -86,9 +86,10 @@ type App struct {
 	// Tokens is the token endpoint at /token.
 	Tokens *backend.Handler
 
-	addr netip.AddrPort
-	mux  *http.ServeMux
-	wg   sync.WaitGroup
+	addr   netip.AddrPort
+	wtAddr net.Addr // the WebTransport socket's, from its bind
+	mux    *http.ServeMux
+	wg     sync.WaitGroup
 }
 
 // New starts the echo server and returns the App. Close stops it.
@@ -180,6 +181,7 @@ func (a *App) serveWebTransport(cfg Config) error {
 		return err
 	}
 	a.WebTransport = wts
+	a.wtAddr = pc.LocalAddr()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -190,6 +192,11 @@ func (a *App) serveWebTransport(cfg Config) error {
 
 // ServerAddr returns the echo server's UDP address.
 func (a *App) ServerAddr() netip.AddrPort { return a.addr }
+
+// WebTransportAddr returns the UDP address WebTransport is served on, nil
+// when it is off. It is known from New's return, before the goroutine
+// serving it has begun (WebTransport.Addr is nil until then).
+func (a *App) WebTransportAddr() net.Addr { return a.wtAddr }
 
 // ServeHTTP serves the page, the module, the token endpoint and the bridge.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }

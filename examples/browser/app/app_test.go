@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,35 @@ func TestApp(t *testing.T) {
 	assert.Equal(t, "echo?", string(msg))
 	require.NoError(t, ws.Close(websocket.StatusNormalClosure, ""))
 	require.Eventually(t, func() bool { return a.Listener.Stats().Connected == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestWebTransportAddr: the address the example prints for WebTransport is
+// its socket's, known as soon as New returns (it printed "udp <nil>" when
+// it asked the server, whose goroutine had not begun), and nil when off.
+func TestWebTransportAddr(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	tests := []struct {
+		name string
+		addr string
+	}{
+		{"on", "127.0.0.1:0"},
+		{"off", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := app.New(app.Config{MaxClients: 4, WebTransportAddr: tt.addr})
+			require.NoError(t, err)
+			defer a.Close()
+			got := a.WebTransportAddr()
+			if tt.addr == "" {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			ap, err := netip.ParseAddrPort(got.String())
+			require.NoError(t, err)
+			assert.Equal(t, "127.0.0.1", ap.Addr().String())
+			assert.NotZero(t, ap.Port())
+		})
+	}
 }

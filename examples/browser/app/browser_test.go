@@ -107,6 +107,8 @@ func TestBrowser(t *testing.T) {
 		`[...document.querySelectorAll("#log li.echo")].map(li => li.textContent)`)
 	assert.Equal(t, []string{"hello, netcode", "second message ✓"}, echoes)
 
+	// NETCODE_SCREENSHOT=FILE keeps a picture of the page as it is now
+	// (docs/getting-started.md lists the tests' variables).
 	if p := os.Getenv("NETCODE_SCREENSHOT"); p != "" {
 		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		require.NoError(t, err)

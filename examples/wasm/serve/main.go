@@ -78,8 +78,8 @@ func run(addr, udp, wt string, verbose bool) error {
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("netcode server on udp %s\n", s.UDPAddr())
-	if s.WebTransport != nil {
-		fmt.Printf("WebTransport on udp %s\n", s.WebTransport.Addr())
+	if wt := s.WebTransportAddr(); wt != nil {
+		fmt.Printf("WebTransport on udp %s\n", wt)
 	}
 	fmt.Printf("open http://%s/\n", ln.Addr())
 	errc := make(chan error, 1)

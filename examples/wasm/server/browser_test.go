@@ -303,3 +303,23 @@ func TestReliableEchoOverUDP(t *testing.T) {
 		})
 	}
 }
+
+// TestWebTransportAddr: the address the example prints for WebTransport is
+// its socket's, known as soon as New returns (it printed "udp <nil>" when
+// it asked the server, whose goroutine had not begun), and nil when off.
+func TestWebTransportAddr(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, wt := range []string{"127.0.0.1:0", ""} {
+		s, err := server.New(server.Config{UDPAddr: "127.0.0.1:0", WebTransportAddr: wt})
+		require.NoError(t, err)
+		got := s.WebTransportAddr()
+		if wt == "" {
+			assert.Nil(t, got)
+		} else if assert.NotNil(t, got) {
+			ap, err := netip.ParseAddrPort(got.String())
+			require.NoError(t, err)
+			assert.NotZero(t, ap.Port())
+		}
+		require.NoError(t, s.Close())
+	}
+}

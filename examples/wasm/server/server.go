@@ -88,6 +88,7 @@ type Server struct {
 
 	key       crypto.Key
 	addr      netip.AddrPort
+	wtAddr    net.Addr // the WebTransport socket's, from its bind
 	wasm      []byte
 	wasmExec  []byte
 	onMessage func(from net.Addr, channel int, msg []byte)
@@ -170,6 +171,7 @@ func (s *Server) serveWebTransport(cfg Config) error {
 		return err
 	}
 	s.WebTransport = wts
+	s.wtAddr = pc.LocalAddr()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -180,6 +182,11 @@ func (s *Server) serveWebTransport(cfg Config) error {
 
 // UDPAddr returns the echo server's UDP address.
 func (s *Server) UDPAddr() netip.AddrPort { return s.addr }
+
+// WebTransportAddr returns the UDP address WebTransport is served on, nil
+// when it is off. It is known from New's return, before the goroutine
+// serving it has begun (WebTransport.Addr is nil until then).
+func (s *Server) WebTransportAddr() net.Addr { return s.wtAddr }
 
 // ServeHTTP serves the page, the client, the token endpoint and the
 // transport.
