@@ -26,6 +26,10 @@ const (
 	MaxMaxClients = core.MaxMaxClients
 	// DefaultMaxPending bounds the handshakes in progress at once.
 	DefaultMaxPending = core.DefaultMaxPending
+	// HalfOpenTimeout ends a handshake that has not completed this long
+	// after its token first arrived, however often the token is resent;
+	// the token may then not start another handshake until it expires.
+	HalfOpenTimeout = core.HalfOpenTimeout
 	// DefaultAcceptQueue is how many connected clients wait for Accept.
 	DefaultAcceptQueue = 64
 	// HistoryPerSlot is how many consumed tokens the server remembers per
@@ -331,7 +335,9 @@ type Stats struct {
 	Connected         int    // clients connected now
 	Pending           int    // handshakes in progress now
 	PendingFull       uint64 // tokens refused because the handshake table was full
-	PendingExpired    uint64 // handshakes dropped by handshake timeout or token expiry
+	PendingExpired    uint64 // handshakes dropped by HalfOpenTimeout, handshake timeout or token expiry
+	TokenInUse        uint64 // tokens refused because the same token is handshaking from another address
+	TokenUnanswered   uint64 // tokens refused because a handshake with them went unanswered (until they expire)
 	HistoryFull       uint64 // connections refused because the token history was full
 	TokenReplayed     uint64 // tokens refused because they were consumed already
 	Denied            uint64 // CONNECTION_DENIED sent (server full)
@@ -347,6 +353,8 @@ func (l *Listener) Stats() Stats {
 		Pending:           l.core.PendingCount(),
 		PendingFull:       s.PendingFull,
 		PendingExpired:    s.PendingExpired,
+		TokenInUse:        s.TokenInUse,
+		TokenUnanswered:   s.TokenUnanswered,
 		HistoryFull:       s.HistoryFull,
 		TokenReplayed:     s.TokenReplayed,
 		Denied:            s.Denied,

@@ -3,12 +3,14 @@ package core
 import (
 	"crypto/subtle"
 	"errors"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
 	"github.com/gonetcode/netcode/cute/internal/wire"
+	"github.com/gonetcode/netcode/internal/history"
 )
 
 // Server defaults and limits.
@@ -23,6 +25,25 @@ const (
 	DefaultMaxPending = 64
 	// DefaultConnectionTimeout is Cute Framework's default.
 	DefaultConnectionTimeout = 10 * time.Second
+	// HalfOpenTimeout is how long a handshake may stay half-open: from the
+	// first connect token of a handshake to the challenge response that
+	// completes it. Resent tokens do not extend it, so a flood that keeps
+	// resending its tokens holds no entry longer than this. A live client
+	// answers a challenge within one round trip and one frame (Cute
+	// Framework's client sends its response on its next update), and
+	// resends its token or response every SendRate, so one second is ten
+	// tries at any round trip under about 900 ms; waiting longer would only
+	// let a flood hold the table. The C server never expires handshakes.
+	HalfOpenTimeout = time.Second
+	// unansweredPerPending sizes the memory of tokens whose handshake went
+	// unanswered (ServerConfig.MaxPending of them per entry, at least
+	// minUnanswered): each is refused a new handshake until it expires, so
+	// a flood's token holds an entry for HalfOpenTimeout once, not again
+	// every time it is resent. When that memory is full a token simply is
+	// not remembered (it may try again): it only ever sheds load, it never
+	// guards against replay (the History does).
+	unansweredPerPending = 64
+	minUnanswered        = 4096
 )
 
 // TokenID names a connect token for the history: see wire.ServerToken.ID.
@@ -96,6 +117,10 @@ type Server struct {
 	byID     map[uint64]int         // connected client id → slot
 	pend     []pending              // in insertion order, as the C table's item array
 	pendAddr map[netip.AddrPort]int // address → index in pend
+	pendID   map[TokenID]int        // token → index in pend: one handshake per token
+	// unanswered remembers, until they expire, the tokens whose handshake
+	// reached HalfOpenTimeout: they may not start another.
+	unanswered *history.Table[TokenID, struct{}]
 
 	challengeNonce uint64
 	// last is the time of the last Update. The C server counts the update
@@ -148,7 +173,10 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		byID:     make(map[uint64]int),
 		pend:     make([]pending, 0, cfg.MaxPending),
 		pendAddr: make(map[netip.AddrPort]int),
-		last:     now,
+		pendID:   make(map[TokenID]int),
+		unanswered: history.New[TokenID, struct{}](max(unansweredPerPending*cfg.MaxPending, minUnanswered),
+			unixSeconds(now), math.MaxUint64),
+		last: now,
 	}, nil
 }
 
@@ -179,6 +207,7 @@ func (s *Server) pendingNext(next *time.Time) {
 			earlier(next, p.lastSend.Add(SendRate))
 		}
 		earlier(next, p.lastRecv.Add(p.handshake))
+		earlier(next, p.deadline)
 		earlier(next, time.Unix(int64(min(p.expires, 1<<62)), 0))
 	}
 }
@@ -322,11 +351,18 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 	var next time.Time
 
 	s.mu.Lock()
-	// Handshakes expire by their token's handshake timeout and expiry;
-	// the C server never expires them (its sweep is not called).
+	// Handshakes expire by HalfOpenTimeout, their token's handshake
+	// timeout and expiry; the C server never expires them (its sweep is
+	// not called). A token whose handshake went unanswered may not start
+	// another until it expires.
+	s.unanswered.Expire(unix)
 	for pi := 0; pi < len(s.pend); {
 		p := &s.pend[pi]
-		if p.expires <= unix || now.Sub(p.lastRecv) >= p.handshake {
+		if p.expires <= unix || !now.Before(p.deadline) || now.Sub(p.lastRecv) >= p.handshake {
+			// Only a handshake that was challenged had its chance.
+			if p.sent && p.expires > unix && s.unanswered.Find(&p.id) == nil {
+				s.unanswered.Add(&p.id, p.expires, struct{}{}) // nil when full: not remembered
+			}
 			s.removePending(pi)
 			s.stats.PendingExpired++
 			continue

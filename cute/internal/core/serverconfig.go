@@ -105,4 +105,10 @@ type ServerStats struct {
 	TokenReplayed  uint64 // tokens refused because they were consumed
 	Denied         uint64 // CONNECTION_DENIED sent (server full)
 	PendingExpired uint64 // handshakes dropped by handshake timeout or token expiry
+	// TokenInUse counts tokens refused because the same token is
+	// handshaking from another address: one handshake per token.
+	TokenInUse uint64
+	// TokenUnanswered counts tokens refused because a handshake with them
+	// went unanswered for HalfOpenTimeout (until the token expires).
+	TokenUnanswered uint64
 }
