@@ -235,6 +235,14 @@ func TestDialRefusals(t *testing.T) {
 			_, err := DialContext(ctx, []byte("short"))
 			require.ErrorIs(t, err, ErrInvalidConnectToken)
 
+			// An expired token fails with the sentinel its text names.
+			_, err = DialContext(ctx, s.token(t, 1, func(p *TokenParams) {
+				p.Now = time.Now().Add(-time.Hour)
+				p.ExpireSeconds = 10
+			}))
+			require.ErrorIs(t, err, ErrConnectTokenExpired)
+			require.NotErrorIs(t, err, ErrInvalidConnectToken)
+
 			d := Dialer{ApplicationID: testApp + 1}
 			_, err = d.DialContext(ctx, s.token(t, 1, nil))
 			require.ErrorIs(t, err, ErrInvalidConnectToken, "another application's token")

@@ -596,3 +596,69 @@ func TestStaleConnRef(t *testing.T) {
 	require.NoError(t, s.DisconnectConn(n.now, 0, cur.gen, true, &out))
 	require.Equal(t, 0, s.ClientCount())
 }
+
+// TestRelabelledPacketsNeverReachRead: the type byte is not sealed, so an
+// on-path relabel (type 1 or 5 to 7) of a server packet the client has not
+// seen yet opens as a PAYLOAD when its body happens to read as one. A
+// repeated CONNECTION_ACCEPTED for a client id whose low 16 bits are 14
+// was a 14-byte payload nobody wrote; a lost CHALLENGE_REQUEST with a
+// nonce whose low 16 bits are 262 (the C server's 263rd challenge) a
+// 262-byte one. Neither reaches the application; real payloads of those
+// sizes still do.
+func TestRelabelledPacketsNeverReachRead(t *testing.T) {
+	o := tokenOpts{clientID: 0x0102_0304_0506_000e}
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	addr := netip.MustParseAddrPort("10.0.0.2:1000")
+	c := n.add(addr, makeToken(t, o))
+	n.step(dt)    // the token arrives; the first challenge (sequence 0)…
+	n.drain(addr) // …is lost on the way
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	require.Positive(t, c.acceptedSeq)
+	key := c.tok.ServerToClient
+	var challenge [wire.ChallengeDataBytes]byte
+	challenge[0] = 0xcc
+	long := bytes.Repeat([]byte{0x5a}, 262)
+	tests := []struct {
+		name string
+		pkt  []byte
+		want []byte // nil: nothing reaches Read
+	}{
+		{"repeated CONNECTION_ACCEPTED relabelled", wire.AppendAccepted(nil, 1000, &key, &wire.IV{2}, o.clientID, DefaultMaxClients, 10), nil},
+		{"lost CHALLENGE_REQUEST relabelled", wire.AppendChallenge(nil, wire.ChallengeRequest, 0, &key, &wire.IV{3}, 262, &challenge), nil},
+		{"real 14-byte payload", wire.AppendPayload(nil, 1001, &key, &wire.IV{4}, []byte("fourteen bytes")), []byte("fourteen bytes")},
+		{"real 262-byte payload", wire.AppendPayload(nil, 1002, &key, &wire.IV{5}, long), long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.pkt[0] = byte(wire.Payload)
+			var out ClientOutput
+			c.Receive(n.now, testServer, tt.pkt, &out)
+			assert.Equal(t, tt.want, out.Payload)
+			assert.Equal(t, Connected, c.State())
+		})
+	}
+}
+
+// TestChallengeNonceNeverReadsAsPayload: the server skips the challenge
+// nonces whose low 16 bits would make a challenge's body read as a
+// payload, so a client's challenge response relabelled PAYLOAD reaches no
+// one.
+func TestChallengeNonceNeverReadsAsPayload(t *testing.T) {
+	s, _ := newServer(t, nil)
+	s.challengeNonce = 3<<16 | 262
+	n := newNet(t, s)
+	addr := netip.MustParseAddrPort("10.0.0.2:1000")
+	c := n.add(addr, makeToken(t, tokenOpts{clientID: 9}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	assert.Equal(t, uint64(3<<16|263), c.challengeNonce)
+	// Each response, relabelled, at a sequence the server has not seen.
+	c.seq += 100
+	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.tok.ClientToServer, &wire.IV{6}, c.challengeNonce, &c.challengeData)
+	resp[0] = byte(wire.Payload)
+	var out ServerOutput
+	s.Receive(n.now, addr, resp, &out)
+	assert.Empty(t, out.Events)
+}

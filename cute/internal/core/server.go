@@ -212,6 +212,21 @@ func (s *Server) pendingNext(next *time.Time) {
 	}
 }
 
+// challengeBodyBytes is the size of a challenge's body: nonce and bytes.
+const challengeBodyBytes = wire.ChallengeBytes - wire.HeaderBytes
+
+// payloadFree returns nonce, or the next one if nonce's low 16 bits would
+// make a challenge's body read as a payload: the type byte is not sealed,
+// so a challenge request or response relabelled PAYLOAD would otherwise
+// open as one, a 262-byte payload nobody sent (see Client.notPayload). The
+// nonce is the server's to choose; the client only echoes it.
+func payloadFree(nonce uint64) uint64 {
+	if nonce&0xffff == challengeBodyBytes-2 {
+		return nonce + 1
+	}
+	return nonce
+}
+
 // Stats returns the refusal counters.
 func (s *Server) Stats() ServerStats {
 	s.mu.RLock()
@@ -380,6 +395,7 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 		s.rand(s.iv[:])
 		c := &p.challenges[p.nextChal]
 		p.nextChal = (p.nextChal + 1) % challengeMemory
+		s.challengeNonce = payloadFree(s.challengeNonce)
 		*c = challenge{set: true, nonce: s.challengeNonce, data: s.challenge}
 		buf, start := out.mark()
 		buf = wire.AppendChallenge(buf, wire.ChallengeRequest, p.seq, &p.s2c, &s.iv, s.challengeNonce, &s.challenge)
