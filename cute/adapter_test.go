@@ -74,7 +74,7 @@ func (s *server) token(t *testing.T, clientID uint64, edit func(*TokenParams)) [
 	if edit != nil {
 		edit(&p)
 	}
-	tok, err := GenerateToken(p)
+	tok, err := GenerateToken(&p)
 	require.NoError(t, err)
 	return tok
 }

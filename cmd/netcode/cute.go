@@ -129,7 +129,7 @@ func runCuteToken(_ context.Context, args []string, stdout, stderr io.Writer) er
 	if err := userDataAndID(*userData, p.UserData[:], &p.ClientID); err != nil {
 		return err
 	}
-	tok, err := cute.GenerateToken(p)
+	tok, err := cute.GenerateToken(&p)
 	if err != nil {
 		return err
 	}
