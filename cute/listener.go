@@ -122,6 +122,12 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newListener(uc, c)
+}
+
+// newListener serves the Cute Protocol on pc (tests pass simulated
+// sockets), closing it on failure.
+func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 	local := transport.AddrPortOf(uc.LocalAddr())
 	public := c.PublicAddr
 	if !public.IsValid() {
@@ -213,11 +219,10 @@ func (l *Listener) updater() {
 			return
 		case <-l.due.kick:
 		case <-timer.C:
+			l.due.take() // act sets the run's next time, keeping one set meanwhile
 			now := time.Now()
 			l.core.Update(now, out)
 			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
-			l.due.set(time.Time{})
-			l.due.earlier(out.Next)
 		}
 		due := l.due.get()
 		if due.IsZero() {
