@@ -55,9 +55,9 @@ func stateErr(s core.State) error {
 	case core.ConnectionTimedOut:
 		return ErrConnectionTimedOut
 	case core.ChallengeResponseTimedOut:
-		return ErrChallengeResponseTimedOut
+		return errNoConfirm
 	case core.ConnectionRequestTimedOut:
-		return ErrConnectionRequestTimedOut
+		return errNoAnswer
 	case core.ConnectionDenied:
 		return ErrConnectionDenied
 	}
@@ -135,9 +135,9 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		err := ctx.Err()
 		switch state {
 		case core.SendingConnectionRequest:
-			err = fmt.Errorf("%w: %w", err, ErrConnectionRequestTimedOut)
+			err = fmt.Errorf("%w: %w", err, errNoAnswer)
 		case core.SendingChallengeResponse:
-			err = fmt.Errorf("%w: %w", err, ErrChallengeResponseTimedOut)
+			err = fmt.Errorf("%w: %w", err, errNoConfirm)
 		}
 		return nil, &net.OpError{Op: "dial", Net: "cute", Source: uc.LocalAddr(), Addr: net.UDPAddrFromAddrPort(cc.ServerAddr()), Err: err}
 	}

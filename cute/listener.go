@@ -2,7 +2,6 @@ package cute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,10 +46,13 @@ type ServerConfig struct {
 	// opens their secret sections.
 	PublicKey PublicKey
 	SecretKey SecretKey
-	// PublicAddr is the server's address as tokens list it. Zero means the
-	// address the socket is bound to, which must then be a specific one
-	// (not 0.0.0.0 or ::).
-	PublicAddr netip.AddrPort
+	// PublicAddr is the "host:port" tokens list for this server, where it
+	// differs from the bound address (NAT, a load balancer), as in
+	// netcode's ServerConfig. A token is answered only if it lists
+	// PublicAddr or the bound address; a server bound to a wildcard
+	// address (0.0.0.0 or ::) is known by every address of the machine's
+	// interfaces at its port.
+	PublicAddr string
 	// MaxClients is the slot count (CONNECTION_ACCEPTED tells clients);
 	// 0 means DefaultMaxClients, at most MaxMaxClients.
 	MaxClients int
@@ -101,10 +103,6 @@ type Listener struct {
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
 
-// errNotSpecific: a Listener bound to an unspecified address cannot know
-// which address its tokens list.
-var errNotSpecific = errors.New("cute: listening on an unspecified address needs ServerConfig.PublicAddr")
-
 // Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
 // serves the Cute Protocol on it.
 func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
@@ -128,14 +126,10 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 // newListener serves the Cute Protocol on pc (tests pass simulated
 // sockets), closing it on failure.
 func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
-	local := transport.AddrPortOf(uc.LocalAddr())
-	public := c.PublicAddr
-	if !public.IsValid() {
-		if local.Addr().IsUnspecified() {
-			uc.Close()
-			return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: errNotSpecific}
-		}
-		public = local
+	addrs, err := transport.ServerAddrs(c.PublicAddr, uc.LocalAddr())
+	if err != nil {
+		uc.Close()
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: fmt.Errorf("cute: %w", err)}
 	}
 	maxClients := c.MaxClients
 	if maxClients == 0 {
@@ -146,7 +140,7 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		ApplicationID:     c.ApplicationID,
 		PublicKey:         c.PublicKey,
 		SecretKey:         c.SecretKey,
-		Addr:              netip.AddrPortFrom(public.Addr().Unmap(), public.Port()),
+		Addrs:             addrs,
 		MaxClients:        maxClients,
 		MaxPending:        c.MaxPending,
 		ConnectionTimeout: c.ConnectionTimeout,

@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/subtle"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
@@ -109,11 +110,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, &t) != nil {
 		return
 	}
-	listed := false
-	for _, e := range t.Endpoints[:t.EndpointCount] {
-		listed = listed || e == s.cfg.Addr
-	}
-	if !listed {
+	if !slices.ContainsFunc(t.Endpoints[:t.EndpointCount], func(e netip.AddrPort) bool { return slices.Contains(s.cfg.Addrs, e) }) {
 		return
 	}
 	s.mu.Lock()

@@ -537,14 +537,14 @@ func TestChallengeEchoChecked(t *testing.T) {
 
 // TestServerConfigRefused: every unusable configuration is refused.
 func TestServerConfigRefused(t *testing.T) {
-	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: NewHistory(1, 0)}
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addrs: []netip.AddrPort{testServer}, History: NewHistory(1, 0)}
 	_, err := NewServer(t0, good)
 	require.NoError(t, err)
 	for name, edit := range map[string]func(*ServerConfig){
 		"no history":          func(c *ServerConfig) { c.History = nil },
 		"zero scalar":         func(c *ServerConfig) { c.SecretKey = [64]byte{32: 1} },
 		"public key mismatch": func(c *ServerConfig) { c.PublicKey[0] ^= 1 },
-		"no address":          func(c *ServerConfig) { c.Addr = netip.AddrPort{} },
+		"no address":          func(c *ServerConfig) { c.Addrs = nil },
 		"negative clients":    func(c *ServerConfig) { c.MaxClients = -1 },
 		"too many clients":    func(c *ServerConfig) { c.MaxClients = MaxMaxClients + 1 },
 		"negative pending":    func(c *ServerConfig) { c.MaxPending = -1 },

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,11 +160,12 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		cfg.MaxPending < 1,
 		cfg.ConnectionTimeout < time.Second || cfg.ConnectionTimeout%time.Second != 0 || cfg.ConnectionTimeout/time.Second > 1<<32-1,
 		cfg.History == nil,
-		!cfg.Addr.IsValid(),
+		len(cfg.Addrs) == 0 || slices.ContainsFunc(cfg.Addrs, func(a netip.AddrPort) bool { return !a.IsValid() }),
 		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1,
 		subtle.ConstantTimeCompare(cfg.SecretKey[32:], cfg.PublicKey[:]) != 1:
 		return nil, ErrServerConfig
 	}
+	cfg.Addrs = slices.Clone(cfg.Addrs)
 	return &Server{
 		cfg:      cfg,
 		rand:     systemEntropy,

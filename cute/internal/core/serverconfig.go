@@ -18,9 +18,10 @@ type ServerConfig struct {
 	// all-zero secret scalar is refused.
 	PublicKey [hydro.PublicKeyBytes]byte
 	SecretKey [hydro.SecretKeyBytes]byte
-	// Addr is the server's address as tokens list it: a token that does
-	// not list it is refused.
-	Addr netip.AddrPort
+	// Addrs are the addresses the server is known by (its public address
+	// and the addresses it is bound to): a token that lists none of them
+	// is refused.
+	Addrs []netip.AddrPort
 	// MaxClients is the slot count: 0 means DefaultMaxClients, at most
 	// MaxMaxClients. CONNECTION_ACCEPTED tells clients this number.
 	MaxClients int
