@@ -37,14 +37,16 @@ const (
 	// let a flood hold the table. The C server never expires handshakes.
 	HalfOpenTimeout = time.Second
 	// unansweredPerPending sizes the memory of tokens whose handshake went
-	// unanswered (ServerConfig.MaxPending of them per entry, at least
-	// minUnanswered): each is refused a new handshake until it expires, so
-	// a flood's token holds an entry for HalfOpenTimeout once, not again
-	// every time it is resent. When that memory is full a token simply is
-	// not remembered (it may try again): it only ever sheds load, it never
-	// guards against replay (the History does).
+	// unanswered (this many per ServerConfig.MaxPending entry, from
+	// minUnanswered to maxUnanswered, about 150 bytes each): each is
+	// refused a new handshake until it expires, so a flood's token holds
+	// an entry for HalfOpenTimeout once, not again every time it is
+	// resent. When that memory is full a token simply is not remembered
+	// (it may try again): it only ever sheds load, it never guards against
+	// replay (the History does).
 	unansweredPerPending = 64
 	minUnanswered        = 4096
+	maxUnanswered        = 1 << 16
 )
 
 // TokenID names a connect token for the history: see wire.ServerToken.ID.
@@ -176,7 +178,7 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		pend:     make([]pending, 0, cfg.MaxPending),
 		pendAddr: make(map[netip.AddrPort]int),
 		pendID:   make(map[TokenID]int),
-		unanswered: history.New[TokenID, struct{}](max(unansweredPerPending*cfg.MaxPending, minUnanswered),
+		unanswered: history.New[TokenID, struct{}](min(max(unansweredPerPending*cfg.MaxPending, minUnanswered), maxUnanswered),
 			unixSeconds(now), math.MaxUint64),
 		last: now,
 	}, nil
