@@ -20,17 +20,49 @@ import (
 // would capture them.
 type tapConn struct {
 	net.PacketConn
-	mu  sync.Mutex
-	out [][]byte
+	mu    sync.Mutex
+	out   [][]byte
+	wrote chan struct{} // signalled after a capture, once waitFor made it
 }
 
 func (c *tapConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	n, err := c.PacketConn.WriteTo(b, addr)
 	c.mu.Lock()
 	if len(c.out) < 4096 {
 		c.out = append(c.out, append([]byte(nil), b...))
 	}
+	if c.wrote != nil {
+		select {
+		case c.wrote <- struct{}{}:
+		default:
+		}
+	}
 	c.mu.Unlock()
-	return c.PacketConn.WriteTo(b, addr)
+	return n, err
+}
+
+// waitFor waits until the captured datagrams satisfy done, and returns
+// them: the capture is complete once the event it waits for has happened,
+// not after a guessed delay.
+func (c *tapConn) waitFor(t *testing.T, what string, done func([][]byte) bool) [][]byte {
+	t.Helper()
+	c.mu.Lock()
+	if c.wrote == nil {
+		c.wrote = make(chan struct{}, 1)
+	}
+	wrote := c.wrote
+	c.mu.Unlock()
+	hang := time.After(10 * time.Second)
+	for {
+		if got := c.captured(); done(got) {
+			return got
+		}
+		select {
+		case <-wrote:
+		case <-hang:
+			t.Fatalf("the tap never saw %s", what)
+		}
+	}
 }
 
 func (c *tapConn) captured() [][]byte {
@@ -114,9 +146,15 @@ func TestAttack(t *testing.T) {
 				_, err := tapped.Write([]byte{byte(i), 1, 2, 3})
 				require.NoError(t, err)
 			}
-			time.Sleep(100 * time.Millisecond)
-			captured := tap.captured()
-			require.NotEmpty(t, captured)
+			captured := tap.waitFor(t, "the 20 payloads", func(got [][]byte) bool {
+				n := 0
+				for _, p := range got {
+					if typ, ok := protocol.PeekType(p); ok && typ == protocol.Payload {
+						n++
+					}
+				}
+				return n >= 20
+			})
 			var request []byte
 			for _, p := range captured {
 				if typ, ok := protocol.PeekType(p); ok && typ == protocol.ConnectionRequest {

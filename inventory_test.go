@@ -192,7 +192,7 @@ func TestGoroutineInventory(t *testing.T) {
 	cl, err := cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{PublicKey: pk, SecretKey: sk})
 	require.NoError(t, err)
 	defer cl.Close()
-	ctok, err := cute.GenerateToken(cute.TokenParams{ClientID: 5, SecretKey: sk, ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(cl.Addr().String())}})
+	ctok, err := cute.GenerateToken(&cute.TokenParams{ClientID: 5, SecretKey: sk, ServerAddrs: []netip.AddrPort{netip.MustParseAddrPort(cl.Addr().String())}})
 	require.NoError(t, err)
 	cc, err := cute.DialContext(ctx, ctok)
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,9 +141,9 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		c.AcceptBacklog = c.MaxClients
 	}
 	log := discardIfNil(c.Logger)
-	addrs, err := serverAddrs(c.PublicAddr, pc.LocalAddr())
+	addrs, err := transport.ServerAddrs(c.PublicAddr, pc.LocalAddr())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("netcode: %w", err)
 	}
 	var shards []transport.Conn
 	for _, p := range pcs {
@@ -207,70 +206,6 @@ func tagSocket(pc net.PacketConn, log *slog.Logger) {
 	if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
 		log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
 	}
-}
-
-// serverAddrs returns the addresses a server is known by, for the check of
-// connection requests against the token's internal address list: the public
-// address, if one is configured, and the bound address (every interface
-// address at the bound port, for a wildcard bind). A server behind NAT is
-// named by its bound address in the tokens' internal lists and by the public
-// one in their client-facing lists; a server reached directly is named by
-// the same address in both.
-func serverAddrs(public string, bound net.Addr) ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
-	if public != "" {
-		ua, err := net.ResolveUDPAddr("udp", public)
-		if err != nil {
-			return nil, fmt.Errorf("netcode: PublicAddr: %w", err)
-		}
-		ap := ua.AddrPort()
-		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
-	}
-	local, err := boundAddrs(bound)
-	if err != nil {
-		if len(out) > 0 {
-			return out, nil // the public address is enough
-		}
-		return nil, fmt.Errorf("%w; set PublicAddr", err)
-	}
-	for _, a := range local {
-		if !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
-// boundAddrs returns the addresses a socket bound to bound is reached at.
-func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
-	ap, err := netip.ParseAddrPort(bound.String())
-	if err != nil {
-		return nil, fmt.Errorf("netcode: cannot tell the server's address from %q", bound)
-	}
-	ip := ap.Addr().Unmap()
-	if !ip.IsUnspecified() {
-		return []netip.AddrPort{netip.AddrPortFrom(ip.WithZone(""), ap.Port())}, nil
-	}
-	ifaddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, fmt.Errorf("netcode: listing interface addresses: %w", err)
-	}
-	var out []netip.AddrPort
-	for _, a := range ifaddrs {
-		pfx, err := netip.ParsePrefix(a.String())
-		if err != nil {
-			continue
-		}
-		ia := pfx.Addr().Unmap()
-		if ip.Is4() && !ia.Is4() {
-			continue // an IPv4 socket cannot be reached at an IPv6 address
-		}
-		out = append(out, netip.AddrPortFrom(ia.WithZone(""), ap.Port()))
-	}
-	if len(out) == 0 {
-		return nil, errors.New("netcode: no interface address to check tokens against")
-	}
-	return out, nil
 }
 
 // tickLoop sends keep-alives and applies timeouts and the core's sweeps.

@@ -372,7 +372,7 @@ func (h *Handler) generate(id Identity, public, internal []netip.AddrPort) ([]by
 			HandshakeTimeoutSeconds: c.HandshakeTimeoutSeconds,
 		}
 		copy(p.UserData[:], id.UserData)
-		return cute.GenerateToken(p)
+		return cute.GenerateToken(&p)
 	}
 	p := token.Params{
 		ProtocolID:     h.cfg.ProtocolID,

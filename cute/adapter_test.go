@@ -74,7 +74,7 @@ func (s *server) token(t *testing.T, clientID uint64, edit func(*TokenParams)) [
 	if edit != nil {
 		edit(&p)
 	}
-	tok, err := GenerateToken(p)
+	tok, err := GenerateToken(&p)
 	require.NoError(t, err)
 	return tok
 }
@@ -235,6 +235,14 @@ func TestDialRefusals(t *testing.T) {
 			_, err := DialContext(ctx, []byte("short"))
 			require.ErrorIs(t, err, ErrInvalidConnectToken)
 
+			// An expired token fails with the sentinel its text names.
+			_, err = DialContext(ctx, s.token(t, 1, func(p *TokenParams) {
+				p.Now = time.Now().Add(-time.Hour)
+				p.ExpireSeconds = 10
+			}))
+			require.ErrorIs(t, err, ErrConnectTokenExpired)
+			require.NotErrorIs(t, err, ErrInvalidConnectToken)
+
 			d := Dialer{ApplicationID: testApp + 1}
 			_, err = d.DialContext(ctx, s.token(t, 1, nil))
 			require.ErrorIs(t, err, ErrInvalidConnectToken, "another application's token")
@@ -247,6 +255,7 @@ func TestDialRefusals(t *testing.T) {
 			})
 			_, err = DialContext(ctx, tok)
 			require.ErrorIs(t, err, ErrConnectionRequestTimedOut)
+			assert.Contains(t, err.Error(), "likely causes: the token was already used", "a silent refusal says what may have happened")
 			var oe *net.OpError
 			require.True(t, errors.As(err, &oe))
 			require.Equal(t, s.Addr().String(), oe.Addr.String(), "the error names the server")
@@ -268,6 +277,7 @@ func TestDialRefusals(t *testing.T) {
 			_, err = DialContext(short, tok)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.ErrorIs(t, err, ErrConnectionRequestTimedOut)
+			assert.Contains(t, err.Error(), "likely causes")
 		})
 	}
 }
@@ -407,9 +417,9 @@ func TestManyClients(t *testing.T) {
 	wg.Wait()
 }
 
-// TestListenRefuses: a zero key, a mismatched pair, an unspecified address
-// without PublicAddr and an impossible slot count are refused before any
-// packet is read.
+// TestListenRefuses: a zero key, a mismatched pair, a PublicAddr that is
+// no address and an impossible slot count are refused before any packet
+// is read.
 func TestListenRefuses(t *testing.T) {
 	pk, sk := GenerateKeyPair()
 	pk2, _ := GenerateKeyPair()
@@ -421,7 +431,7 @@ func TestListenRefuses(t *testing.T) {
 	}{
 		{"zero key", "127.0.0.1:0", ServerConfig{}, ErrZeroKey},
 		{"mismatched pair", "127.0.0.1:0", ServerConfig{PublicKey: pk2, SecretKey: sk}, ErrKeyMismatch},
-		{"unspecified address", "0.0.0.0:0", ServerConfig{PublicKey: pk, SecretKey: sk}, errNotSpecific},
+		{"unparsable PublicAddr", "127.0.0.1:0", ServerConfig{PublicKey: pk, SecretKey: sk, PublicAddr: "nowhere"}, nil},
 		{"too many slots", "127.0.0.1:0", ServerConfig{PublicKey: pk, SecretKey: sk, MaxClients: MaxMaxClients + 1}, nil},
 	}
 	for _, tt := range tests {
@@ -434,10 +444,26 @@ func TestListenRefuses(t *testing.T) {
 			}
 		})
 	}
-	// With PublicAddr, an unspecified address serves.
-	l, err := Listen("udp4", "0.0.0.0:0", &ServerConfig{PublicKey: pk, SecretKey: sk, PublicAddr: netip.MustParseAddrPort("127.0.0.1:9")})
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
+}
+
+// TestWildcardListenerAnswersLoopback: a Listener bound to an unspecified
+// address, with no PublicAddr, serves tokens that name it by any of the
+// machine's addresses at its port, as netcode's does (it was refused).
+func TestWildcardListenerAnswersLoopback(t *testing.T) {
+	for _, f := range []struct{ name, network, addr, loopback string }{
+		{"ipv4", "udp4", "0.0.0.0:0", "127.0.0.1"},
+		{"ipv6", "udp6", "[::]:0", "::1"},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			s := listen(t, f.network, f.addr, nil)
+			at := netip.AddrPortFrom(netip.MustParseAddr(f.loopback), s.Addr().(*net.UDPAddr).AddrPort().Port())
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := DialContext(ctx, s.token(t, 1, func(p *TokenParams) { p.ServerAddrs = []netip.AddrPort{at} }))
+			require.NoError(t, err)
+			require.NoError(t, c.Close())
+		})
+	}
 }
 
 // TestAcceptQueueFull: a client that connects while the accept queue is

@@ -28,7 +28,7 @@ func testParams(t *testing.T) (TokenParams, PublicKey) {
 // server would.
 func TestGenerateToken(t *testing.T) {
 	p, pk := testParams(t)
-	tok, err := GenerateToken(p)
+	tok, err := GenerateToken(&p)
 	require.NoError(t, err)
 	require.Len(t, tok, ConnectTokenBytes)
 
@@ -50,7 +50,7 @@ func TestGenerateToken(t *testing.T) {
 
 	// Random keys, IV and signature: a second token differs everywhere
 	// secret.
-	tok2, err := GenerateToken(p)
+	tok2, err := GenerateToken(&p)
 	require.NoError(t, err)
 	assert.NotEqual(t, tok[26:90], tok2[26:90])
 	assert.NotEqual(t, tok[wire.RESTBytes+wire.PublicBytes:], tok2[wire.RESTBytes+wire.PublicBytes:])
@@ -83,7 +83,7 @@ func TestGenerateTokenRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := p
 			tc.edit(&q)
-			tok, err := GenerateToken(q)
+			tok, err := GenerateToken(&q)
 			assert.Nil(t, tok)
 			assert.ErrorIs(t, err, tc.want)
 		})
@@ -93,7 +93,7 @@ func TestGenerateTokenRefuses(t *testing.T) {
 // TestParseTokenRefuses: a damaged token is an ErrInvalidConnectToken.
 func TestParseTokenRefuses(t *testing.T) {
 	p, _ := testParams(t)
-	tok, err := GenerateToken(p)
+	tok, err := GenerateToken(&p)
 	require.NoError(t, err)
 	for name, b := range map[string][]byte{
 		"short":           tok[:100],

@@ -29,6 +29,8 @@ type Dialer struct {
 	ReadQueue int
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
+
+	listenPacket func(network, laddr string) (net.PacketConn, error) // tests: the socket; nil: UDP
 }
 
 // Dial connects with a 1114-byte connect token, trying its servers in
@@ -53,9 +55,9 @@ func stateErr(s core.State) error {
 	case core.ConnectionTimedOut:
 		return ErrConnectionTimedOut
 	case core.ChallengeResponseTimedOut:
-		return ErrChallengeResponseTimedOut
+		return errNoConfirm
 	case core.ConnectionRequestTimedOut:
-		return ErrConnectionRequestTimedOut
+		return errNoAnswer
 	case core.ConnectionDenied:
 		return ErrConnectionDenied
 	}
@@ -85,7 +87,12 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if laddr == "" {
 		laddr = ":0"
 	}
-	uc, err := transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0, nil)
+	var uc net.PacketConn
+	if d.listenPacket != nil {
+		uc, err = d.listenPacket(transport.NetworkFor(ct.ServerAddrs), laddr)
+	} else {
+		uc, err = transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0, nil)
+	}
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
 	}
@@ -128,9 +135,9 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		err := ctx.Err()
 		switch state {
 		case core.SendingConnectionRequest:
-			err = fmt.Errorf("%w: %w", err, ErrConnectionRequestTimedOut)
+			err = fmt.Errorf("%w: %w", err, errNoAnswer)
 		case core.SendingChallengeResponse:
-			err = fmt.Errorf("%w: %w", err, ErrChallengeResponseTimedOut)
+			err = fmt.Errorf("%w: %w", err, errNoConfirm)
 		}
 		return nil, &net.OpError{Op: "dial", Net: "cute", Source: uc.LocalAddr(), Addr: net.UDPAddrFromAddrPort(cc.ServerAddr()), Err: err}
 	}
@@ -207,6 +214,10 @@ func (dc *dialConn) readLoop() {
 	}
 }
 
+// testHookUpdated, when a test sets it, runs in the updater between an
+// Update and its wait: TestDialWakeUpNotLost lets the read loop act there.
+var testHookUpdated func(*dialConn)
+
 // updater runs the core's Update when it is due, in the write turn.
 func (dc *dialConn) updater() {
 	defer dc.wg.Done()
@@ -221,6 +232,7 @@ func (dc *dialConn) updater() {
 			continue
 		case <-timer.C:
 		}
+		dc.due.take()
 		select {
 		case dc.turn <- struct{}{}:
 		case <-dc.stop:
@@ -230,8 +242,12 @@ func (dc *dialConn) updater() {
 		dc.act(&dc.uout, sendq.NoWait, nil, nil) // keepalives are dropped on a full queue
 		next := dc.uout.Next
 		<-dc.turn
-		dc.due.set(next)
-		if !next.IsZero() { // zero: final, end was called
+		if testHookUpdated != nil {
+			testHookUpdated(dc)
+		}
+		// The read loop may have made an Update due meanwhile (a challenge
+		// arrived): ran keeps the sooner time (TestDialWakeUpNotLost).
+		if next = dc.due.ran(next); !next.IsZero() { // zero: final, end was called
 			timer.Reset(time.Until(next))
 		}
 	}

@@ -16,7 +16,9 @@
 // os.ErrDeadlineExceeded, calls after Close with net.ErrClosed, and a Read
 // after the peer's DISCONNECT with io.EOF. A failed dial wraps one of the
 // client's failure states (ErrConnectionDenied,
-// ErrConnectionRequestTimedOut, ...) and names the server.
+// ErrConnectionRequestTimedOut, ...) and names the server. A server says
+// nothing to a token it refuses, so a handshake that timed out lists the
+// likely causes in its message, as netcode's do.
 //
 // The protocol logic lives in I/O-free client and server cores
 // (internal/core), on the crypto of internal/hydro and the wire format of

@@ -14,7 +14,7 @@ import (
 // your secret store; the servers hold the same pair), one token per player.
 func ExampleGenerateToken() {
 	_, secretKey := cute.GenerateKeyPair()
-	token, err := cute.GenerateToken(cute.TokenParams{
+	token, err := cute.GenerateToken(&cute.TokenParams{
 		ApplicationID: 0x1234,
 		ClientID:      7,
 		SecretKey:     secretKey,

@@ -2,7 +2,6 @@ package cute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +25,10 @@ const (
 	MaxMaxClients = core.MaxMaxClients
 	// DefaultMaxPending bounds the handshakes in progress at once.
 	DefaultMaxPending = core.DefaultMaxPending
+	// HalfOpenTimeout ends a handshake that has not completed this long
+	// after its token first arrived, however often the token is resent;
+	// the token may then not start another handshake until it expires.
+	HalfOpenTimeout = core.HalfOpenTimeout
 	// DefaultAcceptQueue is how many connected clients wait for Accept.
 	DefaultAcceptQueue = 64
 	// HistoryPerSlot is how many consumed tokens the server remembers per
@@ -43,10 +46,13 @@ type ServerConfig struct {
 	// opens their secret sections.
 	PublicKey PublicKey
 	SecretKey SecretKey
-	// PublicAddr is the server's address as tokens list it. Zero means the
-	// address the socket is bound to, which must then be a specific one
-	// (not 0.0.0.0 or ::).
-	PublicAddr netip.AddrPort
+	// PublicAddr is the "host:port" tokens list for this server, where it
+	// differs from the bound address (NAT, a load balancer), as in
+	// netcode's ServerConfig. A token is answered only if it lists
+	// PublicAddr or the bound address; a server bound to a wildcard
+	// address (0.0.0.0 or ::) is known by every address of the machine's
+	// interfaces at its port.
+	PublicAddr string
 	// MaxClients is the slot count (CONNECTION_ACCEPTED tells clients);
 	// 0 means DefaultMaxClients, at most MaxMaxClients.
 	MaxClients int
@@ -97,10 +103,6 @@ type Listener struct {
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
 
-// errNotSpecific: a Listener bound to an unspecified address cannot know
-// which address its tokens list.
-var errNotSpecific = errors.New("cute: listening on an unspecified address needs ServerConfig.PublicAddr")
-
 // Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
 // serves the Cute Protocol on it.
 func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
@@ -118,14 +120,16 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	local := transport.AddrPortOf(uc.LocalAddr())
-	public := c.PublicAddr
-	if !public.IsValid() {
-		if local.Addr().IsUnspecified() {
-			uc.Close()
-			return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: errNotSpecific}
-		}
-		public = local
+	return newListener(uc, c)
+}
+
+// newListener serves the Cute Protocol on pc (tests pass simulated
+// sockets), closing it on failure.
+func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
+	addrs, err := transport.ServerAddrs(c.PublicAddr, uc.LocalAddr())
+	if err != nil {
+		uc.Close()
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: fmt.Errorf("cute: %w", err)}
 	}
 	maxClients := c.MaxClients
 	if maxClients == 0 {
@@ -136,7 +140,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		ApplicationID:     c.ApplicationID,
 		PublicKey:         c.PublicKey,
 		SecretKey:         c.SecretKey,
-		Addr:              netip.AddrPortFrom(public.Addr().Unmap(), public.Port()),
+		Addrs:             addrs,
 		MaxClients:        maxClients,
 		MaxPending:        c.MaxPending,
 		ConnectionTimeout: c.ConnectionTimeout,
@@ -209,11 +213,10 @@ func (l *Listener) updater() {
 			return
 		case <-l.due.kick:
 		case <-timer.C:
+			l.due.take() // act sets the run's next time, keeping one set meanwhile
 			now := time.Now()
 			l.core.Update(now, out)
 			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
-			l.due.set(time.Time{})
-			l.due.earlier(out.Next)
 		}
 		due := l.due.get()
 		if due.IsZero() {
@@ -331,7 +334,9 @@ type Stats struct {
 	Connected         int    // clients connected now
 	Pending           int    // handshakes in progress now
 	PendingFull       uint64 // tokens refused because the handshake table was full
-	PendingExpired    uint64 // handshakes dropped by handshake timeout or token expiry
+	PendingExpired    uint64 // handshakes dropped by HalfOpenTimeout, handshake timeout or token expiry
+	TokenInUse        uint64 // tokens refused because the same token is handshaking from another address
+	TokenUnanswered   uint64 // tokens refused because a handshake with them went unanswered (until they expire)
 	HistoryFull       uint64 // connections refused because the token history was full
 	TokenReplayed     uint64 // tokens refused because they were consumed already
 	Denied            uint64 // CONNECTION_DENIED sent (server full)
@@ -347,6 +352,8 @@ func (l *Listener) Stats() Stats {
 		Pending:           l.core.PendingCount(),
 		PendingFull:       s.PendingFull,
 		PendingExpired:    s.PendingExpired,
+		TokenInUse:        s.TokenInUse,
+		TokenUnanswered:   s.TokenUnanswered,
 		HistoryFull:       s.HistoryFull,
 		TokenReplayed:     s.TokenReplayed,
 		Denied:            s.Denied,

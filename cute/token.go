@@ -65,13 +65,18 @@ var (
 	errTimeout = errors.New("cute: HandshakeTimeoutSeconds is negative")
 	errServers = errors.New("cute: a token needs 1 to 32 server addresses")
 	errNow     = errors.New("cute: Now is before 1970")
+	errParams  = errors.New("cute: GenerateToken needs its TokenParams")
 )
 
 // GenerateToken mints a 1114-byte connect token, as
 // cn_generate_connect_token does, with fresh random client-to-server and
 // server-to-client keys; the secretbox IV and the signature's randomness
 // come from crypto/rand too, so two tokens for the same player differ.
-func GenerateToken(p TokenParams) ([]byte, error) {
+// p is read, never kept or changed (a pointer, as token.Generate takes).
+func GenerateToken(p *TokenParams) ([]byte, error) {
+	if p == nil {
+		return nil, errParams
+	}
 	if err := p.SecretKey.check(); err != nil {
 		return nil, err
 	}

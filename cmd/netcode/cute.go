@@ -133,7 +133,7 @@ func runCuteToken(_ context.Context, args []string, stdout, stderr io.Writer) er
 	if err := userDataAndID(*userData, p.UserData[:], &p.ClientID); err != nil {
 		return err
 	}
-	tok, err := cute.GenerateToken(p)
+	tok, err := cute.GenerateToken(&p)
 	if err != nil {
 		return err
 	}
@@ -179,12 +179,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients}
-	if *public != "" {
-		if cfg.PublicAddr, err = resolveAddr(*public); err != nil {
-			return fmt.Errorf("-public-addr: %w", err)
-		}
-	}
+	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients, PublicAddr: *public}
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -225,13 +220,13 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func runCuteClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cute client", "[flags] TOKEN-FILE\n\nConnects with a Cute token (raw or base64; - reads standard input), sends\n-echo payloads and checks that each comes back.", stdout, stderr)
 	n := fs.Int("echo", 10, "payloads to send")
-	size := fs.Int("size", 64, "payload bytes (8..1205)")
+	size := fs.Int("size", 64, "payload bytes (0..1205)")
 	wait := fs.Duration("wait", 2*time.Second, "how long to wait for each echo")
 	if err := fs.parse(args, 1); err != nil {
 		return err
 	}
-	if *size < 8 || *size > cute.MaxPayloadBytes {
-		return fmt.Errorf("-size %d: want 8..%d", *size, cute.MaxPayloadBytes)
+	if *size < 0 || *size > cute.MaxPayloadBytes {
+		return fmt.Errorf("-size %d: want 0..%d", *size, cute.MaxPayloadBytes)
 	}
 	tok, err := readTokenSize(ctx, fs.Arg(0), cute.ConnectTokenBytes)
 	if err != nil {
@@ -245,8 +240,12 @@ func runCuteClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fmt.Fprintf(stdout, "connected to %s as client %d\n", c.RemoteAddr(), c.ClientID())
 	msg := make([]byte, *size)
 	buf := make([]byte, cute.MaxPayloadBytes)
+	var count [8]byte
 	for i := range *n {
-		binary.LittleEndian.PutUint64(msg, uint64(i))
+		// The count, as much of it as fits: each echo is awaited before
+		// the next payload goes, so even empty ones are told apart.
+		binary.LittleEndian.PutUint64(count[:], uint64(i))
+		copy(msg, count[:])
 		if _, err := c.Write(msg); err != nil {
 			return err
 		}

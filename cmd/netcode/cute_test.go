@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,10 +68,21 @@ func TestCuteCommands(t *testing.T) {
 			assert.Contains(t, out, "as client 99")
 			assert.Contains(t, out, "20 echoes of 300 bytes")
 
-			// The token is spent: a second client is refused.
+			// The token is spent: a second client is refused, and told why
+			// that may be.
 			code, _, errs = cli(t, "cute", "client", tokFile)
 			require.Equal(t, 1, code)
 			assert.Contains(t, errs, "timed out")
+			assert.Contains(t, errs, "likely causes")
+
+			// Payloads under 8 bytes, down to empty ones, echo too.
+			for i, size := range []string{"3", "0"} {
+				code, _, errs = cli(t, "cute", "token", "-key", keyFile, "-app", "7", "-client-id", fmt.Sprint(100+i), "-server", addr, "-o", tokFile)
+				require.Equal(t, 0, code, errs)
+				code, out, errs = cli(t, "cute", "client", "-echo", "5", "-size", size, tokFile)
+				require.Equal(t, 0, code, errs)
+				assert.Contains(t, out, "5 echoes of "+size+" bytes")
+			}
 
 			cancel()
 			require.Equal(t, 0, <-done)
@@ -91,7 +103,8 @@ func TestCuteCommandErrors(t *testing.T) {
 		{[]string{"cute", "token", "-key", strings.Repeat("00", 64), "-server", "127.0.0.1:1"}, 1, "all zeros"},
 		{[]string{"cute", "token", "-key", strings.Repeat("11", 64)}, 1, "no server"},
 		{[]string{"cute", "inspect", "/no/such/file"}, 1, "no such file"},
-		{[]string{"cute", "client", "-size", "2", "x"}, 1, "-size 2"},
+		{[]string{"cute", "client", "-size", "-1", "x"}, 1, "-size -1"},
+		{[]string{"cute", "client", "-size", "1206", "x"}, 1, "-size 1206"},
 	}
 	for _, tt := range tests {
 		code, out, errs := cli(t, tt.args...)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -15,39 +16,44 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestNeverEarly arms timers at various delays and checks that each runs
-// once, at or after its time and within a few ticks of it (the bound is
-// loose: the test checks lateness is bounded, not how fast the machine
-// is).
+// once, at or after its time. It runs on simulated time (a synctest
+// bubble): once every goroutine is idle two ticks after the last call, a
+// second call would have run.
 func TestNeverEarly(t *testing.T) {
-	w := New(5 * time.Millisecond)
-	defer w.Close()
-	delays := []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 12 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond}
-	type result struct {
-		armed, ran time.Time
-		n          atomic.Int32
-	}
-	rs := make([]*result, len(delays))
-	var wg sync.WaitGroup
-	for i, d := range delays {
-		r := &result{armed: time.Now()}
-		rs[i] = r
-		wg.Add(1)
-		w.AfterFunc(d, func() {
-			if r.n.Add(1) == 1 {
-				r.ran = time.Now()
-				wg.Done()
-			}
-		})
-	}
-	wg.Wait()
-	time.Sleep(20 * time.Millisecond) // a second call would come within a tick or two
-	for i, d := range delays {
-		r := rs[i]
-		assert.EqualValues(t, 1, r.n.Load(), "delay %v: calls", d)
-		assert.GreaterOrEqual(t, r.ran.Sub(r.armed), d, "delay %v: ran early", d)
-	}
-	assert.Zero(t, w.Armed())
-	assert.EqualValues(t, len(delays), w.Fired())
+	synctest.Test(t, func(t *testing.T) {
+		const tick = 5 * time.Millisecond
+		w := New(tick)
+		defer w.Close()
+		delays := []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 12 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond}
+		type result struct {
+			armed, ran time.Time
+			n          atomic.Int32
+		}
+		rs := make([]*result, len(delays))
+		var wg sync.WaitGroup
+		for i, d := range delays {
+			r := &result{armed: time.Now()}
+			rs[i] = r
+			wg.Add(1)
+			w.AfterFunc(d, func() {
+				if r.n.Add(1) == 1 {
+					r.ran = time.Now()
+					wg.Done()
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(2 * tick)
+		synctest.Wait()
+		for i, d := range delays {
+			r := rs[i]
+			assert.EqualValues(t, 1, r.n.Load(), "delay %v: calls", d)
+			assert.GreaterOrEqual(t, r.ran.Sub(r.armed), d, "delay %v: ran early", d)
+			assert.Less(t, r.ran.Sub(r.armed), d+tick, "delay %v: more than a tick late", d)
+		}
+		assert.Zero(t, w.Armed())
+		assert.EqualValues(t, len(delays), w.Fired())
+	})
 }
 
 // TestTimerContract checks that Reset and Stop report what *time.Timer's
@@ -164,59 +170,68 @@ func TestManyTimers(t *testing.T) {
 	assert.Zero(t, w.Armed())
 }
 
-// TestIdleWheelTicksNot checks that a wheel with nothing armed does not
-// tick, and that arming after a long idle spell runs on time (the wheel
-// does not pass over the buckets it slept through one by one).
+// TestIdleWheelTicksNot checks, on simulated time, that a wheel with
+// nothing armed does not tick, and that arming after a long idle spell runs
+// on time (the wheel does not pass over the buckets it slept through one
+// by one).
 func TestIdleWheelTicksNot(t *testing.T) {
-	w := New(time.Millisecond)
-	defer w.Close()
-	done := make(chan struct{})
-	w.AfterFunc(0, func() { close(done) })
-	<-done
-	time.Sleep(30 * time.Millisecond)
-	w.mu.Lock()
-	ticking := w.ticking
-	w.mu.Unlock()
-	assert.False(t, ticking, "a wheel with nothing armed keeps ticking")
-	start := time.Now()
-	done = make(chan struct{})
-	w.AfterFunc(3*time.Millisecond, func() { close(done) })
-	<-done
-	assert.GreaterOrEqual(t, time.Since(start), 3*time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		w := New(time.Millisecond)
+		defer w.Close()
+		done := make(chan struct{})
+		w.AfterFunc(0, func() { close(done) })
+		<-done
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		w.mu.Lock()
+		ticking := w.ticking
+		w.mu.Unlock()
+		assert.False(t, ticking, "a wheel with nothing armed keeps ticking")
+		start := time.Now()
+		done = make(chan struct{})
+		w.AfterFunc(3*time.Millisecond, func() { close(done) })
+		<-done
+		assert.GreaterOrEqual(t, time.Since(start), 3*time.Millisecond)
+		assert.LessOrEqual(t, time.Since(start), 4*time.Millisecond, "on time after the idle spell")
+	})
 }
 
-// TestClose checks that Close waits for a callback in progress and that
-// nothing runs after it.
+// TestClose checks, on simulated time, that Close waits for a callback in
+// progress and that nothing runs after it.
 func TestClose(t *testing.T) {
-	w := New(time.Millisecond)
-	in, release := make(chan struct{}), make(chan struct{})
-	var after atomic.Bool
-	var closed atomic.Bool
-	w.AfterFunc(0, func() {
-		close(in)
-		<-release
-		if closed.Load() {
-			after.Store(true)
+	synctest.Test(t, func(t *testing.T) {
+		w := New(time.Millisecond)
+		in, release := make(chan struct{}), make(chan struct{})
+		var after atomic.Bool
+		var closed atomic.Bool
+		w.AfterFunc(0, func() {
+			close(in)
+			<-release
+			if closed.Load() {
+				after.Store(true)
+			}
+		})
+		<-in
+		w.AfterFunc(0, func() { after.Store(true) })
+		returned := make(chan struct{})
+		go func() {
+			w.Close()
+			closed.Store(true)
+			close(returned)
+		}()
+		synctest.Wait() // Close is waiting, or has returned
+		select {
+		case <-returned:
+			t.Fatal("Close returned while a callback was running")
+		default:
 		}
+		close(release)
+		<-returned
+		w.AfterFunc(0, func() { after.Store(true) })
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		assert.False(t, after.Load(), "a callback ran after Close")
 	})
-	<-in
-	w.AfterFunc(0, func() { after.Store(true) })
-	returned := make(chan struct{})
-	go func() {
-		w.Close()
-		closed.Store(true)
-		close(returned)
-	}()
-	select {
-	case <-returned:
-		t.Fatal("Close returned while a callback was running")
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(release)
-	<-returned
-	w.AfterFunc(0, func() { after.Store(true) })
-	time.Sleep(10 * time.Millisecond)
-	assert.False(t, after.Load(), "a callback ran after Close")
 }
 
 // TestContext checks that a context carries its Scheduler to From.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/netip"
 	"sync"
@@ -104,6 +105,10 @@ type Client struct {
 	clientID       uint64
 	maxClients     uint32
 	timeout        time.Duration // the connection timeout the server sent
+	// accepted is the CONNECTION_ACCEPTED that connected: its sequence
+	// and body, which relabelled packets are told apart by (see notPayload).
+	acceptedSeq  uint64
+	acceptedBody [acceptedBodyBytes]byte
 
 	iv wire.IV
 }
@@ -111,12 +116,16 @@ type Client struct {
 // NewClient starts connecting with the 1114-byte connect token at time now
 // (cn_protocol_client_connect): the token is read for applicationID and its
 // expiry judged on now's wall clock, and the first connect token packet
-// goes out at the first Update. An unreadable or expired token leaves the
-// client in InvalidConnectToken; the error says why.
+// goes out at the first Update. An unreadable token leaves the client in
+// InvalidConnectToken, an expired one in ConnectTokenExpired; the error
+// says why.
 func NewClient(now time.Time, token []byte, applicationID uint64) (*Client, error) {
 	c := &Client{rand: systemEntropy}
 	if err := wire.ReadClientToken(token, applicationID, unixSeconds(now), &c.tok); err != nil {
 		c.state = InvalidConnectToken
+		if errors.Is(err, wire.ErrExpired) {
+			c.state = ConnectTokenExpired
+		}
 		return c, err
 	}
 	c.state = SendingConnectionRequest
@@ -183,7 +192,7 @@ func (c *Client) State() State {
 func (c *Client) ServerAddr() netip.AddrPort {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state == InvalidConnectToken {
+	if c.server >= len(c.tok.Endpoints) { // the token was not read
 		return netip.AddrPort{}
 	}
 	return c.tok.Endpoints[c.server]
@@ -241,6 +250,10 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *C
 			c.timeout = time.Duration(p.ConnectionTimeout) * time.Second
 			c.state = Connected
 			c.lastRecv = now
+			c.acceptedSeq = p.Sequence
+			binary.LittleEndian.PutUint64(c.acceptedBody[0:], p.ClientID)
+			binary.LittleEndian.PutUint32(c.acceptedBody[8:], p.MaxClients)
+			binary.LittleEndian.PutUint32(c.acceptedBody[12:], p.ConnectionTimeout)
 		case wire.ConnectionDenied:
 			c.nextServer = true
 			c.failed = ConnectionDenied
@@ -249,6 +262,9 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *C
 		switch p.Type {
 		case wire.Payload:
 			c.lastRecv = now
+			if c.notPayload(&p) {
+				return
+			}
 			out.Payload = p.Payload
 			out.Sequence = p.Sequence
 		case wire.KeepAlive:
@@ -258,6 +274,36 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *C
 			c.state = Disconnected
 		}
 	}
+}
+
+// acceptedBodyBytes is the size of a CONNECTION_ACCEPTED's body.
+const acceptedBodyBytes = wire.AcceptedBytes - wire.HeaderBytes
+
+// notPayload reports whether an authentic PAYLOAD is another packet of the
+// server's relabelled on the way. The secretbox seals the body under the
+// sequence alone, not the type byte, so a packet of another type whose body
+// happens to read as a payload (a u16 equal to the length of the rest)
+// opens as one, and would reach Read as bytes the server never sent as a
+// payload. Two of the server's packets can:
+//   - a CONNECTION_ACCEPTED, sent again with every keepalive and payload
+//     until the client is confirmed, when the client id's low 16 bits
+//     are 14: a 14-byte payload whose body is exactly the one that
+//     connected this client (the fields do not change);
+//   - a CHALLENGE_REQUEST, when its nonce's low 16 bits are 262: a
+//     262-byte payload, sent during the handshake, so sequenced before
+//     the CONNECTION_ACCEPTED that connected (the Go server never issues
+//     such a nonce; the C server's counter reaches it).
+//
+// A real payload of those exact bytes, or of 262 bytes delayed past the
+// CONNECTION_ACCEPTED it followed, is dropped as lost.
+func (c *Client) notPayload(p *wire.Packet) bool {
+	switch len(p.Payload) {
+	case acceptedBodyBytes - 2:
+		return binary.LittleEndian.Uint16(c.acceptedBody[:]) == acceptedBodyBytes-2 && string(p.Payload) == string(c.acceptedBody[2:])
+	case challengeBodyBytes - 2:
+		return p.Sequence < c.acceptedSeq
+	}
+	return false
 }
 
 // Update sends what is due, then applies the expiry and the timeouts

@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/subtle"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
@@ -14,9 +15,13 @@ type pending struct {
 	seq       uint64
 	expires   uint64 // token expiry, Unix seconds
 	handshake time.Duration
-	lastRecv  time.Time
-	lastSend  time.Time
-	sent      bool // a challenge request went out
+	// deadline ends the handshake if it has not completed by then:
+	// HalfOpenTimeout after the token first arrived. Resent tokens do not
+	// move it.
+	deadline time.Time
+	lastRecv time.Time
+	lastSend time.Time
+	sent     bool // a challenge request went out
 	// owed is set by each connect token from the address and spent by the
 	// challenge request that answers it: the server answers, it never
 	// volunteers (the C server challenges every 0.1 s whether or not the
@@ -97,16 +102,15 @@ func (s *Server) receivePending(now time.Time, from netip.AddrPort, data []byte,
 // receiveToken handles a 1024-byte connect token packet. The signature and
 // the secret section are checked before any lock is taken.
 func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, out *ServerOutput) {
+	if s.refusedEarly(from, (*TokenID)(data[wire.PublicBytes:])) {
+		return
+	}
 	unix := unixSeconds(now)
 	var t wire.ServerToken
 	if wire.ReadServerToken(data, &s.cfg.PublicKey, &s.cfg.SecretKey, s.cfg.ApplicationID, unix, &t) != nil {
 		return
 	}
-	listed := false
-	for _, e := range t.Endpoints[:t.EndpointCount] {
-		listed = listed || e == s.cfg.Addr
-	}
-	if !listed {
+	if !slices.ContainsFunc(t.Endpoints[:t.EndpointCount], func(e netip.AddrPort) bool { return slices.Contains(s.cfg.Addrs, e) }) {
 		return
 	}
 	s.mu.Lock()
@@ -146,15 +150,20 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		out.Next = now
 		return
 	}
+	if s.refusedLocked(from, &t.ID) {
+		return
+	}
 	if len(s.pend) >= s.cfg.MaxPending {
 		s.stats.PendingFull++
 		return
 	}
 	s.pendAddr[from] = len(s.pend)
+	s.pendID[t.ID] = len(s.pend)
 	s.pend = append(s.pend, pending{
 		addr:      from,
 		expires:   t.Expires,
 		handshake: time.Duration(t.HandshakeTimeout) * time.Second,
+		deadline:  now.Add(HalfOpenTimeout),
 		lastRecv:  s.restart(now),
 		owed:      true,
 		clientID:  t.ClientID,
@@ -164,6 +173,47 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		userData:  t.UserData,
 	})
 	out.Next = now
+}
+
+// refusedEarly refuses, before its signature is checked, a token that
+// refusedLocked would refuse after: the check is on the token's ID, the
+// secretbox header of its secret section, and a forged packet carrying a
+// real token's ID is refused only where the real token would be, so the
+// flood of a token already refused costs a lookup, not a signature check.
+//
+// A full table refuses early too, unless the address is handshaking (a
+// resend refreshes its handshake) or connected, or every slot is taken
+// (the token is then answered with CONNECTION_DENIED).
+func (s *Server) refusedEarly(from netip.AddrPort, id *TokenID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refusedLocked(from, id) {
+		return true
+	}
+	_, pending := s.pendAddr[from]
+	_, connected := s.byAddr[from]
+	if len(s.pend) >= s.cfg.MaxPending && !pending && !connected && s.count < len(s.slots) {
+		s.stats.PendingFull++
+		return true
+	}
+	return false
+}
+
+// refusedLocked refuses a token that may not start a handshake from from:
+// one handshaking from another address (one handshake per token: the same
+// token resent from other source ports would otherwise fill the table;
+// the first address keeps it, as netcode's history binds a token to its
+// first address), or one whose handshake went unanswered. Call with mu.
+func (s *Server) refusedLocked(from netip.AddrPort, id *TokenID) bool {
+	if pi, ok := s.pendID[*id]; ok && s.pend[pi].addr != from {
+		s.stats.TokenInUse++
+		return true
+	}
+	if s.unanswered.Find(id) != nil {
+		s.stats.TokenUnanswered++
+		return true
+	}
+	return false
 }
 
 // deny answers a handshake with CONNECTION_DENIED (the server is full) and
@@ -184,9 +234,11 @@ func (s *Server) deny(pi int, out *ServerOutput) {
 func (s *Server) removePending(pi int) {
 	last := len(s.pend) - 1
 	delete(s.pendAddr, s.pend[pi].addr)
+	delete(s.pendID, s.pend[pi].id)
 	if pi != last {
 		s.pend[pi] = s.pend[last]
 		s.pendAddr[s.pend[pi].addr] = pi
+		s.pendID[s.pend[pi].id] = pi
 	}
 	s.pend[last] = pending{}
 	s.pend = s.pend[:last]

@@ -65,7 +65,7 @@ func makeToken(t testing.TB, o tokenOpts) []byte {
 func newServer(t testing.TB, edit func(*ServerConfig)) (*Server, *History) {
 	t.Helper()
 	h := NewHistory(4096, 0)
-	cfg := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: h}
+	cfg := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addrs: []netip.AddrPort{testServer}, History: h}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -49,7 +49,7 @@ func TestReceiverBehaviour(t *testing.T) {
 	c.state, c.timeout, c.lastSend, c.sendNow = Connected, DefaultConnectionTimeout, t0, false
 
 	// A server with that client in slot 0.
-	s, _ := newServer(t, func(cfg *ServerConfig) { cfg.Addr = serverAddr })
+	s, _ := newServer(t, func(cfg *ServerConfig) { cfg.Addrs = []netip.AddrPort{serverAddr} })
 	s.slots[0].conn = conn{connected: true, confirmed: true, clientID: 1, addr: clientAddr,
 		c2s: p.ClientToServer, s2c: p.ServerToClient, lastRecv: t0, lastSend: t0}
 	s.count, s.byAddr[clientAddr], s.byID[1] = 1, 0, 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
 	"github.com/gonetcode/netcode/cute/internal/wire"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,25 +28,28 @@ func feed(s *Server, now time.Time, from netip.AddrPort, b []byte) []byte {
 	return all
 }
 
-// TestPendingExpiresByHandshakeTimeout: a token whose sender never answers
-// the challenge is forgotten after its handshake timeout (the C server
-// keeps the handshake, and challenges it every 0.1 s, forever).
-func TestPendingExpiresByHandshakeTimeout(t *testing.T) {
+// TestPendingExpiresByHalfOpenTimeout: a token whose sender never answers
+// the challenge is forgotten HalfOpenTimeout after it first arrived,
+// however often it is resent (the C server keeps the handshake, and
+// challenges it every 0.1 s, forever), and the token may not start
+// another handshake until it expires.
+func TestPendingExpiresByHalfOpenTimeout(t *testing.T) {
 	s, _ := newServer(t, nil)
-	tok := makeToken(t, tokenOpts{clientID: 1, handshake: 2})
+	tok := makeToken(t, tokenOpts{clientID: 1, handshake: 5})
 	n := newNet(t, s)
-	// The token three times, 0.5 s apart: three challenges.
-	for range 3 {
+	// The token every 0.25 s for 3 s: challenged while the handshake
+	// lives, refused after.
+	for range 12 {
 		feed(s, n.now, attacker, tok[wire.RESTBytes:])
-		n.run(500*time.Millisecond, dt)
+		n.run(250*time.Millisecond, dt)
 	}
-	require.Equal(t, 1, s.PendingCount())
-	assert.Len(t, n.sent[attacker], 3)
-	n.run(2*time.Second-dt, dt)
 	assert.Equal(t, 0, s.PendingCount())
+	assert.Len(t, n.sent[attacker], 4, "challenged at 0, 0.25, 0.5 and 0.75 s")
+	st := s.Stats()
+	assert.Equal(t, uint64(1), st.PendingExpired)
+	assert.Equal(t, uint64(8), st.TokenUnanswered)
 	n.run(10*time.Second, dt)
-	assert.Len(t, n.sent[attacker], 3)
-	assert.Equal(t, uint64(1), s.Stats().PendingExpired)
+	assert.Len(t, n.sent[attacker], 4)
 }
 
 // TestNoAmplification: a flood of valid tokens with a victim's spoofed
@@ -92,38 +96,123 @@ func TestPendingExpiresWithToken(t *testing.T) {
 	assert.Equal(t, sent, len(n.sent[attacker]))
 }
 
-// TestPendingTableBounded: one valid token replayed from more ports than
-// the table holds (the flood that hangs the C server) fills it; the rest
-// are refused and counted, nothing is evicted, and a real client still
-// connects once the flood's handshakes expire, while an existing
-// connection is untouched throughout.
-func TestPendingTableBounded(t *testing.T) {
+// TestOneHandshakePerToken: one valid token replayed from more source
+// ports than the table holds (the flood that hangs the C server, and that
+// filled this server's table for the token's lifetime) holds one entry,
+// the first address's; the rest are refused and counted; a real client
+// connects during the flood, and a live connection is untouched. The
+// model is netcode's TestTokenReuse/from_another_address: a token belongs
+// to the first address it came from.
+func TestOneHandshakePerToken(t *testing.T) {
 	s, _ := newServer(t, func(c *ServerConfig) { c.MaxPending = 8 })
 	n := newNet(t, s)
 	live := n.add(netip.MustParseAddrPort("10.0.0.2:1000"), makeToken(t, tokenOpts{clientID: 2}))
 	n.run(300*time.Millisecond, dt)
 	require.Equal(t, Connected, live.State())
 
-	flood := makeToken(t, tokenOpts{clientID: 3, handshake: 1})[wire.RESTBytes:]
-	for port := range 100 {
-		feed(s, n.now, netip.AddrPortFrom(attacker.Addr(), uint16(20000+port)), flood)
+	flood := makeToken(t, tokenOpts{clientID: 3})[wire.RESTBytes:]
+	port := uint16(20000)
+	attack := func() {
+		for range 100 {
+			feed(s, n.now, netip.AddrPortFrom(attacker.Addr(), port), flood)
+			port++
+		}
+	}
+	attack()
+	assert.Equal(t, 1, s.PendingCount())
+	assert.Equal(t, uint64(99), s.Stats().TokenInUse)
+	assert.Zero(t, s.Stats().PendingFull)
+	n.step(dt)
+	assert.NotEmpty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), 20000)], "the first address is challenged")
+	assert.Empty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), 20001)])
+
+	// A new player dials while the flood goes on, 100 ports a step.
+	late := n.add(netip.MustParseAddrPort("10.0.0.3:1000"), makeToken(t, tokenOpts{clientID: 4}))
+	for range 6 {
+		attack()
+		n.step(dt)
+	}
+	assert.Equal(t, Connected, late.State())
+	assert.Equal(t, Connected, live.State(), "a live connection is never evicted")
+	assert.LessOrEqual(t, s.PendingCount(), 1)
+}
+
+// TestPendingTableBounded: distinct valid tokens, more than the table
+// holds, fill it; the rest are refused and counted, nothing is evicted,
+// and a real client connects once the flood's handshakes expire.
+func TestPendingTableBounded(t *testing.T) {
+	s, _ := newServer(t, func(c *ServerConfig) { c.MaxPending = 8 })
+	n := newNet(t, s)
+	for i := range 20 {
+		feed(s, n.now, netip.AddrPortFrom(attacker.Addr(), uint16(20000+i)), makeToken(t, tokenOpts{clientID: uint64(100 + i)})[wire.RESTBytes:])
 	}
 	assert.Equal(t, 8, s.PendingCount())
-	assert.Equal(t, uint64(92), s.Stats().PendingFull)
-	// The first eight are still the ones being challenged.
+	assert.Equal(t, uint64(12), s.Stats().PendingFull)
 	n.step(dt)
-	for port := range 8 {
-		assert.NotEmpty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), uint16(20000+port))])
+	for i := range 8 {
+		assert.NotEmpty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), uint16(20000+i))])
 	}
 	assert.Empty(t, n.sent[netip.AddrPortFrom(attacker.Addr(), 20008)])
-
-	n.run(2*time.Second, dt)
+	n.run(HalfOpenTimeout, dt)
 	assert.Equal(t, 0, s.PendingCount())
-	assert.Equal(t, Connected, live.State(), "a live connection is never evicted")
 	late := n.add(netip.MustParseAddrPort("10.0.0.3:1000"), makeToken(t, tokenOpts{clientID: 4}))
 	n.run(300*time.Millisecond, dt)
 	assert.Equal(t, Connected, late.State())
-	assert.Equal(t, Connected, live.State())
+}
+
+// TestHalfOpenFloodCannotHoldTable: 2,000 valid tokens, each resent every
+// second from its own address and never answered (issue 36's flood),
+// against the default 64-entry table. Each token holds an entry for
+// HalfOpenTimeout once and is then refused until it expires, so the
+// flood's tokens have all had their turn after 2,000/64 seconds, and a
+// player who dials while the flood goes on connects at once. No entry is
+// ever older than HalfOpenTimeout. Under the race detector, which slows
+// the signature checks tenfold and finds nothing in this one goroutine,
+// it runs at a quarter of the scale: 500 tokens against 16 entries, the
+// same number of turns.
+func TestHalfOpenFloodCannotHoldTable(t *testing.T) {
+	tokens, table := 2000, DefaultMaxPending
+	if race.Enabled {
+		tokens, table = 500, DefaultMaxPending/4
+	}
+	s, _ := newServer(t, func(c *ServerConfig) { c.MaxPending = table })
+	n := newNet(t, s)
+	flood := make([][]byte, tokens)
+	for i := range flood {
+		flood[i] = makeToken(t, tokenOpts{clientID: uint64(10_000 + i), expire: 120})[wire.RESTBytes:]
+	}
+	from := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)}), 4000)
+	}
+	perStep := tokens * int(dt) / int(time.Second)
+	next := 0
+	flooding := func() {
+		for range perStep {
+			feed(s, n.now, from(next), flood[next])
+			next = (next + 1) % tokens
+		}
+	}
+	turns := time.Duration(tokens/table+2) * HalfOpenTimeout
+	for end := n.now.Add(turns); n.now.Before(end); {
+		flooding()
+		n.step(dt)
+		s.mu.RLock()
+		for i := range s.pend {
+			require.Less(t, n.now.Sub(s.pend[i].deadline.Add(-HalfOpenTimeout)), HalfOpenTimeout+dt, "no half-open handshake outlives HalfOpenTimeout")
+		}
+		s.mu.RUnlock()
+	}
+	assert.Equal(t, 0, s.PendingCount(), "every flood token had its turn")
+	player := n.add(netip.MustParseAddrPort("10.0.0.3:1000"), makeToken(t, tokenOpts{clientID: 4, expire: 120}))
+	for range 4 {
+		flooding()
+		n.step(dt)
+	}
+	assert.Equal(t, Connected, player.State(), "a player connects while the flood goes on")
+	st := s.Stats()
+	t.Logf("%+v", st)
+	assert.Positive(t, st.TokenUnanswered)
+	assert.Equal(t, uint64(tokens), st.PendingExpired)
 }
 
 // TestNothingAfterDenial: a full server answers a token with
@@ -228,17 +317,18 @@ func TestTokenRaceFromTwoAddresses(t *testing.T) {
 	tok := makeToken(t, tokenOpts{clientID: 8})
 	a, b := netip.MustParseAddrPort("10.0.0.2:1000"), netip.MustParseAddrPort("10.0.0.3:1000")
 	ca := n.add(a, tok)
-	cb := n.add(b, tok)
-	n.step(dt) // both tokens arrive; both are challenged
-	require.Equal(t, 2, s.PendingCount())
-	n.clients = map[netip.AddrPort]*Client{a: ca} // b goes quiet
+	n.step(dt) // a's token arrives and is challenged
+	feed(s, n.now, b, tok[wire.RESTBytes:])
+	require.Equal(t, 1, s.PendingCount(), "one handshake per token: b's is refused")
+	require.Equal(t, uint64(1), s.Stats().TokenInUse)
 	n.run(300*time.Millisecond, dt)
 	require.Equal(t, Connected, ca.State())
 	ca.Disconnect(n.now, &n.cout)
 	n.deliver(a, n.cout.datagrams)
 	n.step(dt)
 	require.Equal(t, 0, s.ClientCount())
-	n.clients = map[netip.AddrPort]*Client{b: cb}
+	n.clients = map[netip.AddrPort]*Client{}
+	cb := n.add(b, tok)
 	n.run(time.Second, dt)
 	assert.NotEqual(t, Connected, cb.State())
 	assert.Equal(t, 0, s.ClientCount())
@@ -454,14 +544,14 @@ func TestChallengeEchoChecked(t *testing.T) {
 
 // TestServerConfigRefused: every unusable configuration is refused.
 func TestServerConfigRefused(t *testing.T) {
-	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addr: testServer, History: NewHistory(1, 0)}
+	good := ServerConfig{ApplicationID: testApp, PublicKey: testPK, SecretKey: testSK, Addrs: []netip.AddrPort{testServer}, History: NewHistory(1, 0)}
 	_, err := NewServer(t0, good)
 	require.NoError(t, err)
 	for name, edit := range map[string]func(*ServerConfig){
 		"no history":          func(c *ServerConfig) { c.History = nil },
 		"zero scalar":         func(c *ServerConfig) { c.SecretKey = [64]byte{32: 1} },
 		"public key mismatch": func(c *ServerConfig) { c.PublicKey[0] ^= 1 },
-		"no address":          func(c *ServerConfig) { c.Addr = netip.AddrPort{} },
+		"no address":          func(c *ServerConfig) { c.Addrs = nil },
 		"negative clients":    func(c *ServerConfig) { c.MaxClients = -1 },
 		"too many clients":    func(c *ServerConfig) { c.MaxClients = MaxMaxClients + 1 },
 		"negative pending":    func(c *ServerConfig) { c.MaxPending = -1 },
@@ -512,4 +602,70 @@ func TestStaleConnRef(t *testing.T) {
 	require.ErrorIs(t, s.SendConn(n.now, 5, cur.gen, nil, &out), ErrNoClient)
 	require.NoError(t, s.DisconnectConn(n.now, 0, cur.gen, true, &out))
 	require.Equal(t, 0, s.ClientCount())
+}
+
+// TestRelabelledPacketsNeverReachRead: the type byte is not sealed, so an
+// on-path relabel (type 1 or 5 to 7) of a server packet the client has not
+// seen yet opens as a PAYLOAD when its body happens to read as one. A
+// repeated CONNECTION_ACCEPTED for a client id whose low 16 bits are 14
+// was a 14-byte payload nobody wrote; a lost CHALLENGE_REQUEST with a
+// nonce whose low 16 bits are 262 (the C server's 263rd challenge) a
+// 262-byte one. Neither reaches the application; real payloads of those
+// sizes still do.
+func TestRelabelledPacketsNeverReachRead(t *testing.T) {
+	o := tokenOpts{clientID: 0x0102_0304_0506_000e}
+	s, _ := newServer(t, nil)
+	n := newNet(t, s)
+	addr := netip.MustParseAddrPort("10.0.0.2:1000")
+	c := n.add(addr, makeToken(t, o))
+	n.step(dt)    // the token arrives; the first challenge (sequence 0)…
+	n.drain(addr) // …is lost on the way
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	require.Positive(t, c.acceptedSeq)
+	key := c.tok.ServerToClient
+	var challenge [wire.ChallengeDataBytes]byte
+	challenge[0] = 0xcc
+	long := bytes.Repeat([]byte{0x5a}, 262)
+	tests := []struct {
+		name string
+		pkt  []byte
+		want []byte // nil: nothing reaches Read
+	}{
+		{"repeated CONNECTION_ACCEPTED relabelled", wire.AppendAccepted(nil, 1000, &key, &wire.IV{2}, o.clientID, DefaultMaxClients, 10), nil},
+		{"lost CHALLENGE_REQUEST relabelled", wire.AppendChallenge(nil, wire.ChallengeRequest, 0, &key, &wire.IV{3}, 262, &challenge), nil},
+		{"real 14-byte payload", wire.AppendPayload(nil, 1001, &key, &wire.IV{4}, []byte("fourteen bytes")), []byte("fourteen bytes")},
+		{"real 262-byte payload", wire.AppendPayload(nil, 1002, &key, &wire.IV{5}, long), long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.pkt[0] = byte(wire.Payload)
+			var out ClientOutput
+			c.Receive(n.now, testServer, tt.pkt, &out)
+			assert.Equal(t, tt.want, out.Payload)
+			assert.Equal(t, Connected, c.State())
+		})
+	}
+}
+
+// TestChallengeNonceNeverReadsAsPayload: the server skips the challenge
+// nonces whose low 16 bits would make a challenge's body read as a
+// payload, so a client's challenge response relabelled PAYLOAD reaches no
+// one.
+func TestChallengeNonceNeverReadsAsPayload(t *testing.T) {
+	s, _ := newServer(t, nil)
+	s.challengeNonce = 3<<16 | 262
+	n := newNet(t, s)
+	addr := netip.MustParseAddrPort("10.0.0.2:1000")
+	c := n.add(addr, makeToken(t, tokenOpts{clientID: 9}))
+	n.run(300*time.Millisecond, dt)
+	require.Equal(t, Connected, c.State())
+	assert.Equal(t, uint64(3<<16|263), c.challengeNonce)
+	// Each response, relabelled, at a sequence the server has not seen.
+	c.seq += 100
+	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.tok.ClientToServer, &wire.IV{6}, c.challengeNonce, &c.challengeData)
+	resp[0] = byte(wire.Payload)
+	var out ServerOutput
+	s.Receive(n.now, addr, resp, &out)
+	assert.Empty(t, out.Events)
 }

@@ -3,12 +3,15 @@ package core
 import (
 	"crypto/subtle"
 	"errors"
+	"math"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
 	"github.com/gonetcode/netcode/cute/internal/wire"
+	"github.com/gonetcode/netcode/internal/history"
 )
 
 // Server defaults and limits.
@@ -23,6 +26,27 @@ const (
 	DefaultMaxPending = 64
 	// DefaultConnectionTimeout is Cute Framework's default.
 	DefaultConnectionTimeout = 10 * time.Second
+	// HalfOpenTimeout is how long a handshake may stay half-open: from the
+	// first connect token of a handshake to the challenge response that
+	// completes it. Resent tokens do not extend it, so a flood that keeps
+	// resending its tokens holds no entry longer than this. A live client
+	// answers a challenge within one round trip and one frame (Cute
+	// Framework's client sends its response on its next update), and
+	// resends its token or response every SendRate, so one second is ten
+	// tries at any round trip under about 900 ms; waiting longer would only
+	// let a flood hold the table. The C server never expires handshakes.
+	HalfOpenTimeout = time.Second
+	// unansweredPerPending sizes the memory of tokens whose handshake went
+	// unanswered (this many per ServerConfig.MaxPending entry, from
+	// minUnanswered to maxUnanswered, about 150 bytes each): each is
+	// refused a new handshake until it expires, so a flood's token holds
+	// an entry for HalfOpenTimeout once, not again every time it is
+	// resent. When that memory is full a token simply is not remembered
+	// (it may try again): it only ever sheds load, it never guards against
+	// replay (the History does).
+	unansweredPerPending = 64
+	minUnanswered        = 4096
+	maxUnanswered        = 1 << 16
 )
 
 // TokenID names a connect token for the history: see wire.ServerToken.ID.
@@ -96,6 +120,10 @@ type Server struct {
 	byID     map[uint64]int         // connected client id → slot
 	pend     []pending              // in insertion order, as the C table's item array
 	pendAddr map[netip.AddrPort]int // address → index in pend
+	pendID   map[TokenID]int        // token → index in pend: one handshake per token
+	// unanswered remembers, until they expire, the tokens whose handshake
+	// reached HalfOpenTimeout: they may not start another.
+	unanswered *history.Table[TokenID, struct{}]
 
 	challengeNonce uint64
 	// last is the time of the last Update. The C server counts the update
@@ -134,11 +162,12 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		cfg.MaxPending < 1,
 		cfg.ConnectionTimeout < time.Second || cfg.ConnectionTimeout%time.Second != 0 || cfg.ConnectionTimeout/time.Second > 1<<32-1,
 		cfg.History == nil,
-		!cfg.Addr.IsValid(),
+		len(cfg.Addrs) == 0 || slices.ContainsFunc(cfg.Addrs, func(a netip.AddrPort) bool { return !a.IsValid() }),
 		subtle.ConstantTimeCompare(cfg.SecretKey[:32], zero[:]) == 1,
 		subtle.ConstantTimeCompare(cfg.SecretKey[32:], cfg.PublicKey[:]) != 1:
 		return nil, ErrServerConfig
 	}
+	cfg.Addrs = slices.Clone(cfg.Addrs)
 	return &Server{
 		cfg:      cfg,
 		rand:     systemEntropy,
@@ -148,7 +177,10 @@ func NewServer(now time.Time, cfg ServerConfig) (*Server, error) {
 		byID:     make(map[uint64]int),
 		pend:     make([]pending, 0, cfg.MaxPending),
 		pendAddr: make(map[netip.AddrPort]int),
-		last:     now,
+		pendID:   make(map[TokenID]int),
+		unanswered: history.New[TokenID, struct{}](min(max(unansweredPerPending*cfg.MaxPending, minUnanswered), maxUnanswered),
+			unixSeconds(now), math.MaxUint64),
+		last: now,
 	}, nil
 }
 
@@ -179,8 +211,24 @@ func (s *Server) pendingNext(next *time.Time) {
 			earlier(next, p.lastSend.Add(SendRate))
 		}
 		earlier(next, p.lastRecv.Add(p.handshake))
+		earlier(next, p.deadline)
 		earlier(next, time.Unix(int64(min(p.expires, 1<<62)), 0))
 	}
+}
+
+// challengeBodyBytes is the size of a challenge's body: nonce and bytes.
+const challengeBodyBytes = wire.ChallengeBytes - wire.HeaderBytes
+
+// payloadFree returns nonce, or the next one if nonce's low 16 bits would
+// make a challenge's body read as a payload: the type byte is not sealed,
+// so a challenge request or response relabelled PAYLOAD would otherwise
+// open as one, a 262-byte payload nobody sent (see Client.notPayload). The
+// nonce is the server's to choose; the client only echoes it.
+func payloadFree(nonce uint64) uint64 {
+	if nonce&0xffff == challengeBodyBytes-2 {
+		return nonce + 1
+	}
+	return nonce
 }
 
 // Stats returns the refusal counters.
@@ -322,11 +370,18 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 	var next time.Time
 
 	s.mu.Lock()
-	// Handshakes expire by their token's handshake timeout and expiry;
-	// the C server never expires them (its sweep is not called).
+	// Handshakes expire by HalfOpenTimeout, their token's handshake
+	// timeout and expiry; the C server never expires them (its sweep is
+	// not called). A token whose handshake went unanswered may not start
+	// another until it expires.
+	s.unanswered.Expire(unix)
 	for pi := 0; pi < len(s.pend); {
 		p := &s.pend[pi]
-		if p.expires <= unix || now.Sub(p.lastRecv) >= p.handshake {
+		if p.expires <= unix || !now.Before(p.deadline) || now.Sub(p.lastRecv) >= p.handshake {
+			// Only a handshake that was challenged had its chance.
+			if p.sent && p.expires > unix && s.unanswered.Find(&p.id) == nil {
+				s.unanswered.Add(&p.id, p.expires, struct{}{}) // nil when full: not remembered
+			}
 			s.removePending(pi)
 			s.stats.PendingExpired++
 			continue
@@ -344,6 +399,7 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 		s.rand(s.iv[:])
 		c := &p.challenges[p.nextChal]
 		p.nextChal = (p.nextChal + 1) % challengeMemory
+		s.challengeNonce = payloadFree(s.challengeNonce)
 		*c = challenge{set: true, nonce: s.challengeNonce, data: s.challenge}
 		buf, start := out.mark()
 		buf = wire.AppendChallenge(buf, wire.ChallengeRequest, p.seq, &p.s2c, &s.iv, s.challengeNonce, &s.challenge)

@@ -18,9 +18,10 @@ type ServerConfig struct {
 	// all-zero secret scalar is refused.
 	PublicKey [hydro.PublicKeyBytes]byte
 	SecretKey [hydro.SecretKeyBytes]byte
-	// Addr is the server's address as tokens list it: a token that does
-	// not list it is refused.
-	Addr netip.AddrPort
+	// Addrs are the addresses the server is known by (its public address
+	// and the addresses it is bound to): a token that lists none of them
+	// is refused.
+	Addrs []netip.AddrPort
 	// MaxClients is the slot count: 0 means DefaultMaxClients, at most
 	// MaxMaxClients. CONNECTION_ACCEPTED tells clients this number.
 	MaxClients int
@@ -105,4 +106,10 @@ type ServerStats struct {
 	TokenReplayed  uint64 // tokens refused because they were consumed
 	Denied         uint64 // CONNECTION_DENIED sent (server full)
 	PendingExpired uint64 // handshakes dropped by handshake timeout or token expiry
+	// TokenInUse counts tokens refused because the same token is
+	// handshaking from another address: one handshake per token.
+	TokenInUse uint64
+	// TokenUnanswered counts tokens refused because a handshake with them
+	// went unanswered for HalfOpenTimeout (until the token expires).
+	TokenUnanswered uint64
 }

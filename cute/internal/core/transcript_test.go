@@ -184,7 +184,7 @@ func replay(t *testing.T, tr *transcript) {
 			ApplicationID:     tr.Parameters.ApplicationID,
 			PublicKey:         [32]byte(tr.Parameters.PK),
 			SecretKey:         [64]byte(tr.Parameters.SK),
-			Addr:              serverAddr,
+			Addrs:             []netip.AddrPort{serverAddr},
 			ConnectionTimeout: time.Duration(serverTimeout) * time.Second,
 			History:           NewHistory(1024, 0),
 		})

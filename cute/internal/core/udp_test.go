@@ -32,7 +32,7 @@ func TestUDP(t *testing.T) {
 			saddr := sc.LocalAddr().(*net.UDPAddr).AddrPort()
 			saddr = netip.AddrPortFrom(saddr.Addr().Unmap(), saddr.Port())
 
-			s, _ := newServer(t, func(c *ServerConfig) { c.Addr = saddr })
+			s, _ := newServer(t, func(c *ServerConfig) { c.Addrs = []netip.AddrPort{saddr} })
 			c, err := NewClient(time.Now(), makeToken(t, tokenOpts{clientID: 77, endpoints: []netip.AddrPort{saddr}, created: time.Now()}), testApp)
 			require.NoError(t, err)
 

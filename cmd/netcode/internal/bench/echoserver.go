@@ -263,7 +263,7 @@ func mintCuteTokens(n int, app uint64, sk cute.SecretKey, addr netip.AddrPort) (
 	tokens := make([][]byte, n)
 	for i := range tokens {
 		var err error
-		tokens[i], err = cute.GenerateToken(cute.TokenParams{
+		tokens[i], err = cute.GenerateToken(&cute.TokenParams{
 			ApplicationID: app,
 			ClientID:      uint64(i + 1),
 			SecretKey:     sk,
