@@ -2,12 +2,17 @@ package netcode_test
 
 import (
 	"context"
+	"encoding/binary"
+	"flag"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/testing/race"
 	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/assert"
@@ -96,6 +101,116 @@ func TestTokenFloodLocksNoOneOut(t *testing.T) {
 			defer srv.Close()
 			send(t, cli, srv, []byte("through the flood"))
 			assert.Equal(t, 1, l.Stats().History, "its token is recorded when it connects")
+		})
+	}
+}
+
+var (
+	floodRate = flag.Float64("flood.rate", 50_000, "forged datagrams per second of TestForgedPayloadFlood")
+	floodFor  = flag.Duration("flood.for", 2*time.Second, "how long TestForgedPayloadFlood floods")
+)
+
+// TestForgedPayloadFlood floods the server with forged payload packets
+// from a connected client's own address (written through the client's
+// socket, as a spoofing attacker's would arrive) at a fixed rate, paced
+// every 200 µs: 50,000 datagrams a second for 2 s by default (-flood.rate,
+// -flood.for), loopback only. Each is shaped as a payload packet of the
+// client's, with a sequence number ahead of its replay window and 100 bytes
+// sealed under another key, so each costs the server the client's receive
+// lock and an AEAD open that fails. The client echoes 8-byte payloads every
+// 4 ms meanwhile: fewer than 1% may be lost.
+//
+// It skips under the race detector, which makes the server about ten
+// times slower (the rate would measure the detector): .ci/run runs it
+// again without -race, alone, about 3 s.
+func TestForgedPayloadFlood(t *testing.T) {
+	if race.Enabled {
+		t.Skip("a rate under the race detector measures the detector: .ci/run runs this test without -race")
+	}
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, nil)
+			var sock net.PacketConn
+			d := &netcode.Dialer{ListenPacket: func(_ context.Context, network, laddr string) (net.PacketConn, error) {
+				pc, err := net.ListenPacket(network, laddr)
+				sock = pc
+				return pc, err
+			}}
+			cli, srv := dialWith(t, d, l, mint(t, l.Addr()))
+			go echoUntilError(srv)
+
+			// The forged packets: a pool of 256, sealed under a key that is
+			// not the client's, sequences far ahead of the client's.
+			wrong := crypto.NewPacketAEAD(&crypto.Key{1: 0xf0}, testProtocolID)
+			forged := make([][]byte, 256)
+			for i := range forged {
+				forged[i] = protocol.AppendPayload(nil, wrong, 1<<40+uint64(i)*7919, make([]byte, 100))
+			}
+			total := int(*floodRate * floodFor.Seconds())
+			before := l.Stats()
+
+			var sent atomic.Int64
+			flooding := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				defer close(flooding)
+				start := time.Now()
+				n := 0
+				for n < total && time.Since(start) < 2**floodFor {
+					due := min(int(time.Since(start).Seconds()**floodRate), total)
+					for ; n < due; n++ {
+						if _, err := sock.WriteTo(forged[n%len(forged)], l.Addr()); err == nil {
+							sent.Add(1)
+						}
+					}
+					time.Sleep(200 * time.Microsecond)
+				}
+			})
+
+			// The real client's echoes, every 4 ms while the flood runs.
+			got := make(map[uint64]bool)
+			var echoes int
+			readDone := make(chan struct{})
+			go func() {
+				defer close(readDone)
+				buf := make([]byte, netcode.MaxPayloadBytes)
+				for {
+					_ = cli.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+					n, err := cli.Read(buf)
+					if err != nil {
+						return
+					}
+					if n == 8 {
+						got[binary.LittleEndian.Uint64(buf)] = true
+					}
+				}
+			}()
+			started := time.Now()
+			tick := time.NewTicker(4 * time.Millisecond)
+		send:
+			for {
+				select {
+				case <-flooding:
+					break send
+				case <-tick.C:
+					_, err := cli.Write(binary.LittleEndian.AppendUint64(nil, uint64(echoes)))
+					require.NoError(t, err)
+					echoes++
+				}
+			}
+			tick.Stop()
+			took := time.Since(started)
+			wg.Wait()
+			<-readDone // 300 ms after the last echo
+			after := l.Stats()
+			lost := echoes - len(got)
+			t.Logf("%d forged datagrams in %v (%.0f/s), server dropped %d; %d echoes, %d lost (%.2f%%)",
+				sent.Load(), took.Round(time.Millisecond), float64(sent.Load())/took.Seconds(), after.Ignored-before.Ignored,
+				echoes, lost, 100*float64(lost)/float64(echoes))
+			require.Positive(t, echoes)
+			assert.Less(t, float64(lost), 0.01*float64(echoes), "echo loss under 1%")
+			assert.Positive(t, after.Ignored-before.Ignored, "the forged packets reached the server and were dropped")
+			assert.Equal(t, 1, after.Connected)
 		})
 	}
 }
