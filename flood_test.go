@@ -105,6 +105,71 @@ func TestTokenFloodLocksNoOneOut(t *testing.T) {
 	}
 }
 
+// TestHalfOpenFloodOnUDP is the handshake flood of issue 36 on real UDP:
+// 2,000 half-open handshakes, from 2,000 sockets with a valid token each,
+// each request sent again every second, against the 1,024 encryption
+// mappings of a 256-slot server. A fresh client connects while they run:
+// each request that finds the mappings full drops the oldest handshake in
+// progress, and resending renews none (server.HandshakeTimeout). Before,
+// the resent handshakes held every mapping and the client's requests
+// were dropped until it gave up.
+func TestHalfOpenFloodOnUDP(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := listen(t, f.network, f.addr, func(c *netcode.ServerConfig) { c.MaxClients = 256 })
+			require.Equal(t, 1024, l.Stats().MappingsLimit)
+			const flood = 2000
+			pcs := make([]net.PacketConn, flood)
+			reqs := make([][]byte, flood)
+			for i := range pcs {
+				pc, err := net.ListenPacket(f.network, f.addr)
+				require.NoError(t, err)
+				defer pc.Close()
+				pcs[i] = pc
+				pt, err := token.Parse(mint(t, l.Addr(), withClientID(uint64(300_000+i))))
+				require.NoError(t, err)
+				reqs[i] = protocol.AppendConnectionRequest(nil, pt.ProtocolID, pt.ExpireTimestamp, &pt.Nonce, pt.PrivateData[:])
+			}
+			start := l.Stats()
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer close(done)
+			wg.Go(func() {
+				// Each socket's request once a second, two every millisecond.
+				tick := time.NewTicker(time.Millisecond)
+				defer tick.Stop()
+				for i := 0; ; i += 2 {
+					for k := range 2 {
+						_, _ = pcs[(i+k)%flood].WriteTo(reqs[(i+k)%flood], l.Addr())
+					}
+					select {
+					case <-done:
+						return
+					case <-tick.C:
+					}
+				}
+			})
+			require.Eventually(t, func() bool {
+				st := l.Stats()
+				return st.Mappings >= st.MappingsLimit-1 && st.MappingsFull >= start.MappingsFull+flood
+			}, 10*time.Second, time.Millisecond, "the half-open handshakes fill the mappings, and are sent again")
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cli, err := (&netcode.Dialer{}).DialContext(ctx, mint(t, l.Addr(), withClientID(7)))
+			require.NoError(t, err, "a fresh client connects during the flood")
+			defer cli.Close()
+			srv, err := l.AcceptConn(ctx)
+			require.NoError(t, err)
+			defer srv.Close()
+			send(t, cli, srv, []byte("through the flood"))
+			st := l.Stats()
+			t.Logf("mappings %d/%d, %d requests found them full", st.Mappings, st.MappingsLimit, st.MappingsFull-start.MappingsFull)
+		})
+	}
+}
+
 var (
 	floodRate = flag.Float64("flood.rate", 25_000, "forged datagrams per second of TestForgedPayloadFlood")
 	floodFor  = flag.Duration("flood.for", 2*time.Second, "how long TestForgedPayloadFlood floods")
