@@ -328,7 +328,15 @@ func TestMappingsCap(t *testing.T) {
 	assert.Nil(t, h.srv.byAddr[addrN(0)], "the oldest were dropped")
 	assert.NotNil(t, h.srv.byAddr[addrN(limit+4)])
 	h.srv.mu.RUnlock()
-	// Sent again every second, the handshakes still expire.
+	// Sent again every second, the handshakes still expire
+	// HandshakeTimeout after their first request: each request after that
+	// begins a handshake anew.
+	h.srv.mu.RLock()
+	first := make(map[*Client]bool)
+	for _, c := range h.srv.byAddr {
+		first[c] = true
+	}
+	h.srv.mu.RUnlock()
 	for range 5 {
 		h.now = h.now.Add(time.Second)
 		for i := 5; i < limit+5; i++ {
@@ -336,6 +344,15 @@ func TestMappingsCap(t *testing.T) {
 		}
 		h.srv.Update(h.now, &sink.Output)
 	}
+	h.srv.mu.RLock()
+	for _, c := range h.srv.byAddr {
+		assert.False(t, first[c], "a handshake outlived HandshakeTimeout")
+	}
+	h.srv.mu.RUnlock()
+	assert.Equal(t, limit, h.srv.Stats().Mappings)
+	// Once the requests stop, the handshakes expire.
+	h.now = h.now.Add(HandshakeTimeout)
+	h.srv.Update(h.now, &sink.Output)
 	assert.Zero(t, h.srv.Stats().Mappings)
 }
 

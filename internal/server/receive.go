@@ -180,6 +180,7 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 
 	mono := s.mono(now)
 	s.mu.Lock()
+	s.sweepHandshakes(mono) // O(what expired): none outlives its timeout
 	c := s.byAddr[from]
 	switch {
 	case s.closed:
@@ -217,7 +218,6 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		if c != nil {
 			s.dropHandshake(c) // another token's handshake from this address
 		}
-		s.sweepHandshakes(mono)
 		if len(s.byAddr) >= s.maxMaps {
 			// Full, so mostly of handshakes in progress: connections
 			// hold at most one mapping in MappingsPerSlot. The oldest
@@ -412,7 +412,7 @@ func (r *Receiver) checkToken(now, wall time.Time, mac *[crypto.MACBytes]byte, f
 		}
 		return false
 	}
-	if c := s.handshakes.byToken[*mac]; c != nil && c.addr != from && c.hs.due > s.mono(now) {
+	if c := s.handshakes.byToken[*mac]; c != nil && c.addr != from {
 		if !c.hs.reuseCounted {
 			c.hs.reuseCounted = true
 			s.stats.tokenReuseRefused.Add(1)

@@ -26,9 +26,9 @@
 //	Server.tick   serialises Update (its scratch lists, the sweep times).
 //	Server.mainMu serialises Server.Receive (its own Receiver).
 //	Server.mu     (RWMutex) guards the tables: slots, addresses, ids, the
-//	              token history, the kicked-client list, the sequences
-//	              handed out before a connection exists. Lookups take it
-//	              for reading.
+//	              token history, the handshakes in progress, the
+//	              kicked-client list, the sequences handed out before a
+//	              connection exists. Lookups take it for reading.
 //	deadlineWheel.mu  guards the deadline wheel (wheel.go); a leaf, taken
 //	              under mu when a client connects, alone by Update.
 //	Client.rmu    guards a client's receive side: its receive AEAD and
