@@ -10,10 +10,13 @@ import (
 // the connection request that made its encryption mapping to the
 // connection response that completes it. It runs from that first request
 // and is not renewed by the requests sent again, so a flood that keeps
-// resending its requests holds no mapping longer than this. It is the
-// same for every handshake, whatever its token's timeout, so that the
-// oldest handshake is always the first to expire.
-const HandshakeTimeout = 5 * time.Second
+// resending its requests holds no mapping longer than this (a full table
+// drops the oldest sooner: see handshakes). It is the same for every
+// handshake, whatever its token's timeout, so that the oldest handshake is
+// always the first to expire; it is long enough for a response that waits
+// seconds in the queues of a server under load (a mapping that expires
+// before its response is read fails the handshake).
+const HandshakeTimeout = 10 * time.Second
 
 // handshakes are the encryption mappings whose handshake is in progress
 // (half-open), oldest first, and by token: a token is in at most one

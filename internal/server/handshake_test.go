@@ -108,7 +108,7 @@ func TestMappingsCap(t *testing.T) {
 		first[c] = true
 	}
 	h.srv.mu.RUnlock()
-	for range 5 {
+	for range HandshakeTimeout / time.Second {
 		h.now = h.now.Add(time.Second)
 		for i := 5; i < limit+5; i++ {
 			h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, epoch)), &sink.Output)
