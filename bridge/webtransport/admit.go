@@ -42,7 +42,7 @@ type admission struct {
 
 	// Lock order: mu is a leaf.
 	mu      sync.Mutex
-	n       int // connections held
+	n       int // connections held, less those closed to make room
 	waiting int
 	sources map[netip.Addr]*source // the sources with connections waiting
 	// byCount[k] lists the sources with k connections waiting (k from 1
@@ -69,6 +69,7 @@ type connState struct {
 	src        *source    // while it waits
 	prev, next *connState // in src's list
 	claimed    bool       // a session was admitted or refused on it
+	evicted    bool       // closed to make room: no longer counted in n
 }
 
 // pressureSessionWait is the longest a connection admitted under
@@ -101,6 +102,8 @@ func (a *admission) admit(c *quic.Conn, addr netip.Addr) (st, evicted *connState
 	}
 	if evicted != nil {
 		a.unwait(evicted)
+		evicted.evicted = true
+		a.n-- // it is closing: its place is the new one's
 	}
 	st = &connState{conn: c, addr: addr}
 	a.await(st)
@@ -221,7 +224,9 @@ func (a *admission) leave(st *connState) {
 	defer a.mu.Unlock()
 	a.unwait(st)
 	delete(a.byConn, st.conn)
-	a.n--
+	if !st.evicted {
+		a.n--
+	}
 }
 
 // sourceOf is the IP address c comes from.

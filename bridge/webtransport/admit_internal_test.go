@@ -42,8 +42,10 @@ func TestAdmission(t *testing.T) {
 				c := new(quic.Conn)
 				owner[c] = addr
 				st, ev, wait := a.admit(c, addr)
+				require.LessOrEqual(t, a.n, tt.max, "held at once")
 				if ev != nil {
-					a.leave(ev) // its connection closes
+					a.leave(ev) // its connection closes, later
+					require.LessOrEqual(t, a.n, tt.max)
 				}
 				return st, ev, wait
 			}
