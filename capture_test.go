@@ -274,15 +274,27 @@ func TestNoNonceReuseOnTheWire(t *testing.T) {
 			return r
 		}},
 		{"redial after a history flood", 1, func(t *testing.T, network, addr string) *relay {
-			l := listen(t, network, addr, func(c *netcode.ServerConfig) { c.MaxClients = 1 })
+			l := listen(t, network, addr, func(c *netcode.ServerConfig) {
+				c.MaxClients = 1
+				c.TokenRate = 1
+				c.TokenExpiry = 16 * time.Second
+			})
 			r := newRelay(t, network, addr, l.Addr())
 			tok := captureToken(t, r, l.Addr(), withTimeout(1))
 			cli, srv := session(t, l, tok)
 			require.NoError(t, cli.Close())
 			_, err := readWithin(t, srv, 5*time.Second)
 			require.ErrorIs(t, err, io.EOF)
-			flood(t, network, addr, l, l.Stats().HistoryLimit+200)
-			require.Positive(t, l.Stats().HistoryFull, "the flood filled the history")
+			// Only connections fill the history: the rest of it, then a
+			// flood of requests with new tokens.
+			for i := range l.Stats().HistoryLimit - 1 {
+				c, s := pair(t, l, withClientID(uint64(500+i)))
+				require.NoError(t, c.Close())
+				_, err := readWithin(t, s, 5*time.Second)
+				require.ErrorIs(t, err, io.EOF)
+			}
+			flood(t, network, addr, l, 200)
+			require.Positive(t, l.Stats().HistoryFull, "the flood found the history full")
 			refused(t, l, tok)
 			return r
 		}},

@@ -43,6 +43,25 @@ type ServerConfig struct {
 	PublicAddr string
 	// MaxClients is the number of client slots; 0 means 256. Up to 65536.
 	MaxClients int
+	// TokenRate is the most new connections per second the server must
+	// take, sustained over a token's lifetime: at most the rate at which
+	// the token backend mints tokens for it. The token history remembers
+	// every token a connection was made with until the token expires, so
+	// that none connects twice, and refuses new tokens when it is full
+	// rather than forget one; it holds TokenRate × TokenExpiry tokens
+	// (at most 2^24), taking at most 200 bytes each, and only as it
+	// fills: with the defaults, 15,360 tokens and 3 MB at 256 slots,
+	// 491,520 tokens and 98 MB from 8,192 slots up. A token is recorded
+	// only when its client answers the challenge with the token's keys, so
+	// only completed handshakes fill it. 0 means 2 per slot per second,
+	// at least 512 and at most 16,384.
+	TokenRate int
+	// TokenExpiry is the longest lifetime of the backend's tokens
+	// (token.Params.ExpireSeconds), for sizing the token history (see
+	// TokenRate); 0 means 30 s, the token package's default. Tokens that
+	// live longer are still remembered until they expire: the history
+	// then holds fewer per second of their lifetime.
+	TokenExpiry time.Duration
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 

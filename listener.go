@@ -172,6 +172,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		PreviousPrivateKey: c.PreviousPrivateKey,
 		MaxClients:         c.MaxClients,
 		ReadQueue:          c.ReadQueue,
+		History:            server.HistorySize(c.MaxClients, c.TokenRate, c.TokenExpiry),
 		EndErrors:          endErrors,
 		Addrs:              addrs,
 		Now:                time.Now(),     // seeds the global sequence (no nonce reuse across restarts); the monotonic clock's origin

@@ -53,16 +53,17 @@ type ServerStats struct {
 	// Metric: netcode_server_mappings.
 	Mappings int
 	// MappingsLimit is the most encryption mappings held at once (4 per
-	// client slot); a request that needs one more counts in MappingsFull.
+	// client slot); a request that needs one more drops the oldest
+	// handshake in progress and counts in MappingsFull.
 	// Metric: netcode_server_mappings_limit.
 	MappingsLimit int
-	// History is the number of connect tokens remembered now, each until
-	// it expires.
+	// History is the number of connect tokens remembered now: each token
+	// a connection was made with, until it expires.
 	// Metric: netcode_server_token_history.
 	History int
-	// HistoryLimit is the most connect tokens remembered at once (32 per
-	// client slot, at least 4096); a new token past it counts in
-	// HistoryFull.
+	// HistoryLimit is the most connect tokens remembered at once
+	// (ServerConfig.TokenRate × TokenExpiry); a new token past it counts
+	// in HistoryFull.
 	// Metric: netcode_server_token_history_limit.
 	HistoryLimit int
 
@@ -92,8 +93,9 @@ type ServerStats struct {
 	// token history was full.
 	// Metric: netcode_server_token_history_full_total.
 	HistoryFull uint64
-	// MappingsFull counts requests refused because the encryption mapping
-	// table was full.
+	// MappingsFull counts requests that found the encryption mapping
+	// table full, each of which dropped the oldest handshake in progress
+	// to make room.
 	// Metric: netcode_server_mappings_full_total.
 	MappingsFull uint64
 	// ConnectionsOpened counts connections made (handshakes completed and

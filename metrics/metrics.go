@@ -48,7 +48,7 @@ var metrics = []metric{
 		func(s *netcode.ServerStats) float64 { return float64(s.HistoryLimit) }},
 	{"netcode_server_token_history_full_total", "Connection requests with a new token refused because the token history was full (ServerStats.HistoryFull).", prometheus.CounterValue,
 		func(s *netcode.ServerStats) float64 { return float64(s.HistoryFull) }},
-	{"netcode_server_mappings_full_total", "Connection requests refused because the encryption mapping table was full (ServerStats.MappingsFull).", prometheus.CounterValue,
+	{"netcode_server_mappings_full_total", "Connection requests that found the encryption mapping table full and dropped the oldest handshake in progress (ServerStats.MappingsFull).", prometheus.CounterValue,
 		func(s *netcode.ServerStats) float64 { return float64(s.MappingsFull) }},
 	{"netcode_server_payloads_dropped_total", "Received payloads dropped because their connection's read queue was full (ServerStats.PayloadsDropped).", prometheus.CounterValue,
 		func(s *netcode.ServerStats) float64 { return float64(s.PayloadsDropped) }},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/internal/packetq"
 	dgram "github.com/gonetcode/netcode/internal/transport"
 )
@@ -44,7 +45,7 @@ type Conn struct {
 	readDone chan struct{}  // closed when the reader goroutine exits
 
 	server atomic.Pointer[netip.AddrPort]
-	wdl    atomic.Int64 // write deadline, Unix ns; 0 when none
+	wdl    atomic.Int64 // write deadline (internal/monoclock); 0 when none
 }
 
 // Dial opens a WebSocket to url (ws:// or wss://, or a path
@@ -203,9 +204,9 @@ func (c *Conn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 		c.server.Store(a)
 	}
 	ctx := context.Background()
-	if t := c.wdl.Load(); t != 0 {
+	if t, ok := c.writeDeadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, t))
+		ctx, cancel = context.WithDeadline(ctx, t)
 		defer cancel()
 	}
 	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
@@ -252,12 +253,16 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the deadline for WriteTo. Note that a write that
 // times out closes the WebSocket.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() {
-		c.wdl.Store(0)
-	} else {
-		c.wdl.Store(t.UnixNano())
-	}
+	c.wdl.Store(monoclock.Of(t))
 	return nil
+}
+
+// writeDeadline is the write deadline, if one is set, measured on the
+// monotonic clock (internal/monoclock): a step of the wall clock moves
+// it no more than it moves package net's.
+func (c *Conn) writeDeadline() (time.Time, bool) {
+	t := c.wdl.Load()
+	return monoclock.Time(t), t != 0
 }
 
 // Close closes the WebSocket (normal closure) and waits for the reader

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/internal/devcert"
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/internal/packetq"
 	dgram "github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -126,7 +127,7 @@ func dial(ctx context.Context, url string, opts *Options) (*client, error) {
 		return nil, &net.OpError{Op: "dial", Net: "webtransport", Addr: netAddr(url), Err: err}
 	}
 	c := &client{url: url, sess: sess, q: packetq.New(o.ReadQueue), readDone: make(chan struct{})}
-	c.max.init(sess.SendDatagram, time.Now())
+	c.max.init(sess.SendDatagram, monoclock.Now())
 	return c, nil
 }
 
@@ -176,7 +177,7 @@ func (c *client) send(p []byte) error {
 	if len(p) == 0 {
 		return c.opError("write", errors.New("netcode/bridge: empty datagram"))
 	}
-	if err := c.max.check(len(p), time.Now); err != nil {
+	if err := c.max.check(len(p), monoclock.Now); err != nil {
 		return c.opError("write", err)
 	}
 	if err := c.sess.SendDatagram(p); err != nil {
@@ -202,7 +203,7 @@ func (c *client) close() error {
 // maxDatagram returns the largest datagram the session can send now, as
 // QUIC says (it grows once path MTU discovery finds more room; asked again
 // at most once a second).
-func (c *client) maxDatagram() int { return c.max.current(time.Now()) }
+func (c *client) maxDatagram() int { return c.max.current(monoclock.Now()) }
 
 // Conn is the client side of the transport over WebTransport: a
 // net.PacketConn over one session to a Server's Mux, each datagram one

@@ -75,9 +75,19 @@
 //	webtransport.(*Server).serveSession per CONNECT request, in HTTP/3's goroutine: admits the session (a refusal's close: at most a second)
 //
 // Bounds: a QUIC connection carries one session and ends with it; one
-// that opens none is closed after Config.SessionWait (10 s), and past
-// Config.MaxConnections (twice the sessions the Relay and the Mux admit) a
-// new one is closed at once. A connection may open 4 bidirectional and 4
+// that opens none is closed after Config.SessionWait (10 s; a second for
+// one opened while half of Config.MaxConnections wait). Config.MaxConnections
+// (twice the sessions the Relay and the Mux admit) caps the connections:
+// a new one past it closes the oldest connection still waiting for its
+// session of the source (IP address) with the most waiting, and is closed
+// at once only when every connection carries a session; a source has
+// Config.MaxWaitingPerSource (8) waiting at most, its oldest closed for
+// its newest. So idle connections, however often their sources renew
+// them, never keep out a client that opens its session at once: a
+// connection is never closed for room while another source has more
+// waiting than its own (TestIdleConnectionsCannotHoldTheCap). Every mode
+// served on the Server is admitted so, before its first request: a mode's
+// handler takes its connection's one session with claimSession. A connection may open 4 bidirectional and 4
 // unidirectional streams with 8 KiB windows (32 KiB for the connection),
 // enough for a session and its token and no more; a session's close waits for the
 // client to close the connection for a second (the relay's, a refusal's)

@@ -13,6 +13,7 @@ import (
 	wt "github.com/quic-go/webtransport-go"
 
 	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -27,7 +28,7 @@ type link struct {
 
 	stream *wt.Stream // the relay's token stream, once accepted (by ReadToken only)
 
-	deadline atomic.Int64 // CloseBy's bound, Unix ns; 0 before
+	deadline atomic.Int64 // CloseBy's bound (internal/monoclock); 0 before
 	max      maxSize
 
 	// page is set for a browser's session (its CONNECT had an Origin):
@@ -37,7 +38,7 @@ type link struct {
 
 func newLink(sess *wt.Session, conn *quic.Conn) *link {
 	l := &link{sess: sess, conn: conn, ctx: sess.Context()}
-	l.max.init(sess.SendDatagram, time.Now())
+	l.max.init(sess.SendDatagram, monoclock.Now())
 	return l
 }
 
@@ -90,7 +91,7 @@ func (l *link) Write(p []byte) error {
 }
 
 // CheckWrite implements wsbridge.Link.
-func (l *link) CheckWrite(n int) error { return l.max.check(n, time.Now) }
+func (l *link) CheckWrite(n int) error { return l.max.check(n, monoclock.Now) }
 
 // Hold implements wsbridge.Link: datagrams go alone.
 func (l *link) Hold() {}
@@ -136,7 +137,16 @@ func endOf(err error) (websocket.StatusCode, string) {
 }
 
 // CloseBy implements wsbridge.Link.
-func (l *link) CloseBy(t time.Time) { l.deadline.Store(t.UnixNano()) }
+func (l *link) CloseBy(t time.Time) { l.deadline.Store(monoclock.Of(t)) }
+
+// closeBound is when Close stops waiting: CloseBy's bound, or
+// CloseTimeout from now. Either is measured on the monotonic clock.
+func (l *link) closeBound() time.Time {
+	if t := l.deadline.Load(); t != 0 {
+		return monoclock.Time(t)
+	}
+	return time.Now().Add(wsbridge.CloseTimeout)
+}
 
 // Close implements wsbridge.Link: it closes the session with code and
 // reason (a WebTransport CLOSE_SESSION capsule), then waits for the client
@@ -147,10 +157,7 @@ func (l *link) Close(code websocket.StatusCode, reason string) {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
 	}
-	bound := time.Now().Add(wsbridge.CloseTimeout)
-	if t := l.deadline.Load(); t != 0 {
-		bound = time.Unix(0, t)
-	}
+	bound := l.closeBound()
 	if l.page {
 		l.tell(code, reason, bound)
 	}
@@ -222,7 +229,7 @@ const maxReason = 1024
 type maxSize struct {
 	send     func([]byte) error
 	max      atomic.Int64
-	probedAt atomic.Int64 // Unix ns
+	probedAt atomic.Int64 // internal/monoclock
 }
 
 // probeEvery is how often a session's datagram limit is probed at most.
@@ -238,13 +245,15 @@ var probe [16 << 10]byte
 // as 2, a payload may be a byte short of what would fit.
 const prefixBytes = 2
 
-func (m *maxSize) init(send func([]byte) error, now time.Time) {
+// init starts m with a probe at now (an internal/monoclock instant, as
+// every time of maxSize's).
+func (m *maxSize) init(send func([]byte) error, now int64) {
 	m.send = send
 	m.reprobe(now)
 }
 
-func (m *maxSize) reprobe(now time.Time) {
-	m.probedAt.Store(now.UnixNano())
+func (m *maxSize) reprobe(now int64) {
+	m.probedAt.Store(now)
 	if _, ok := m.tooLarge(m.send(probe[:])); !ok {
 		m.max.CompareAndSwap(0, int64(minDatagram)) // closed already
 	}
@@ -262,11 +271,11 @@ func (m *maxSize) tooLarge(err error) (int, bool) {
 
 // check reports a *wsbridge.TooBigError if an n-byte payload is over the
 // limit.
-func (m *maxSize) check(n int, now func() time.Time) error {
+func (m *maxSize) check(n int, now func() int64) error {
 	if int64(n) <= m.max.Load() {
 		return nil
 	}
-	if t := now(); t.UnixNano()-m.probedAt.Load() >= int64(probeEvery) {
+	if t := now(); t-m.probedAt.Load() >= int64(probeEvery) {
 		m.reprobe(t)
 		if int64(n) <= m.max.Load() {
 			return nil
@@ -277,8 +286,8 @@ func (m *maxSize) check(n int, now func() time.Time) error {
 
 // current returns the limit, probed again if the last probe is older than
 // probeEvery.
-func (m *maxSize) current(now time.Time) int {
-	if now.UnixNano()-m.probedAt.Load() >= int64(probeEvery) {
+func (m *maxSize) current(now int64) int {
+	if now-m.probedAt.Load() >= int64(probeEvery) {
 		m.reprobe(now)
 	}
 	return int(m.max.Load())

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -68,14 +67,24 @@ type Config struct {
 	DevValidity time.Duration
 
 	// MaxConnections caps the QUIC connections open at once, sessions or
-	// not; past it, a new connection is closed at once. 0 means twice the
-	// Relay's and the Mux's MaxSessions together. A connection carries
-	// one session and ends with it; one that has not opened a session
-	// within SessionWait is closed.
+	// not. 0 means twice the Relay's and the Mux's MaxSessions together.
+	// A connection carries one session and ends with it; one that has not
+	// opened a session within SessionWait is closed. A new connection that
+	// finds the cap reached closes the oldest connection still waiting for
+	// its session, and is closed at once only when every connection
+	// carries a session: so connections that open no session, however
+	// often their client renews them, never keep out one that opens its
+	// session at once (see the package documentation).
 	MaxConnections int
 	// SessionWait is how long a QUIC connection may stay open without a
 	// session (none yet, or a request that was not one); 0 means 10 s.
+	// Under pressure (half of MaxConnections waiting for their session),
+	// a new connection waits a second at most.
 	SessionWait time.Duration
+	// MaxWaitingPerSource caps the connections without a session from one
+	// IP address; past it, a new one from there is closed at once. 0
+	// means 8.
+	MaxWaitingPerSource int
 
 	// Logger receives debug records of connections that fail; nil is
 	// silent. The sessions log through their Handler's or Mux's.
@@ -99,7 +108,7 @@ type Server struct {
 	ln     *quic.EarlyListener
 	addr   *net.UDPAddr
 	closed bool
-	conns  map[*quic.Conn]*connState
+	adm    *admission     // the QUIC connections held (admit.go)
 	wg     sync.WaitGroup // Serve's accept loop and its connections
 	// begun is closed once Serve has its socket (addr is set), has
 	// failed, or Close was called: Info waits for it, so that a page
@@ -107,11 +116,6 @@ type Server struct {
 	// does not serve. endBegin closes it, once.
 	begun    chan struct{}
 	endBegin func()
-}
-
-// connState is what the Server knows of one QUIC connection.
-type connState struct {
-	session atomic.Bool // a session was admitted or refused on it
 }
 
 // connKey is the request context's key of its QUIC connection.
@@ -122,7 +126,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil || (cfg.Relay == nil && cfg.Mux == nil) {
 		return nil, errors.New("netcode/bridge: a WebTransport server needs a Relay or a Mux")
 	}
-	s := &Server{cfg: *cfg, log: cfg.Logger, conns: make(map[*quic.Conn]*connState), begun: make(chan struct{})}
+	s := &Server{cfg: *cfg, log: cfg.Logger, begun: make(chan struct{})}
 	s.endBegin = sync.OnceFunc(func() { close(s.begun) })
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -166,6 +170,10 @@ func NewServer(cfg *Config) (*Server, error) {
 	if s.cfg.MaxConnections <= 0 {
 		s.cfg.MaxConnections = 2 * caps
 	}
+	if s.cfg.MaxWaitingPerSource <= 0 {
+		s.cfg.MaxWaitingPerSource = defaultWaitingPerSource
+	}
+	s.adm = newAdmission(s.cfg.MaxConnections, s.cfg.MaxWaitingPerSource, s.cfg.SessionWait)
 	s.h3 = &http3.Server{
 		Handler:   mux,
 		TLSConfig: http3.ConfigureTLSConfig(s.tls),
@@ -180,8 +188,8 @@ func NewServer(cfg *Config) (*Server, error) {
 
 // QUIC application error codes of connections the Server closes itself.
 const (
-	codeTooMany   quic.ApplicationErrorCode = 0x10d // MaxConnections reached
-	codeNoSession quic.ApplicationErrorCode = 0x10e // no session within SessionWait
+	codeTooMany   quic.ApplicationErrorCode = 0x10d // MaxConnections of sessions, or MaxWaitingPerSource, reached
+	codeNoSession quic.ApplicationErrorCode = 0x10e // no session within SessionWait, or the oldest waiting when the cap was reached
 )
 
 // defaultSessionWait is Config.SessionWait's default.
@@ -263,33 +271,42 @@ func (s *Server) ListenAndServe(addr string) error {
 	return s.Serve(conn)
 }
 
-// serveConn serves one QUIC connection until it ends: at once if the
-// Server has MaxConnections open, or after SessionWait if no session came.
+// serveConn serves one QUIC connection until it ends, as admission
+// (admit.go) says: at once if it is refused, after its wait if no session
+// came, or when a newer connection needs its place while it waits.
 func (s *Server) serveConn(c *quic.Conn) {
 	defer s.wg.Done()
-	s.mu.Lock()
-	if len(s.conns) >= s.cfg.MaxConnections {
-		s.mu.Unlock()
+	st, evicted, wait := s.adm.admit(c, sourceOf(c))
+	if evicted != nil {
+		_ = evicted.conn.CloseWithError(codeNoSession, "netcode/bridge: no session (a newer connection took its place)")
+	}
+	if st == nil {
 		_ = c.CloseWithError(codeTooMany, "netcode/bridge: too many connections")
 		return
 	}
-	st := &connState{}
-	s.conns[c] = st
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
-	wait := time.AfterFunc(s.cfg.SessionWait, func() {
-		if !st.session.Load() {
+	defer s.adm.leave(st)
+	timer := time.AfterFunc(wait, func() {
+		if s.adm.expire(st) {
 			_ = c.CloseWithError(codeNoSession, "netcode/bridge: no session")
 		}
 	})
-	defer wait.Stop()
+	defer timer.Stop()
 	if err := s.wt.ServeQUICConn(c); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.log.Debug("netcode/bridge: WebTransport connection failed", "remote", c.RemoteAddr().String(), "err", err)
 	}
+}
+
+// claimSession takes the one session of r's QUIC connection, for a
+// handler of any mode served on the Server, before it upgrades r: false
+// if r is not on a connection the Server admitted, or its connection had
+// its session already or is closing (admission). A handler that gets
+// false answers 400 and opens nothing.
+func (s *Server) claimSession(r *http.Request) (*quic.Conn, bool) {
+	conn, _ := r.Context().Value(connKey{}).(*quic.Conn)
+	if conn == nil {
+		return nil, false
+	}
+	return conn, s.adm.claim(conn)
 }
 
 // Addr returns the UDP address the Server serves, once Serve has begun;
@@ -325,16 +342,13 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, host wsbri
 		http.Error(w, "netcode/bridge: a WebTransport session (extended CONNECT) required", http.StatusBadRequest)
 		return
 	}
-	conn, _ := r.Context().Value(connKey{}).(*quic.Conn)
 	g := host.Gate()
 	if !originAllowed(r, g.Accept.OriginPatterns) {
 		http.Error(w, "netcode/bridge: origin not allowed", http.StatusForbidden)
 		return
 	}
-	s.mu.Lock()
-	st := s.conns[conn]
-	s.mu.Unlock()
-	if st == nil || !st.session.CompareAndSwap(false, true) {
+	conn, ok := s.claimSession(r)
+	if !ok {
 		// One session a connection: it ends with the session.
 		http.Error(w, "netcode/bridge: one session per connection", http.StatusBadRequest)
 		return

@@ -40,6 +40,7 @@ type Client struct {
 	c2s, s2c crypto.Key
 	expire   uint64 // token expire timestamp (Unix seconds, wall clock)
 	tokenMAC [crypto.MACBytes]byte
+	hs       handshakeLink // its place among the half-open handshakes
 
 	// Set under srv.mu when the handshake completes; read-only after.
 	id       uint64

@@ -151,14 +151,48 @@ func requestOf(t testing.TB, tok []byte) []byte {
 	return protocol.AppendConnectionRequest(nil, ct.ProtocolID, ct.ExpireTimestamp, &ct.Nonce, ct.PrivateData[:])
 }
 
-// TestHistoryFloodNeverForgets: however many other valid requests arrive,
-// a token that connected never connects again while it is valid; a full
-// history refuses new tokens instead of forgetting old ones; once tokens
-// expire, new ones are accepted again.
-func TestHistoryFloodNeverForgets(t *testing.T) {
-	h := newHarness(t, Config{MaxClients: 1})
+// fillHistory makes n connections with tokens n0, n0+1, ... and ends
+// each, so that the history remembers their n tokens.
+func fillHistory(tb testing.TB, s *Server, n0, n int, now time.Time) {
+	tb.Helper()
+	var out Output
+	for i := range n {
+		p := connectPeer(tb, s, n0+i, now, 5)
+		s.Disconnect(p.c, &out)
+		out.Reset()
+	}
+}
+
+// TestRequestFloodRecordsNothing is the token flood of issue 36: a holder
+// of more valid tokens than the history holds sends one request per token
+// and never answers a challenge. Nothing is recorded, the flood's
+// handshakes are dropped oldest first, and a fresh client connects
+// during it.
+func TestRequestFloodRecordsNothing(t *testing.T) {
+	h := newHarness(t, Config{MaxClients: 4, History: 64})
+	var sink recSink
+	flood := 3 * h.srv.Stats().HistoryLimit
+	for i := 1; i <= flood; i++ {
+		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink.Output)
+	}
+	st := h.srv.Stats()
+	assert.Zero(t, st.History, "no request is recorded before its challenge is answered")
+	assert.Zero(t, st.HistoryFull)
+	assert.Equal(t, st.MappingsLimit, st.Mappings, "the flood's handshakes fill the mappings")
+	assert.Equal(t, uint64(flood), st.ChallengesSent)
+	c := h.dial(tokenWith(t, privKey, flood+1, h.now), netip.MustParseAddrPort("10.60.0.9:5000"), 20)
+	assert.Equal(t, client.Connected, c.State(), "a fresh client connects during the flood")
+	assert.Equal(t, 1, h.srv.Stats().History, "its token is recorded when it connects")
+}
+
+// TestHistoryFullNeverForgets: however many other tokens connect, a token
+// that connected never connects again while it is valid; a full history
+// refuses new tokens instead of forgetting old ones; once tokens expire,
+// new ones are accepted again.
+func TestHistoryFullNeverForgets(t *testing.T) {
+	h := newHarness(t, Config{MaxClients: 1, History: 64})
 	limit := h.srv.Stats().HistoryLimit
-	require.Equal(t, MinHistory, limit)
+	require.Equal(t, 64, limit)
 
 	tok := tokenWith(t, privKey, 0, h.now)
 	player := netip.MustParseAddrPort("10.60.0.1:5000")
@@ -175,20 +209,19 @@ func TestHistoryFloodNeverForgets(t *testing.T) {
 	}
 	require.Zero(t, h.srv.Stats().Connected)
 
-	// The flood: more distinct valid tokens than the history holds, each
-	// from its own address.
+	// The history fills with tokens that connected.
+	fillHistory(t, h.srv, 1, limit-1, h.now)
+	require.Equal(t, limit, h.srv.Stats().History, "full")
 	var sink recSink
-	flood := limit + 500
-	for i := 1; i <= flood; i++ {
-		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink.Output)
+	for i := range 10 {
+		h.srv.Receive(h.now, addrN(500+i), requestOf(t, tokenWith(t, privKey, 500+i, h.now)), &sink.Output)
 	}
 	st := h.srv.Stats()
-	assert.Equal(t, limit, st.History, "full")
-	assert.Equal(t, uint64(flood-(limit-1)), st.HistoryFull, "every token past the limit refused and counted")
+	assert.Equal(t, uint64(10), st.HistoryFull, "every new token refused and counted")
+	assert.Empty(t, sink.pkts(), "and not answered")
 
 	// The consumed token, dialed again from its own address: refused,
 	// and nothing is sent to it.
-	sink = recSink{}
 	before := h.srv.Stats()
 	h.out.take()
 	c2 := h.dial(tok, player, 15)
@@ -198,66 +231,13 @@ func TestHistoryFloodNeverForgets(t *testing.T) {
 	assert.Positive(t, after.TokenReuseRefused-before.TokenReuseRefused)
 	assert.Empty(t, h.out.pkts())
 
-	// After the tokens expire, a new token connects.
-	h.now = h.now.Add(61 * time.Second)
+	// After the tokens expire (connectPeer's live an hour), a new token
+	// connects.
+	h.now = h.now.Add(3601 * time.Second)
 	h.srv.Update(h.now, &sink.Output)
 	assert.Zero(t, h.srv.Stats().History)
-	c3 := h.dial(tokenWith(t, privKey, flood+1, h.now), netip.MustParseAddrPort("10.60.0.2:5000"), 20)
+	c3 := h.dial(tokenWith(t, privKey, 600, h.now), netip.MustParseAddrPort("10.60.0.2:5000"), 20)
 	assert.Equal(t, client.Connected, c3.State())
-}
-
-// TestMappingsCap: the encryption mappings are capped at MappingsPerSlot
-// per slot; a request past the cap is dropped and counted without a sweep,
-// and expired mappings make room again at the next periodic sweep.
-func TestMappingsCap(t *testing.T) {
-	h := newHarness(t, Config{MaxClients: 2})
-	limit := h.srv.Stats().MappingsLimit
-	require.Equal(t, 2*MappingsPerSlot, limit)
-	var sink recSink
-	for i := range limit + 5 {
-		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink.Output)
-	}
-	st := h.srv.Stats()
-	assert.Equal(t, limit, st.Mappings)
-	assert.Equal(t, uint64(5), st.MappingsFull)
-	assert.Equal(t, uint64(limit), st.ChallengesSent)
-	// Unanswered handshakes time out (the tokens' 5 s), and the sweep
-	// frees their mappings.
-	h.now = h.now.Add(6 * time.Second)
-	h.srv.Update(h.now, &sink.Output)
-	assert.Zero(t, h.srv.Stats().Mappings)
-	h.srv.Receive(h.now, addrN(999), requestOf(t, tokenWith(t, privKey, 999, h.now)), &sink.Output)
-	assert.Equal(t, uint64(limit+1), h.srv.Stats().ChallengesSent)
-}
-
-// TestSweepWalksHandshakesOnly: the periodic sweep of expired mappings
-// looks at the handshakes in progress, never at the connections, and
-// frees a silent handshake's mapping while the connections keep theirs.
-func TestSweepWalksHandshakesOnly(t *testing.T) {
-	h := newHarness(t, Config{MaxClients: 4})
-	var sink recSink
-	live := []*peer{connectPeer(t, h.srv, 100, h.now, token.NoTimeout), connectPeer(t, h.srv, 101, h.now, token.NoTimeout)}
-	for i := range 3 {
-		h.srv.Receive(h.now, addrN(i), requestOf(t, tokenWith(t, privKey, i, h.now)), &sink.Output)
-	}
-	h.srv.mu.RLock()
-	pending := len(h.srv.pending)
-	h.srv.mu.RUnlock()
-	assert.Equal(t, 3, pending, "the handshakes, not the connections")
-	assert.Equal(t, 5, h.srv.Stats().Mappings)
-	// The handshakes fall silent for their tokens' 5 s.
-	h.now = h.now.Add(6 * time.Second)
-	h.srv.Update(h.now, &sink.Output)
-	h.srv.mu.RLock()
-	pending = len(h.srv.pending)
-	h.srv.mu.RUnlock()
-	assert.Zero(t, pending)
-	st := h.srv.Stats()
-	assert.Equal(t, 2, st.Mappings, "the connections keep theirs")
-	assert.Equal(t, 2, st.Connected)
-	for _, p := range live {
-		assert.True(t, p.c.live.Load())
-	}
 }
 
 // TestConnectionSequenceFromServerClock: the server's first sequence
@@ -484,14 +464,12 @@ func BenchmarkRefusedRequest(b *testing.B) {
 		{"slots=1024/history=full", true, 1024},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: bc.maxClients, Addrs: []netip.AddrPort{self}, Now: epoch})
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: bc.maxClients, Addrs: []netip.AddrPort{self}, Now: epoch, History: 4096})
 			require.NoError(b, err)
 			var sink countSink
 			var reqs [][]byte
 			if bc.full {
-				for i := range historySize(bc.maxClients) {
-					s.Receive(epoch, addrN(i), requestOf(b, tokenWith(b, privKey, i, epoch)), &sink.Output)
-				}
+				fillHistory(b, s, 0, 4096, epoch)
 				require.Equal(b, s.Stats().HistoryLimit, s.Stats().History)
 				for i := range pool {
 					reqs = append(reqs, requestOf(b, tokenWith(b, privKey, 100_000+i, epoch)))

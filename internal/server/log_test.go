@@ -212,22 +212,14 @@ func TestRefusalsLogged(t *testing.T) {
 		}, tok: func(t *testing.T, h *harness) []byte { return mint(t, 1, h.now, nil) },
 			why: refusedReusedThere, stat: func(s Stats) uint64 { return s.TokenReuseRefused }, count: 1},
 		{name: "history full", setup: func(t *testing.T, h *harness) {
-			for i := range historySize(1) {
-				h.srv.Receive(h.now, addrN(100+i%2), requestOf(t, tokenWith(t, privKey, i, h.now)), &h.out.Output)
-			}
+			fillHistory(t, h.srv, 100, h.srv.Stats().HistoryLimit, h.now)
 		}, tok: func(t *testing.T, h *harness) []byte { return mint(t, 1, h.now, nil) },
 			why: refusedHistoryFull, each: true, stat: func(s Stats) uint64 { return s.HistoryFull }, count: 20},
-		{name: "mappings full", setup: func(t *testing.T, h *harness) {
-			for i := range MappingsPerSlot {
-				h.srv.Receive(h.now, addrN(100+i), requestOf(t, tokenWith(t, privKey, i, h.now)), &h.out.Output)
-			}
-		}, tok: func(t *testing.T, h *harness) []byte { return mint(t, 1, h.now, nil) },
-			why: refusedMapsFull, each: true, stat: func(s Stats) uint64 { return s.MappingsFull }, count: 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := &lockCheck{t: t}
-			h := newHarness(t, Config{MaxClients: 1, Logger: slog.New(lc)})
+			h := newHarness(t, Config{MaxClients: 1, History: 64, Logger: slog.New(lc)})
 			lc.s = h.srv
 			if tt.setup != nil {
 				tt.setup(t, h)

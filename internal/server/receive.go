@@ -117,7 +117,6 @@ const (
 	refusedReusedHere  = "the connect token was already connected with, from this address (netcode allows one connection per token)"
 	refusedReusedThere = "the connect token is in use from another address"
 	refusedHistoryFull = "the token history is full"
-	refusedMapsFull    = "the encryption mapping table is full"
 	refusedIDConnected = "a client with this client id is connected"
 )
 
@@ -179,7 +178,9 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		return
 	}
 
+	mono := s.mono(now)
 	s.mu.Lock()
+	s.sweepHandshakes(mono) // O(what expired): none outlives its timeout
 	c := s.byAddr[from]
 	switch {
 	case s.closed:
@@ -194,15 +195,15 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		s.stats.ignored.Add(1) // this client id is connected (from elsewhere)
 		r.refuse(now, from, refusedIDConnected, out)
 		return
-	case !r.recordToken(now, wall, &mac, from, p.ExpireTimestamp, out):
+	case !r.checkToken(now, wall, &mac, from, out):
 		s.mu.Unlock()
 		return
 	}
 	full := len(s.free) == 0 || s.draining.Load()
 	if full {
-		// Full or draining: say so, keeping no state but the token's
-		// history entry. The denial is smaller than the request, and
-		// sealed with the token's key so only its holder can read it.
+		// Full or draining: say so, keeping no state. The denial is
+		// smaller than the request, and sealed with the token's key so
+		// only its holder can read it.
 		seq := s.globalSeq
 		s.globalSeq++
 		s.mu.Unlock()
@@ -214,30 +215,33 @@ func (r *Receiver) request(now time.Time, from netip.AddrPort, data []byte, out 
 		return
 	}
 	if c == nil || c.c2s != priv.ClientToServerKey || c.s2c != priv.ServerToClientKey {
-		if c == nil && len(s.byAddr) >= s.maxMaps {
-			// Update sweeps expired mappings every second; sweeping here
-			// would let each hostile request cost a scan of the table.
-			s.mu.Unlock()
+		if c != nil {
+			s.dropHandshake(c) // another token's handshake from this address
+		}
+		if len(s.byAddr) >= s.maxMaps {
+			// Full, so mostly of handshakes in progress: connections
+			// hold at most one mapping in MappingsPerSlot. The oldest
+			// handshake makes room, so that no flood holds the table
+			// (see handshakes).
 			s.stats.mappingsFull.Add(1)
-			r.refuse(now, from, refusedMapsFull, out)
-			return
+			s.dropHandshake(s.handshakes.head)
 		}
 		c = &Client{
-			srv:    s,
-			addr:   from,
-			c2s:    priv.ClientToServerKey,
-			s2c:    priv.ServerToClientKey,
-			recv:   crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
-			replay: new(protocol.ReplayProtection),
+			srv:     s,
+			addr:    from,
+			c2s:     priv.ClientToServerKey,
+			s2c:     priv.ServerToClientKey,
+			recv:    crypto.NewPacketAEAD(&priv.ClientToServerKey, s.cfg.ProtocolID),
+			replay:  new(protocol.ReplayProtection),
+			expire:  p.ExpireTimestamp,
+			timeout: time.Duration(priv.TimeoutSeconds) * time.Second,
 		}
 		c.sendLocked.send = *crypto.NewPacketAEAD(&priv.ServerToClientKey, s.cfg.ProtocolID)
+		c.lastRecv.Store(mono)
+		c.tokenMAC = mac
 		s.byAddr[from] = c
-		s.pending[from] = c
+		s.handshakes.push(c, mono)
 	}
-	c.expire = p.ExpireTimestamp
-	c.timeout = time.Duration(priv.TimeoutSeconds) * time.Second
-	c.lastRecv.Store(s.mono(now))
-	c.tokenMAC = mac
 	seq, chSeq := s.globalSeq, s.challengeSeq
 	s.globalSeq++
 	s.challengeSeq++
@@ -279,14 +283,17 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 		return nil
 	}
 	c.lastRecv.Store(mono)
-	e := s.history.Find(&c.tokenMAC)
-	if e == nil || e.Value.consumed || e.Value.addr != c.addr {
-		// Consumed: connected with already. Missing: expired since the
-		// request, or from before Close.
-		count := e != nil && !e.Value.counted
-		if count {
-			e.Value.counted = true
-		}
+	sec := unixSeconds(s.wall(now))
+	if c.expire <= sec {
+		s.mu.Unlock()
+		s.stats.ignored.Add(1) // the token expired since the request
+		return nil
+	}
+	if e := s.history.Find(&c.tokenMAC); e != nil {
+		// Connected with already, from here or elsewhere, since this
+		// handshake began.
+		count := !e.Value.counted
+		e.Value.counted = true
 		s.mu.Unlock()
 		if count {
 			s.stats.tokenReuseRefused.Add(1)
@@ -303,6 +310,15 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 		c.sealDenied(seq, out)
 		return nil
 	}
+	// The client proved it holds the token's keys: the token is recorded
+	// now, and connects.
+	s.history.Expire(sec)
+	if s.history.Add(&c.tokenMAC, c.expire, tokenUse{addr: c.addr}) == nil {
+		s.mu.Unlock()
+		s.stats.historyFull.Add(1)
+		r.refuse(now, c.addr, refusedHistoryFull, out)
+		return nil
+	}
 	idx := s.popSlot()
 	c.index = idx
 	c.id = ch.ClientID
@@ -312,9 +328,8 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 	c.sendLocked.lastSend.Store(mono)
 	s.slots[idx] = c
 	s.byID[c.id] = c
-	e.Value.consumed = true
 	c.live.Store(true)
-	delete(s.pending, c.addr)
+	s.handshakes.remove(c)
 	s.wheel.mu.Lock()
 	s.wheel.file(c, c.deadline())
 	s.wheel.mu.Unlock()
@@ -327,9 +342,9 @@ func (r *Receiver) response(now time.Time, c *Client, data []byte, out *Output) 
 }
 
 // MappingsPerSlot is how many encryption mappings (handshakes in progress
-// and connections) the server holds per client slot. A request that would
-// need one more is dropped and counted in Stats.MappingsFull until expired
-// mappings are swept (every second).
+// and connections) the server holds per client slot. A request that needs
+// one more drops the oldest handshake in progress to make room, and is
+// counted in Stats.MappingsFull (see handshakes).
 const MappingsPerSlot = 4
 
 // knowsAny reports whether one of the server's addresses is in list.
@@ -343,25 +358,44 @@ func (s *Server) knowsAny(list []netip.AddrPort) bool {
 	return false
 }
 
-// recordToken enters the token in the history, or refuses it, counts and
-// logs why; s.mu is held. A token is good for one address and for one
-// connection, and is remembered until it expires: a consumed token never
-// connects again to this server, whatever else arrives. When the history
-// is full, new tokens are refused rather than old ones forgotten. A reuse
-// is counted once per token (not per resent request) and logged once per
-// token and kind (from its own address, from another).
+// checkToken tells whether a connection request with the token whose MAC
+// is mac may go on to a challenge, or refuses it, counts and logs why;
+// s.mu is held.
+//
+// A token is good for one connection, and is remembered from the moment
+// it connects until it expires: a token connected with never connects
+// again to this server, whatever else arrives. A reuse is counted once per
+// token (not per resent request) and logged once per token and kind (from
+// its own address, from another). While its handshake is in progress, a
+// token is good for that handshake's address only, until the handshake
+// ends (HandshakeTimeout at most).
+//
+// A token is recorded only when the client answers the challenge with
+// the token's keys (Receiver.response), not at the request: so only a
+// client that holds a token's keys and completes the handshake can make
+// the history remember the token, and a flood of requests, however many
+// valid tokens it holds, fills no history. Recording later reopens no
+// reuse: every packet the server seals before the connection (challenges,
+// denials) takes a fresh global sequence, whatever the token; a token
+// connects once, by the first response that completes its handshake, under
+// the lock that records it; and a request or a response with a recorded
+// token is refused. The C reference records a token at the request (and
+// evicts the oldest when its table is full); a request replayed by an
+// on-path attacker from another address then holds the token there for
+// good, where here it holds it for one handshake timeout.
+//
+// When the history is full, new tokens are refused rather than old ones
+// forgotten: here, before a mapping is made for a request whose response
+// could not be recorded.
 //
 // A token already connected with is refused even from the address it was
 // first used from. The C reference accepts it again there once the session
 // has ended; but a reference client starts its packet sequence at 0 on
 // every connection, so that second session would seal its packets under
 // the first one's keys and nonces.
-func (r *Receiver) recordToken(now, wall time.Time, mac *[crypto.MACBytes]byte, from netip.AddrPort, expire uint64, out *Output) bool {
+func (r *Receiver) checkToken(now, wall time.Time, mac *[crypto.MACBytes]byte, from netip.AddrPort, out *Output) bool {
 	s := r.s
 	if e := s.history.Find(mac); e != nil {
-		if e.Value.addr == from && !e.Value.consumed {
-			return true // the same handshake, the request sent again
-		}
 		if !e.Value.counted {
 			e.Value.counted = true
 			s.stats.tokenReuseRefused.Add(1)
@@ -378,8 +412,19 @@ func (r *Receiver) recordToken(now, wall time.Time, mac *[crypto.MACBytes]byte, 
 		}
 		return false
 	}
+	if c := s.handshakes.byToken[*mac]; c != nil && c.addr != from {
+		if !c.hs.reuseCounted {
+			c.hs.reuseCounted = true
+			s.stats.tokenReuseRefused.Add(1)
+		}
+		if !c.hs.reuseLogged {
+			c.hs.reuseLogged = true
+			out.record(slog.LevelDebug, refusedMsg, from, refusedReusedThere)
+		}
+		return false
+	}
 	s.history.Expire(unixSeconds(wall))
-	if s.history.Add(mac, expire, tokenUse{addr: from}) == nil {
+	if s.history.Len() >= s.history.Limit() {
 		s.stats.historyFull.Add(1)
 		r.refuse(now, from, refusedHistoryFull, out)
 		return false

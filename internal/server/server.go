@@ -26,9 +26,9 @@
 //	Server.tick   serialises Update (its scratch lists, the sweep times).
 //	Server.mainMu serialises Server.Receive (its own Receiver).
 //	Server.mu     (RWMutex) guards the tables: slots, addresses, ids, the
-//	              token history, the kicked-client list, the sequences
-//	              handed out before a connection exists. Lookups take it
-//	              for reading.
+//	              token history, the handshakes in progress, the
+//	              kicked-client list, the sequences handed out before a
+//	              connection exists. Lookups take it for reading.
 //	deadlineWheel.mu  guards the deadline wheel (wheel.go); a leaf, taken
 //	              under mu when a client connects, alone by Update.
 //	Client.rmu    guards a client's receive side: its receive AEAD and
@@ -137,6 +137,10 @@ type Config struct {
 	// ReadQueue is how many received payloads each client's Queue holds;
 	// 0 means DefaultReadQueue.
 	ReadQueue int
+	// History is how many connect tokens the token history remembers
+	// (HistorySize gives it from a connection rate and a token lifetime);
+	// 0 means HistorySize(MaxClients, 0, 0).
+	History int
 	// EndErrors are the errors a client's Queue ends with, by Reason
 	// (nil: an *Error). The adapter maps them to its own API's errors.
 	EndErrors [numReasons]error
@@ -188,7 +192,7 @@ type Stats struct {
 	TokenReuseRefused  uint64 // requests with a token used from another address or already connected with
 	AddressNotInToken  uint64
 	HistoryFull        uint64 // requests with a new token refused because the history was full
-	MappingsFull       uint64 // requests refused because the mapping table was full
+	MappingsFull       uint64 // requests that found the mapping table full and dropped the oldest handshake in progress
 	ConnectionsOpened  uint64
 	ConnectionsTimeout uint64
 	PayloadsDropped    uint64 // received payloads dropped by full client queues
@@ -230,15 +234,14 @@ type Server struct {
 	slots        []*Client // nil = free
 	free         []int     // free slot indexes (stack)
 	byAddr       map[netip.AddrPort]*Client
-	// pending holds the mappings of byAddr whose handshake is in
-	// progress (not live): the once-a-second sweep walks these, not
-	// every connection.
-	pending map[netip.AddrPort]*Client
-	byID    map[uint64]*Client
-	history *tokenHistory
-	maxMaps int
-	closed  bool
-	gone    goneClients // recently kicked clients, reminded (gone.go)
+	// handshakes are the mappings of byAddr whose handshake is in
+	// progress (not live), oldest first (handshake.go).
+	handshakes handshakes
+	byID       map[uint64]*Client
+	history    *tokenHistory
+	maxMaps    int
+	closed     bool
+	gone       goneClients // recently kicked clients, reminded (gone.go)
 
 	draining atomic.Bool // deny every new connection (Drain)
 	stats    counters
@@ -260,6 +263,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ReadQueue <= 0 {
 		cfg.ReadQueue = DefaultReadQueue
+	}
+	if cfg.History <= 0 {
+		cfg.History = HistorySize(cfg.MaxClients, 0, 0)
 	}
 	for r := ReasonPeerDisconnected; r < numReasons; r++ {
 		if cfg.EndErrors[r] == nil {
@@ -288,9 +294,8 @@ func New(cfg Config) (*Server, error) {
 		slots:      make([]*Client, cfg.MaxClients),
 		free:       make([]int, 0, cfg.MaxClients),
 		byAddr:     make(map[netip.AddrPort]*Client),
-		pending:    make(map[netip.AddrPort]*Client),
 		byID:       make(map[uint64]*Client),
-		history:    newTokenHistory(historySize(cfg.MaxClients), unixSeconds(cfg.Now)),
+		history:    newTokenHistory(cfg.History, unixSeconds(cfg.Now)),
 		maxMaps:    cfg.MaxClients * MappingsPerSlot,
 		start:      cfg.Now,
 		lastExpire: unixSeconds(cfg.Now),

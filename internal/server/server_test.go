@@ -77,9 +77,7 @@ func TestRefusedInputAllocatesNothing(t *testing.T) {
 			pkt:  requestOf(t, tokenWith(t, privKey, 1<<20, epoch)),
 			from: netip.MustParseAddrPort("10.9.0.5:1000"),
 			setup: func(s *Server) {
-				for i := range historySize(4) {
-					s.Receive(epoch, addrN(i), requestOf(t, tokenWith(t, privKey, i, epoch)), &Output{})
-				}
+				fillHistory(t, s, 0, 64, epoch)
 			},
 			stat: func(st Stats) uint64 { return st.HistoryFull },
 		},
@@ -92,7 +90,7 @@ func TestRefusedInputAllocatesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Addrs: []netip.AddrPort{self}, Now: epoch})
+			s, err := New(Config{ProtocolID: protocolID, PrivateKey: privKey, MaxClients: 4, Addrs: []netip.AddrPort{self}, Now: epoch, History: 64})
 			require.NoError(t, err)
 			if tt.setup != nil {
 				tt.setup(s)

@@ -8,30 +8,6 @@ import (
 	"github.com/gonetcode/netcode/token"
 )
 
-// sweepMappings forgets handshakes whose token expired or that fell silent
-// for the token's timeout; s.mu is held. It walks the handshakes in
-// progress only, so that its time under the lock every reader takes
-// follows the handshakes, not the connections.
-// The token's expiry is on the wall clock (sec), the silence on the
-// monotonic one (mono).
-func (s *Server) sweepMappings(sec uint64, mono int64) {
-	for a, c := range s.pending {
-		if handshakeExpired(sec, mono, c) {
-			delete(s.pending, a)
-			if s.byAddr[a] == c {
-				delete(s.byAddr, a)
-			}
-		}
-	}
-}
-
-func handshakeExpired(sec uint64, mono int64, c *Client) bool {
-	if c.expire <= sec {
-		return true
-	}
-	return c.timeout > 0 && mono-c.lastRecv.Load() >= int64(c.timeout)
-}
-
 // popSlot takes a free slot; there must be one. s.mu is held.
 func (s *Server) popSlot() int {
 	idx := s.free[len(s.free)-1]
@@ -134,7 +110,7 @@ func (s *Server) Update(now time.Time, out *Output) (next time.Time) {
 		}
 		if sweep {
 			s.lastSweep = mono
-			s.sweepMappings(sec, mono)
+			s.sweepHandshakes(mono)
 		}
 		s.mu.Unlock()
 	}
@@ -282,7 +258,7 @@ func (s *Server) Close(out *Output) {
 	}
 	s.closed = true
 	clear(s.byAddr)
-	clear(s.pending)
+	s.handshakes.clear()
 	s.history.Clear()
 	s.wheel.reset()
 	s.mu.Unlock()

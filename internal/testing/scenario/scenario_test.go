@@ -391,11 +391,11 @@ func TestSpoofedAddressNeverConnects(t *testing.T) {
 	require.NotNil(t, request)
 	assert.Equal(t, uint64(1), s.core.Stats().ChallengesSent)
 	// The spoofed address is a black hole: nobody answers the challenge.
-	w.run(3 * time.Second)
+	w.run(server.HandshakeTimeout + time.Second)
 	st := s.core.Stats()
 	assert.Equal(t, 0, st.Connected)
 	assert.Empty(t, s.connected)
-	assert.Equal(t, 0, st.Mappings, "the handshake mapping expired with the token timeout")
+	assert.Equal(t, 0, st.Mappings, "the half-open handshake expired (server.HandshakeTimeout)")
 }
 
 func TestTokenForAnotherServerIsIgnored(t *testing.T) {
