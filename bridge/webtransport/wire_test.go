@@ -2,9 +2,13 @@ package webtransport_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/bridge/wire"
+	"github.com/gonetcode/netcode/cute"
 )
 
 // wireRig is a netcode echo server on UDP and a wire in front of it:
@@ -149,4 +154,143 @@ func TestWireNotHeld(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, bridgetest.Echo(t, c, 2, 5, true))
+}
+
+// wireShim is a test client of the wire contract, in Go: a UDP socket on
+// loopback whose datagrams it carries over one wire session (WebTransport
+// datagrams or WebSocket messages) and whose session's datagrams it
+// returns to the last sender. A UDP game client pointed at it runs through
+// the wire as a web build's would.
+type wireShim struct {
+	udp  *net.UDPConn
+	pc   net.PacketConn // the wire session: a webtransport.Conn or transport.Conn
+	peer atomic.Pointer[netip.AddrPort]
+	wg   sync.WaitGroup
+}
+
+func newWireShim(t testing.TB, udp *net.UDPConn, pc net.PacketConn) *wireShim {
+	t.Helper()
+	s := &wireShim{udp: udp, pc: pc}
+	s.wg.Go(s.up)
+	s.wg.Go(func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if p := s.peer.Load(); p != nil {
+				s.udp.WriteToUDPAddrPort(buf[:n], *p)
+			}
+		}
+	})
+	t.Cleanup(func() {
+		pc.Close()
+		s.udp.Close()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *wireShim) up() {
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		s.peer.Store(&from)
+		if _, err := s.pc.WriteTo(buf[:n], nil); err != nil {
+			return
+		}
+	}
+}
+
+// TestWireCuteSession: a Cute Protocol session (package cute's client and
+// server) through the wire, over WebTransport datagrams and over the
+// WebSocket fallback. The token lists a placeholder address (the shim's,
+// as a web build's lists 127.0.0.1:<port>), which the server is told is
+// its own (ServerConfig.PublicAddr): the client never reaches the server
+// but through the wire, and the wire forwards the Cute packets unread.
+func TestWireCuteSession(t *testing.T) {
+	pub, sec := cute.GenerateKeyPair()
+	for _, transportName := range []string{"webtransport", "websocket"} {
+		t.Run(transportName, func(t *testing.T) {
+			ctx := bridgetest.Ctx(t, 20*time.Second)
+			// The shim's socket first: its address is the token's.
+			var pc net.PacketConn
+			shimUDP := bridgetest.ListenLoopback(t, "udp4", "127.0.0.1:0")
+			placeholder := netip.MustParseAddrPort(shimUDP.LocalAddr().String())
+			srv, err := cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{
+				ApplicationID: 0x5eed, PublicKey: pub, SecretKey: sec, PublicAddr: placeholder,
+			})
+			require.NoError(t, err)
+			defer srv.Close()
+			target := netip.MustParseAddrPort(srv.Addr().String())
+			w := wire.NewHandler(&wire.Config{Allow: []wire.Range{{Addr: target.Addr(), First: target.Port(), Last: target.Port()}}})
+			defer w.Close()
+			wts, err := webtransport.NewServer(&webtransport.Config{Wire: w})
+			require.NoError(t, err)
+			udp := bridgetest.ListenLoopback(t, "udp4", "127.0.0.1:0")
+			served := make(chan error, 1)
+			go func() { served <- wts.Serve(udp) }()
+			defer func() {
+				w.Close()
+				wts.Close()
+				<-served
+			}()
+			bridgetest.Eventually(t, func() bool { return wts.Addr() != nil }, "serving")
+			switch transportName {
+			case "webtransport":
+				hashes, err := wts.CertificateHashes()
+				require.NoError(t, err)
+				pc, err = webtransport.Dial(ctx, fmt.Sprintf("https://%s%s%d", wts.Addr(), wire.DefaultPath, target.Port()),
+					&webtransport.Options{CertificateHashes: hashes})
+				require.NoError(t, err)
+			case "websocket":
+				mux := http.NewServeMux()
+				mux.Handle(wire.DefaultPath, w)
+				hs := httptest.NewServer(mux)
+				defer hs.Close()
+				pc, err = transport.Dial(ctx, fmt.Sprintf("ws%s%s%d", strings.TrimPrefix(hs.URL, "http"), wire.DefaultPath, target.Port()), nil)
+				require.NoError(t, err)
+			}
+			newWireShim(t, shimUDP, pc)
+			tok, err := cute.GenerateToken(cute.TokenParams{
+				ApplicationID: 0x5eed, ClientID: bridgetest.NextClientID(), SecretKey: sec,
+				ServerAddrs: []netip.AddrPort{placeholder}, ExpireSeconds: 30,
+			})
+			require.NoError(t, err)
+			accepted := make(chan *cute.Conn, 1)
+			go func() {
+				c, err := srv.AcceptConn(ctx)
+				if err == nil {
+					accepted <- c
+				}
+				close(accepted)
+			}()
+			c, err := cute.DialContext(ctx, tok)
+			require.NoError(t, err)
+			defer c.Close()
+			sc, ok := <-accepted
+			require.True(t, ok, "the server accepted the client")
+			defer sc.Close()
+			buf := make([]byte, 2048)
+			for i, p := range []string{"cute", "over", "the wire"} {
+				_, err := c.Write([]byte(p))
+				require.NoError(t, err)
+				require.NoError(t, sc.SetReadDeadline(time.Now().Add(5*time.Second)))
+				n, err := sc.Read(buf)
+				require.NoError(t, err, "message %d", i)
+				require.Equal(t, p, string(buf[:n]))
+				_, err = sc.Write(buf[:n])
+				require.NoError(t, err)
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+				n, err = c.Read(buf)
+				require.NoError(t, err)
+				assert.Equal(t, p, string(buf[:n]))
+			}
+			assert.Positive(t, w.Stats().DatagramsToTarget)
+		})
+	}
 }
