@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -25,14 +24,24 @@ import (
 	"github.com/gonetcode/netcode/internal/testing/browsertest"
 )
 
-// TestBrowserWire: the Go client compiled to WebAssembly, in headless
-// Chromium, reaches the example's netcode server on plain UDP through the
-// wire (package bridge/wire), as a Cute Framework web build reaches its
-// server: WebTransport datagrams at https://host/wire/<port> first
-// (pinning the development certificate by hash), the WebSocket at the
-// same path when asked, and the WebSocket when WebTransport is gone. The
-// wire forwards the netcode packets unread; the server sees a UDP client;
-// 100 unreliable echoes and a 128 KiB reliable message come back intact.
+// TestBrowserWire: Chromium pages speak the wire contract (package
+// bridge/wire) as a Cute Framework web build does, WebTransport datagrams
+// at https://127.0.0.1:P/wire/<port> first (the development certificate
+// pinned by hash), and the WebSocket on the same host, port and path when
+// asked or when WebTransport is gone, and carry real protocol sessions
+// through the wire to servers on plain UDP in this process:
+//
+//   - netcode: the Go client compiled to WebAssembly, to the example's
+//     netcode server, which sees a UDP client; 100 unreliable echoes and a
+//     128 KiB reliable message come back intact;
+//   - Cute: a page whose script is only the wire's client side, carrying
+//     the datagrams of package cute's client (in this process, reaching
+//     the page through the DevTools protocol) to package cute's server,
+//     with the token's placeholder address; messages come back intact.
+//
+// (The page is served over plain HTTP on 127.0.0.1, a secure context
+// without a certificate, so its WebSocket is ws:// where a deployed page's
+// is wss://.)
 func TestBrowserWire(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := browsertest.Start(t)
@@ -49,11 +58,15 @@ func TestBrowserWire(t *testing.T) {
 	s, err := server.New(server.Config{WASM: wasm, WASMExec: wasmExec, OnMessage: onMessage})
 	require.NoError(t, err)
 	target := s.UDPAddr()
-	w := wire.NewHandler(&wire.Config{Allow: []wire.Range{{Addr: target.Addr(), First: target.Port(), Last: target.Port()}}})
+	cs := newCuteServer(t)
+	defer cs.close()
+	w := wire.NewHandler(&wire.Config{Allow: []wire.Range{
+		{Addr: target.Addr(), First: target.Port(), Last: target.Port()},
+		{Addr: cs.addr.Addr(), First: cs.addr.Port(), Last: cs.addr.Port()},
+	}})
 	wts, err := webtransport.NewServer(&webtransport.Config{Wire: w})
 	require.NoError(t, err)
-	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	require.NoError(t, err)
+	tcp, udp := samePort(t)
 	served := make(chan error, 1)
 	go func() { served <- wts.Serve(udp) }()
 
@@ -80,8 +93,15 @@ func TestBrowserWire(t *testing.T) {
 		rw.Header().Set("Content-Type", "text/html")
 		rw.Write(page)
 	})
+	mux.HandleFunc("GET /wire.html", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/html")
+		rw.Write([]byte(wirePage))
+	})
 	mux.Handle("/", s)
-	hs := httptest.NewServer(mux)
+	hs := httptest.NewUnstartedServer(mux)
+	hs.Listener.Close()
+	hs.Listener = tcp
+	hs.Start()
 	wsURL = fmt.Sprintf("ws%s%s%d", strings.TrimPrefix(hs.URL, "http"), wire.DefaultPath, target.Port())
 	defer func() {
 		require.NoError(t, w.Close())
@@ -92,17 +112,31 @@ func TestBrowserWire(t *testing.T) {
 	}()
 
 	sessions := uint64(0)
+	wtClosed := false
+	hashes, err := wts.CertificateHashes()
+	require.NoError(t, err)
+	cuteURL := fmt.Sprintf("https://%s%s%d", tcp.Addr(), wire.DefaultPath, cs.addr.Port())
 	for _, tc := range []struct {
 		name, query, transport string
 		fallback               bool
 	}{
-		{"webtransport", "", "webtransport", false},
-		{"websocket", "?transport=websocket", "websocket", false},
-		{"fallback", "", "websocket", true},
+		{"netcode/webtransport", "", "webtransport", false},
+		{"netcode/websocket", "?transport=websocket", "websocket", false},
+		{"cute/webtransport", "", "webtransport", false},
+		{"cute/websocket", "websocket", "websocket", false},
+		{"netcode/fallback", "", "websocket", true},
+		{"cute/fallback", "", "websocket", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.fallback {
-				require.NoError(t, wts.Close()) // the info still names it
+			if tc.fallback && !wtClosed {
+				require.NoError(t, wts.Close()) // the pages still name it
+				wtClosed = true
+			}
+			if strings.HasPrefix(tc.name, "cute/") {
+				cs.session(t, ctx, hs.URL, cuteURL, hashes, tc.query == "websocket", tc.transport, tc.fallback)
+				sessions++
+				require.Eventually(t, func() bool { return w.Stats().SessionsOpened == sessions }, 5*time.Second, 10*time.Millisecond, "a wire session per page")
+				return
 			}
 			step(t, ctx, 60*time.Second, "client loads, connects through the wire and checks 100 echoes",
 				chromedp.Navigate(hs.URL+"/"+tc.query),
