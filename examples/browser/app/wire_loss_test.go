@@ -47,12 +47,7 @@ func TestBrowserWireUnderLoss(t *testing.T) {
 	if !lossnet.Enter(t, lossyLink, ci) {
 		return
 	}
-	duration := 5 * time.Second
-	if s := os.Getenv("NETCODE_LOSS_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		require.NoError(t, err, "NETCODE_LOSS_DURATION")
-		duration = d
-	}
+	duration := lossDuration(t, 5*time.Second)
 
 	// The game server: a UDP echo on the namespace's loopback.
 	echo, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -117,78 +112,36 @@ func TestBrowserWireUnderLoss(t *testing.T) {
 	defer cancel()
 	step(t, ctx, 30*time.Second, "load the page", chromedp.Navigate(pageURL+"/wireloss"))
 
-	type run struct {
-		Name, Transport string
-		Sent            []float64 // when datagram i was sent, ms
-		Echoed          []float64 // when its echo arrived, ms; -1 if it did not
-		Error           string
-	}
-	runs := eval[[]run](t, ctx, duration+time.Minute, `(async () => {
-		const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-		const messages = `+fmt.Sprint(int(duration/(100*time.Millisecond)))+`;
+	runs := eval[[]lossRun](t, ctx, duration+time.Minute, `(async () => {
+		`+lossMeasureJS(duration)+`
 		// The wire's client side: one datagram a message, both ways.
-		const open = async (transport) => {
+		const open = (transport) => async () => {
 			if (transport === "webtransport") {
 				const wt = new WebTransport("https://`+lossy+`", { serverCertificateHashes: [`+strings.Join(pins, ", ")+`] });
 				await wt.ready;
 				const w = wt.datagrams.writable.getWriter();
-				return {
-					send: (b) => { w.write(b); },
-					start: (fn) => { (async () => { const r = wt.datagrams.readable.getReader();
-						for (;;) { const { value, done } = await r.read(); if (done) return; fn(value); } })(); },
-					close: () => wt.close(),
-				};
+				const s = { transport, send: (b) => { w.write(b); }, close: () => wt.close(), onmessage: null };
+				(async () => {
+					const r = wt.datagrams.readable.getReader();
+					for (;;) { const { value, done } = await r.read(); if (done) return; if (s.onmessage) s.onmessage(value); }
+				})();
+				return s;
 			}
 			const ws = new WebSocket("ws://`+lossy+`");
 			ws.binaryType = "arraybuffer";
 			await new Promise((ok, no) => { ws.onopen = ok; ws.onerror = () => no(new Error("WebSocket failed")); });
-			return { send: (b) => ws.send(b), start: (fn) => { ws.onmessage = (ev) => fn(new Uint8Array(ev.data)); }, close: () => ws.close() };
+			const s = { transport, send: (b) => ws.send(b), close: () => ws.close(), onmessage: null };
+			ws.onmessage = (ev) => { if (s.onmessage) s.onmessage(new Uint8Array(ev.data)); };
+			return s;
 		};
-		const measure = async (name, transport) => {
-			const r = { Name: name, Transport: transport, Sent: [], Echoed: [], Error: "" };
-			try {
-				const s = await open(transport);
-				s.start((p) => {
-					const i = new DataView(p.buffer, p.byteOffset, p.byteLength).getUint32(0);
-					if (i < messages && r.Echoed[i] < 0) r.Echoed[i] = performance.now();
-				});
-				const start = performance.now();
-				for (let i = 0; i < messages; i++) {
-					await sleep(start + 100 * i - performance.now());
-					const b = new Uint8Array(100);
-					new DataView(b.buffer).setUint32(0, i);
-					r.Echoed.push(-1);
-					r.Sent.push(performance.now());
-					s.send(b);
-				}
-				await sleep(3000); // for the last echoes
-				s.close();
-			} catch (e) {
-				r.Error = String(e);
-			}
-			return r;
-		};
-		return Promise.all([measure("WebSocket", "websocket"), measure("WebTransport", "webtransport")]);
+		return Promise.all([measure("WebSocket", open("websocket")), measure("WebTransport", open("webtransport"))]);
 	})()`)
-
-	report := []string{
-		fmt.Sprintf("the wire: %v at 10 Hz through %s", duration, lossnet.Impairment),
-		"| Transport | Echoed | min | p50 | p99 | max | Late (> RTT + 10 ms) | Held behind an earlier echo | Longest stall |",
-		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-	}
-	rtt := 2 * lossyLink.Delay
-	for _, r := range runs {
-		require.Empty(t, r.Error, "%s", r.Name)
-		st := lossStats(r.Sent, r.Echoed, rtt, rtt+10*time.Millisecond)
-		report = append(report, fmt.Sprintf("| %s | %d of %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %d | %d | %.0f ms |",
-			r.Name, st.echoed, len(r.Sent), st.minLatency, st.p50, st.p99, st.max, st.late, st.held, st.stall))
+	for r, st := range lossReport(t, fmt.Sprintf("the wire: %v at 10 Hz through %s", duration, lossnet.Impairment), runs) {
 		if r.Name == "WebSocket" {
 			assert.Equal(t, len(r.Sent), st.echoed, "WebSocket (TCP) lost an echo")
 		} else {
 			assert.Positive(t, st.echoed)
 		}
 	}
-	st := w.Stats()
-	assert.Equal(t, uint64(2), st.SessionsOpened, "a wire session per transport")
-	t.Log("\n" + strings.Join(report, "\n"))
+	assert.Equal(t, uint64(2), w.Stats().SessionsOpened, "a wire session per transport")
 }
