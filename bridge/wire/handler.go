@@ -71,6 +71,9 @@ type Handler struct {
 	gate   wsbridge.Gate // the cap in total, the refusals' budget, Close
 	period time.Duration // how often a session's watchdog checks
 	wheel  *timerwheel.Wheel
+	// bufs holds buffers of MaxDatagram+1 bytes for the WebSocket
+	// sessions' messages, each taken only while one is read and sent.
+	bufs sync.Pool
 
 	// Counters of refusals, by reason, and of ended sessions' traffic.
 	refused [numReasons]atomic.Uint64
@@ -122,6 +125,10 @@ func NewHandler(config *Config) *Handler {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.bufs.New = func() any {
+		b := make([]byte, cfg.MaxDatagram+1)
+		return &b
 	}
 	h.Hosted = wsbridge.Hosted{H: (*wireHost)(h)}
 	h.gate.Init("wire", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, h.log)

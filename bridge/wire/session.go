@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -192,9 +194,26 @@ func (s *session) allow() bool {
 // up forwards the browser's datagrams to the target until the link fails
 // or the session ends.
 func (s *session) up() {
-	buf := make([]byte, s.max+1)
+	var buf []byte // WebTransport's; a WebSocket's message is read into one of h.bufs
+	ws, isWS := s.l.(wsbridge.WSLink)
+	if !isWS {
+		buf = make([]byte, s.max+1)
+	}
 	for {
-		n, err := s.l.Read(buf)
+		var n int
+		var err error
+		var held *[]byte
+		if isWS {
+			held, n, err = s.readWS(ws.WS)
+			if held != nil {
+				buf = *held
+			}
+		} else {
+			n, err = s.l.Read(buf)
+		}
+		if held != nil && (err != nil || n > s.max) {
+			s.h.bufs.Put(held)
+		}
 		switch {
 		case errors.Is(err, wsbridge.ErrText):
 			s.end(websocket.StatusUnsupportedData, "netcode/bridge: only binary messages are carried")
@@ -208,10 +227,17 @@ func (s *session) up() {
 		}
 		if !s.allow() {
 			s.droppedRate.Add(1)
+			if held != nil {
+				s.h.bufs.Put(held)
+			}
 			continue
 		}
 		s.wd.Active()
-		if _, err := s.udp.Write(buf[:n]); err != nil {
+		_, err = s.udp.Write(buf[:n])
+		if held != nil {
+			s.h.bufs.Put(held)
+		}
+		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return // ended
 			}
@@ -224,6 +250,26 @@ func (s *session) up() {
 		s.toTarget.Add(1)
 		s.toTargetBytes.Add(uint64(n))
 	}
+}
+
+// readWS reads the browser's next WebSocket message into a buffer of
+// h.bufs, taken once its header has arrived, so that a session waiting for
+// a message holds none: n > s.max means it was longer. The caller returns
+// the buffer.
+func (s *session) readWS(ws *websocket.Conn) (*[]byte, int, error) {
+	typ, r, err := ws.Reader(context.Background())
+	if err != nil {
+		return nil, 0, err
+	}
+	if typ != websocket.MessageBinary {
+		return nil, 0, wsbridge.ErrText
+	}
+	b := s.h.bufs.Get().(*[]byte)
+	n, err := io.ReadFull(r, (*b)[:s.max+1])
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil // shorter than the buffer: the whole message
+	}
+	return b, n, err
 }
 
 // down forwards the target's datagrams to the browser until the socket is
