@@ -26,6 +26,12 @@
 // Transport, at Config.TransportPath ("/transport"): each datagram is one
 // netcode packet, exactly as in a UDP datagram, both ways; nothing else.
 //
+// Wire, under Config.WirePath ("/wire/", at "/wire/<port>"): each datagram
+// is one of the game's UDP datagrams, both ways, forwarded unchanged to and
+// from the target the port names (package bridge/wire, whose Handler
+// admits the session by its own rules and serves the WebSocket fallback
+// at the same URL).
+//
 // A session ends with a WebTransport close (CLOSE_WEBTRANSPORT_SESSION)
 // whose code and reason are those a WebSocket session of the same mode
 // would close with (package bridge's # Close codes, 1013 for the cap

@@ -24,6 +24,7 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 	"github.com/gonetcode/netcode/bridge/transport"
+	"github.com/gonetcode/netcode/bridge/wire"
 )
 
 // Default paths of a Server's sessions.
@@ -32,7 +33,8 @@ const (
 	DefaultTransportPath = "/transport"
 )
 
-// Config configures a Server. It needs a Relay, a Mux, or both.
+// Config configures a Server. It needs a Relay, a Mux or a Wire, or
+// several.
 type Config struct {
 	// Relay, if set, is the relay whose sessions the Server serves at
 	// RelayPath: they count towards its MaxSessions with its WebSocket
@@ -47,6 +49,14 @@ type Config struct {
 	// TransportPath is the URL path of transport sessions; "" means
 	// "/transport".
 	TransportPath string
+	// Wire, if set, is the wire whose sessions the Server serves under
+	// WirePath (at WirePath + "<port>"): admitted by its own rules (the
+	// allowed targets, its caps per source and in total), under its
+	// timeouts and Close, beside its WebSocket ones.
+	Wire *wire.Handler
+	// WirePath is the URL path prefix of wire sessions; "" means
+	// "/wire/".
+	WirePath string
 
 	// TLSConfig is the production setting: a certificate browsers trust
 	// (its Certificates or GetCertificate), as on the site's HTTPS server.
@@ -102,6 +112,7 @@ type Server struct {
 	wt    *wt.Server
 	relay wsbridge.Host
 	mux   wsbridge.Host
+	wire  wsbridge.Host
 
 	// Lock order: mu is a leaf.
 	mu     sync.Mutex
@@ -123,8 +134,8 @@ type connKey struct{}
 
 // NewServer returns a Server for cfg; Serve starts it.
 func NewServer(cfg *Config) (*Server, error) {
-	if cfg == nil || (cfg.Relay == nil && cfg.Mux == nil) {
-		return nil, errors.New("netcode/bridge: a WebTransport server needs a Relay or a Mux")
+	if cfg == nil || (cfg.Relay == nil && cfg.Mux == nil && cfg.Wire == nil) {
+		return nil, errors.New("netcode/bridge: a WebTransport server needs a Relay, a Mux or a Wire")
 	}
 	s := &Server{cfg: *cfg, log: cfg.Logger, begun: make(chan struct{})}
 	s.endBegin = sync.OnceFunc(func() { close(s.begun) })
@@ -136,6 +147,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	if s.cfg.TransportPath == "" {
 		s.cfg.TransportPath = DefaultTransportPath
+	}
+	if s.cfg.WirePath == "" {
+		s.cfg.WirePath = wire.DefaultPath
 	}
 	if s.cfg.SessionWait <= 0 {
 		s.cfg.SessionWait = defaultSessionWait
@@ -166,6 +180,11 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.mux = wsbridge.HostOf(cfg.Mux)
 		caps += s.mux.Gate().Max
 		mux.HandleFunc(s.cfg.TransportPath, func(w http.ResponseWriter, r *http.Request) { s.serveSession(w, r, s.mux) })
+	}
+	if cfg.Wire != nil {
+		s.wire = wsbridge.HostOf(cfg.Wire)
+		caps += s.wire.Gate().Max
+		mux.HandleFunc(s.cfg.WirePath, func(w http.ResponseWriter, r *http.Request) { s.serveSession(w, r, s.wire) })
 	}
 	if s.cfg.MaxConnections <= 0 {
 		s.cfg.MaxConnections = 2 * caps
@@ -342,6 +361,10 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, host wsbri
 		http.Error(w, "netcode/bridge: a WebTransport session (extended CONNECT) required", http.StatusBadRequest)
 		return
 	}
+	if a, ok := host.(wsbridge.Admitter); ok {
+		s.serveAdmitted(w, r, a)
+		return
+	}
 	g := host.Gate()
 	if !originAllowed(r, g.Accept.OriginPatterns) {
 		http.Error(w, "netcode/bridge: origin not allowed", http.StatusForbidden)
@@ -450,6 +473,9 @@ type Info struct {
 	// when the Server has no Relay or Mux.
 	Relay     string `json:"relay,omitempty"`
 	Transport string `json:"transport,omitempty"`
+	// Wire is the https:// URL prefix of wire sessions: a page appends
+	// the target port. Empty when the Server has no Wire.
+	Wire string `json:"wire,omitempty"`
 	// ServerCertificateHashes is the option of the WebTransport
 	// constructor, with each value in base64: empty with a production
 	// certificate.
@@ -483,6 +509,9 @@ func (s *Server) Info(r *http.Request) (Info, error) {
 	}
 	if s.mux != nil {
 		info.Transport = "https://" + host + s.cfg.TransportPath
+	}
+	if s.wire != nil {
+		info.Wire = "https://" + host + s.cfg.WirePath
 	}
 	hashes, err := s.CertificateHashes()
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 const benchSynopsis = `[-clients N] [-size bytes] [-rate per-second | -window N] [-duration d] [-baseline] [flags]
-       netcode bench -bridge relay|transport|wt-relay|wt-transport|websocket [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
+       netcode bench -bridge relay|transport|wt-relay|wt-transport|wire|wt-wire|websocket [-clients N] [-rate 10] [-size 100] [-idle d] [-duration d] [flags]
 
 Runs a netcode echo server (netcode.Listen on 127.0.0.1:0) and N clients
 (netcode.Dial with minted tokens) in this process, and measures: connects/s
@@ -70,7 +70,10 @@ descriptors per session. Its defaults: -rate 10, -size 100. -baseline,
 wt-relay and wt-transport are the same over WebTransport (HTTP/3 on UDP,
 a webtransport.Server with development certificates in the bridge's
 process, Go WebTransport clients: webtransport.DialRelay, or a netcode
-client over webtransport.Dial), with the same report.
+client over webtransport.Dial), with the same report. -bridge wire and
+wt-wire measure the wire (package bridge/wire) in the bridge's process,
+between netcode clients over transport.Dial or webtransport.Dial at
+/wire/<port> and the netcode echo server on UDP in the server's process.
 
 -bridge websocket measures the floor the others pay on the browser's
 side: a plain coder/websocket echo server in a child process (no netcode,
@@ -106,7 +109,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memrate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; default: the runtime's)")
 	quiet := fs.Bool("q", false, "no progress lines")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay, transport, wt-relay, wt-transport, or websocket for the floor (see above)")
+	bridgeMode := fs.String("bridge", "", "measure the browser bridge: relay, transport, wt-relay, wt-transport, wire, wt-wire, or websocket for the floor (see above)")
 	idle := fs.Duration("idle", 0, "-bridge: idle phase after connecting, e.g. 5s (shorter than the bridge's idle timeout)")
 	if len(args) > 0 && args[0] == bench.ChildArg {
 		return bench.RunChild(ctx, args[1:], os.Stdin, stdout, stderr)

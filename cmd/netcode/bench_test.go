@@ -32,6 +32,6 @@ func TestBenchBridgeFlags(t *testing.T) {
 	}
 	code, out, _ := cli(t, "bench", "-h")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "-bridge relay|transport|wt-relay|wt-transport|websocket")
+	assert.Contains(t, out, "-bridge relay|transport|wt-relay|wt-transport|wire|wt-wire|websocket")
 	assert.Contains(t, out, "-idle")
 }

@@ -13,6 +13,7 @@
 //	netcode client [-auth BEARER] [-ca FILE] [-echo N -size B -rate R] TOKEN-FILE|-|URL
 //	netcode bridge -allow host:port [-allow ...] [-addr 127.0.0.1:8080] [-webtransport host:port] [-tls-cert FILE -tls-key FILE] [-v]
 //	netcode bridge -mode transport -key KEY [-udp :40000] [-addr 127.0.0.1:8080] [-webtransport host:port] [-tls-cert FILE -tls-key FILE]
+//	netcode wire -allow IP:port[-port] [-allow ...] [-addr :443] [-tls-cert FILE -tls-key FILE | -acme-domain NAME] [-metrics ADDR]
 //	netcode bench [-clients 64] [-size 64] [-rate 0] [-duration 10s] [-baseline]
 //	netcode version
 //
@@ -49,6 +50,7 @@ var commands = []command{
 	{"serve", "run an echo (or -chat) server", runServe},
 	{"client", "connect with a token: a line client, or a scripted echo client", runClient},
 	{"bridge", "bridge browsers to netcode over WebSocket and WebTransport (relay or transport)", runBridge},
+	{"wire", "serve the datagram wire of browser game clients (Cute Framework web builds, netcode), 1:1 to UDP servers", runWire},
 	{"fleet", "list the game servers registered in a fleet registry (Redis)", runFleet},
 	{"bench", "measure throughput, latency, CPU and allocations on loopback", runBench},
 	{"cute", "the Cute Protocol dialect: keygen, token, inspect, serve, client", runCute},

@@ -20,7 +20,9 @@
 // netcodeConfig.transport ("webtransport" or "websocket") forces one.
 //
 // On start it POSTs to /token on its own origin for a connect token,
-// connects through ws(s)://<origin>/netcode, runs a reliable.Session over
+// connects through ws(s)://<origin>/netcode (or the page's
+// netcodeConfig.url: a wire's ws(s)://host/wire/<port> carries the client
+// to any netcode server on UDP, see package bridge/wire), runs a reliable.Session over
 // the connection with the server's channels (package wire), checks count
 // echoes on the unreliable channel of messages of every size from 1 to
 // 1200 bytes, byte for byte (count is the page's netcodeConfig.count, 100
@@ -114,9 +116,13 @@ func run() (result, *reliable.Session, error) {
 	origin := js.Global().Get("location").Get("origin").String()
 	count := 100
 	var wt webTransportConfig
+	url := "ws" + strings.TrimPrefix(origin, "http") + "/netcode"
 	if cfg := js.Global().Get("netcodeConfig"); cfg.Type() == js.TypeObject {
 		if c := cfg.Get("count"); c.Type() == js.TypeNumber {
 			count = c.Int()
+		}
+		if u := cfg.Get("url"); u.Type() == js.TypeString {
+			url = u.String()
 		}
 		wt = readWebTransportConfig(cfg)
 	}
@@ -136,7 +142,6 @@ func run() (result, *reliable.Session, error) {
 	}
 
 	status("connecting", "connecting")
-	url := "ws" + strings.TrimPrefix(origin, "http") + "/netcode"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pc, fallback, err := listenPacket(ctx, wt, url)

@@ -56,12 +56,7 @@ func TestBrowserUnderLoss(t *testing.T) {
 	if !lossnet.Enter(t, lossyLink, ci) {
 		return
 	}
-	duration := time.Minute
-	if s := os.Getenv("NETCODE_LOSS_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		require.NoError(t, err, "NETCODE_LOSS_DURATION")
-		duration = d
-	}
+	duration := lossDuration(t, time.Minute)
 
 	a, err := app.New(app.Config{
 		OriginPatterns:    []string{"127.0.0.1:*"},
@@ -94,21 +89,62 @@ func TestBrowserUnderLoss(t *testing.T) {
 	defer cancel()
 	step(t, ctx, 30*time.Second, "load the page", chromedp.Navigate(pageURL+"/loss"))
 
-	type run struct {
-		Name, Transport string
-		Sent            []float64 // when message i was sent, ms
-		Echoed          []float64 // when its echo arrived, ms; -1 if it did not
-		Error           string
-	}
-	runs := eval[[]run](t, ctx, duration+time.Minute, `(async () => {
+	runs := eval[[]lossRun](t, ctx, duration+time.Minute, `(async () => {
 		const { connect } = await import("/netcode.js");
-		const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-		const messages = `+fmt.Sprint(int(duration/(100*time.Millisecond)))+`;
-		const measure = async (name, url, options) => {
+		`+lossMeasureJS(duration)+`
+		const relay = (options) => async () => {
+			const tok = new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer());
+			return connect("ws://`+lossy+`/relay", tok, options);
+		};
+		return Promise.all([
+			measure("WebSocket", relay({ transport: "websocket" })),
+			measure("WebTransport", relay({ transport: "webtransport", webTransport: {
+				url: "https://`+lossy+`/relay", serverCertificateHashes: [`+strings.Join(pins, ", ")+`] } })),
+		]);
+	})()`)
+	for r, st := range lossReport(t, fmt.Sprintf("%v at 10 Hz through %s", duration, lossnet.Impairment), runs) {
+		switch r.Name {
+		case "WebSocket":
+			assert.Equal(t, "websocket", r.Transport)
+			assert.Equal(t, len(r.Sent), st.echoed, "WebSocket (TCP) lost an echo")
+		case "WebTransport":
+			assert.Equal(t, "webtransport", r.Transport)
+			assert.Positive(t, st.echoed)
+			assert.Less(t, st.echoed, len(r.Sent), "no datagram lost: the link is not lossy")
+		}
+	}
+}
+
+// lossDuration is NETCODE_LOSS_DURATION (a Go duration), or def.
+func lossDuration(t *testing.T, def time.Duration) time.Duration {
+	t.Helper()
+	if s := os.Getenv("NETCODE_LOSS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		require.NoError(t, err, "NETCODE_LOSS_DURATION")
+		return d
+	}
+	return def
+}
+
+// lossRun is one transport's run of a page under loss.
+type lossRun struct {
+	Name, Transport string
+	Sent            []float64 // when message i was sent, ms
+	Echoed          []float64 // when its echo arrived, ms; -1 if it did not
+	Error           string
+}
+
+// lossMeasureJS is the page's side of a run: measure(name, open) awaits
+// open() for a session ({ transport, send(bytes), onmessage, close() }),
+// sends a 100-byte message every 100 ms for duration, each numbered, and
+// resolves to a lossRun.
+func lossMeasureJS(duration time.Duration) string {
+	return `const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+		const messages = ` + fmt.Sprint(int(duration/(100*time.Millisecond))) + `;
+		const measure = async (name, open) => {
 			const r = { Name: name, Transport: "", Sent: [], Echoed: [], Error: "" };
 			try {
-				const tok = new Uint8Array(await (await fetch("/token", { method: "POST" })).arrayBuffer());
-				const s = await connect(url, tok, options);
+				const s = await open();
 				r.Transport = s.transport;
 				s.onmessage = (p) => {
 					const i = new DataView(p.buffer, p.byteOffset, p.byteLength).getUint32(0);
@@ -129,23 +165,25 @@ func TestBrowserUnderLoss(t *testing.T) {
 				r.Error = String(e);
 			}
 			return r;
-		};
-		return Promise.all([
-			measure("WebSocket", "ws://`+lossy+`/relay", { transport: "websocket" }),
-			measure("WebTransport", "ws://`+lossy+`/relay", { transport: "webtransport", webTransport: {
-				url: "https://`+lossy+`/relay", serverCertificateHashes: [`+strings.Join(pins, ", ")+`] } }),
-		]);
-	})()`)
+		};`
+}
 
+// lossReport logs the table of runs under title, each run's figures
+// (failing the test for a run that failed), and returns the figures.
+func lossReport(t *testing.T, title string, runs []lossRun) map[*lossRun]lossFigures {
+	t.Helper()
 	report := []string{
-		fmt.Sprintf("%v at 10 Hz through %s", duration, lossnet.Impairment),
+		title,
 		"| Transport | Echoed | min | p50 | p99 | max | Late (> RTT + 10 ms) | Held behind an earlier echo | Longest stall |",
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 	}
 	rtt := 2 * lossyLink.Delay
-	for _, r := range runs {
+	figures := make(map[*lossRun]lossFigures, len(runs))
+	for i := range runs {
+		r := &runs[i]
 		require.Empty(t, r.Error, "%s", r.Name)
 		st := lossStats(r.Sent, r.Echoed, rtt, rtt+10*time.Millisecond)
+		figures[r] = st
 		report = append(report, fmt.Sprintf("| %s | %d of %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %d | %d | %.0f ms |",
 			r.Name, st.echoed, len(r.Sent), st.minLatency, st.p50, st.p99, st.max, st.late, st.held, st.stall))
 		if os.Getenv("NETCODE_LOSS_DETAIL") != "" {
@@ -155,17 +193,9 @@ func TestBrowserUnderLoss(t *testing.T) {
 				}
 			}
 		}
-		switch r.Name {
-		case "WebSocket":
-			assert.Equal(t, "websocket", r.Transport)
-			assert.Equal(t, len(r.Sent), st.echoed, "WebSocket (TCP) lost an echo")
-		case "WebTransport":
-			assert.Equal(t, "webtransport", r.Transport)
-			assert.Positive(t, st.echoed)
-			assert.Less(t, st.echoed, len(r.Sent), "no datagram lost: the link is not lossy")
-		}
 	}
 	t.Log("\n" + strings.Join(report, "\n"))
+	return figures
 }
 
 // serve serves h on a new listener at addr until the test ends and

@@ -42,13 +42,27 @@ const (
 	// token. Its CPU per message is what any WebSocket bridge pays for the
 	// browser's side alone.
 	ModeWebSocket = "websocket"
+	// ModeWire: each browser runs a netcode client over transport.Dial
+	// to the wire (package bridge/wire, in a child process) at
+	// /wire/<port>, which forwards its datagrams, unread, to the netcode
+	// echo server on UDP in another child process, as relay mode's
+	// browsers reach theirs.
+	ModeWire = "wire"
+	// ModeWTWire is ModeWire over WebTransport: a netcode client over
+	// webtransport.Dial to the same wire, served by a webtransport.Server.
+	ModeWTWire = "wt-wire"
 )
 
 // transportMode reports whether mode is one of the transport's.
 func transportMode(mode string) bool { return mode == ModeTransport || mode == ModeWTTransport }
 
+// wireMode reports whether mode is one of the wire's.
+func wireMode(mode string) bool { return mode == ModeWire || mode == ModeWTWire }
+
 // webTransportMode reports whether mode runs over WebTransport.
-func webTransportMode(mode string) bool { return mode == ModeWTRelay || mode == ModeWTTransport }
+func webTransportMode(mode string) bool {
+	return mode == ModeWTRelay || mode == ModeWTTransport || mode == ModeWTWire
+}
 
 // Defaults of BridgeConfig.
 const (
@@ -61,7 +75,7 @@ const (
 // a child process of this executable (see ChildArg). Zero fields take the
 // defaults noted.
 type BridgeConfig struct {
-	Mode     string        // ModeRelay, ModeTransport, ModeWTRelay or ModeWTTransport
+	Mode     string        // ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWire, ModeWTWire or ModeWebSocket
 	Clients  int           // browsers; default 1
 	Size     int           // message bytes, MinSize..netcode.MaxPayloadBytes; default DefaultBridgeSize
 	Rate     float64       // messages per browser per second; default DefaultBridgeRate
@@ -92,9 +106,10 @@ type BridgeConfig struct {
 
 func (c *BridgeConfig) fill() error {
 	switch c.Mode {
-	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket:
+	case ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWire, ModeWTWire, ModeWebSocket:
 	default:
-		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s, %s or %s", c.Mode, ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket)
+		return fmt.Errorf("bench: bridge mode %q: want %s, %s, %s, %s, %s, %s or %s", c.Mode,
+			ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWire, ModeWTWire, ModeWebSocket)
 	}
 	if c.Clients == 0 {
 		c.Clients = 1
@@ -290,7 +305,11 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
 			return err
 		}
-		b.bridge, err = startChild(cfg.Child, "bridge", roleRelay, "", append([]string{"-max", strconv.Itoa(cfg.Clients),
+		role := roleRelay
+		if wireMode(cfg.Mode) {
+			role = roleWire
+		}
+		b.bridge, err = startChild(cfg.Child, "bridge", role, "", append([]string{"-max", strconv.Itoa(cfg.Clients),
 			"-allow", b.server.ready.UDP}, wt...)...)
 		if err != nil {
 			return err
@@ -539,12 +558,12 @@ func (b *bridgeRun) finish() error {
 // connect connects every browser, DialConcurrency at a time.
 func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
 	dialer := &netcode.Dialer{ListenPacket: transport.ListenPacket(b.url, nil)}
-	if b.cfg.Mode == ModeWTTransport {
+	if b.cfg.Mode == ModeWTTransport || b.cfg.Mode == ModeWTWire {
 		dialer.ListenPacket = webtransport.ListenPacket(b.url, b.wtOpts)
 	}
 	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 		switch b.cfg.Mode {
-		case ModeTransport, ModeWTTransport:
+		case ModeTransport, ModeWTTransport, ModeWire, ModeWTWire:
 			return dialer.DialContext(ctx, tokens[i])
 		case ModeWTRelay:
 			return webtransport.DialRelay(ctx, b.url, tokens[i], b.wtOpts)

@@ -125,6 +125,8 @@ func TestBridgeConfigFill(t *testing.T) {
 		{"transport defaults", BridgeConfig{Mode: ModeTransport}, true},
 		{"wt-relay defaults", BridgeConfig{Mode: ModeWTRelay}, true},
 		{"wt-transport defaults", BridgeConfig{Mode: ModeWTTransport}, true},
+		{"wire defaults", BridgeConfig{Mode: ModeWire}, true},
+		{"wt-wire defaults", BridgeConfig{Mode: ModeWTWire}, true},
 		{"no mode", BridgeConfig{}, false},
 		{"unknown mode", BridgeConfig{Mode: "udp"}, false},
 		{"negative clients", BridgeConfig{Mode: ModeRelay, Clients: -1}, false},
@@ -154,7 +156,7 @@ func TestBridgeConfigFill(t *testing.T) {
 // checks that the report is filled in and consistent, never how fast
 // anything was.
 func TestRunBridge(t *testing.T) {
-	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWebSocket} {
+	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWire, ModeWTWire, ModeWebSocket} {
 		t.Run(mode, func(t *testing.T) {
 			floor := mode == ModeWebSocket // no netcode server
 			var progress, out bytes.Buffer
@@ -245,6 +247,8 @@ func TestRunBridge(t *testing.T) {
 				roles = []string{roleTransport}
 			case mode == ModeWebSocket:
 				roles = []string{roleWebSocket}
+			case wireMode(mode):
+				roles = []string{roleWire, roleServer}
 			}
 			for _, role := range roles {
 				b, err := os.ReadFile(prof + "." + role)

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/gonetcode/netcode/bridge"
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/bridge/webtransport"
+	"github.com/gonetcode/netcode/bridge/wire"
 	"github.com/gonetcode/netcode/crypto"
 )
 
@@ -43,6 +45,7 @@ const (
 	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
 	roleTransport = "transport" // a netcode echo server on a transport.Mux, and the Mux's http.Server
 	roleWebSocket = "websocket" // a plain coder/websocket echo server (the floor)
+	roleWire      = "wire"      // the wire (wire.Handler) on an http.Server, to the server's UDP address
 )
 
 // sideBridge is the value of LabelKey on the transport child's bridge
@@ -104,10 +107,10 @@ type childStats struct {
 func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench "+ChildArg, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	role := fs.String("role", "", "server, relay or transport")
+	role := fs.String("role", "", "server, relay, wire, transport or websocket")
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
-	allow := fs.String("allow", "", "relay: the server's UDP address")
+	allow := fs.String("allow", "", "relay, wire: the server's UDP address")
 	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
 	wt := fs.Bool("webtransport", false, "relay, transport: serve WebTransport sessions too")
 	if err := fs.Parse(args); err != nil {
@@ -115,7 +118,7 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
 	in := bufio.NewReader(stdin)
-	if *role != roleRelay && *role != roleWebSocket {
+	if *role != roleRelay && *role != roleWebSocket && *role != roleWire {
 		// The private key comes first on stdin, not on the command line,
 		// where every user of the machine could read it.
 		line, err := in.ReadString('\n')
@@ -135,6 +138,13 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			err = fmt.Errorf("bench child: -allow %q: %w", *allow, err)
 		} else {
 			err = c.startRelay(a)
+		}
+	case roleWire:
+		var a netip.AddrPort
+		if a, err = netip.ParseAddrPort(*allow); err != nil {
+			err = fmt.Errorf("bench child: -allow %q: %w", *allow, err)
+		} else {
+			err = c.startWire(a)
 		}
 	case roleTransport:
 		err = c.startTransport()
@@ -193,6 +203,7 @@ type child struct {
 	l     *netcode.Listener // server, transport
 	mux   *transport.Mux    // transport
 	relay *bridge.Handler   // relay
+	wire  *wire.Handler     // wire
 	ws    *wsEcho           // websocket
 	web   *http.Server      // relay, transport, websocket
 	webWG sync.WaitGroup
@@ -230,6 +241,22 @@ func (c *child) startRelay(server netip.AddrPort) error {
 		return err
 	}
 	return c.startWeb(mux, "/relay")
+}
+
+// startWire serves the wire to server's port: every browser comes from
+// 127.0.0.1, so the cap per source is the cap in total.
+func (c *child) startWire(server netip.AddrPort) error {
+	c.wire = wire.NewHandler(&wire.Config{
+		Allow:       []wire.Range{{Addr: server.Addr(), First: server.Port(), Last: server.Port()}},
+		MaxSessions: c.max, MaxSessionsPerSource: c.max,
+	})
+	path := wire.DefaultPath + strconv.Itoa(int(server.Port()))
+	mux := http.NewServeMux()
+	mux.Handle(wire.DefaultPath, c.wire)
+	if err := c.startWebTransport(&webtransport.Config{Wire: c.wire}, path); err != nil {
+		return err
+	}
+	return c.startWeb(mux, path)
 }
 
 func (c *child) startTransport() error {
@@ -428,6 +455,9 @@ func (c *child) echo(conn *netcode.Conn) {
 func (c *child) close() {
 	if c.relay != nil {
 		c.relay.Close()
+	}
+	if c.wire != nil {
+		c.wire.Close()
 	}
 	if c.ws != nil {
 		c.ws.close()
