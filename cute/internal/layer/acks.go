@@ -1,0 +1,204 @@
+package layer
+
+import "encoding/binary"
+
+// Counter names one of the ack system's counters (cn_ack_system_counter_t).
+type Counter int
+
+// The ack system's counters, in cute_net.h's order.
+const (
+	PacketsSent Counter = iota
+	PacketsReceived
+	PacketsAcked
+	PacketsStale
+	PacketsInvalid
+	PacketsTooLargeToSend
+	PacketsTooLargeToReceive
+	numCounters
+)
+
+// sentPacket is what the ack system remembers of a datagram it sent.
+type sentPacket struct {
+	time  float64
+	size  int32
+	acked bool
+}
+
+// receivedPacket is what it remembers of a datagram it received.
+type receivedPacket struct {
+	time float64
+	size int32
+}
+
+// acks is cn_ack_system_t: the 8-byte header of every datagram (this
+// side's sequence, the newest sequence received and 32 bits of the ones
+// before it), the record of what was sent and received, the acks found
+// since the last update, RTT, packet loss and the bandwidth estimates.
+// Time is the sum of the update intervals in seconds, as in the C code, so
+// that resend decisions and RTT samples match it to the bit.
+type acks struct {
+	time     float64
+	sequence uint16
+	acked    []uint16 // acks since the last clear (cn_ack_system_get_acks)
+	sent     seqBuf[sentPacket]
+	received seqBuf[receivedPacket]
+
+	rtt      float64 // milliseconds
+	loss     float64
+	bwIn     float64 // kbps computed from the sent buffer, as the C code names it
+	bwOut    float64 // kbps computed from the received buffer
+	counters [numCounters]uint64
+}
+
+func (a *acks) init() {
+	a.sent.init(ackBuffer)
+	a.received.init(ackBuffer)
+	a.acked = make([]uint16, 0, ackBuffer)
+}
+
+// header returns the ack header of the next datagram, whose payload is
+// size bytes, and records the datagram as sent
+// (cn_ack_system_send_packet). ok is false, nothing recorded and no
+// sequence used, when the payload is over MaxAckPayload.
+func (a *acks) header(size int) (h [AckHeaderBytes]byte, seq uint16, ok bool) {
+	if size > MaxAckPayload {
+		a.counters[PacketsTooLargeToSend]++
+		return h, 0, false
+	}
+	seq = a.sequence
+	a.sequence++
+	ack, bits := a.ackBits()
+	p := a.sent.insert(seq, keep[sentPacket]{})
+	*p = sentPacket{time: a.time, size: int32(size + AckHeaderBytes)}
+	binary.LittleEndian.PutUint16(h[0:], seq)
+	binary.LittleEndian.PutUint16(h[2:], ack)
+	binary.LittleEndian.PutUint32(h[4:], bits)
+	a.counters[PacketsSent]++
+	return h, seq, true
+}
+
+// ackBits is the ack and ack bits the next header carries
+// (cn_sequence_buffer_generate_ack_bits).
+func (a *acks) ackBits() (ack uint16, bits uint32) {
+	ack = a.received.next - 1
+	for i := range 32 {
+		if a.received.find(ack-uint16(i)) != nil {
+			bits |= 1 << i
+		}
+	}
+	return ack, bits
+}
+
+// ackStatus is the ack system's verdict on a datagram, before it is
+// recorded.
+type ackStatus int
+
+const (
+	ackOK ackStatus = iota
+	ackTooLarge
+	ackTooShort
+	ackStale
+)
+
+// check judges a received datagram as cn_ack_system_receive_packet does,
+// counting it, without recording it: the transport records it (record)
+// only once it has judged the rest, so that what it refuses is not acked.
+func (a *acks) check(b []byte) ackStatus {
+	if len(b) > MaxAckPayload {
+		a.counters[PacketsTooLargeToReceive]++
+		return ackTooLarge
+	}
+	a.counters[PacketsReceived]++
+	if len(b) < AckHeaderBytes {
+		a.counters[PacketsInvalid]++
+		return ackTooShort
+	}
+	if a.received.stale(binary.LittleEndian.Uint16(b)) {
+		a.counters[PacketsStale]++
+		return ackStale
+	}
+	return ackOK
+}
+
+// record records a datagram check accepted as received and takes the
+// acks its header carries.
+func (a *acks) record(b []byte) {
+	seq := binary.LittleEndian.Uint16(b)
+	ack := binary.LittleEndian.Uint16(b[2:])
+	bits := binary.LittleEndian.Uint32(b[4:])
+	if p := a.received.insert(seq, keep[receivedPacket]{}); p != nil {
+		*p = receivedPacket{time: a.time, size: int32(len(b))}
+	}
+	for i := 0; bits != 0; i++ {
+		if bits&1 != 0 {
+			s := ack - uint16(i)
+			if p := a.sent.find(s); p != nil && !p.acked {
+				a.acked = append(a.acked, s)
+				a.counters[PacketsAcked]++
+				p.acked = true
+				sample := float64(float32(a.time-p.time) * 1000)
+				if a.rtt == 0 && sample > 0 {
+					a.rtt = sample
+				} else {
+					a.rtt += (sample - a.rtt) * float64(float32(0.001))
+				}
+			}
+		}
+		bits >>= 1
+	}
+}
+
+// update advances time by dt seconds and refreshes packet loss and the
+// bandwidth estimates (cn_ack_system_update).
+func (a *acks) update(dt float64) {
+	a.time += dt
+	a.loss = a.lossSample()
+	a.bwIn = bandwidth(a.bwIn, &a.sent, func(p *sentPacket) (float64, int32) { return p.time, p.size })
+	a.bwOut = bandwidth(a.bwOut, &a.received, func(p *receivedPacket) (float64, int32) { return p.time, p.size })
+}
+
+// lossSample is s_calc_packet_loss: the unacked share of the 512 sent
+// sequences [sequence−1024, sequence−513], smoothed.
+func (a *acks) lossSample() float64 {
+	base := a.sent.next - uint16(len(a.sent.seqs)) // C: (sequence − capacity + 1) + 0xFFFF, as u16
+	n := len(a.sent.seqs) / 2
+	dropped := 0
+	for i := range n {
+		if p := a.sent.find(base + uint16(i)); p != nil && !p.acked {
+			dropped++
+		}
+	}
+	loss := float64(dropped) / float64(n)
+	if a.loss == 0 {
+		return loss
+	}
+	return a.loss + (loss-a.loss)*0.1
+}
+
+// bandwidth is s_calc_bandwidth over the same 512 sequences of buf.
+func bandwidth[T any](bw float64, buf *seqBuf[T], get func(*T) (float64, int32)) float64 {
+	base := buf.next - uint16(len(buf.seqs))
+	n := len(buf.seqs) / 2
+	bytes := 0
+	start, end := 1e308, 0.0
+	found := false
+	for i := range n {
+		p := buf.find(base + uint16(i))
+		if p == nil {
+			continue
+		}
+		t, size := get(p)
+		bytes += int(size)
+		found = true
+		start = min(start, t)
+		end = max(end, t)
+	}
+	if found {
+		if d := end - start; d > 1e-6 {
+			sample := float64(bytes) * 8 / 1000 / d
+			bw += (sample - bw) * float64(float32(0.1))
+			bw = max(bw, 0)
+		}
+	}
+	return bw
+}
