@@ -1,6 +1,9 @@
 package layer
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Counter names one of the ack system's counters (cn_ack_system_counter_t).
 type Counter int
@@ -46,7 +49,6 @@ type acks struct {
 	rtt      float64 // milliseconds
 	loss     float64
 	bwIn     float64 // kbps computed from the sent buffer, as the C code names it
-	bwOut    float64 // kbps computed from the received buffer
 	counters [numCounters]uint64
 }
 
@@ -149,56 +151,40 @@ func (a *acks) record(b []byte) {
 }
 
 // update advances time by dt seconds and refreshes packet loss and the
-// bandwidth estimates (cn_ack_system_update).
+// bandwidth estimate (cn_ack_system_update), in one pass over the 512
+// sent sequences [sequence−1024, sequence−513] both sample (the C
+// code's base, (sequence − capacity + 1) + 0xFFFF as u16). The C code's
+// second estimate, from the received buffer, reads struct padding as a
+// size; it is neither kept nor on the wire.
 func (a *acks) update(dt float64) {
 	a.time += dt
-	a.loss = a.lossSample()
-	a.bwIn = bandwidth(a.bwIn, &a.sent, func(p *sentPacket) (float64, int32) { return p.time, p.size })
-	a.bwOut = bandwidth(a.bwOut, &a.received, func(p *receivedPacket) (float64, int32) { return p.time, p.size })
-}
-
-// lossSample is s_calc_packet_loss: the unacked share of the 512 sent
-// sequences [sequence−1024, sequence−513], smoothed.
-func (a *acks) lossSample() float64 {
-	base := a.sent.next - uint16(len(a.sent.seqs)) // C: (sequence − capacity + 1) + 0xFFFF, as u16
+	base := a.sent.next - uint16(len(a.sent.seqs))
 	n := len(a.sent.seqs) / 2
-	dropped := 0
+	dropped, bytes := 0, 0
+	start, end := math.MaxFloat64, 0.0
 	for i := range n {
-		if p := a.sent.find(base + uint16(i)); p != nil && !p.acked {
-			dropped++
-		}
-	}
-	loss := float64(dropped) / float64(n)
-	if a.loss == 0 {
-		return loss
-	}
-	return a.loss + (loss-a.loss)*0.1
-}
-
-// bandwidth is s_calc_bandwidth over the same 512 sequences of buf.
-func bandwidth[T any](bw float64, buf *seqBuf[T], get func(*T) (float64, int32)) float64 {
-	base := buf.next - uint16(len(buf.seqs))
-	n := len(buf.seqs) / 2
-	bytes := 0
-	start, end := 1e308, 0.0
-	found := false
-	for i := range n {
-		p := buf.find(base + uint16(i))
+		p := a.sent.find(base + uint16(i))
 		if p == nil {
 			continue
 		}
-		t, size := get(p)
-		bytes += int(size)
-		found = true
-		start = min(start, t)
-		end = max(end, t)
+		if !p.acked {
+			dropped++
+		}
+		bytes += int(p.size)
+		start = min(start, p.time)
+		end = max(end, p.time)
 	}
-	if found {
+	loss := float64(dropped) / float64(n)
+	if a.loss == 0 {
+		a.loss = loss
+	} else {
+		a.loss += (loss - a.loss) * 0.1
+	}
+	if start != math.MaxFloat64 {
 		if d := end - start; d > 1e-6 {
 			sample := float64(bytes) * 8 / 1000 / d
-			bw += (sample - bw) * float64(float32(0.1))
-			bw = max(bw, 0)
+			a.bwIn += (sample - a.bwIn) * float64(float32(0.1))
+			a.bwIn = max(a.bwIn, 0)
 		}
 	}
-	return bw
 }
