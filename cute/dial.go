@@ -27,6 +27,11 @@ type Dialer struct {
 	// ReadQueue is how many received payloads the Conn holds for Read;
 	// 0 means DefaultReadQueue.
 	ReadQueue int
+	// Messages tunes the client/server layer the Conn speaks (see Conn).
+	Messages MessageConfig
+	// BareProtocol makes the Conn speak the bare protocol layer, without
+	// Cute Framework's client/server layer (see ServerConfig.BareProtocol).
+	BareProtocol bool
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -70,6 +75,9 @@ func stateErr(s core.State) error {
 func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, error) {
 	ct, err := ParseToken(connectToken)
 	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "cute", Err: err}
+	}
+	if err := d.Messages.check(); err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Err: err}
 	}
 	first := net.UDPAddrFromAddrPort(ct.ServerAddrs[0])
@@ -117,6 +125,9 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
+		if !d.BareProtocol {
+			_ = dc.conn.startMessages(time.Now(), d.Messages) // checked before dialing
+		}
 		return dc.conn, nil
 	case <-dc.ended:
 		err := dc.conn.m.Err()

@@ -63,6 +63,13 @@ type ServerConfig struct {
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
 	// DefaultAcceptQueue. A client that finds it full is disconnected.
 	AcceptQueue int
+	// Messages tunes the client/server layer every Conn speaks (see Conn).
+	Messages MessageConfig
+	// BareProtocol makes every Conn speak the bare protocol layer, without
+	// Cute Framework's client/server layer: one Write is one PAYLOAD
+	// packet, for users who bring their own layer. A Cute Framework game
+	// does not understand it.
+	BareProtocol bool
 	// Logger receives the server's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -113,6 +120,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	}
 	if c.SecretKey.Public() != c.PublicKey {
 		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
+	}
+	if err := c.Messages.check(); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
 	}
 	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
 	if err != nil {
@@ -262,6 +272,9 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
+	if !l.cfg.BareProtocol {
+		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
+	}
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
 	select {

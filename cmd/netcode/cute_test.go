@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -71,6 +72,17 @@ func TestCuteCommands(t *testing.T) {
 			code, _, errs = cli(t, "cute", "client", tokFile)
 			require.Equal(t, 1, code)
 			assert.Contains(t, errs, "timed out")
+
+			// Messages of several fragments, and fire-and-forget ones, each
+			// echoed as it came (fresh tokens: each is spent once).
+			for i, args := range [][]string{{"-echo", "5", "-size", "5000"}, {"-echo", "5", "-size", "300", "-unreliable"}} {
+				tf := filepath.Join(dir, fmt.Sprintf("tok%d", i))
+				code, _, errs = cli(t, "cute", "token", "-key", keyFile, "-app", "7", "-client-id", fmt.Sprint(200+i), "-server", addr, "-o", tf)
+				require.Equal(t, 0, code, errs)
+				code, out, errs = cli(t, append(append([]string{"cute", "client"}, args...), tf)...)
+				require.Equal(t, 0, code, errs)
+				assert.Contains(t, out, "5 echoes of "+args[3]+" bytes")
+			}
 
 			cancel()
 			require.Equal(t, 0, <-done)
