@@ -169,3 +169,34 @@ func TestMessagesSteadyStateAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestMessagesReconnect attacks hazard 12 of the layer's vectors: with
+// cute_net.h, a client that reconnects keeps its transport while the
+// server's slot gets a fresh one, and no reliable message is delivered
+// either way again. A Go Conn is one connection: a reconnect, into the
+// same slot, starts both layers afresh, and reliable messages flow both
+// ways.
+func TestMessagesReconnect(t *testing.T) {
+	s := listen(t, "udp4", "127.0.0.1:0", func(c *ServerConfig) { c.MaxClients = 1 })
+	buf := make([]byte, 64)
+	for round := range 2 {
+		cli, srv := pair(t, s, uint64(10+round))
+		require.Zero(t, srv.ClientIndex())
+		for i := range 3 {
+			for _, dir := range [][2]*Conn{{cli, srv}, {srv, cli}} {
+				msg := []byte{byte(round), byte(i)}
+				_, err := dir[0].Write(msg)
+				require.NoError(t, err)
+				require.NoError(t, dir[1].SetReadDeadline(time.Now().Add(5*time.Second)))
+				n, reliable, err := dir[1].ReadMessage(buf)
+				require.NoError(t, err, "round %d, message %d", round, i)
+				require.True(t, reliable)
+				require.Equal(t, msg, buf[:n])
+			}
+		}
+		require.NoError(t, cli.Close())
+		_, err := srv.Read(buf)
+		require.ErrorIs(t, err, io.EOF)
+		require.NoError(t, srv.Close())
+	}
+}

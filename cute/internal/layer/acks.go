@@ -27,12 +27,6 @@ type sentPacket struct {
 	acked bool
 }
 
-// receivedPacket is what it remembers of a datagram it received.
-type receivedPacket struct {
-	time float64
-	size int32
-}
-
 // acks is cn_ack_system_t: the 8-byte header of every datagram (this
 // side's sequence, the newest sequence received and 32 bits of the ones
 // before it), the record of what was sent and received, the acks found
@@ -44,7 +38,7 @@ type acks struct {
 	sequence uint16
 	acked    []uint16 // acks since the last clear (cn_ack_system_get_acks)
 	sent     seqBuf[sentPacket]
-	received seqBuf[receivedPacket]
+	received seqBuf[struct{}] // only which sequences arrived: the C code's time and size feed nothing on the wire
 
 	rtt      float64 // milliseconds
 	loss     float64
@@ -128,9 +122,7 @@ func (a *acks) record(b []byte) {
 	seq := binary.LittleEndian.Uint16(b)
 	ack := binary.LittleEndian.Uint16(b[2:])
 	bits := binary.LittleEndian.Uint32(b[4:])
-	if p := a.received.insert(seq, keep[receivedPacket]{}); p != nil {
-		*p = receivedPacket{time: a.time, size: int32(len(b))}
-	}
+	a.received.insert(seq, keep[struct{}]{})
 	for i := 0; bits != 0; i++ {
 		if bits&1 != 0 {
 			s := ack - uint16(i)

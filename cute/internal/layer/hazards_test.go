@@ -3,6 +3,7 @@ package layer
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -223,4 +224,29 @@ func TestLossyExchange(t *testing.T) {
 	resent := p.a.t.Stats().Resent + p.b.t.Stats().Resent
 	acksOnly := p.a.t.Stats().AckOnly + p.b.t.Stats().AckOnly
 	require.Equal(t, uint64(fafSent)+5+5+1+resent+acksOnly, sent)
+}
+
+// TestMemoryPerConnection measures a Transport's fixed memory (the ack
+// system's and the reassembly's 1024-entry windows, the in-flight array):
+// what a connection costs before it holds any message. What it may hold
+// beyond is bounded by Config: MaxBufferedBytes + MaxMessageBytes
+// received (TestMemoryBound), MaxSendQueueBytes queued and 32 fragments
+// in flight sent.
+func TestMemoryPerConnection(t *testing.T) {
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	keep := make([]*Transport, n)
+	for i := range keep {
+		tr, err := New(epoch, Config{}, func([]byte) {})
+		require.NoError(t, err)
+		keep[i] = tr
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (after.HeapAlloc - before.HeapAlloc) / n
+	t.Logf("%d bytes per connection, before any message", per)
+	require.Less(t, per, uint64(80<<10))
+	runtime.KeepAlive(keep)
 }
