@@ -40,9 +40,12 @@ type MessageConfig struct {
 	// once); a Write past it fails with ErrSendQueueFull. 0 means 1 MiB,
 	// raised to MaxMessageBytes.
 	MaxSendQueueBytes int
-	// AckTimeout ends a connection whose peer has not acknowledged a
-	// reliable fragment for this long (and after 5 resends), with
-	// ErrAckTimeout. 0 means 10 s; negative never gives up.
+	// AckTimeout ends, with ErrAckTimeout, a connection whose peer keeps
+	// sending but has not acknowledged a reliable fragment for this long
+	// (after 5 resends). A peer that sends nothing is not given up on: a
+	// Cute Framework peer acknowledges only with its own messages, and
+	// ServerConfig.ConnectionTimeout ends one that is gone. 0 means 10 s;
+	// negative never gives up.
 	AckTimeout time.Duration
 	// Linger is how long Close waits for the peer to acknowledge the
 	// reliable messages written before it. 0 means 5 s; negative does not

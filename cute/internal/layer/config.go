@@ -78,8 +78,11 @@ type Config struct {
 	// sent. Default 10 ms.
 	AckDelay time.Duration
 	// AckTimeout gives up on a peer that does not acknowledge: Update
-	// fails with ErrAckTimeout when a fragment has gone unacknowledged
-	// this long since it was first sent and was resent at least 5 times.
+	// fails with ErrAckTimeout when a fragment was resent at least 5 times
+	// and the peer, still sending, has not acknowledged it this long
+	// after it was first sent. A peer that sends nothing at this layer is
+	// not given up on: a Cute Framework peer acknowledges only with its
+	// own data, and a silent connection is the protocol's timeout to end.
 	// Default 10 s; negative never gives up.
 	AckTimeout time.Duration
 	// PiggybackOnly sends no ack-only datagram: acks ride only on data,

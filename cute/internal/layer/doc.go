@@ -40,9 +40,11 @@
 //     nothing carried the ack back within Config.AckDelay, an ack-only
 //     datagram goes out (see AckOnly). The C code has none, so its peer
 //     resends for ever to a side that only listens.
-//   - A peer that never acknowledges is given up on: Update fails with
-//     ErrAckTimeout once a fragment has gone unacknowledged for
-//     Config.AckTimeout and was resent at least 5 times.
+//   - A peer that keeps sending but never acknowledges is given up on:
+//     Update fails with ErrAckTimeout once a fragment was resent at least
+//     5 times and the peer was still heard Config.AckTimeout after it was
+//     first sent. (A quiet Cute Framework peer cannot acknowledge; the
+//     protocol's connection timeout ends a peer that is gone.)
 //
 // A Transport is not safe for concurrent use: its owner serialises calls.
 package layer

@@ -103,7 +103,7 @@ func (t *Transport) Receive(b []byte) error {
 	size := binary.LittleEndian.Uint16(h[7:])
 	data := b[AckHeaderBytes+HeaderBytes:]
 	if isAckOnly(count, index, size, len(data)) {
-		t.a.record(b)
+		t.take(b, false)
 		return nil
 	}
 	switch {
@@ -194,6 +194,7 @@ func (t *Transport) Receive(b []byte) error {
 // the acks it carries are taken. A reliable fragment makes an ack owed.
 func (t *Transport) take(b []byte, reliable bool) {
 	t.a.record(b)
+	t.heard = t.a.time
 	if reliable && !t.owe {
 		t.owe = true
 		t.oweSince = t.a.time

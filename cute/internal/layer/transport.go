@@ -67,6 +67,7 @@ type Transport struct {
 	held     int // bytes held for reassembly and for the reader
 	owe      bool
 	oweSince float64
+	heard    float64 // when the last datagram was taken (ack-system time)
 	stats    Stats
 
 	free    []*chunk
@@ -274,7 +275,7 @@ func (t *Transport) Update(now time.Time) error {
 	if t.ackTimeout >= 0 {
 		for i := range t.inFlight {
 			f := &t.inFlight[i]
-			if f.resends >= giveUpResends && t.a.time-f.first >= t.ackTimeout {
+			if f.resends >= giveUpResends && t.heard-f.first >= t.ackTimeout {
 				return ErrAckTimeout
 			}
 		}
