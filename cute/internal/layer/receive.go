@@ -232,7 +232,7 @@ func (t *Transport) deliver(asm *assembly, seq uint16, e *entry) {
 		e.chunks[0] = nil // the message owns the chunk now
 		t.held -= FragmentBytes
 	} else {
-		m.data = make([]byte, e.size)
+		m.data = t.getBuffer(e.size)[:e.size]
 		for i, c := range e.chunks {
 			copy(m.data[i*FragmentBytes:], c[:])
 		}
@@ -282,7 +282,11 @@ func (t *Transport) Pop() {
 	}
 	m := asm.ready.front()
 	t.held -= m.held
-	t.putChunk(m.c)
+	if m.c != nil {
+		t.putChunk(m.c)
+	} else {
+		t.putBuffer(m.data)
+	}
 	asm.ready.pop()
 	if asm == &t.rel {
 		t.advance(asm)

@@ -13,6 +13,15 @@ type chunk [MaxDatagram]byte
 // keepChunks is how many free chunks a Transport keeps for reuse.
 const keepChunks = 2 * MaxInFlight
 
+// keepBuffers is how many free message buffers of several fragments a
+// Transport keeps for reuse, and keepBufferBytes the largest it keeps: a
+// connection that exchanges messages of a few fragments allocates none,
+// for at most 64 KiB kept.
+const (
+	keepBuffers     = 4
+	keepBufferBytes = 16 << 10
+)
+
 // sendItem is a reliable message queued for sending
 // (cn_socket_send_queue_item_t): its fragments go out in order, as the
 // in-flight window allows.
@@ -72,6 +81,7 @@ type Transport struct {
 
 	free    []*chunk
 	entries []*entry
+	bufs    [][]byte // free message buffers
 }
 
 // Stats counts what a Transport did that its owner may want to observe.
@@ -154,6 +164,28 @@ func (t *Transport) putChunk(c *chunk) {
 	}
 }
 
+// getBuffer returns an empty buffer of capacity n or more, recycled when
+// one is free.
+func (t *Transport) getBuffer(n int) []byte {
+	for i, b := range t.bufs {
+		if cap(b) >= n {
+			last := len(t.bufs) - 1
+			t.bufs[i] = t.bufs[last]
+			t.bufs[last] = nil
+			t.bufs = t.bufs[:last]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// putBuffer recycles b if it is worth keeping.
+func (t *Transport) putBuffer(b []byte) {
+	if cap(b) <= keepBufferBytes && len(t.bufs) < keepBuffers {
+		t.bufs = append(t.bufs, b)
+	}
+}
+
 // send puts the ack header in front of the transport header and data at
 // buf[AckHeaderBytes:AckHeaderBytes+n] and hands the datagram to emit. It
 // returns the ack-system sequence it used.
@@ -200,7 +232,7 @@ func (t *Transport) Send(msg []byte, reliable bool) error {
 		it.c = t.getChunk()
 		it.data = it.c[:copy(it.c[:], msg)]
 	} else {
-		it.data = append([]byte(nil), msg...)
+		it.data = append(t.getBuffer(n), msg...)
 	}
 	t.relSend++
 	t.queueBytes += n
@@ -337,7 +369,11 @@ func (t *Transport) sendQueued() {
 			return
 		}
 		t.queueBytes -= len(it.data)
-		t.putChunk(it.c)
+		if it.c != nil {
+			t.putChunk(it.c)
+		} else {
+			t.putBuffer(it.data)
+		}
 		t.queue.pop()
 	}
 }
