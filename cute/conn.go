@@ -183,8 +183,8 @@ func (c *Conn) Done() <-chan struct{} { return c.m.Done() }
 // closed on this side.
 func (c *Conn) Err() error {
 	if c.ml != nil {
-		if err := c.ml.stopErr(); errors.Is(err, ErrAckTimeout) {
-			return err
+		if errors.Is(c.ml.stopErr(), ErrAckTimeout) {
+			return ErrAckTimeout
 		}
 	}
 	return c.m.Err()

@@ -198,7 +198,7 @@ func (ml *messages) pump() {
 			ml.progressed()
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if uerr := ml.update(); uerr != nil {
-				ml.stop(uerr)
+				ml.stop(ml.c.m.OpErr("read", uerr))
 				ml.c.m.Close()
 				return
 			}
@@ -210,7 +210,9 @@ func (ml *messages) pump() {
 	}
 }
 
-// update runs the layer's Update and sends what it emits.
+// update runs the layer's Update and sends what it emits. It fails only
+// with ErrAckTimeout: a send that fails because the connection ended is
+// the next Read's to report.
 func (ml *messages) update() error {
 	ml.sendMu.Lock()
 	defer ml.sendMu.Unlock()
@@ -218,12 +220,9 @@ func (ml *messages) update() error {
 	err := ml.t.Update(time.Now())
 	ml.rearm(true)
 	ml.mu.Unlock()
-	ferr := ml.flush()
+	_ = ml.flush()
 	if errors.Is(err, layer.ErrAckTimeout) {
 		return ErrAckTimeout
-	}
-	if ferr != nil && !errors.Is(ferr, os.ErrDeadlineExceeded) {
-		return ferr
 	}
 	return nil
 }
@@ -252,9 +251,14 @@ func (ml *messages) send(b []byte, reliable bool) (int, error) {
 	defer ml.sendMu.Unlock()
 	ml.mu.Lock()
 	if ml.closed || ml.err != nil {
-		err := ml.err
-		if ml.closed || err == nil || errors.Is(err, io.EOF) {
-			err = net.ErrClosed
+		var err error = net.ErrClosed
+		if !ml.closed {
+			switch {
+			case errors.Is(ml.err, ErrAckTimeout):
+				err = ErrAckTimeout
+			case ml.c.m.Err() != nil:
+				err = ml.c.m.Err() // io.EOF, a timeout: as the bare Conn's Write says
+			}
 		}
 		ml.mu.Unlock()
 		return 0, ml.c.m.OpErr("write", err)
