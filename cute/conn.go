@@ -164,9 +164,11 @@ func (c *Conn) MaxClients() int { return c.maxClients }
 // UserData returns the token's user data (server side only).
 func (c *Conn) UserData() [UserDataBytes]byte { return c.userData }
 
-// Dropped returns how many received messages were dropped: fire-and-forget
-// messages that found the read queue full or were evicted incomplete
-// (and, on a bare protocol Conn, payloads that found its read queue full).
+// Dropped returns how many received PAYLOAD packets found the Conn's
+// packet queue (ServerConfig.ReadQueue, Dialer.ReadQueue) full and were
+// dropped (what they carried of reliable messages is resent), plus, with
+// the client/server layer, the fire-and-forget messages lost to a full
+// read queue or evicted incomplete.
 func (c *Conn) Dropped() uint64 {
 	if c.ml != nil {
 		return c.m.Dropped() + c.ml.stats().Dropped

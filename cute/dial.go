@@ -24,8 +24,8 @@ type Dialer struct {
 	ApplicationID uint64
 	// LocalAddr is the optional local "host:port" to send from.
 	LocalAddr string
-	// ReadQueue is how many received payloads the Conn holds for Read;
-	// 0 means DefaultReadQueue.
+	// ReadQueue is how many received PAYLOAD packets the Conn holds (see
+	// ServerConfig.ReadQueue); 0 means DefaultReadQueue.
 	ReadQueue int
 	// Messages tunes the client/server layer the Conn speaks (see Conn).
 	Messages MessageConfig

@@ -57,8 +57,9 @@ type ServerConfig struct {
 	// ConnectionTimeout ends a connection silent for this long, whole
 	// seconds; 0 means 10 s, Cute Framework's default.
 	ConnectionTimeout time.Duration
-	// ReadQueue is how many payloads each Conn holds for Read; 0 means
-	// DefaultReadQueue.
+	// ReadQueue is how many received PAYLOAD packets each Conn holds, for
+	// Read on a bare protocol Conn, for the client/server layer otherwise;
+	// 0 means DefaultReadQueue.
 	ReadQueue int
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
 	// DefaultAcceptQueue. A client that finds it full is disconnected.
