@@ -48,12 +48,13 @@ type transportVectors struct {
 		Delivered int `json:"delivered"`
 	} `json:"reliable_sequence_wrap"`
 	Bulk []struct {
-		Name       string `json:"name"`
-		Size       int    `json:"size"`
-		Reliable   bool   `json:"reliable"`
-		SendResult string `json:"send_result"`
-		Delivered  []int  `json:"delivered_sizes"`
-		First      []struct {
+		Name      string `json:"name"`
+		Size      int    `json:"size"`
+		Reliable  bool   `json:"reliable"`
+		Delivered []int  `json:"delivered_sizes"`
+		Steps     int    `json:"steps"`
+		Datagrams int    `json:"datagrams_from_A"`
+		First     []struct {
 			Bytes vectortest.Hex `json:"bytes"`
 		} `json:"first_datagrams_from_A"`
 	} `json:"bulk"`
