@@ -229,9 +229,13 @@ func nilIfEmpty(s []uint16) []uint16 {
 // tagged is the vectors' message with tag tag and n bytes: byte i is
 // (tag·37 + i + (i>>8)·101) mod 256.
 func tagged(tag, n int) []byte {
+	// The pattern repeats every 65536 bytes: build one period, copy the rest.
 	b := make([]byte, n)
-	for i := range b {
+	for i := range min(n, 1<<16) {
 		b[i] = byte(tag*37 + i + (i>>8)*101)
+	}
+	for i := 1 << 16; i < n; i += 1 << 16 {
+		copy(b[i:], b[:1<<16])
 	}
 	return b
 }
