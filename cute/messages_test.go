@@ -49,7 +49,7 @@ func TestMessagesEndToEnd(t *testing.T) {
 				}
 				// Fire-and-forget: at most once, unordered; on loopback it
 				// arrives. A large one is a burst of datagrams: retried.
-				for i, n := range []int{1, 1100, 2200, 30000} {
+				for i, n := range []int{1, 1100, 2200, 30000, DefaultMaxMessageBytes} {
 					msg := message(n, 100+i)
 					var got int
 					var reliable bool

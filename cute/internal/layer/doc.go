@@ -37,8 +37,9 @@
 //     fire-and-forget message whose size is a multiple of 1100 is sent
 //     whole (the C code drops its last 1100 bytes).
 //   - A quiet side still acknowledges: when reliable data arrived and
-//     nothing carried the ack back within Config.AckDelay, an ack-only
-//     datagram goes out (see AckOnly). The C code has none, so its peer
+//     nothing carried the ack back within Config.AckDelay (at once when 8
+//     fragments, a quarter of the sender's window, are owed), an ack-only
+//     datagram goes out (see sendAckOnly). The C code has none, so its peer
 //     resends for ever to a side that only listens.
 //   - A peer that keeps sending but never acknowledges is given up on:
 //     Update fails with ErrAckTimeout once a fragment was resent at least

@@ -266,3 +266,32 @@ func TestMemoryPerConnection(t *testing.T) {
 	require.Less(t, per, uint64(80<<10))
 	runtime.KeepAlive(keep)
 }
+
+// TestNextDue: Update is due at once when queued fragments can go out, or
+// will once acks just taken free the window (a transfer paced by the
+// resend timer instead moves 32 fragments per 100 ms), and when a quarter
+// of a window of reliable fragments is owed an ack; else at the next
+// resend or ack delay; and never when idle.
+func TestNextDue(t *testing.T) {
+	p := newPair(t, liveConfig)
+	require.True(t, p.a.t.NextDue().IsZero(), "idle")
+	require.NoError(t, p.a.t.Send(make([]byte, 40*FragmentBytes), true))
+	require.Equal(t, at(0), p.a.t.NextDue(), "queued fragments to send")
+	p.a.now += 0.001
+	require.NoError(t, p.a.t.Update(at(p.a.now)))
+	require.Equal(t, MaxInFlight, p.a.t.Unacked())
+	resend := p.a.t.NextDue()
+	require.InDelta(t, 0.101, resend.Sub(epoch).Seconds(), 0.001, "the window is full: the next resend")
+	for i, d := range p.a.take() {
+		require.NoError(t, p.b.t.Receive(d))
+		if i+1 < ackEvery {
+			require.Equal(t, at(0).Add(DefaultAckDelay).Add(time.Nanosecond), p.b.t.NextDue(), "the ack delay")
+		}
+	}
+	require.Equal(t, at(0), p.b.t.NextDue(), "a quarter window owed: at once")
+	require.NoError(t, p.b.t.Update(at(0)))
+	acks := p.b.take()
+	require.Len(t, acks, 1)
+	require.NoError(t, p.a.t.Receive(acks[0]))
+	require.Equal(t, at(p.a.now), p.a.t.NextDue(), "acks taken free the window: at once")
+}

@@ -195,9 +195,12 @@ func (t *Transport) Receive(b []byte) error {
 func (t *Transport) take(b []byte, reliable bool) {
 	t.a.record(b)
 	t.heard = t.a.time
-	if reliable && !t.owe {
-		t.owe = true
-		t.oweSince = t.a.time
+	if reliable {
+		if !t.owe {
+			t.owe = true
+			t.oweSince = t.a.time
+		}
+		t.owed++
 	}
 }
 

@@ -10,6 +10,11 @@ import (
 // state allocates none.
 type chunk [MaxDatagram]byte
 
+// ackEvery is how many reliable fragments may arrive before an ack-only
+// datagram goes out at once rather than after the ack delay: a quarter of
+// the sender's window, so that a transfer is not paced by the delay.
+const ackEvery = MaxInFlight / 4
+
 // keepChunks is how many free chunks a Transport keeps for reuse.
 const keepChunks = 2 * MaxInFlight
 
@@ -76,6 +81,7 @@ type Transport struct {
 	held     int // bytes held for reassembly and for the reader
 	owe      bool
 	oweSince float64
+	owed     int     // reliable fragments taken since the last datagram sent
 	heard    float64 // when the last datagram was taken (ack-system time)
 	stats    Stats
 
@@ -192,7 +198,7 @@ func (t *Transport) putBuffer(b []byte) {
 func (t *Transport) send(buf []byte, n int) uint16 {
 	h, seq, _ := t.a.header(n) // n ≤ HeaderBytes+FragmentBytes < MaxAckPayload
 	copy(buf, h[:])
-	t.owe = false // every header carries the acks so far
+	t.owe, t.owed = false, 0 // every header carries the acks so far
 	t.emit(buf[:AckHeaderBytes+n])
 	return seq
 }
@@ -312,7 +318,7 @@ func (t *Transport) Update(now time.Time) error {
 			}
 		}
 	}
-	if t.owe && !t.cfg.PiggybackOnly && t.a.time-t.oweSince >= t.ackDelay {
+	if t.owe && !t.cfg.PiggybackOnly && (t.a.time-t.oweSince >= t.ackDelay || t.owed >= ackEvery) {
 		t.sendAckOnly()
 	}
 	return nil
@@ -381,7 +387,9 @@ func (t *Transport) sendQueued() {
 // NextDue returns when Update is next needed: the zero Time when nothing
 // is due until a datagram arrives or a message is sent.
 func (t *Transport) NextDue() time.Time {
-	if t.queue.n > 0 && len(t.inFlight) < MaxInFlight {
+	if t.queue.n > 0 && (len(t.inFlight) < MaxInFlight || len(t.a.acked) > 0) {
+		// Queued fragments can go out, or will once the acks just taken
+		// free the window.
 		return t.last
 	}
 	due := -1.0 // seconds after t.a.time
@@ -394,6 +402,9 @@ func (t *Transport) NextDue() time.Time {
 		earlier(t.inFlight[i].time + t.resend)
 	}
 	if t.owe && !t.cfg.PiggybackOnly {
+		if t.owed >= ackEvery {
+			return t.last
+		}
 		earlier(t.oweSince + t.ackDelay)
 	}
 	if due < 0 {
