@@ -45,6 +45,9 @@ type server struct {
 	sk SecretKey
 }
 
+// bare is the edit of a listen whose Conns speak the bare protocol layer.
+func bare(c *ServerConfig) { c.BareProtocol = true }
+
 func listen(t *testing.T, network, addr string, edit func(*ServerConfig)) *server {
 	t.Helper()
 	if network == "udp6" && ipv6Probe() != nil {
@@ -79,12 +82,14 @@ func (s *server) token(t *testing.T, clientID uint64, edit func(*TokenParams)) [
 	return tok
 }
 
-// pair dials s and accepts, returning both ends.
+// pair dials s and accepts, returning both ends, speaking the bare
+// protocol layer if s does.
 func pair(t *testing.T, s *server, clientID uint64) (cli, srv *Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := DialContext(ctx, s.token(t, clientID, nil))
+	d := Dialer{BareProtocol: s.cfg.BareProtocol}
+	cli, err := d.DialContext(ctx, s.token(t, clientID, nil))
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
 	srv, err = s.AcceptConn(ctx)
@@ -103,14 +108,14 @@ func echo(t testing.TB, from, to *Conn, msg, buf []byte) {
 	}
 }
 
-// TestEndToEnd: a client connects over real UDP, payloads of every size
+// TestEndToEnd (bare protocol layer): a client connects over real UDP, payloads of every size
 // class cross both ways intact and in order, the token's client id and
 // user data reach the server (from the right offset), and each side's
 // Close reaches the other as io.EOF.
 func TestEndToEnd(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			s := listen(t, f.network, f.addr, nil)
+			s := listen(t, f.network, f.addr, bare)
 			cli, srv := pair(t, s, 77)
 			assert.Equal(t, uint64(77), srv.ClientID())
 			assert.Equal(t, uint64(77), cli.ClientID(), "from CONNECTION_ACCEPTED")
@@ -184,7 +189,7 @@ func TestServerCloseIsEOF(t *testing.T) {
 func TestDeadlinesAndClose(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			s := listen(t, f.network, f.addr, nil)
+			s := listen(t, f.network, f.addr, bare)
 			cli, srv := pair(t, s, 5)
 			buf := make([]byte, 16)
 			for _, c := range []*Conn{cli, srv} {
@@ -210,17 +215,26 @@ func TestDeadlinesAndClose(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "kept", string(buf[:n]))
 
-			// A blocked Read ends at Close.
-			errc := make(chan error, 1)
-			go func() { _, err := srv.Read(buf); errc <- err }()
-			require.NoError(t, srv.Close())
-			require.ErrorIs(t, <-errc, net.ErrClosed)
-			_, err = srv.Write([]byte("x"))
-			require.ErrorIs(t, err, net.ErrClosed)
-			require.ErrorIs(t, srv.Close(), net.ErrClosed)
-			require.ErrorIs(t, srv.SetDeadline(time.Now()), net.ErrClosed)
+			requireClosedAtClose(t, srv)
 		})
 	}
+}
+
+// requireClosedAtClose closes c and checks that a Read blocked then, and
+// every later call, fail with net.ErrClosed.
+func requireClosedAtClose(t *testing.T, c *Conn) {
+	t.Helper()
+	buf := make([]byte, 16)
+	errc := make(chan error, 1)
+	go func() { _, err := c.Read(buf); errc <- err }()
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, <-errc, net.ErrClosed)
+	_, err := c.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = c.Read(buf)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorIs(t, c.Close(), net.ErrClosed)
+	require.ErrorIs(t, c.SetDeadline(time.Now()), net.ErrClosed)
 }
 
 // TestDialRefusals: each failure state of the client comes back as its
@@ -349,7 +363,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	race.Skip(t)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			s := listen(t, f.network, f.addr, nil)
+			s := listen(t, f.network, f.addr, bare)
 			cli, srv := pair(t, s, 1)
 			msg := make([]byte, 100)
 			buf := make([]byte, MaxPayloadBytes)

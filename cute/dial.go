@@ -24,9 +24,14 @@ type Dialer struct {
 	ApplicationID uint64
 	// LocalAddr is the optional local "host:port" to send from.
 	LocalAddr string
-	// ReadQueue is how many received payloads the Conn holds for Read;
-	// 0 means DefaultReadQueue.
+	// ReadQueue is how many received PAYLOAD packets the Conn holds (see
+	// ServerConfig.ReadQueue); 0 means DefaultReadQueue.
 	ReadQueue int
+	// Messages tunes the client/server layer the Conn speaks (see Conn).
+	Messages MessageConfig
+	// BareProtocol makes the Conn speak the bare protocol layer, without
+	// Cute Framework's client/server layer (see ServerConfig.BareProtocol).
+	BareProtocol bool
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 
@@ -72,6 +77,9 @@ func stateErr(s core.State) error {
 func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, error) {
 	ct, err := ParseToken(connectToken)
 	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "cute", Err: err}
+	}
+	if err := d.Messages.check(); err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Err: err}
 	}
 	first := net.UDPAddrFromAddrPort(ct.ServerAddrs[0])
@@ -124,6 +132,9 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
+		if !d.BareProtocol {
+			_ = dc.conn.startMessages(time.Now(), d.Messages) // checked before dialing
+		}
 		return dc.conn, nil
 	case <-dc.ended:
 		err := dc.conn.m.Err()

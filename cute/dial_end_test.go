@@ -22,7 +22,7 @@ import (
 func TestWriteAsTheConnEnds(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			s := listen(t, f.network, f.addr, nil)
+			s := listen(t, f.network, f.addr, bare)
 			cli, _ := pair(t, s, 1)
 			dc := cli.m.Endpoint().(*dialConn)
 

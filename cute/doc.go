@@ -12,13 +12,23 @@
 // The adapters have netcode's shape: Listen returns a Listener whose
 // Accept yields a *Conn per connected client, and Dial (or a Dialer)
 // connects with a token. A Conn is a message-oriented net.Conn: one Read
-// returns one payload, one Write sends one; deadlines fail with
+// returns one message, one Write sends one; deadlines fail with
 // os.ErrDeadlineExceeded, calls after Close with net.ErrClosed, and a Read
 // after the peer's DISCONNECT with io.EOF. A failed dial wraps one of the
 // client's failure states (ErrConnectionDenied,
 // ErrConnectionRequestTimedOut, ...) and names the server. A server says
 // nothing to a token it refuses, so a handshake that timed out lists the
 // likely causes in its message, as netcode's do.
+//
+// By default a Conn speaks what a Cute Framework game speaks:
+// cute_net.h's client/server layer (ack system and reliability transport,
+// internal/layer) inside the protocol's PAYLOAD packets. A Write is a
+// reliable-in-order message of any size up to MessageConfig.MaxMessageBytes
+// (cf_client_send / cf_server_send with send_reliably true), Send(b, false)
+// a fire-and-forget one, and ReadMessage reports which kind a message was
+// (was_sent_reliably). ServerConfig.BareProtocol and Dialer.BareProtocol
+// give the bare protocol layer instead (one Write is one PAYLOAD of at
+// most MaxPayloadBytes), for users who bring their own layer.
 //
 // The protocol logic lives in I/O-free client and server cores
 // (internal/core), on the crypto of internal/hydro and the wire format of
@@ -32,5 +42,8 @@
 //	cute.(*Listener).updater   a Listener's timer: the core's Update when due
 //	cute.(*dialConn).readLoop  a dialed Conn's reader
 //	cute.(*dialConn).updater   a dialed Conn's timer: the core's Update when due
+//	cute.(*messages).pump      a Conn's client/server layer (not on a bare protocol
+//	                           Conn): takes its PAYLOADs, runs the layer's Update
+//	                           when due (the bare Conn's read deadline is its timer)
 //	sendq.(*Queue).writer      the writer of each socket (internal/sendq)
 package cute

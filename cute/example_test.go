@@ -30,8 +30,11 @@ func ExampleGenerateToken() {
 	// Output: 1114 203.0.113.5:5000 1m0s
 }
 
-// A Cute server: an echo server for Cute Framework clients. Every Conn is
-// a message-oriented net.Conn: one Read is one payload.
+// A Go server for a Cute Framework game: an echo server. Each Conn speaks
+// what cf_client_send and cf_client_pop_packet speak: one Read is one
+// message of any size, reliable or fire-and-forget (ReadMessage says
+// which), and Send answers in kind (send_reliably); Write is a reliable
+// Send.
 func ExampleListen() {
 	var secretKey cute.SecretKey // the deployment's, from your secret store
 	l, err := cute.Listen("udp", "203.0.113.5:5000", &cute.ServerConfig{
@@ -50,13 +53,13 @@ func ExampleListen() {
 		}
 		go func() {
 			defer c.Close()
-			buf := make([]byte, cute.MaxPayloadBytes)
+			buf := make([]byte, cute.DefaultMaxMessageBytes)
 			for {
-				n, err := c.Read(buf) // io.EOF when the client disconnects
+				n, reliable, err := c.ReadMessage(buf) // io.EOF when the client disconnects
 				if err != nil {
 					return
 				}
-				c.Write(buf[:n])
+				c.Send(buf[:n], reliable)
 			}
 		}()
 	}

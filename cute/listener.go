@@ -63,12 +63,20 @@ type ServerConfig struct {
 	// ConnectionTimeout ends a connection silent for this long, whole
 	// seconds; 0 means 10 s, Cute Framework's default.
 	ConnectionTimeout time.Duration
-	// ReadQueue is how many payloads each Conn holds for Read; 0 means
-	// DefaultReadQueue.
+	// ReadQueue is how many received PAYLOAD packets each Conn holds, for
+	// Read on a bare protocol Conn, for the client/server layer otherwise;
+	// 0 means DefaultReadQueue.
 	ReadQueue int
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
 	// DefaultAcceptQueue. A client that finds it full is disconnected.
 	AcceptQueue int
+	// Messages tunes the client/server layer every Conn speaks (see Conn).
+	Messages MessageConfig
+	// BareProtocol makes every Conn speak the bare protocol layer, without
+	// Cute Framework's client/server layer: one Write is one PAYLOAD
+	// packet, for users who bring their own layer. A Cute Framework game
+	// does not understand it.
+	BareProtocol bool
 	// Logger receives the server's logs; nil is silent.
 	Logger *slog.Logger
 }
@@ -115,6 +123,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	}
 	if c.SecretKey.Public() != c.PublicKey {
 		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
+	}
+	if err := c.Messages.check(); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
 	}
 	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
 	if err != nil {
@@ -265,6 +276,9 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
+	if !l.cfg.BareProtocol {
+		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
+	}
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
 	select {

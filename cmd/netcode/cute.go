@@ -164,7 +164,7 @@ func runCuteInspect(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cute serve", "-key KEY [flags]\n\nRuns a Cute echo server until interrupted.", stdout, stderr)
+	fs := newFlags("cute serve", "-key KEY [flags]\n\nRuns a Cute echo server until interrupted: each message goes back as it came,\nreliable or fire-and-forget (Cute Framework's client/server layer; -bare: the\nbare protocol layer, each payload echoed).", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:40000", "UDP address to listen on")
 	network := fs.String("net", "udp", "network: udp, udp4 or udp6")
 	key := fs.String("key", "", "secret key shared with the token service: hex or a key file (required)")
@@ -172,6 +172,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	maxClients := fs.Int("max-clients", cute.DefaultMaxClients, "client slots")
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
 	verbose := fs.Bool("v", false, "log connections to stderr")
+	bare := fs.Bool("bare", false, "speak the bare protocol layer, without Cute Framework's client/server layer")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients, PublicAddr: *public}
+	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients, PublicAddr: *public, BareProtocol: *bare}
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -203,13 +204,13 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		go func() {
 			defer c.Close()
-			b := make([]byte, cute.MaxPayloadBytes)
+			b := make([]byte, cute.DefaultMaxMessageBytes)
 			for {
-				n, err := c.Read(b)
+				n, reliable, err := c.ReadMessage(b)
 				if err != nil {
 					return
 				}
-				if _, err := c.Write(b[:n]); err != nil {
+				if _, err := c.Send(b[:n], reliable); err != nil {
 					return
 				}
 			}
@@ -218,35 +219,45 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runCuteClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cute client", "[flags] TOKEN-FILE\n\nConnects with a Cute token (raw or base64; - reads standard input), sends\n-echo payloads and checks that each comes back.", stdout, stderr)
-	n := fs.Int("echo", 10, "payloads to send")
-	size := fs.Int("size", 64, "payload bytes (0..1205)")
+	fs := newFlags("cute client", "[flags] TOKEN-FILE\n\nConnects with a Cute token (raw or base64; - reads standard input), sends\n-echo messages (reliable, or fire-and-forget with -unreliable) and checks that\neach comes back.", stdout, stderr)
+	n := fs.Int("echo", 10, "messages to send")
+	size := fs.Int("size", 64, "message bytes (1..262144; with -unreliable 1..1205; with -bare 0..1205)")
 	wait := fs.Duration("wait", 2*time.Second, "how long to wait for each echo")
+	bare := fs.Bool("bare", false, "speak the bare protocol layer, without Cute Framework's client/server layer")
+	unreliable := fs.Bool("unreliable", false, "send fire-and-forget messages")
 	if err := fs.parse(args, 1); err != nil {
 		return err
 	}
-	if *size < 0 || *size > cute.MaxPayloadBytes {
-		return fmt.Errorf("-size %d: want 0..%d", *size, cute.MaxPayloadBytes)
+	minSize, maxSize := 1, cute.DefaultMaxMessageBytes
+	if *bare || *unreliable {
+		maxSize = cute.MaxPayloadBytes // one datagram: a lost fragment is a lost message
+	}
+	if *bare {
+		minSize = 0 // the bare protocol carries empty payloads; the layer refuses empty messages
+	}
+	if *size < minSize || *size > maxSize {
+		return fmt.Errorf("-size %d: want %d..%d", *size, minSize, maxSize)
 	}
 	tok, err := readTokenSize(ctx, fs.Arg(0), cute.ConnectTokenBytes)
 	if err != nil {
 		return err
 	}
-	c, err := cute.DialContext(ctx, tok)
+	d := cute.Dialer{BareProtocol: *bare}
+	c, err := d.DialContext(ctx, tok)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	fmt.Fprintf(stdout, "connected to %s as client %d\n", c.RemoteAddr(), c.ClientID())
 	msg := make([]byte, *size)
-	buf := make([]byte, cute.MaxPayloadBytes)
+	buf := make([]byte, maxSize)
 	var count [8]byte
 	for i := range *n {
 		// The count, as much of it as fits: each echo is awaited before
-		// the next payload goes, so even empty ones are told apart.
+		// the next message goes, so even short ones are told apart.
 		binary.LittleEndian.PutUint64(count[:], uint64(i))
 		copy(msg, count[:])
-		if _, err := c.Write(msg); err != nil {
+		if _, err := c.Send(msg, !*bare && !*unreliable); err != nil {
 			return err
 		}
 		if err := c.SetReadDeadline(time.Now().Add(*wait)); err != nil {

@@ -75,13 +75,24 @@ func TestCuteCommands(t *testing.T) {
 			assert.Contains(t, errs, "timed out")
 			assert.Contains(t, errs, "likely causes")
 
-			// Payloads under 8 bytes, down to empty ones, echo too.
-			for i, size := range []string{"3", "0"} {
+			// Messages under 8 bytes, down to one byte, echo too.
+			for i, size := range []string{"3", "1"} {
 				code, _, errs = cli(t, "cute", "token", "-key", keyFile, "-app", "7", "-client-id", fmt.Sprint(100+i), "-server", addr, "-o", tokFile)
 				require.Equal(t, 0, code, errs)
 				code, out, errs = cli(t, "cute", "client", "-echo", "5", "-size", size, tokFile)
 				require.Equal(t, 0, code, errs)
 				assert.Contains(t, out, "5 echoes of "+size+" bytes")
+			}
+
+			// Messages of several fragments, and fire-and-forget ones, each
+			// echoed as it came (fresh tokens: each is spent once).
+			for i, args := range [][]string{{"-echo", "5", "-size", "5000"}, {"-echo", "5", "-size", "300", "-unreliable"}} {
+				tf := filepath.Join(dir, fmt.Sprintf("tok%d", i))
+				code, _, errs = cli(t, "cute", "token", "-key", keyFile, "-app", "7", "-client-id", fmt.Sprint(200+i), "-server", addr, "-o", tf)
+				require.Equal(t, 0, code, errs)
+				code, out, errs = cli(t, append(append([]string{"cute", "client"}, args...), tf)...)
+				require.Equal(t, 0, code, errs)
+				assert.Contains(t, out, "5 echoes of "+args[3]+" bytes")
 			}
 
 			cancel()
@@ -104,7 +115,10 @@ func TestCuteCommandErrors(t *testing.T) {
 		{[]string{"cute", "token", "-key", strings.Repeat("11", 64)}, 1, "no server"},
 		{[]string{"cute", "inspect", "/no/such/file"}, 1, "no such file"},
 		{[]string{"cute", "client", "-size", "-1", "x"}, 1, "-size -1"},
-		{[]string{"cute", "client", "-size", "1206", "x"}, 1, "-size 1206"},
+		{[]string{"cute", "client", "-size", "0", "x"}, 1, "-size 0: want 1..262144"},
+		{[]string{"cute", "client", "-size", "262145", "x"}, 1, "-size 262145"},
+		{[]string{"cute", "client", "-size", "1206", "-unreliable", "x"}, 1, "-size 1206: want 1..1205"},
+		{[]string{"cute", "client", "-size", "1206", "-bare", "x"}, 1, "-size 1206: want 0..1205"},
 	}
 	for _, tt := range tests {
 		code, out, errs := cli(t, tt.args...)

@@ -18,5 +18,7 @@ func Path(name string) string {
 
 // CutePath returns the path of the Cute Protocol vectors file name
 // (primitives.json, token.json, packets.json, replay.json,
-// transcript.json) in internal/testing/vectortest/testdata/cute.
+// transcript.json, and transport/ack.json, transport/transport.json,
+// transport/transcript.json: Cute Framework's client/server layer) in
+// internal/testing/vectortest/testdata/cute.
 func CutePath(name string) string { return Path(filepath.Join("cute", name)) }

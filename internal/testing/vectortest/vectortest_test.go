@@ -91,6 +91,10 @@ var vectorFiles = []struct {
 	{"cute/packets.json", []string{"internal/testing/vectortest"}},
 	{"cute/replay.json", []string{"internal/testing/vectortest"}},
 	{"cute/transcript.json", []string{"internal/testing/vectortest"}},
+	{"cute/transport/README.md", []string{"internal/testing/vectortest"}},
+	{"cute/transport/ack.json", []string{"internal/testing/vectortest"}},
+	{"cute/transport/transport.json", []string{"internal/testing/vectortest"}},
+	{"cute/transport/transcript.json", []string{"internal/testing/vectortest"}},
 }
 
 // TestCopiesMatchShared checks that every copy of the vectors in the module

@@ -461,7 +461,7 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	var cs connectStats
 	labelled(ctx, SideClient, func(ctx context.Context) {
 		d := &netcode.Dialer{}
-		cd := &cute.Dialer{}
+		cd := &cute.Dialer{BareProtocol: true} // the protocol layer, as the server
 		cs = r.connectAll(ctx, cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 			if r.light != nil {
 				return r.light.dial(ctx, i, tokens[i])

@@ -243,6 +243,9 @@ func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServe
 			MaxClients:    min(cfg.MaxClients, cute.MaxMaxClients),
 			MaxPending:    min(cfg.DialConcurrency, 4096),
 			Logger:        cfg.Logger,
+			// The bench measures the protocol layer, payload for payload,
+			// as it does netcode's.
+			BareProtocol: true,
 		})
 		if err != nil {
 			return

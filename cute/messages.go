@@ -1,0 +1,400 @@
+package cute
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gonetcode/netcode/cute/internal/layer"
+	"github.com/gonetcode/netcode/internal/deadline"
+)
+
+// MaxMessageBytes is the largest message MessageConfig.MaxMessageBytes
+// allows: what a Cute Framework receiver accepts.
+const MaxMessageBytes = layer.MaxMessageBytes
+
+// DefaultMaxMessageBytes is the largest message of a zero MessageConfig.
+const DefaultMaxMessageBytes = layer.DefaultMaxMessageBytes
+
+// MessageConfig tunes Cute Framework's client/server layer on a Conn: the
+// ack system and reliability transport that cf_client_send and
+// cf_server_send run every message through. The zero value is the safe
+// default.
+type MessageConfig struct {
+	// MaxMessageBytes is the largest message sent or received; 0 means
+	// DefaultMaxMessageBytes (256 KiB), at most MaxMessageBytes. A larger
+	// Write fails with ErrPayloadTooLarge; a peer's larger message is
+	// refused unacknowledged.
+	MaxMessageBytes int
+	// MaxBufferedBytes bounds what a Conn holds of the peer's messages:
+	// fragments being reassembled and messages waiting for Read. 0 means
+	// 1 MiB, raised to MaxMessageBytes. Past it, reliable fragments are
+	// refused unacknowledged (the peer resends them later) and
+	// fire-and-forget ones are dropped.
+	MaxBufferedBytes int
+	// MaxSendQueueBytes bounds the reliable messages written and not yet
+	// handed out as fragments (at most 32 fragments are unacknowledged at
+	// once); a Write past it fails with ErrSendQueueFull. 0 means 1 MiB,
+	// raised to MaxMessageBytes.
+	MaxSendQueueBytes int
+	// AckTimeout ends, with ErrAckTimeout, a connection whose peer keeps
+	// sending but has not acknowledged a reliable fragment for this long
+	// (after 5 resends). A peer that sends nothing is not given up on: a
+	// Cute Framework peer acknowledges only with its own messages, and
+	// ServerConfig.ConnectionTimeout ends one that is gone. 0 means 10 s;
+	// negative never gives up.
+	AckTimeout time.Duration
+	// Linger is how long Close waits for the peer to acknowledge the
+	// reliable messages written before it. 0 means 5 s; negative does not
+	// wait.
+	Linger time.Duration
+}
+
+// DefaultLinger is the default MessageConfig.Linger.
+const DefaultLinger = 5 * time.Second
+
+// ErrMessageConfig: a MessageConfig field out of range.
+var ErrMessageConfig = errors.New("cute: invalid MessageConfig")
+
+// layerConfig is cfg as package layer takes it.
+func (cfg MessageConfig) layerConfig() layer.Config {
+	return layer.Config{
+		MaxMessageBytes:   cfg.MaxMessageBytes,
+		MaxBufferedBytes:  cfg.MaxBufferedBytes,
+		MaxSendQueueBytes: cfg.MaxSendQueueBytes,
+		AckTimeout:        cfg.AckTimeout,
+	}
+}
+
+// check reports whether cfg is valid.
+func (cfg MessageConfig) check() error {
+	if _, err := layer.New(time.Time{}, cfg.layerConfig(), nil); err != nil {
+		return ErrMessageConfig
+	}
+	return nil
+}
+
+// Errors of the client/server layer.
+var (
+	// ErrEmptyMessage: a Write of 0 bytes. Cute Framework refuses them too
+	// (cf_client_send, cf_server_send): an empty reliable message would
+	// stall its receiver's stream for good.
+	ErrEmptyMessage = errors.New("cute: empty message")
+	// ErrSendQueueFull: MessageConfig.MaxSendQueueBytes of reliable
+	// messages (or 1024 of them) wait for the peer's acks.
+	ErrSendQueueFull = errors.New("cute: reliable send queue full")
+	// ErrAckTimeout: the peer stopped acknowledging reliable messages.
+	ErrAckTimeout = errors.New("cute: peer does not acknowledge")
+	// ErrBareProtocol: a reliable Send on a Conn of the bare protocol
+	// layer, which has no reliability.
+	ErrBareProtocol = errors.New("cute: reliable send on a bare protocol Conn")
+)
+
+// messages runs the client/server layer (package layer's Transport) over
+// a Conn's protocol payloads: every message goes out as layer datagrams,
+// each sealed into one PAYLOAD packet by the Conn's bare Write, and every
+// PAYLOAD the bare Conn receives is a layer datagram. One goroutine, the
+// pump, reads the bare Conn, and runs the layer's Update when it is due:
+// its next due time is the bare Conn's read deadline, so the socket
+// engine's timers are the only clock.
+//
+// Lock order: sendMu → mu. mu guards the Transport and is held for no
+// I/O: datagrams the layer emits under it are sent after it is released,
+// under sendMu alone, which keeps the layer's ack sequence in send order.
+type messages struct {
+	c *Conn
+
+	sendMu sync.Mutex
+	mu     sync.Mutex
+	t      *layer.Transport
+	pend   [][]byte // datagrams emitted under mu, sent under sendMu
+	npend  int
+	err    error // why the pump stopped: the bare Conn's end
+	closed bool  // Close was called
+
+	ready    chan struct{} // a message may be waiting
+	progress chan struct{} // the pump took a datagram or ran Update
+	armed    time.Time     // the bare Conn's read deadline, under mu
+	linger   time.Duration
+	ended    chan struct{} // closed when the pump stops
+	done     chan struct{} // closed when the pump has returned
+	rd       deadline.Deadline
+	buf      [MaxPayloadBytes]byte // the pump's read buffer
+}
+
+// startMessages makes c speak the client/server layer and starts its
+// pump. Call it once the connection exists, before c is handed out.
+func (c *Conn) startMessages(now time.Time, cfg MessageConfig) error {
+	ml := &messages{c: c, ready: make(chan struct{}, 1), progress: make(chan struct{}, 1),
+		ended: make(chan struct{}), done: make(chan struct{}), linger: cfg.Linger}
+	if ml.linger == 0 {
+		ml.linger = DefaultLinger
+	}
+	t, err := layer.New(now, cfg.layerConfig(), ml.emit)
+	if err != nil {
+		return err
+	}
+	ml.t = t
+	c.ml = ml
+	go ml.pump()
+	return nil
+}
+
+// emit keeps a datagram the layer sends, for flush. Called under mu.
+func (ml *messages) emit(b []byte) {
+	if ml.npend == len(ml.pend) {
+		ml.pend = append(ml.pend, make([]byte, 0, layer.MaxDatagram))
+	}
+	ml.pend[ml.npend] = append(ml.pend[ml.npend][:0], b...)
+	ml.npend++
+}
+
+// flush sends the datagrams emitted, each as one PAYLOAD. Called under
+// sendMu, without mu.
+func (ml *messages) flush() error {
+	var err error
+	for i := range ml.npend {
+		if _, werr := ml.c.m.Write(ml.pend[i]); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	ml.npend = 0
+	return err
+}
+
+// rearm sets the bare Conn's read deadline, the pump's timer, to the
+// layer's next due time when that is sooner than the one set (a deadline
+// that comes early only runs an Update with nothing to do; resetting it
+// for every message would cost a timer each). The pump, whose deadline
+// passed, forces it. Called under mu, so that the latest due time is the
+// one set.
+func (ml *messages) rearm(force bool) {
+	due := ml.t.NextDue()
+	if !force && (due.IsZero() || !ml.armed.IsZero() && !due.Before(ml.armed)) {
+		return
+	}
+	ml.armed = due
+	ml.c.m.SetReadDeadline(due)
+}
+
+// pump reads the bare Conn and feeds the layer until the connection ends.
+func (ml *messages) pump() {
+	defer close(ml.done)
+	for {
+		n, err := ml.c.m.Read(ml.buf[:])
+		switch {
+		case err == nil:
+			ml.mu.Lock()
+			_ = ml.t.Receive(ml.buf[:n]) // refusals are counted in the layer's Stats
+			_, _, ok := ml.t.Peek()
+			ml.rearm(false)
+			ml.mu.Unlock()
+			if ok {
+				ml.signal()
+			}
+			ml.progressed()
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if uerr := ml.update(); uerr != nil {
+				ml.stop(ml.c.m.OpErr("read", uerr))
+				ml.c.m.Close()
+				return
+			}
+			ml.progressed()
+		default:
+			ml.stop(err)
+			return
+		}
+	}
+}
+
+// update runs the layer's Update and sends what it emits. It fails only
+// with ErrAckTimeout: a send that fails because the connection ended is
+// the next Read's to report.
+func (ml *messages) update() error {
+	ml.sendMu.Lock()
+	defer ml.sendMu.Unlock()
+	ml.mu.Lock()
+	err := ml.t.Update(time.Now())
+	ml.rearm(true)
+	ml.mu.Unlock()
+	_ = ml.flush()
+	if errors.Is(err, layer.ErrAckTimeout) {
+		return ErrAckTimeout
+	}
+	return nil
+}
+
+// stop records why the pump stopped and wakes every Read.
+func (ml *messages) stop(err error) {
+	ml.mu.Lock()
+	if ml.err == nil {
+		ml.err = err
+	}
+	ml.mu.Unlock()
+	close(ml.ended)
+}
+
+// signal wakes one waiting Read.
+func (ml *messages) signal() {
+	select {
+	case ml.ready <- struct{}{}:
+	default:
+	}
+}
+
+// send sends one message.
+func (ml *messages) send(b []byte, reliable bool) (int, error) {
+	ml.sendMu.Lock()
+	defer ml.sendMu.Unlock()
+	ml.mu.Lock()
+	if ml.closed || ml.err != nil {
+		var err error = net.ErrClosed
+		if !ml.closed {
+			switch {
+			case errors.Is(ml.err, ErrAckTimeout):
+				err = ErrAckTimeout
+			case ml.c.m.Err() != nil:
+				err = ml.c.m.Err() // io.EOF, a timeout: as the bare Conn's Write says
+			}
+		}
+		ml.mu.Unlock()
+		return 0, ml.c.m.OpErr("write", err)
+	}
+	err := ml.t.Send(b, reliable)
+	if err == nil && reliable {
+		// Hand the fragments out now rather than at the next Update.
+		err = ml.t.Update(time.Now())
+	}
+	ml.rearm(false)
+	ml.mu.Unlock()
+	ferr := ml.flush()
+	switch {
+	case errors.Is(err, layer.ErrEmpty):
+		return 0, ml.c.m.OpErr("write", ErrEmptyMessage)
+	case errors.Is(err, layer.ErrTooLarge):
+		return 0, ml.c.m.OpErr("write", ErrPayloadTooLarge)
+	case errors.Is(err, layer.ErrSendQueueFull):
+		return 0, ml.c.m.OpErr("write", ErrSendQueueFull)
+	case errors.Is(err, layer.ErrAckTimeout):
+		return 0, ml.c.m.OpErr("write", ErrAckTimeout)
+	case ferr != nil && reliable && errors.Is(ferr, os.ErrDeadlineExceeded):
+		// The layer holds the message and resends its fragments: it is
+		// taken, and failing would make a retry send it twice.
+		return len(b), nil
+	case ferr != nil:
+		return 0, ferr
+	}
+	return len(b), nil
+}
+
+// read reads one message.
+func (ml *messages) read(b []byte) (int, bool, error) {
+	for {
+		ml.mu.Lock()
+		if ml.closed {
+			ml.mu.Unlock()
+			return 0, false, ml.c.m.OpErr("read", net.ErrClosed)
+		}
+		if m, reliable, ok := ml.t.Peek(); ok {
+			if len(b) < len(m) {
+				ml.mu.Unlock()
+				return 0, reliable, io.ErrShortBuffer
+			}
+			n := copy(b, m)
+			ml.t.Pop()
+			_, _, more := ml.t.Peek()
+			ml.rearm(false)
+			ml.mu.Unlock()
+			if more {
+				ml.signal()
+			}
+			return n, reliable, nil
+		}
+		err := ml.err
+		ml.mu.Unlock()
+		if err != nil {
+			return 0, false, err
+		}
+		if ml.rd.Expired() {
+			return 0, false, ml.c.m.OpErr("read", os.ErrDeadlineExceeded)
+		}
+		select {
+		case <-ml.ready:
+		case <-ml.ended:
+		case <-ml.rd.Wait():
+		}
+	}
+}
+
+// close waits up to the linger for the peer to acknowledge what was
+// sent, then ends the connection and waits for the pump.
+func (ml *messages) close() error {
+	ml.mu.Lock()
+	was := ml.closed
+	ml.closed = true
+	ml.mu.Unlock()
+	if !was && ml.linger > 0 {
+		ml.lingerOn()
+	}
+	err := ml.c.m.Close()
+	<-ml.done
+	ml.rd.Stop()
+	if was {
+		return err
+	}
+	return nil
+}
+
+// lingerOn waits until the peer acknowledged every reliable message, the
+// connection ended or the linger passed.
+func (ml *messages) lingerOn() {
+	timer := time.NewTimer(ml.linger)
+	defer timer.Stop()
+	for {
+		ml.mu.Lock()
+		left := ml.t.Unacked() + ml.t.Queued()
+		ml.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		select {
+		case <-ml.progress:
+		case <-ml.ended:
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// progressed wakes a lingering Close.
+func (ml *messages) progressed() {
+	select {
+	case ml.progress <- struct{}{}:
+	default:
+	}
+}
+
+// isClosed reports whether Close was called.
+func (ml *messages) isClosed() bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.closed
+}
+
+// stopErr is why the pump stopped, or nil.
+func (ml *messages) stopErr() error {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.err
+}
+
+// stats returns the layer's counters.
+func (ml *messages) stats() layer.Stats {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.t.Stats()
+}

@@ -1,0 +1,202 @@
+package cute
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode/internal/testing/race"
+)
+
+// message is a test message of n bytes whose content depends on seed.
+func message(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed + i>>8)
+	}
+	return b
+}
+
+// TestMessagesEndToEnd: a Go server and a Go client on the default shape
+// (Cute Framework's client/server layer) over real UDP, IPv4 and IPv6,
+// exchange reliable messages of 1 B to the maximum and fire-and-forget
+// ones, each read with its kind, in order; empty and oversized messages
+// are refused; Close reaches the peer as io.EOF after what was sent.
+func TestMessagesEndToEnd(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			s := listen(t, f.network, f.addr, nil)
+			cli, srv := pair(t, s, 9)
+			require.False(t, cli.Bare())
+			require.False(t, srv.Bare())
+			buf := make([]byte, DefaultMaxMessageBytes)
+			for _, dir := range [][2]*Conn{{cli, srv}, {srv, cli}} {
+				for i, n := range []int{1, 100, 1099, 1100, 1101, 2200, 5000, 65536, DefaultMaxMessageBytes} {
+					msg := message(n, i)
+					_, err := dir[0].Write(msg)
+					require.NoError(t, err, "%d bytes", n)
+					require.NoError(t, dir[1].SetReadDeadline(time.Now().Add(10*time.Second)))
+					got, reliable, err := dir[1].ReadMessage(buf)
+					require.NoError(t, err, "%d bytes", n)
+					require.True(t, reliable)
+					require.Equal(t, msg, buf[:got], "%d bytes", n)
+				}
+				// Fire-and-forget: at most once, unordered; on loopback it
+				// arrives. A large one is a burst of datagrams: retried.
+				for i, n := range []int{1, 1100, 2200, 30000, DefaultMaxMessageBytes} {
+					msg := message(n, 100+i)
+					var got int
+					var reliable bool
+					var err error
+					for range 3 {
+						_, serr := dir[0].Send(msg, false)
+						require.NoError(t, serr)
+						require.NoError(t, dir[1].SetReadDeadline(time.Now().Add(2*time.Second)))
+						if got, reliable, err = dir[1].ReadMessage(buf); err == nil {
+							break
+						}
+					}
+					require.NoError(t, err, "%d bytes", n)
+					require.False(t, reliable)
+					require.Equal(t, msg, buf[:got], "%d bytes", n)
+				}
+			}
+			require.NoError(t, srv.SetReadDeadline(time.Time{}))
+			_, err := cli.Write(nil)
+			require.ErrorIs(t, err, ErrEmptyMessage)
+			_, err = cli.Send(make([]byte, DefaultMaxMessageBytes+1), false)
+			require.ErrorIs(t, err, ErrPayloadTooLarge)
+
+			for i := range 300 {
+				_, err := cli.Write([]byte{byte(i), byte(i >> 8)})
+				require.NoError(t, err)
+			}
+			require.NoError(t, cli.Close())
+			for i := range 300 {
+				n, err := srv.Read(buf)
+				require.NoError(t, err, "message %d", i)
+				require.Equal(t, []byte{byte(i), byte(i >> 8)}, buf[:n])
+			}
+			_, err = srv.Read(buf)
+			require.ErrorIs(t, err, io.EOF)
+		})
+	}
+}
+
+// TestMessagesDeadlinesAndClose: Read's rules on the default shape: a
+// past deadline fails with os.ErrDeadlineExceeded naming the peer, a short
+// buffer with io.ErrShortBuffer keeping the message, Close with
+// net.ErrClosed for a blocked Read and every later call.
+func TestMessagesDeadlinesAndClose(t *testing.T) {
+	s := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(t, s, 3)
+	buf := make([]byte, 64)
+	require.NoError(t, srv.SetReadDeadline(time.Now().Add(-time.Second)))
+	_, err := srv.Read(buf)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	var oe *net.OpError
+	require.True(t, errors.As(err, &oe))
+	require.Equal(t, srv.RemoteAddr(), oe.Addr)
+	require.NoError(t, srv.SetReadDeadline(time.Time{}))
+
+	_, err = cli.Write([]byte("kept whole"))
+	require.NoError(t, err)
+	n, err := srv.Read(buf[:3])
+	require.ErrorIs(t, err, io.ErrShortBuffer)
+	require.Zero(t, n)
+	n, err = srv.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "kept whole", string(buf[:n]))
+
+	requireClosedAtClose(t, srv)
+	_, err = cli.Read(buf)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestMessagesBareRefusesReliable: a bare protocol Conn has no reliable
+// send, and says so.
+func TestMessagesBareRefusesReliable(t *testing.T) {
+	s := listen(t, "udp4", "127.0.0.1:0", bare)
+	cli, srv := pair(t, s, 4)
+	require.True(t, cli.Bare())
+	_, err := cli.Send([]byte("x"), true)
+	require.ErrorIs(t, err, ErrBareProtocol)
+	_, err = cli.Send([]byte("x"), false)
+	require.NoError(t, err)
+	buf := make([]byte, 8)
+	n, reliable, err := srv.ReadMessage(buf)
+	require.NoError(t, err)
+	require.False(t, reliable)
+	require.Equal(t, "x", string(buf[:n]))
+}
+
+// TestMessagesSteadyStateAllocations: on the default shape, a message of
+// up to one fragment costs no allocation on either side once connected,
+// reliable or fire-and-forget (counted for the whole process: pumps,
+// read loops, writers and updaters included).
+func TestMessagesSteadyStateAllocations(t *testing.T) {
+	race.Skip(t)
+	s := listen(t, "udp4", "127.0.0.1:0", nil)
+	cli, srv := pair(t, s, 1)
+	buf := make([]byte, 2048)
+	for _, n := range []int{100, 1100} {
+		for _, reliable := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d/reliable=%v", n, reliable), func(t *testing.T) {
+				msg := message(n, 1)
+				round := func() {
+					for _, dir := range [][2]*Conn{{cli, srv}, {srv, cli}} {
+						if _, err := dir[0].Send(msg, reliable); err != nil {
+							t.Fatal(err)
+						}
+						if _, _, err := dir[1].ReadMessage(buf); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for range 200 {
+					round()
+				}
+				allocs := testing.AllocsPerRun(1000, round)
+				t.Logf("%.3f allocations per round trip (2 messages)", allocs)
+				require.Less(t, allocs, 0.1, "timers and keepalives may allocate now and then")
+			})
+		}
+	}
+}
+
+// TestMessagesReconnect attacks hazard 12 of the layer's vectors: with
+// cute_net.h, a client that reconnects keeps its transport while the
+// server's slot gets a fresh one, and no reliable message is delivered
+// either way again. A Go Conn is one connection: a reconnect, into the
+// same slot, starts both layers afresh, and reliable messages flow both
+// ways.
+func TestMessagesReconnect(t *testing.T) {
+	s := listen(t, "udp4", "127.0.0.1:0", func(c *ServerConfig) { c.MaxClients = 1 })
+	buf := make([]byte, 64)
+	for round := range 2 {
+		cli, srv := pair(t, s, uint64(10+round))
+		require.Zero(t, srv.ClientIndex())
+		for i := range 3 {
+			for _, dir := range [][2]*Conn{{cli, srv}, {srv, cli}} {
+				msg := []byte{byte(round), byte(i)}
+				_, err := dir[0].Write(msg)
+				require.NoError(t, err)
+				require.NoError(t, dir[1].SetReadDeadline(time.Now().Add(5*time.Second)))
+				n, reliable, err := dir[1].ReadMessage(buf)
+				require.NoError(t, err, "round %d, message %d", round, i)
+				require.True(t, reliable)
+				require.Equal(t, msg, buf[:n])
+			}
+		}
+		require.NoError(t, cli.Close())
+		_, err := srv.Read(buf)
+		require.ErrorIs(t, err, io.EOF)
+		require.NoError(t, srv.Close())
+	}
+}
