@@ -106,6 +106,8 @@ var readmeImports = map[string]string{
 	"token":        "github.com/gonetcode/netcode/token",
 	"transport":    "github.com/gonetcode/netcode/bridge/transport",
 	"webtransport": "github.com/gonetcode/netcode/bridge/webtransport",
+	"wire":         "github.com/gonetcode/netcode/bridge/wire",
+	"autocert":     "golang.org/x/crypto/acme/autocert",
 }
 
 // codeBlock is one fenced Go block of a README.
