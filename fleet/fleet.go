@@ -104,6 +104,11 @@ type Info struct {
 	Version string `json:"version,omitempty"`
 	// Started is when the server registered.
 	Started time.Time `json:"started"`
+	// Instance tells one registration from another under the same id:
+	// random, made by Register. A heartbeat that replaces an entry of
+	// another instance is a conflict (two writers claim one id), logged
+	// and counted by both the Server and the Choosers.
+	Instance string `json:"instance,omitempty"`
 	// Expires is when the entry expires unless refreshed, in the reader's
 	// clock (filled by the readers: List and Chooser).
 	Expires time.Time `json:"-"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -15,18 +16,25 @@ import (
 )
 
 // heartbeatScript writes one server's entry with its expiry in Redis's
-// clock and keeps the region's hash alive for a few TTLs.
-// KEYS[1] the region's hash; ARGV: id, ttl ms, entry JSON, hash ttl ms.
+// clock and keeps the region's hash alive for a few TTLs. It answers
+// Redis's time and 1 when the entry it replaces was written by another
+// registration (another instance), 0 otherwise.
+// KEYS[1] the region's hash; ARGV: id, ttl ms, entry JSON, hash ttl ms,
+// the entry's instance marker ("instance":"…").
 var heartbeatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+local other = 0
+if old and not string.find(old, ARGV[5], 1, true) then other = 1 end
 redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. ' ' .. ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return now
+return {now, other}
 `)
 
 // readScript returns Redis's time in ms and the region's live entries,
-// deleting the expired ones. KEYS[1] the region's hash.
+// each as its field (the server id) and its value, deleting the expired
+// ones. KEYS[1] the region's hash.
 var readScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -35,6 +43,7 @@ local out = {now}
 for i = 1, #all, 2 do
   local exp = tonumber(string.match(all[i + 1], '^(%d+) '))
   if exp and exp > now then
+    out[#out + 1] = all[i]
     out[#out + 1] = all[i + 1]
   else
     redis.call('HDEL', KEYS[1], all[i])
@@ -43,42 +52,65 @@ end
 return out
 `)
 
+// readResult is what one read of a region found.
+type readResult struct {
+	infos []*Info
+	// bad counts entries refused as malformed or out of the protocol's
+	// limits; conflicts those that claim an id other than the field they
+	// are stored under (another server's id).
+	bad, conflicts int
+}
+
 // readRegion reads a region's live entries: one script call, one round
-// trip. Malformed entries are skipped (counted in bad). Expires is set in
-// the local clock, from the entry's expiry relative to Redis's time.
-func readRegion(ctx context.Context, c redis.UniversalClient, k keys) (infos []*Info, bad int, err error) {
+// trip. Refused entries are counted, not returned. Expires is set in the
+// local clock, from the entry's expiry relative to Redis's time.
+func readRegion(ctx context.Context, c redis.UniversalClient, k keys, region string) (readResult, error) {
+	var rr readResult
 	res, err := readScript.Run(ctx, c, []string{k.servers}).Slice()
 	if err != nil {
-		return nil, 0, err
+		return rr, err
 	}
 	local := time.Now()
-	if len(res) == 0 {
-		return nil, 0, errors.New("netcode/fleet: empty answer from the read script")
+	if len(res)%2 != 1 {
+		return rr, fmt.Errorf("netcode/fleet: the read script answered %d values", len(res))
 	}
 	now, ok := res[0].(int64)
 	if !ok {
-		return nil, 0, fmt.Errorf("netcode/fleet: read script answered %T for the time", res[0])
+		return rr, fmt.Errorf("netcode/fleet: read script answered %T for the time", res[0])
 	}
-	infos = make([]*Info, 0, len(res)-1)
-	for _, v := range res[1:] {
-		s, _ := v.(string)
+	rr.infos = make([]*Info, 0, len(res)/2)
+	for i := 1; i < len(res); i += 2 {
+		field, _ := res[i].(string)
+		s, _ := res[i+1].(string)
 		info, ok := parseEntry(s, now, local)
-		if !ok {
-			bad++
-			continue
+		switch {
+		case !ok || info.Region != region:
+			rr.bad++
+		case info.ID != field:
+			rr.conflicts++
+		default:
+			rr.infos = append(rr.infos, info)
 		}
-		infos = append(infos, info)
 	}
-	return infos, bad, nil
+	return rr, nil
 }
 
 // maxEntry bounds an entry's size: far above what Register writes (32
 // addresses and 32 tags of 64 bytes), far below what would hurt.
 const maxEntry = 16 << 10
 
+// MaxMaxClients is the most client slots an entry may claim: a netcode
+// server's limit (netcode.ServerConfig.MaxClients). A larger claim is
+// clamped to it.
+const MaxMaxClients = 1 << 16
+
 // parseEntry decodes a hash value, "EXPIRY_MS JSON", read when Redis's
 // clock said nowMS and the local clock local. It refuses an oversized or
-// malformed entry, an invalid id or region, and an expiry before nowMS.
+// malformed entry, an invalid id, region or tag, an expiry before nowMS,
+// negative slot counts, and addresses that Register would not write: more
+// than MaxCount, or any that is not a unicast ip:port. It clamps
+// MaxClients to MaxMaxClients and Connected to MaxClients, and drops
+// repeated addresses.
 func parseEntry(s string, nowMS int64, local time.Time) (*Info, bool) {
 	if len(s) > maxEntry {
 		return nil, false
@@ -90,12 +122,34 @@ func parseEntry(s string, nowMS int64, local time.Time) (*Info, bool) {
 	}
 	info := new(Info)
 	if json.Unmarshal([]byte(body), info) != nil || checkName("id", info.ID) != nil || checkName("region", info.Region) != nil ||
-		info.MaxClients < 0 || info.Connected < 0 {
+		checkTags(info.Tags) != nil || info.MaxClients < 0 || info.Connected < 0 || len(info.Addrs) == 0 || len(info.Addrs) > MaxCount {
 		return nil, false
 	}
+	addrs := info.Addrs[:0]
+	for _, a := range info.Addrs {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil || !unicast(ap) {
+			return nil, false
+		}
+		if a = ap.String(); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	info.Addrs = addrs
+	info.MaxClients = min(info.MaxClients, MaxMaxClients)
+	info.Connected = min(info.Connected, info.MaxClients)
 	d := time.Duration(min(ms-nowMS, int64(24*time.Hour/time.Millisecond))) * time.Millisecond
 	info.Expires = local.Add(d)
 	return info, true
+}
+
+// unicast reports whether a token may name ap: a port, and a unicast
+// address without a zone (not unspecified, multicast or IPv4's
+// broadcast).
+func unicast(ap netip.AddrPort) bool {
+	a := ap.Addr()
+	return ap.Port() != 0 && a.IsValid() && a.Zone() == "" && !a.IsUnspecified() && !a.IsMulticast() &&
+		a.Unmap() != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // List reads the live entries of a region from Redis (prefix "" means
@@ -107,10 +161,11 @@ func List(ctx context.Context, c redis.UniversalClient, prefix, region string) (
 	if err := checkName("region", region); err != nil {
 		return nil, err
 	}
-	infos, _, err := readRegion(ctx, c, regionKeys(prefix, region))
+	rr, err := readRegion(ctx, c, regionKeys(prefix, region), region)
 	if err != nil {
 		return nil, err
 	}
+	infos := rr.infos
 	slices.SortFunc(infos, func(a, b *Info) int { return strings.Compare(a.ID, b.ID) })
 	return infos, nil
 }
@@ -159,7 +214,10 @@ func Regions(ctx context.Context, c redis.UniversalClient, prefix string) ([]str
 //	redis+sentinel://host:port,host2:port2/MASTER[?password=...]
 //	                                         Sentinel: the sentinels and the master's name
 //
-// Close the client when done.
+// The client honours its calls' context deadlines on the socket
+// (go-redis's ContextTimeoutEnabled), which the package's timeouts rely on:
+// a client made otherwise waits out its ReadTimeout (3 s) on a Redis that
+// accepts and does not answer. Close the client when done.
 func NewClient(rawURL string) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -172,6 +230,7 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 			if err != nil {
 				return nil, fmt.Errorf("netcode/fleet: registry URL: %w", err)
 			}
+			o.ContextTimeoutEnabled = true
 			return redis.NewClusterClient(o), nil
 		}
 		fallthrough
@@ -180,6 +239,7 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("netcode/fleet: registry URL: %w", err)
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewClient(o), nil
 	case "redis+sentinel":
 		master := strings.Trim(u.Path, "/")
@@ -190,6 +250,8 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 			MasterName:    master,
 			SentinelAddrs: strings.Split(u.Host, ","),
 			Password:      u.Query().Get("password"),
+
+			ContextTimeoutEnabled: true,
 		}
 		if u.User != nil {
 			o.Username = u.User.Username()

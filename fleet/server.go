@@ -84,9 +84,11 @@ type Server struct {
 	info Info // fixed fields; Connected and Draining are filled per beat
 	log  *slog.Logger
 
-	draining atomic.Bool
-	beats    atomic.Uint64 // heartbeats written
-	failures atomic.Uint64 // heartbeats that failed
+	draining   atomic.Bool
+	beats      atomic.Uint64 // heartbeats written
+	failures   atomic.Uint64 // heartbeats that failed
+	conflicts  atomic.Uint64 // heartbeats that replaced another instance's entry
+	conflicted atomic.Bool   // the last heartbeat did
 
 	now     chan struct{} // capacity 1: beat now (Drain)
 	closing chan struct{}
@@ -106,9 +108,7 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 		cfg.Prefix = DefaultPrefix
 	}
 	if cfg.ID == "" {
-		var b [8]byte
-		crand.Read(b[:])
-		cfg.ID = hex.EncodeToString(b[:])
+		cfg.ID = randomHex()
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
@@ -149,8 +149,8 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 	}
 	for i, a := range addrs {
 		ap, err := netip.ParseAddrPort(a)
-		if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
-			return nil, fmt.Errorf("netcode/fleet: address %q is not a concrete ip:port", a)
+		if err != nil || !unicast(ap) {
+			return nil, fmt.Errorf("netcode/fleet: address %q is not a unicast ip:port", a)
 		}
 		addrs[i] = ap.String()
 	}
@@ -172,6 +172,7 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 			MaxClients: src.MaxClients(),
 			Version:    cfg.Version,
 			Started:    time.Now().UTC().Truncate(time.Second),
+			Instance:   randomHex(),
 		},
 		log:     log.With("id", cfg.ID, "region", cfg.Region),
 		now:     make(chan struct{}, 1),
@@ -181,6 +182,13 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 	err := s.beat(ctx)
 	go s.loop(err)
 	return s, err
+}
+
+// randomHex returns 16 random hex digits.
+func randomHex() string {
+	var b [8]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // ID returns the server's id in the registry.
@@ -199,6 +207,12 @@ func (s *Server) Info() Info {
 // failed.
 func (s *Server) Heartbeats() (written, failed uint64) { return s.beats.Load(), s.failures.Load() }
 
+// Conflicts returns how many heartbeats found the entry written by another
+// registration under the same id since this one's previous heartbeat:
+// another process claims the id (a misconfigured twin, or a hostile
+// writer). The first of a run is logged at WARN.
+func (s *Server) Conflicts() uint64 { return s.conflicts.Load() }
+
 // callTimeout bounds one call to Redis: up to a second (a loaded or
 // failing-over Redis), but never past the TTL, when the entry is gone
 // anyway.
@@ -214,12 +228,23 @@ func (s *Server) beat(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
-	err = heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
-		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds()).Err()
+	res, err := heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
+		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds(),
+		`"instance":"`+s.info.Instance+`"`).Int64Slice()
 	if err != nil {
 		s.failures.Add(1)
 		return fmt.Errorf("netcode/fleet: heartbeat of %s: %w", s.info.ID, err)
 	}
+	// The first beat may replace the entry of this id's previous process
+	// (a restart): only a later one is a conflict.
+	other := len(res) == 2 && res[1] == 1 && s.beats.Load() > 0
+	if other {
+		s.conflicts.Add(1)
+		if !s.conflicted.Load() {
+			s.log.Warn("netcode/fleet: another registration wrote this server's entry: two writers claim the id", "instance", s.info.Instance)
+		}
+	}
+	s.conflicted.Store(other)
 	s.beats.Add(1)
 	return nil
 }
