@@ -293,12 +293,23 @@ func (s *Server) loop(failed error) {
 }
 
 // Drain drains the Listener (it denies new clients from now on) and marks
-// the entry draining: it writes the entry and tells the backends on the
-// region's channel before it returns, so that a Chooser stops naming the
-// server as soon as the message reaches it. The heartbeat goes on, so the
-// entry stays, draining, until Close. If Redis cannot be reached the
-// Listener is drained all the same, the heartbeat writes the mark once
-// Redis is back, and Drain returns the error.
+// the entry draining: it writes the entry and publishes the drain on the
+// region's channel before it returns. What is promised, once Drain has
+// returned nil:
+//   - a Chooser made afterwards, or a List, never names the server;
+//   - a running Chooser, in this process or another, stops naming it when
+//     the message reaches it (usually within a millisecond, but not
+//     promised: Drain does not wait for the subscribers), and at the
+//     latest once it has finished the first read it began after Drain
+//     returned — within 2 × ChooserConfig.Refresh (500 ms by default) plus
+//     one read's round trip, while Redis answers;
+//   - a client whose token still names the server first is denied at once
+//     and moves on to the token's next server.
+//
+// The heartbeat goes on, so the entry stays, draining, until Close. If
+// Redis cannot be reached the Listener is drained all the same, the
+// heartbeat writes the mark once Redis is back, and Drain returns the
+// error.
 func (s *Server) Drain(ctx context.Context) error {
 	s.src.Drain()
 	s.draining.Store(true)

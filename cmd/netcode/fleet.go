@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,9 +64,10 @@ func (f *registryFlags) register(ctx context.Context, l *netcode.Listener, proto
 		return nil, err
 	}
 	if err != nil {
-		log.Warn("registry unreachable; serving anyway and retrying", "registry", redactURL(f.url), "err", err)
+		log.Warn("registry unreachable; serving anyway, and registering once it answers", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "err", err)
+	} else {
+		log.Info("registered in the fleet", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "tags", f.tags)
 	}
-	log.Info("registered in the fleet", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "tags", f.tags)
 	return &registration{rdb: rdb, srv: srv, log: log}, nil
 }
 
@@ -85,13 +85,17 @@ func (r *registration) drain(l *netcode.Listener) {
 	}
 }
 
-// close removes the server from the registry.
+// close removes the server from the registry. Redis being unreachable is
+// not an error of the server's: the entry expires after its TTL, which
+// the warning says.
 func (r *registration) close() error {
 	if r == nil {
 		return nil
 	}
-	err := r.srv.Close()
-	return errors.Join(err, r.rdb.Close())
+	if err := r.srv.Close(); err != nil {
+		r.log.Warn("could not remove the server from the registry; its entry expires within the TTL", "ttl", fleet.DefaultTTL, "err", err)
+	}
+	return r.rdb.Close()
 }
 
 // quietRedis sends go-redis's own log lines (each failed dial, while Redis
@@ -177,8 +181,16 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d servers in %d regions, %d of %d slots taken, %d draining\n", servers, len(names), clients, slots, draining)
+	fmt.Fprintf(stdout, "%s in %s, %d of %d slots taken, %d draining\n", plural(servers, "server"), plural(len(names), "region"), clients, slots, draining)
 	return nil
+}
+
+// plural says "1 server", "2 servers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // sortByLoad orders servers as a backend prefers them: least loaded

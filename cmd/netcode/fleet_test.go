@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/internal/testing/redistest"
 )
 
@@ -64,7 +65,7 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	for _, want := range []string{"eu", addr.String(), "0x6e6574636f646531", "0/8", "ready", netcode.Version, "ranked,map=dust"} {
 		assert.Contains(t, row, want)
 	}
-	assert.Contains(t, out, "1 servers in 1 regions, 0 of 8 slots taken, 0 draining")
+	assert.Contains(t, out, "\n1 server in 1 region, 0 of 8 slots taken, 0 draining\n")
 	row, _ = fleetRow("-region", "us")
 	assert.Empty(t, row, "another region")
 	resp, err := http.Get("http://" + (<-opsAddr).String() + "/metrics")
@@ -103,6 +104,28 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	code, _, errs = cli(t, "serve", "-key", keyFile, "-addr", "127.0.0.1:0", "-registry", redisSrv.URL(), "-tags", "a b")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "tag")
+}
+
+// TestServeRegistryUnreachable: with Redis down, serve says so once (WARN)
+// and never that it registered, serves, and a clean stop after the drain
+// exits 0: the entry it could not remove expires by itself, which a
+// warning says.
+func TestServeRegistryUnreachable(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	redisSrv.Stop() // its port now refuses
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := startServe(t, ctx, loopback.Family{Network: "udp4", Addr: "127.0.0.1:0"}, "-registry", redisSrv.URL(), "-id", "s3")
+	c, err := s.dial(t, "7")
+	require.NoError(t, err, "serving without the registry")
+	require.NoError(t, c.Close())
+	cancel() // as SIGTERM
+	assert.Equal(t, 0, s.wait(t), s.logs.String())
+	logs := s.logs.String()
+	assert.Contains(t, logs, "level=WARN msg=\"registry unreachable")
+	assert.NotContains(t, logs, "registered in the fleet")
+	assert.Contains(t, logs, "its entry expires within the TTL")
+	assert.NotContains(t, logs, "level=ERROR")
 }
 
 func TestRedactURL(t *testing.T) {
