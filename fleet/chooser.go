@@ -242,6 +242,7 @@ func (ch *Chooser) readAll(ctx context.Context) error {
 		cancel()
 		ch.reads.Add(1)
 		if err != nil {
+			reloadOnFailure(ch.c, err)
 			ch.readErrors.Add(1)
 			if first == nil {
 				first = fmt.Errorf("netcode/fleet: reading region %s: %w", name, err)

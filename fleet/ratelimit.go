@@ -57,6 +57,7 @@ type RateLimiter struct {
 	// call before it calls Redis again; 0 means DefaultLimitRetry.
 	Retry time.Duration
 
+	c      redis.UniversalClient
 	lim    *redis_rate.Limiter
 	limit  redis_rate.Limit
 	prefix string
@@ -93,6 +94,7 @@ func NewRateLimiter(c redis.UniversalClient, prefix string, r rate.Limit, burst 
 		return nil, fmt.Errorf("netcode/fleet: rate %v too high", r)
 	}
 	return &RateLimiter{
+		c:      c,
 		lim:    redis_rate.NewLimiter(c),
 		limit:  redis_rate.Limit{Rate: 1, Burst: burst, Period: period},
 		prefix: prefix + ":rate:",
@@ -117,6 +119,7 @@ func (l *RateLimiter) Allow(ctx context.Context, clientID uint64) (bool, time.Du
 	res, err := l.lim.Allow(cctx, l.prefix+strconv.FormatUint(clientID, 10), l.limit)
 	if err != nil {
 		if ctx.Err() == nil { // not the caller's cancellation: Redis's failure
+			reloadOnFailure(l.c, err)
 			l.downUntil.Store(time.Now().Add(retry).UnixNano())
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrLimiterUnavailable, err)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,6 +96,17 @@ func readRegion(ctx context.Context, c redis.UniversalClient, k keys, region str
 	return rr, nil
 }
 
+// reloadOnFailure asks a Cluster client to reread the slot map after a
+// call failed: go-redis otherwise keeps sending a failed master's slots to
+// it until a MOVED or its ClusterStateReloadInterval (60 s by default),
+// long after a replica took over. The reload runs in the background and
+// go-redis coalesces them (one per 200 ms at most).
+func reloadOnFailure(c redis.UniversalClient, err error) {
+	if cc, ok := c.(*redis.ClusterClient); ok && err != nil && !errors.Is(err, redis.Nil) {
+		cc.ReloadState(context.Background())
+	}
+}
+
 // maxEntry bounds an entry's size: far above what Register writes (32
 // addresses and 32 tags of 64 bytes), far below what would hurt.
 const maxEntry = 16 << 10
@@ -178,13 +190,16 @@ func Regions(ctx context.Context, c redis.UniversalClient, prefix string) ([]str
 		prefix = DefaultPrefix
 	}
 	pattern := prefix + ":{*}:servers"
+	var mu sync.Mutex // ForEachMaster scans the masters at once
 	found := map[string]bool{}
 	scan := func(ctx context.Context, node redis.UniversalClient) error {
 		it := node.Scan(ctx, 0, pattern, 1000).Iterator()
 		for it.Next(ctx) {
 			k := strings.TrimPrefix(it.Val(), prefix+":{")
 			if r, ok := strings.CutSuffix(k, "}:servers"); ok && checkName("region", r) == nil {
+				mu.Lock()
 				found[r] = true
+				mu.Unlock()
 			}
 		}
 		return it.Err()

@@ -232,6 +232,7 @@ func (s *Server) beat(ctx context.Context) error {
 		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds(),
 		`"instance":"`+s.info.Instance+`"`).Int64Slice()
 	if err != nil {
+		reloadOnFailure(s.c, err)
 		s.failures.Add(1)
 		return fmt.Errorf("netcode/fleet: heartbeat of %s: %w", s.info.ID, err)
 	}
@@ -321,6 +322,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	err := s.beat(ctx)
 	if err == nil {
 		err = s.c.Publish(ctx, s.k.events, eventDrain+s.info.ID).Err()
+		reloadOnFailure(s.c, err)
 	}
 	if err != nil {
 		select {
