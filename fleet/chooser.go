@@ -238,7 +238,7 @@ func (ch *Chooser) readAll(ctx context.Context) error {
 		rg := ch.regions[name]
 		start := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, max(ch.cfg.Refresh, time.Second))
-		rr, err := readRegion(rctx, ch.c, rg.k, name)
+		rr, err := readRegion(rctx, ch.c, rg.k)
 		cancel()
 		ch.reads.Add(1)
 		if err != nil {

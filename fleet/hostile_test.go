@@ -22,13 +22,22 @@ import (
 // (names first, where the client lands): the liar gets at most its fair
 // share, a quarter, the share of an honest empty server.
 
-// honestFleet registers n servers of 64 slots in region "test" that
-// exist only in the registry, at 127.0.0.1:41001 and on.
+// honestFleet registers n empty servers of 64 slots in region "test"
+// that exist only in the registry, at 127.0.0.1:41001 and on.
 func honestFleet(t *testing.T, rdb redis.UniversalClient, n int) []*fleet.Server {
+	t.Helper()
+	return simFleet(t, rdb, n, 41001, 0)
+}
+
+// simFleet registers n servers of 64 slots in region "test" that exist
+// only in the registry, with ids s1 and on at 127.0.0.1:port and on,
+// server i (from 0) with i × load clients.
+func simFleet(t *testing.T, rdb redis.UniversalClient, n, port, load int) []*fleet.Server {
 	t.Helper()
 	var regs []*fleet.Server
 	for i := range n {
-		src := &simServer{addr: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 41001 + i}}
+		src := &simServer{addr: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port + i}}
+		src.connected.Store(int64(load * i))
 		reg, err := fleet.Register(context.Background(), src, fleet.ServerConfig{
 			Client: rdb, ID: fmt.Sprintf("s%d", i+1), ProtocolID: protocolID, Region: "test", Heartbeat: testHeartbeat, TTL: testTTL,
 		})

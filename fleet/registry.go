@@ -17,9 +17,10 @@ import (
 )
 
 // heartbeatScript writes one server's entry with its expiry in Redis's
-// clock and keeps the region's hash alive for a few TTLs. It answers
-// Redis's time and 1 when the entry it replaces was written by another
-// registration (another instance), 0 otherwise.
+// clock and keeps the shard's hash alive for a few TTLs. It answers
+// Redis's time; 1 when the entry it replaces was written by another
+// registration (another instance), 0 otherwise; and the shard count
+// SetShards left in the hash ("" if none).
 // KEYS[1] the region's hash; ARGV: id, ttl ms, entry JSON, hash ttl ms,
 // the entry's instance marker ("instance":"…").
 var heartbeatScript = redis.NewScript(`
@@ -30,8 +31,13 @@ local other = 0
 if old and not string.find(old, ARGV[5], 1, true) then other = 1 end
 redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. ' ' .. ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {now, other}
+return {now, other, redis.call('HGET', KEYS[1], '` + shardsField + `') or ''}
 `)
+
+// shardsField is the field of a shard's hash where SetShards leaves the
+// region's shard count for the servers' heartbeats to find; an id never
+// begins with a brace.
+const shardsField = "{shards}"
 
 // readScript returns Redis's time in ms and the region's live entries,
 // each as its field (the server id) and its value, deleting the expired
@@ -42,12 +48,14 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local all = redis.call('HGETALL', KEYS[1])
 local out = {now}
 for i = 1, #all, 2 do
-  local exp = tonumber(string.match(all[i + 1], '^(%d+) '))
-  if exp and exp > now then
-    out[#out + 1] = all[i]
-    out[#out + 1] = all[i + 1]
-  else
-    redis.call('HDEL', KEYS[1], all[i])
+  if string.sub(all[i], 1, 1) ~= '{' then
+    local exp = tonumber(string.match(all[i + 1], '^(%d+) '))
+    if exp and exp > now then
+      out[#out + 1] = all[i]
+      out[#out + 1] = all[i + 1]
+    else
+      redis.call('HDEL', KEYS[1], all[i])
+    end
   end
 end
 return out
@@ -60,26 +68,70 @@ type readResult struct {
 	// limits; conflicts those that claim an id other than the field they
 	// are stored under (another server's id).
 	bad, conflicts int
+	// shards is the region's shard count, and prev the count before the
+	// last SetShards: every shard below the larger was read.
+	shards, prev int
 }
 
-// readRegion reads a region's live entries: one script call, one round
-// trip. Refused entries are counted, not returned. Expires is set in the
-// local clock, from the entry's expiry relative to Redis's time.
-func readRegion(ctx context.Context, c redis.UniversalClient, k keys, region string) (readResult, error) {
+// readRegion reads a region's live entries: its shard count (one GET),
+// then each shard below the larger of the count and the one before it
+// (one script call each), so that a server is found whether it has moved
+// to its new shard yet or not; an id found in two shards counts once, with
+// the later expiry. Refused entries are counted, not returned. Expires is
+// set in the local clock, from the entry's expiry relative to Redis's
+// time.
+func readRegion(ctx context.Context, c redis.UniversalClient, k keys) (readResult, error) {
 	var rr readResult
-	res, err := readScript.Run(ctx, c, []string{k.servers}).Slice()
-	if err != nil {
+	var err error
+	if rr.shards, rr.prev, err = readShards(ctx, c, k); err != nil {
 		return rr, err
+	}
+	seen := map[string]int{}
+	for i := range max(rr.shards, rr.prev) {
+		if err := readShard(ctx, c, k.shard(i), k.region, &rr, seen); err != nil {
+			return rr, err
+		}
+	}
+	return rr, nil
+}
+
+// readShards reads a region's shard count and the count before the last
+// change ("N PREV"); 1 and 1 when it was never set.
+func readShards(ctx context.Context, c redis.UniversalClient, k keys) (n, prev int, err error) {
+	v, err := c.Get(ctx, k.count).Result()
+	if errors.Is(err, redis.Nil) {
+		return 1, 1, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	a, b, _ := strings.Cut(v, " ")
+	n, err1 := strconv.Atoi(a)
+	prev, err2 := strconv.Atoi(b)
+	if err1 != nil || n < 1 || n > MaxShards {
+		return 1, 1, nil // not SetShards' writing: one shard
+	}
+	if err2 != nil || prev < 1 || prev > MaxShards {
+		prev = n
+	}
+	return n, prev, nil
+}
+
+// readShard reads one shard's live entries into rr; seen maps the ids
+// read so far to their index in rr.infos.
+func readShard(ctx context.Context, c redis.UniversalClient, key, region string, rr *readResult, seen map[string]int) error {
+	res, err := readScript.Run(ctx, c, []string{key}).Slice()
+	if err != nil {
+		return err
 	}
 	local := time.Now()
 	if len(res)%2 != 1 {
-		return rr, fmt.Errorf("netcode/fleet: the read script answered %d values", len(res))
+		return fmt.Errorf("netcode/fleet: the read script answered %d values", len(res))
 	}
 	now, ok := res[0].(int64)
 	if !ok {
-		return rr, fmt.Errorf("netcode/fleet: read script answered %T for the time", res[0])
+		return fmt.Errorf("netcode/fleet: read script answered %T for the time", res[0])
 	}
-	rr.infos = make([]*Info, 0, len(res)/2)
 	for i := 1; i < len(res); i += 2 {
 		field, _ := res[i].(string)
 		s, _ := res[i+1].(string)
@@ -90,10 +142,75 @@ func readRegion(ctx context.Context, c redis.UniversalClient, k keys, region str
 		case info.ID != field:
 			rr.conflicts++
 		default:
+			if j, dup := seen[info.ID]; dup {
+				// Moving between shards: keep the fresher entry.
+				if info.Expires.After(rr.infos[j].Expires) {
+					rr.infos[j] = info
+				}
+				continue
+			}
+			seen[info.ID] = len(rr.infos)
 			rr.infos = append(rr.infos, info)
 		}
 	}
-	return rr, nil
+	return nil
+}
+
+// SetShards splits a region's registry into n hash-tagged shards (1 to
+// MaxShards), each server in shard FNV-1a(id) mod n, so that in a Cluster
+// a large region spreads over several masters and no one hash holds it
+// all. Choosers and List read every shard; a running server moves to its
+// new shard at its next heartbeat, and until it has, readers read the old
+// shards too, so that no server goes missing. Run it again with the same
+// n once a TTL has passed to stop reading the old shards after a
+// reduction. prefix "" means DefaultPrefix.
+func SetShards(ctx context.Context, c redis.UniversalClient, prefix, region string, n int) error {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := checkName("region", region); err != nil {
+		return err
+	}
+	if n < 1 || n > MaxShards {
+		return fmt.Errorf("netcode/fleet: %d shards: want 1 to %d", n, MaxShards)
+	}
+	k := regionKeys(prefix, region)
+	old, _, err := readShards(ctx, c, k)
+	if err != nil {
+		return err
+	}
+	// The count first, so that readers read every shard before any server
+	// moves; then the mark in every shard that servers write to now or
+	// will.
+	if err := c.Set(ctx, k.count, fmt.Sprintf("%d %d", n, old), 0).Err(); err != nil {
+		return err
+	}
+	for i := range max(n, old) {
+		if err := setShardsScript.Run(ctx, c, []string{k.shard(i)}, n, (regionKeyTTLs * DefaultTTL).Milliseconds()).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setShardsScript leaves the shard count in a shard's hash, keeping (or
+// giving) the hash a TTL. KEYS[1] the shard; ARGV: count, hash ttl ms.
+var setShardsScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], '` + shardsField + `', ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+`)
+
+// ReadShards returns a region's shard count (SetShards; 1 if never set)
+// and the count before the last change. prefix "" means DefaultPrefix.
+func ReadShards(ctx context.Context, c redis.UniversalClient, prefix, region string) (n, prev int, err error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := checkName("region", region); err != nil {
+		return 0, 0, err
+	}
+	return readShards(ctx, c, regionKeys(prefix, region))
 }
 
 // reloadOnFailure asks a Cluster client to reread the slot map after a
@@ -173,7 +290,7 @@ func List(ctx context.Context, c redis.UniversalClient, prefix, region string) (
 	if err := checkName("region", region); err != nil {
 		return nil, err
 	}
-	rr, err := readRegion(ctx, c, regionKeys(prefix, region), region)
+	rr, err := readRegion(ctx, c, regionKeys(prefix, region))
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +313,9 @@ func Regions(ctx context.Context, c redis.UniversalClient, prefix string) ([]str
 		it := node.Scan(ctx, 0, pattern, 1000).Iterator()
 		for it.Next(ctx) {
 			k := strings.TrimPrefix(it.Val(), prefix+":{")
-			if r, ok := strings.CutSuffix(k, "}:servers"); ok && checkName("region", r) == nil {
+			r, ok := strings.CutSuffix(k, "}:servers")
+			r, _, _ = strings.Cut(r, ",") // a shard's "{R,i}"
+			if ok && checkName("region", r) == nil {
 				mu.Lock()
 				found[r] = true
 				mu.Unlock()

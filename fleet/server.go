@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +87,9 @@ type Server struct {
 	log  *slog.Logger
 
 	draining   atomic.Bool
+	beatMu     sync.Mutex    // serializes beats: the loop's and Drain's
+	shards     atomic.Int32  // the region's shard count, as last learnt
+	left       string        // the shard moved from, to leave at the next beat; guarded by beatMu
 	beats      atomic.Uint64 // heartbeats written
 	failures   atomic.Uint64 // heartbeats that failed
 	conflicts  atomic.Uint64 // heartbeats that replaced another instance's entry
@@ -179,7 +184,14 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	err := s.beat(ctx)
+	rctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	n, _, err := readShards(rctx, cfg.Client, s.k)
+	cancel()
+	if err != nil {
+		n = 1 // the first heartbeat that gets through says
+	}
+	s.shards.Store(int32(n))
+	err = s.beat(ctx)
 	go s.loop(err)
 	return s, err
 }
@@ -220,17 +232,43 @@ func (s *Server) callTimeout() time.Duration {
 	return min(max(s.cfg.Heartbeat, time.Second), s.cfg.TTL)
 }
 
-// beat writes the entry once.
+// key is the hash the entry is in: its shard's.
+func (s *Server) key() string { return s.k.shard(shardOf(s.info.ID, int(s.shards.Load()))) }
+
+// beat writes the entry once; if the shard's hash says the region has
+// another shard count now, it moves the entry to its new shard at once,
+// and removes it from the old one at the next beat: a reader reading the
+// shards one after the other while the server moves finds it in one of
+// them.
 func (s *Server) beat(ctx context.Context) error {
+	s.beatMu.Lock()
+	defer s.beatMu.Unlock()
 	body, err := json.Marshal(s.Info())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
-	res, err := heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
-		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds(),
-		`"instance":"`+s.info.Instance+`"`).Int64Slice()
+	key := s.key()
+	other, shards, err := s.write(ctx, key, body)
+	if err == nil && shards == 0 && s.shards.Load() > 1 {
+		// The hash holds no shard count: Redis lost it (restarted empty).
+		// Put the count back, so that readers read this shard.
+		err = SetShards(ctx, s.c, s.cfg.Prefix, s.cfg.Region, int(s.shards.Load()))
+	}
+	if err == nil && shards != 0 && shards != int(s.shards.Load()) {
+		s.shards.Store(int32(shards))
+		if moved := s.key(); moved != key {
+			if other, _, err = s.write(ctx, moved, body); err == nil {
+				s.left = key
+			}
+			s.log.Info("netcode/fleet: moved to another shard", "shards", shards, "key", moved, "err", err)
+		}
+	} else if err == nil && s.left != "" && s.left != key {
+		if err = s.c.HDel(ctx, s.left, s.info.ID).Err(); err == nil {
+			s.left = ""
+		}
+	}
 	if err != nil {
 		reloadOnFailure(s.c, err)
 		s.failures.Add(1)
@@ -238,7 +276,7 @@ func (s *Server) beat(ctx context.Context) error {
 	}
 	// The first beat may replace the entry of this id's previous process
 	// (a restart): only a later one is a conflict.
-	other := len(res) == 2 && res[1] == 1 && s.beats.Load() > 0
+	other = other && s.beats.Load() > 0
 	if other {
 		s.conflicts.Add(1)
 		if !s.conflicted.Load() {
@@ -248,6 +286,28 @@ func (s *Server) beat(ctx context.Context) error {
 	s.conflicted.Store(other)
 	s.beats.Add(1)
 	return nil
+}
+
+// write runs the heartbeat script on key; it reports whether the entry
+// replaced was another registration's, and the shard count the hash
+// holds (0 if none).
+func (s *Server) write(ctx context.Context, key string, body []byte) (other bool, shards int, err error) {
+	res, err := heartbeatScript.Run(ctx, s.c, []string{key},
+		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds(),
+		`"instance":"`+s.info.Instance+`"`).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 3 {
+		return false, 0, fmt.Errorf("netcode/fleet: the heartbeat script answered %d values", len(res))
+	}
+	other = res[1] == int64(1)
+	if v, _ := res[2].(string); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxShards {
+			shards = n
+		}
+	}
+	return other, shards, nil
 }
 
 // loop heartbeats until Close; failed is the first beat's error.
@@ -348,7 +408,16 @@ func (s *Server) Close() error {
 	<-s.done
 	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout())
 	defer cancel()
-	err := s.c.HDel(ctx, s.k.servers, s.info.ID).Err()
+	s.beatMu.Lock()
+	keys := []string{s.key()}
+	if s.left != "" {
+		keys = append(keys, s.left) // in a Cluster, another slot: another call
+	}
+	s.beatMu.Unlock()
+	var err error
+	for _, k := range keys {
+		err = cmp.Or(err, s.c.HDel(ctx, k, s.info.ID).Err())
+	}
 	if err == nil {
 		err = s.c.Publish(ctx, s.k.events, eventGone+s.info.ID).Err()
 	}
