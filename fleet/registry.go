@@ -75,7 +75,7 @@ type readResult struct {
 
 // readRegion reads a region's live entries: its shard count (one GET),
 // then each shard below the larger of the count and the one before it
-// (one script call each), so that a server is found whether it has moved
+// (one script call each, all at once), so that a server is found whether it has moved
 // to its new shard yet or not; an id found in two shards counts once, with
 // the later expiry. Refused entries are counted, not returned. Expires is
 // set in the local clock, from the entry's expiry relative to Redis's
@@ -86,10 +86,32 @@ func readRegion(ctx context.Context, c redis.UniversalClient, k keys) (readResul
 	if rr.shards, rr.prev, err = readShards(ctx, c, k); err != nil {
 		return rr, err
 	}
+	// The shards at once: in a Cluster they are on several masters.
+	n := max(rr.shards, rr.prev)
+	parts := make([]readResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = readShard(ctx, c, k.shard(i), k.region, &parts[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return rr, err
+	}
 	seen := map[string]int{}
-	for i := range max(rr.shards, rr.prev) {
-		if err := readShard(ctx, c, k.shard(i), k.region, &rr, seen); err != nil {
-			return rr, err
+	for _, p := range parts {
+		rr.bad += p.bad
+		rr.conflicts += p.conflicts
+		for _, info := range p.infos {
+			if j, dup := seen[info.ID]; dup {
+				// Moving between shards: keep the fresher entry.
+				if info.Expires.After(rr.infos[j].Expires) {
+					rr.infos[j] = info
+				}
+				continue
+			}
+			seen[info.ID] = len(rr.infos)
+			rr.infos = append(rr.infos, info)
 		}
 	}
 	return rr, nil
@@ -117,9 +139,8 @@ func readShards(ctx context.Context, c redis.UniversalClient, k keys) (n, prev i
 	return n, prev, nil
 }
 
-// readShard reads one shard's live entries into rr; seen maps the ids
-// read so far to their index in rr.infos.
-func readShard(ctx context.Context, c redis.UniversalClient, key, region string, rr *readResult, seen map[string]int) error {
+// readShard reads one shard's live entries into rr.
+func readShard(ctx context.Context, c redis.UniversalClient, key, region string, rr *readResult) error {
 	res, err := readScript.Run(ctx, c, []string{key}).Slice()
 	if err != nil {
 		return err
@@ -142,14 +163,6 @@ func readShard(ctx context.Context, c redis.UniversalClient, key, region string,
 		case info.ID != field:
 			rr.conflicts++
 		default:
-			if j, dup := seen[info.ID]; dup {
-				// Moving between shards: keep the fresher entry.
-				if info.Expires.After(rr.infos[j].Expires) {
-					rr.infos[j] = info
-				}
-				continue
-			}
-			seen[info.ID] = len(rr.infos)
 			rr.infos = append(rr.infos, info)
 		}
 	}

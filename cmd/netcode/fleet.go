@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,12 +127,19 @@ func redactURL(u string) string {
 }
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fleet", "-registry URL [-region R[,R...]]\n\nLists the game servers registered in the fleet registry (netcode serve -registry)\nas a table, one line per server, least loaded first in each region.", stdout, stderr)
+	if len(args) > 0 && args[0] == "bench" {
+		return runFleetBench(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlags("fleet", "-registry URL [-region R[,R...]] [-shards N]\n       netcode fleet bench -registry URL [flags]\n\nLists the game servers registered in the fleet registry (netcode serve -registry)\nas a table, one line per server, least loaded first in each region. With\n-shards N it splits the one -region into N shards first (fleet.SetShards).\nfleet bench measures a simulated fleet: netcode fleet bench -h.", stdout, stderr)
 	url := fs.String("registry", "", "Redis URL of the fleet registry (required)")
 	regions := fs.String("region", "", "comma-separated regions to list (default: every region found)")
 	prefix := fs.String("prefix", fleet.DefaultPrefix, "key prefix of the registry")
+	shards := fs.Int("shards", 0, "split the -region (one) into this many shards first; servers move at their next heartbeat (0: leave as is)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *shards != 0 && (*regions == "" || strings.Contains(*regions, ",")) {
+		return errors.New("-shards needs one -region")
 	}
 	if *url == "" {
 		fmt.Fprintln(stderr, "-registry is required")
@@ -146,6 +154,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quietRedis(slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if *shards != 0 {
+		if err := fleet.SetShards(ctx, rdb, *prefix, *regions, *shards); err != nil {
+			return fmt.Errorf("setting %d shards of region %s in %s: %w", *shards, *regions, redactURL(*url), err)
+		}
+	}
 	var names []string
 	if *regions != "" {
 		names = strings.Split(*regions, ",")

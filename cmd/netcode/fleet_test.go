@@ -138,3 +138,31 @@ func TestRedactURL(t *testing.T) {
 		assert.Equal(t, want, redactURL(in))
 	}
 }
+
+// TestFleetBench runs `netcode fleet bench` small, against one node and
+// the 3-master Cluster: every request answered, the figures printed, and
+// its servers gone afterwards.
+func TestFleetBench(t *testing.T) {
+	for name, url := range map[string]func() string{
+		"one node":             func() string { return redistest.Start(t).URL() },
+		"3 masters 3 replicas": func() string { return redistest.StartReplicatedCluster(t).URL() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := url()
+			code, out, errs := cli(t, "fleet", "bench", "-registry", u, "-servers", "50", "-shards", "4", "-rate", "200", "-duration", "500ms")
+			require.Equal(t, 0, code, errs)
+			t.Log(out)
+			assert.Contains(t, out, "registered 50 servers in 4 shards")
+			assert.Regexp(t, `\n100 token requests in .* 0 failed\n`, out)
+			for _, want := range []string{"choice:  p50 ", "request: p50 ", "commands per token", "heartbeats/s"} {
+				assert.Contains(t, out, want)
+			}
+			code, out, errs = cli(t, "fleet", "-registry", u, "-prefix", "netcode:fleetbench")
+			require.Equal(t, 0, code, errs)
+			assert.Contains(t, out, "0 servers in 1 region", "the bench's servers removed")
+		})
+	}
+	code, _, errs := cli(t, "fleet", "bench")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "-registry is required")
+}
