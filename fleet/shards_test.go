@@ -51,6 +51,7 @@ func loadedFleet(t *testing.T, rdb redis.UniversalClient, n int) []*fleet.Server
 // and the Chooser, reading every shard, names the least loaded across
 // them, in order. On one node and on the 3-master Cluster.
 func TestShards(t *testing.T) {
+	t.Parallel() // as the Cluster tests: mostly waiting on Redis
 	t.Run("one node", func(t *testing.T) {
 		_, rdb := startRedis(t)
 		testShards(t, rdb)
