@@ -91,7 +91,9 @@ func leads(t *testing.T, ch *fleet.Chooser, n int) map[netip.AddrPort]int {
 
 func TestHostileEntries(t *testing.T) {
 	const tokens, servers = 160, 4 // three honest servers of 64 slots and the liar
-	fair := tokens / servers
+	// Its fair share, give or take what a read landing mid-burst rounds
+	// (each read forgets at least one pending token of every server).
+	fair := tokens/servers + 2
 	s1 := netip.MustParseAddrPort("127.0.0.1:41001")
 	for _, tc := range []struct {
 		name string
@@ -123,7 +125,7 @@ func TestHostileEntries(t *testing.T) {
 			writeEntry(t, rdb, "evil", liar("evil", 1<<62, []string{s1.String()}))
 		},
 		// s1's address leads its own share and the liar's, no more.
-		liarLeads: func(m map[netip.AddrPort]int) int { return m[s1] - fair },
+		liarLeads: func(m map[netip.AddrPort]int) int { return m[s1] - tokens/servers },
 		limit:     fair,
 	}, {
 		name: "an entry under another field claiming s1's id",
