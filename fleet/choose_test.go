@@ -15,7 +15,7 @@ import (
 // the package's tests do without a real redis-server).
 
 func testEntry(id string, connected, maxClients int, tags ...string) *entry {
-	e := &entry{Info: Info{ID: id, ProtocolID: 7, MaxClients: maxClients, Connected: connected, Tags: tags}}
+	e := &entry{Info: Info{ID: id, ProtocolID: 7, MaxClients: maxClients, Connected: connected, Tags: tags}, capacity: maxClients}
 	e.addrs = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}
 	return e
 }
@@ -167,8 +167,14 @@ func FuzzParseEntry(f *testing.F) {
 		if !ok {
 			return
 		}
-		if checkName("id", info.ID) != nil || checkName("region", info.Region) != nil || info.MaxClients < 0 || info.Connected < 0 {
+		if checkName("id", info.ID) != nil || checkName("region", info.Region) != nil || info.MaxClients < 0 || info.Connected < 0 ||
+			info.MaxClients > MaxMaxClients || info.Connected > info.MaxClients || len(info.Addrs) == 0 || len(info.Addrs) > MaxCount {
 			t.Fatalf("accepted %+v", info)
+		}
+		for _, a := range info.Addrs {
+			if ap, err := netip.ParseAddrPort(a); err != nil || !unicast(ap) {
+				t.Fatalf("accepted address %q", a)
+			}
 		}
 		if info.Expires.Before(local) || info.Expires.After(local.Add(24*time.Hour)) {
 			t.Fatalf("expiry %v out of range", info.Expires)
@@ -182,6 +188,13 @@ func TestParseEntry(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Info{ID: "a", Addrs: []string{"127.0.0.1:40000"}, ProtocolID: 1<<64 - 1, Region: "eu", Tags: []string{"ranked"},
 		MaxClients: 256, Connected: 3, Draining: true, Version: "0.1.0", Expires: local.Add(1500 * time.Millisecond)}, *info)
+	// Clamped: the slots to the protocol's limit, the clients to the
+	// slots; repeated addresses once.
+	info, ok = parseEntry(`1700000001500 {"id":"a","addrs":["127.0.0.1:40000","127.0.0.1:40000","[::ffff:127.0.0.1]:40001"],"region":"eu","max_clients":1099511627776,"connected":4611686018427387904}`, 1_700_000_000_000, local)
+	require.True(t, ok)
+	assert.Equal(t, MaxMaxClients, info.MaxClients)
+	assert.Equal(t, MaxMaxClients, info.Connected)
+	assert.Equal(t, []string{"127.0.0.1:40000", "[::ffff:127.0.0.1]:40001"}, info.Addrs)
 	for _, bad := range []string{
 		`1699999999999 {"id":"a","region":"eu"}`, // expired
 		`1700000001500 {"id":"","region":"eu"}`,
@@ -190,8 +203,50 @@ func TestParseEntry(t *testing.T) {
 		`1700000001500 {"id":"a","region":"eu","protocol":7}`, // a number, not the string Register writes
 		`1700000001500`,
 		`1700000001500 ` + strings.Repeat(" ", maxEntry),
+		`1700000001500 {"id":"a","region":"eu","max_clients":1}`,                         // no address
+		`1700000001500 {"id":"a","region":"eu","addrs":["224.0.0.1:1"]}`,                 // multicast
+		`1700000001500 {"id":"a","region":"eu","addrs":["127.0.0.1:1","[fe80::1%e]:1"]}`, // a zone
+		`1700000001500 {"id":"a","region":"eu","addrs":["127.0.0.1:1"],"tags":["a b"]}`,
+		`1700000001500 {"id":"a","region":"eu","addrs":[` + strings.Repeat(`"127.0.0.1:1",`, 32) + `"127.0.0.1:2"]}`, // 33
 	} {
 		_, ok := parseEntry(bad, 1_700_000_000_000, local)
 		assert.False(t, ok, "%.80q", bad)
 	}
+}
+
+// TestInstallCarriesPending: tokens named first stay counted against a
+// server across reads until its Connected shows them, or until their
+// share of pendingWindow has passed; and the load is a share of the
+// capacity clamped to the region's median.
+func TestInstallCarriesPending(t *testing.T) {
+	rg := &region{recent: map[string]regionEvent{}}
+	rg.snap.Store(&snapshot{})
+	info := func(id string, connected, maxClients int) *Info {
+		return &Info{ID: id, Addrs: []string{"127.0.0.1:1"}, ProtocolID: 7, MaxClients: maxClients, Connected: connected, Instance: "i-" + id}
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	rg.install(t0, []*Info{info("a", 0, 64), info("b", 0, 64), info("liar", 0, MaxMaxClients)}, time.Second)
+	s := rg.snap.Load()
+	assert.Equal(t, 64, s.byID["a"].capacity)
+	s.byID["a"].pending.Store(10)
+	s.byID["liar"].pending.Store(10)
+	// 100 ms later: a's server shows 6 of its 10 clients; the liar shows
+	// none. A 50th of the window passed: one more is forgotten.
+	rg.install(t0.Add(100*time.Millisecond), []*Info{info("a", 6, 64), info("b", 0, 64), info("liar", 0, MaxMaxClients)}, time.Second)
+	s = rg.snap.Load()
+	assert.EqualValues(t, 3, s.byID["a"].pending.Load())
+	assert.EqualValues(t, 9, s.byID["liar"].pending.Load())
+	assert.Equal(t, 64, s.byID["liar"].capacity, "the liar's claim is clamped to the median")
+	// A new registration under the id starts afresh.
+	again := info("liar", 0, 64)
+	again.Instance = "other"
+	rg.install(t0.Add(200*time.Millisecond), []*Info{info("a", 6, 64), info("b", 0, 64), again}, time.Second)
+	assert.EqualValues(t, 0, rg.snap.Load().byID["liar"].pending.Load())
+	// Back to the first: two writers take turns.
+	assert.Equal(t, 1, rg.install(t0.Add(300*time.Millisecond), []*Info{info("liar", 0, 64)}, time.Second))
+	// After the whole window, nothing pends.
+	s = rg.snap.Load()
+	s.byID["liar"].pending.Store(40)
+	rg.install(t0.Add(300*time.Millisecond+pendingWindow), []*Info{info("liar", 0, 64)}, time.Second)
+	assert.EqualValues(t, 0, rg.snap.Load().byID["liar"].pending.Load())
 }

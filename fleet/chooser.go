@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,12 @@ type ChooserStats struct {
 	// Choices counts queries answered with servers; NoServers the queries
 	// that found none (or hit the end of the grace period).
 	Choices, NoServers uint64
+	// Refused counts entries skipped by the reads as malformed or outside
+	// the protocol's limits (see the package's trust boundary); Conflicts
+	// the entries that claimed another server's id, and the ids seen
+	// switching back to an earlier registration (two writers of one id).
+	// Each read counts again what it skips.
+	Refused, Conflicts uint64
 	// Stale is how long ago the oldest region was last read successfully
 	// (or the Chooser made, for a region never read).
 	Stale time.Duration
@@ -92,7 +99,7 @@ type Chooser struct {
 	regions map[string]*region // fixed after NewChooser
 	created time.Time
 
-	reads, readErrors, events, choices, noServers atomic.Uint64
+	reads, readErrors, events, choices, noServers, refused, conflicts atomic.Uint64
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -126,11 +133,28 @@ type snapshot struct {
 // entry is a server in a snapshot, with what is learned between reads.
 type entry struct {
 	Info
-	addrs    []netip.AddrPort
-	pending  atomic.Int32 // tokens that named it first since the read
-	draining atomic.Bool  // a drain message arrived, or the entry said so
-	gone     atomic.Bool  // a gone message arrived
+	addrs []netip.AddrPort
+	// capacity is MaxClients clamped to the region's median: what the
+	// load is a fraction of, so that no entry ranks first by claiming
+	// more slots than its peers.
+	capacity int
+	// prevInstance is the registration this id had before Instance, to
+	// notice two writers taking turns.
+	prevInstance string
+	pending      atomic.Int32 // tokens that named it first, not yet seen in Connected
+	draining     atomic.Bool  // a drain message arrived, or the entry said so
+	gone         atomic.Bool  // a gone message arrived
 }
+
+// pendingWindow is how long a token that named a server first counts
+// against it when the server's own Connected does not show the client: it
+// is forgotten linearly over the window. A client connects within a
+// second or two of its token, and the server's next heartbeat shows it.
+// An entry that never reports its clients (one that lies that it is
+// empty) thus fills up on its own tokens, and is named first at most as
+// often as a server of the region's median capacity could take clients
+// in each window.
+const pendingWindow = 5 * time.Second
 
 // NewChooser checks cfg, reads every region once (an error there is
 // returned with a working Chooser: it answers ErrNoServers until a read
@@ -214,17 +238,24 @@ func (ch *Chooser) readAll(ctx context.Context) error {
 		rg := ch.regions[name]
 		start := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, max(ch.cfg.Refresh, time.Second))
-		infos, _, err := readRegion(rctx, ch.c, rg.k)
+		rr, err := readRegion(rctx, ch.c, rg.k)
 		cancel()
 		ch.reads.Add(1)
 		if err != nil {
+			reloadOnFailure(ch.c, err)
 			ch.readErrors.Add(1)
 			if first == nil {
 				first = fmt.Errorf("netcode/fleet: reading region %s: %w", name, err)
 			}
 			continue
 		}
-		rg.install(start, infos, ch.cfg.Refresh)
+		ch.refused.Add(uint64(rr.bad))
+		flips := rg.install(start, rr.infos, ch.cfg.Refresh)
+		if c := rr.conflicts + flips; c > 0 {
+			if ch.conflicts.Add(uint64(c)) == uint64(c) {
+				ch.log.Warn("netcode/fleet: registry entries claim another server's id: two writers of one id (counted in ChooserStats.Conflicts)", "region", name, "conflicts", c)
+			}
+		}
 	}
 	return first
 }
@@ -312,13 +343,19 @@ func (e *entry) apply(ev regionEvent) {
 }
 
 // install replaces the region's snapshot with entries read from start on,
-// reapplying the messages that arrived since start.
-func (rg *region) install(start time.Time, infos []*Info, refresh time.Duration) {
+// reapplying the messages that arrived since start, carrying each
+// server's pending tokens over (less the clients its Connected gained,
+// less their age's share of pendingWindow) and clamping capacities to the
+// region's median. It returns how many ids went back to an earlier
+// registration since the last read (two writers taking turns).
+func (rg *region) install(start time.Time, infos []*Info, refresh time.Duration) (flips int) {
+	old := rg.snap.Load()
 	s := &snapshot{at: start, servers: make([]*entry, 0, len(infos)), byID: make(map[string]*entry, len(infos))}
+	caps := make([]int, 0, len(infos))
 	for _, info := range infos {
 		e := &entry{Info: *info}
 		for _, a := range info.Addrs {
-			if ap, err := netip.ParseAddrPort(a); err == nil && ap.Port() != 0 && !ap.Addr().IsUnspecified() {
+			if ap, err := netip.ParseAddrPort(a); err == nil {
 				e.addrs = append(e.addrs, ap)
 			}
 		}
@@ -326,8 +363,26 @@ func (rg *region) install(start time.Time, infos []*Info, refresh time.Duration)
 			continue
 		}
 		e.draining.Store(info.Draining)
+		if o := old.byID[info.ID]; o != nil {
+			e.carry(o, start.Sub(old.at))
+			if e.Instance != o.Instance && e.Instance == o.prevInstance {
+				flips++
+			}
+		}
 		s.servers = append(s.servers, e)
 		s.byID[info.ID] = e
+		if e.MaxClients > 0 {
+			caps = append(caps, e.MaxClients)
+		}
+	}
+	// The lower median: one entry, however large its claim, cannot move it
+	// past an honest peer's.
+	if len(caps) > 0 {
+		slices.Sort(caps)
+		median := caps[(len(caps)-1)/2]
+		for _, e := range s.servers {
+			e.capacity = min(e.MaxClients, median)
+		}
 	}
 	rg.mu.Lock()
 	for id, ev := range rg.recent {
@@ -345,6 +400,27 @@ func (rg *region) install(start time.Time, infos []*Info, refresh time.Duration)
 	}
 	rg.snap.Store(s)
 	rg.mu.Unlock()
+	return flips
+}
+
+// carry takes over what the previous read's entry o of the same id knew,
+// age before this read: its pending tokens, less the clients Connected
+// gained and the share of pendingWindow that passed (at least one), when
+// it is the same registration; the registration before, when not.
+func (e *entry) carry(o *entry, age time.Duration) {
+	if e.Instance != o.Instance {
+		e.prevInstance = o.Instance
+		return
+	}
+	e.prevInstance = o.prevInstance
+	p := int64(o.pending.Load()) - int64(max(e.Connected-o.Connected, 0))
+	if p <= 0 {
+		return
+	}
+	p -= max(1, p*int64(age)/int64(pendingWindow))
+	if p > 0 {
+		e.pending.Store(int32(min(p, MaxMaxClients)))
+	}
 }
 
 // ChooseServers is backend.Config's ChooseServers: it maps the request to
@@ -402,23 +478,36 @@ func (ch *Chooser) Choose(q Query) ([]backend.Server, error) {
 	}
 	ch.choices.Add(1)
 	// The client lands on the first server it reaches: count it there
-	// until the next read brings the server's own figure.
-	best[0].pending.Add(1)
-	out := make([]backend.Server, 0, len(best))
-	for _, e := range best {
-		for _, a := range e.addrs {
+	// until the server's own figure shows it.
+	if best[0].pending.Load() < MaxMaxClients {
+		best[0].pending.Add(1)
+	}
+	return addrsOf(best), nil
+}
+
+// addrsOf lists the addresses of the chosen servers, in order, each
+// server's in its own order, as many as fit in a token: each server gets
+// an equal share of the token's MaxCount slots (at least one), so that no
+// entry's long list crowds the others out; slots a server leaves unused
+// go to the servers after it.
+func addrsOf(best []*entry) []backend.Server {
+	out := make([]backend.Server, 0, MaxCount)
+	for i, e := range best {
+		share := max((MaxCount-len(out))/(len(best)-i), 1)
+		for _, a := range e.addrs[:min(len(e.addrs), share)] {
 			if len(out) == MaxCount {
-				return out, nil
+				return out
 			}
 			out = append(out, backend.Server{Addr: a})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // choose appends to best (empty, with capacity for count) the count
 // least-loaded servers that qualify, least loaded first. Load is the
-// share of slots taken, counting the tokens named first since the read;
+// share of the clamped capacity taken, counting the tokens named first
+// and not yet seen in Connected;
 // equal loads are ordered at random. One pass, O(len(servers) × count) at
 // worst, with no allocation.
 func choose(best, servers []*entry, protocolID uint64, tags []string, count int) []*entry {
@@ -434,7 +523,7 @@ func choose(best, servers []*entry, protocolID uint64, tags []string, count int)
 		if taken >= e.MaxClients {
 			continue
 		}
-		load := float64(taken) / float64(e.MaxClients)
+		load := float64(taken) / float64(max(e.capacity, 1))
 		tie := rand.Uint64()
 		// Find e's place among the best so far, from the end.
 		i := len(best)
@@ -484,6 +573,8 @@ func (ch *Chooser) Stats() ChooserStats {
 		Events:     ch.events.Load(),
 		Choices:    ch.choices.Load(),
 		NoServers:  ch.noServers.Load(),
+		Refused:    ch.refused.Load(),
+		Conflicts:  ch.conflicts.Load(),
 	}
 	now := time.Now()
 	for _, rg := range ch.regions {

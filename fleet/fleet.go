@@ -42,6 +42,8 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -104,6 +106,11 @@ type Info struct {
 	Version string `json:"version,omitempty"`
 	// Started is when the server registered.
 	Started time.Time `json:"started"`
+	// Instance tells one registration from another under the same id:
+	// random, made by Register. A heartbeat that replaces an entry of
+	// another instance is a conflict (two writers claim one id), logged
+	// and counted by both the Server and the Choosers.
+	Instance string `json:"instance,omitempty"`
 	// Expires is when the entry expires unless refreshed, in the reader's
 	// clock (filled by the readers: List and Chooser).
 	Expires time.Time `json:"-"`
@@ -169,12 +176,39 @@ func ParseTags(s string) ([]string, error) {
 	return tags, checkTags(tags)
 }
 
-// keys names a region's Redis keys.
-type keys struct{ servers, events string }
+// keys names a region's Redis keys: shard 0's hash, the events channel
+// and the shard count; shard i > 0 is shard(i).
+type keys struct {
+	prefix, region         string
+	servers, events, count string
+}
 
 func regionKeys(prefix, region string) keys {
 	base := prefix + ":{" + region + "}:"
-	return keys{servers: base + "servers", events: base + "events"}
+	return keys{prefix: prefix, region: region, servers: base + "servers", events: base + "events", count: base + "shards"}
+}
+
+// shard names shard i's hash: shard 0 is the region's own, "{R}"; shard
+// i > 0 has the hash tag "{R,i}" (a comma is in no region's name), so
+// that in a Cluster each shard is its own slot.
+func (k keys) shard(i int) string {
+	if i == 0 {
+		return k.servers
+	}
+	return k.prefix + ":{" + k.region + "," + strconv.Itoa(i) + "}:servers"
+}
+
+// MaxShards bounds a region's shards (SetShards).
+const MaxShards = 256
+
+// shardOf is the shard of server id among n: FNV-1a of the id, modulo n.
+func shardOf(id string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
 }
 
 // Event messages on a region's channel.

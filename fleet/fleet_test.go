@@ -183,6 +183,38 @@ func TestDrainedNeverNamed(t *testing.T) {
 	assert.Equal(t, a.addr.String(), c.RemoteAddr().String())
 }
 
+// TestDrainBound: what Server.Drain promises a running Chooser that has
+// not had the message yet: once it has finished a read begun after Drain
+// returned (two reads counted from then: the one under way and the next),
+// it never names the server. The Chooser hears no message, so that the
+// read alone must do it.
+func TestDrainBound(t *testing.T) {
+	redisSrv, rdb := startRedis(t)
+	a := startServer(t, "udp4", fleet.ServerConfig{Client: rdb, ID: "a"})
+	b := startServer(t, "udp4", fleet.ServerConfig{Client: rdb, ID: "b"})
+	// The Chooser's Redis user may not subscribe to any channel: it never
+	// hears the drain, and must see it in a read.
+	require.NoError(t, rdb.Do(context.Background(), "ACL", "SETUSER", "deaf", "on", ">pw", "~*", "resetchannels", "+@all").Err())
+	deaf, err := fleet.NewClient("redis://deaf:pw@" + redisSrv.Addr())
+	require.NoError(t, err)
+	defer deaf.Close()
+	ch, err := fleet.NewChooser(context.Background(), fleet.ChooserConfig{Client: deaf, ProtocolID: protocolID, Regions: []string{"test"}, Refresh: testRefresh})
+	require.NoError(t, err)
+	defer ch.Close()
+	waitFor(t, 10*time.Second, "the Chooser sees both", func() bool { return len(ch.Servers("test")) == 2 })
+
+	require.NoError(t, b.reg.Drain(context.Background()))
+	reads := ch.Stats().Reads
+	waitFor(t, 10*time.Second, "two reads since Drain returned", func() bool { return ch.Stats().Reads >= reads+2 })
+	for range 100 {
+		got, err := ch.Choose(fleet.Query{})
+		require.NoError(t, err)
+		require.Equal(t, []netip.AddrPort{a.addr}, []netip.AddrPort{got[0].Addr}, "the drained server named after a read begun after Drain")
+		require.Len(t, got, 1)
+	}
+	assert.Zero(t, ch.Stats().Events, "the Chooser heard no message")
+}
+
 // TestRedisRestartedEmpty: when Redis comes back empty, every live server
 // is back in the registry at its next heartbeat, and the Chooser's reads
 // and pub/sub recover.

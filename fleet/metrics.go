@@ -14,8 +14,8 @@ type fleetMetric[T any] struct {
 
 // serverStats is what a ServerCollector reads at a scrape.
 type serverStats struct {
-	written, failed uint64
-	draining        bool
+	written, failed, conflicts uint64
+	draining                   bool
 }
 
 var serverMetrics = []fleetMetric[serverStats]{
@@ -23,6 +23,8 @@ var serverMetrics = []fleetMetric[serverStats]{
 		func(s *serverStats) float64 { return float64(s.written) }},
 	{"netcode_fleet_heartbeat_failures_total", "Heartbeats that failed (registry unreachable); the server serves on and retries with backoff.", prometheus.CounterValue,
 		func(s *serverStats) float64 { return float64(s.failed) }},
+	{"netcode_fleet_heartbeat_conflicts_total", "Heartbeats that found the server's entry written by another registration of its id (Server.Conflicts): two writers claim the id.", prometheus.CounterValue,
+		func(s *serverStats) float64 { return float64(s.conflicts) }},
 	{"netcode_fleet_draining", "1 once the server is marked draining in the registry.", prometheus.GaugeValue,
 		func(s *serverStats) float64 {
 			if s.draining {
@@ -45,6 +47,10 @@ var chooserMetrics = []fleetMetric[ChooserStats]{
 		func(s *ChooserStats) float64 { return float64(s.Choices) }},
 	{"netcode_fleet_chooser_no_servers_total", "Token requests that found no server, answered 503 (ChooserStats.NoServers).", prometheus.CounterValue,
 		func(s *ChooserStats) float64 { return float64(s.NoServers) }},
+	{"netcode_fleet_chooser_refused_entries_total", "Registry entries skipped as malformed or outside the protocol's limits, counted at each read (ChooserStats.Refused).", prometheus.CounterValue,
+		func(s *ChooserStats) float64 { return float64(s.Refused) }},
+	{"netcode_fleet_chooser_conflicts_total", "Registry entries claiming another server's id, and ids switching back to an earlier registration (ChooserStats.Conflicts).", prometheus.CounterValue,
+		func(s *ChooserStats) float64 { return float64(s.Conflicts) }},
 	{"netcode_fleet_chooser_registry_age_seconds", "Time since the oldest region was last read successfully (ChooserStats.Stale); past the grace period, tokens are refused.", prometheus.GaugeValue,
 		func(s *ChooserStats) float64 { return s.Stale.Seconds() }},
 }
@@ -86,7 +92,7 @@ func (c *collector[T]) Collect(ch chan<- prometheus.Metric) {
 func NewServerCollector(s *Server, constLabels prometheus.Labels) prometheus.Collector {
 	return newCollector(func() serverStats {
 		w, f := s.Heartbeats()
-		return serverStats{written: w, failed: f, draining: s.draining.Load()}
+		return serverStats{written: w, failed: f, conflicts: s.Conflicts(), draining: s.draining.Load()}
 	}, serverMetrics, constLabels)
 }
 

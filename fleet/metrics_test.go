@@ -41,10 +41,20 @@ netcode_fleet_chooser_no_servers_total 1
 # HELP netcode_fleet_chooser_servers Live servers in the Chooser's regions as last read (ChooserStats.Servers).
 # TYPE netcode_fleet_chooser_servers gauge
 netcode_fleet_chooser_servers 1
-`), "netcode_fleet_draining", "netcode_fleet_chooser_choices_total", "netcode_fleet_chooser_no_servers_total", "netcode_fleet_chooser_servers"))
+# HELP netcode_fleet_chooser_refused_entries_total Registry entries skipped as malformed or outside the protocol's limits, counted at each read (ChooserStats.Refused).
+# TYPE netcode_fleet_chooser_refused_entries_total counter
+netcode_fleet_chooser_refused_entries_total 0
+# HELP netcode_fleet_chooser_conflicts_total Registry entries claiming another server's id, and ids switching back to an earlier registration (ChooserStats.Conflicts).
+# TYPE netcode_fleet_chooser_conflicts_total counter
+netcode_fleet_chooser_conflicts_total 0
+# HELP netcode_fleet_heartbeat_conflicts_total Heartbeats that found the server's entry written by another registration of its id (Server.Conflicts): two writers claim the id.
+# TYPE netcode_fleet_heartbeat_conflicts_total counter
+netcode_fleet_heartbeat_conflicts_total{server="a"} 0
+`), "netcode_fleet_draining", "netcode_fleet_chooser_choices_total", "netcode_fleet_chooser_no_servers_total", "netcode_fleet_chooser_servers",
+		"netcode_fleet_chooser_refused_entries_total", "netcode_fleet_chooser_conflicts_total", "netcode_fleet_heartbeat_conflicts_total"))
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
-	assert.Equal(t, 10, n, "every metric")
+	assert.Equal(t, 13, n, "every metric")
 	written, _ := gs.reg.Heartbeats()
 	assert.Positive(t, written)
 }

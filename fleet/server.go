@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,9 +86,14 @@ type Server struct {
 	info Info // fixed fields; Connected and Draining are filled per beat
 	log  *slog.Logger
 
-	draining atomic.Bool
-	beats    atomic.Uint64 // heartbeats written
-	failures atomic.Uint64 // heartbeats that failed
+	draining   atomic.Bool
+	beatMu     sync.Mutex    // serializes beats: the loop's and Drain's
+	shards     atomic.Int32  // the region's shard count, as last learnt
+	left       string        // the shard moved from, to leave at the next beat; guarded by beatMu
+	beats      atomic.Uint64 // heartbeats written
+	failures   atomic.Uint64 // heartbeats that failed
+	conflicts  atomic.Uint64 // heartbeats that replaced another instance's entry
+	conflicted atomic.Bool   // the last heartbeat did
 
 	now     chan struct{} // capacity 1: beat now (Drain)
 	closing chan struct{}
@@ -106,9 +113,7 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 		cfg.Prefix = DefaultPrefix
 	}
 	if cfg.ID == "" {
-		var b [8]byte
-		crand.Read(b[:])
-		cfg.ID = hex.EncodeToString(b[:])
+		cfg.ID = randomHex()
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
@@ -149,8 +154,8 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 	}
 	for i, a := range addrs {
 		ap, err := netip.ParseAddrPort(a)
-		if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
-			return nil, fmt.Errorf("netcode/fleet: address %q is not a concrete ip:port", a)
+		if err != nil || !unicast(ap) {
+			return nil, fmt.Errorf("netcode/fleet: address %q is not a unicast ip:port", a)
 		}
 		addrs[i] = ap.String()
 	}
@@ -172,15 +177,30 @@ func Register(ctx context.Context, src Source, cfg ServerConfig) (*Server, error
 			MaxClients: src.MaxClients(),
 			Version:    cfg.Version,
 			Started:    time.Now().UTC().Truncate(time.Second),
+			Instance:   randomHex(),
 		},
 		log:     log.With("id", cfg.ID, "region", cfg.Region),
 		now:     make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	err := s.beat(ctx)
+	rctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	n, _, err := readShards(rctx, cfg.Client, s.k)
+	cancel()
+	if err != nil {
+		n = 1 // the first heartbeat that gets through says
+	}
+	s.shards.Store(int32(n))
+	err = s.beat(ctx)
 	go s.loop(err)
 	return s, err
+}
+
+// randomHex returns 16 random hex digits.
+func randomHex() string {
+	var b [8]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // ID returns the server's id in the registry.
@@ -199,6 +219,12 @@ func (s *Server) Info() Info {
 // failed.
 func (s *Server) Heartbeats() (written, failed uint64) { return s.beats.Load(), s.failures.Load() }
 
+// Conflicts returns how many heartbeats found the entry written by another
+// registration under the same id since this one's previous heartbeat:
+// another process claims the id (a misconfigured twin, or a hostile
+// writer). The first of a run is logged at WARN.
+func (s *Server) Conflicts() uint64 { return s.conflicts.Load() }
+
 // callTimeout bounds one call to Redis: up to a second (a loaded or
 // failing-over Redis), but never past the TTL, when the entry is gone
 // anyway.
@@ -206,22 +232,82 @@ func (s *Server) callTimeout() time.Duration {
 	return min(max(s.cfg.Heartbeat, time.Second), s.cfg.TTL)
 }
 
-// beat writes the entry once.
+// key is the hash the entry is in: its shard's.
+func (s *Server) key() string { return s.k.shard(shardOf(s.info.ID, int(s.shards.Load()))) }
+
+// beat writes the entry once; if the shard's hash says the region has
+// another shard count now, it moves the entry to its new shard at once,
+// and removes it from the old one at the next beat: a reader reading the
+// shards one after the other while the server moves finds it in one of
+// them.
 func (s *Server) beat(ctx context.Context) error {
+	s.beatMu.Lock()
+	defer s.beatMu.Unlock()
 	body, err := json.Marshal(s.Info())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
-	err = heartbeatScript.Run(ctx, s.c, []string{s.k.servers},
-		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds()).Err()
+	key := s.key()
+	other, shards, err := s.write(ctx, key, body)
+	if err == nil && shards == 0 && s.shards.Load() > 1 {
+		// The hash holds no shard count: Redis lost it (restarted empty).
+		// Put the count back, so that readers read this shard.
+		err = SetShards(ctx, s.c, s.cfg.Prefix, s.cfg.Region, int(s.shards.Load()))
+	}
+	if err == nil && shards != 0 && shards != int(s.shards.Load()) {
+		s.shards.Store(int32(shards))
+		if moved := s.key(); moved != key {
+			if other, _, err = s.write(ctx, moved, body); err == nil {
+				s.left = key
+			}
+			s.log.Info("netcode/fleet: moved to another shard", "shards", shards, "key", moved, "err", err)
+		}
+	} else if err == nil && s.left != "" && s.left != key {
+		if err = s.c.HDel(ctx, s.left, s.info.ID).Err(); err == nil {
+			s.left = ""
+		}
+	}
 	if err != nil {
+		reloadOnFailure(s.c, err)
 		s.failures.Add(1)
 		return fmt.Errorf("netcode/fleet: heartbeat of %s: %w", s.info.ID, err)
 	}
+	// The first beat may replace the entry of this id's previous process
+	// (a restart): only a later one is a conflict.
+	other = other && s.beats.Load() > 0
+	if other {
+		s.conflicts.Add(1)
+		if !s.conflicted.Load() {
+			s.log.Warn("netcode/fleet: another registration wrote this server's entry: two writers claim the id", "instance", s.info.Instance)
+		}
+	}
+	s.conflicted.Store(other)
 	s.beats.Add(1)
 	return nil
+}
+
+// write runs the heartbeat script on key; it reports whether the entry
+// replaced was another registration's, and the shard count the hash
+// holds (0 if none).
+func (s *Server) write(ctx context.Context, key string, body []byte) (other bool, shards int, err error) {
+	res, err := heartbeatScript.Run(ctx, s.c, []string{key},
+		s.info.ID, s.cfg.TTL.Milliseconds(), body, (regionKeyTTLs * s.cfg.TTL).Milliseconds(),
+		`"instance":"`+s.info.Instance+`"`).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 3 {
+		return false, 0, fmt.Errorf("netcode/fleet: the heartbeat script answered %d values", len(res))
+	}
+	other = res[1] == int64(1)
+	if v, _ := res[2].(string); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxShards {
+			shards = n
+		}
+	}
+	return other, shards, nil
 }
 
 // loop heartbeats until Close; failed is the first beat's error.
@@ -268,12 +354,23 @@ func (s *Server) loop(failed error) {
 }
 
 // Drain drains the Listener (it denies new clients from now on) and marks
-// the entry draining: it writes the entry and tells the backends on the
-// region's channel before it returns, so that a Chooser stops naming the
-// server as soon as the message reaches it. The heartbeat goes on, so the
-// entry stays, draining, until Close. If Redis cannot be reached the
-// Listener is drained all the same, the heartbeat writes the mark once
-// Redis is back, and Drain returns the error.
+// the entry draining: it writes the entry and publishes the drain on the
+// region's channel before it returns. What is promised, once Drain has
+// returned nil:
+//   - a Chooser made afterwards, or a List, never names the server;
+//   - a running Chooser, in this process or another, stops naming it when
+//     the message reaches it (usually within a millisecond, but not
+//     promised: Drain does not wait for the subscribers), and at the
+//     latest once it has finished the first read it began after Drain
+//     returned — within 2 × ChooserConfig.Refresh (500 ms by default) plus
+//     one read's round trip, while Redis answers;
+//   - a client whose token still names the server first is denied at once
+//     and moves on to the token's next server.
+//
+// The heartbeat goes on, so the entry stays, draining, until Close. If
+// Redis cannot be reached the Listener is drained all the same, the
+// heartbeat writes the mark once Redis is back, and Drain returns the
+// error.
 func (s *Server) Drain(ctx context.Context) error {
 	s.src.Drain()
 	s.draining.Store(true)
@@ -285,6 +382,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	err := s.beat(ctx)
 	if err == nil {
 		err = s.c.Publish(ctx, s.k.events, eventDrain+s.info.ID).Err()
+		reloadOnFailure(s.c, err)
 	}
 	if err != nil {
 		select {
@@ -310,7 +408,16 @@ func (s *Server) Close() error {
 	<-s.done
 	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout())
 	defer cancel()
-	err := s.c.HDel(ctx, s.k.servers, s.info.ID).Err()
+	s.beatMu.Lock()
+	keys := []string{s.key()}
+	if s.left != "" {
+		keys = append(keys, s.left) // in a Cluster, another slot: another call
+	}
+	s.beatMu.Unlock()
+	var err error
+	for _, k := range keys {
+		err = cmp.Or(err, s.c.HDel(ctx, k, s.info.ID).Err())
+	}
 	if err == nil {
 		err = s.c.Publish(ctx, s.k.events, eventGone+s.info.ID).Err()
 	}

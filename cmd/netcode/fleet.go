@@ -65,9 +65,10 @@ func (f *registryFlags) register(ctx context.Context, l *netcode.Listener, proto
 		return nil, err
 	}
 	if err != nil {
-		log.Warn("registry unreachable; serving anyway and retrying", "registry", redactURL(f.url), "err", err)
+		log.Warn("registry unreachable; serving anyway, and registering once it answers", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "err", err)
+	} else {
+		log.Info("registered in the fleet", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "tags", f.tags)
 	}
-	log.Info("registered in the fleet", "registry", redactURL(f.url), "id", srv.ID(), "region", f.region, "tags", f.tags)
 	return &registration{rdb: rdb, srv: srv, log: log}, nil
 }
 
@@ -85,13 +86,17 @@ func (r *registration) drain(l *netcode.Listener) {
 	}
 }
 
-// close removes the server from the registry.
+// close removes the server from the registry. Redis being unreachable is
+// not an error of the server's: the entry expires after its TTL, which
+// the warning says.
 func (r *registration) close() error {
 	if r == nil {
 		return nil
 	}
-	err := r.srv.Close()
-	return errors.Join(err, r.rdb.Close())
+	if err := r.srv.Close(); err != nil {
+		r.log.Warn("could not remove the server from the registry; its entry expires within the TTL", "ttl", fleet.DefaultTTL, "err", err)
+	}
+	return r.rdb.Close()
 }
 
 // quietRedis sends go-redis's own log lines (each failed dial, while Redis
@@ -122,12 +127,19 @@ func redactURL(u string) string {
 }
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fleet", "-registry URL [-region R[,R...]]\n\nLists the game servers registered in the fleet registry (netcode serve -registry)\nas a table, one line per server, least loaded first in each region.", stdout, stderr)
+	if len(args) > 0 && args[0] == "bench" {
+		return runFleetBench(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlags("fleet", "-registry URL [-region R[,R...]] [-shards N]\n       netcode fleet bench -registry URL [flags]\n\nLists the game servers registered in the fleet registry (netcode serve -registry)\nas a table, one line per server, least loaded first in each region. With\n-shards N it splits the one -region into N shards first (fleet.SetShards).\nfleet bench measures a simulated fleet: netcode fleet bench -h.", stdout, stderr)
 	url := fs.String("registry", "", "Redis URL of the fleet registry (required)")
 	regions := fs.String("region", "", "comma-separated regions to list (default: every region found)")
 	prefix := fs.String("prefix", fleet.DefaultPrefix, "key prefix of the registry")
+	shards := fs.Int("shards", 0, "split the -region (one) into this many shards first; servers move at their next heartbeat (0: leave as is)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *shards != 0 && (*regions == "" || strings.Contains(*regions, ",")) {
+		return errors.New("-shards needs one -region")
 	}
 	if *url == "" {
 		return errors.New("-registry is required: the Redis URL of the fleet registry (redis://host:6379/0), as netcode serve -registry was given")
@@ -140,6 +152,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quietRedis(slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if *shards != 0 {
+		if err := fleet.SetShards(ctx, rdb, *prefix, *regions, *shards); err != nil {
+			return fmt.Errorf("setting %d shards of region %s in %s: %w", *shards, *regions, redactURL(*url), err)
+		}
+	}
 	var names []string
 	if *regions != "" {
 		names = strings.Split(*regions, ",")
@@ -175,8 +192,16 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d servers in %d regions, %d of %d slots taken, %d draining\n", servers, len(names), clients, slots, draining)
+	fmt.Fprintf(stdout, "%s in %s, %d of %d slots taken, %d draining\n", plural(servers, "server"), plural(len(names), "region"), clients, slots, draining)
 	return nil
+}
+
+// plural says "1 server", "2 servers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // sortByLoad orders servers as a backend prefers them: least loaded

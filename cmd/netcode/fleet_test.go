@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/internal/testing/redistest"
 )
 
@@ -64,7 +65,7 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	for _, want := range []string{"eu", addr.String(), "0x6e6574636f646531", "0/8", "ready", netcode.Version, "ranked,map=dust"} {
 		assert.Contains(t, row, want)
 	}
-	assert.Contains(t, out, "1 servers in 1 regions, 0 of 8 slots taken, 0 draining")
+	assert.Contains(t, out, "\n1 server in 1 region, 0 of 8 slots taken, 0 draining\n")
 	row, _ = fleetRow("-region", "us")
 	assert.Empty(t, row, "another region")
 	resp, err := http.Get("http://" + (<-opsAddr).String() + "/metrics")
@@ -105,6 +106,28 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	assert.Contains(t, errs, "tag")
 }
 
+// TestServeRegistryUnreachable: with Redis down, serve says so once (WARN)
+// and never that it registered, serves, and a clean stop after the drain
+// exits 0: the entry it could not remove expires by itself, which a
+// warning says.
+func TestServeRegistryUnreachable(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	redisSrv.Stop() // its port now refuses
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := startServe(t, ctx, loopback.Family{Network: "udp4", Addr: "127.0.0.1:0"}, "-registry", redisSrv.URL(), "-id", "s3")
+	c, err := s.dial(t, "7")
+	require.NoError(t, err, "serving without the registry")
+	require.NoError(t, c.Close())
+	cancel() // as SIGTERM
+	assert.Equal(t, 0, s.wait(t), s.logs.String())
+	logs := s.logs.String()
+	assert.Contains(t, logs, "level=WARN msg=\"registry unreachable")
+	assert.NotContains(t, logs, "registered in the fleet")
+	assert.Contains(t, logs, "its entry expires within the TTL")
+	assert.NotContains(t, logs, "level=ERROR")
+}
+
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"redis://127.0.0.1:6379":            "redis://127.0.0.1:6379",
@@ -114,4 +137,32 @@ func TestRedactURL(t *testing.T) {
 	} {
 		assert.Equal(t, want, redactURL(in))
 	}
+}
+
+// TestFleetBench runs `netcode fleet bench` small, against one node and
+// the 3-master Cluster: every request answered, the figures printed, and
+// its servers gone afterwards.
+func TestFleetBench(t *testing.T) {
+	for name, url := range map[string]func() string{
+		"one node":             func() string { return redistest.Start(t).URL() },
+		"3 masters 3 replicas": func() string { return redistest.StartReplicatedCluster(t).URL() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := url()
+			code, out, errs := cli(t, "fleet", "bench", "-registry", u, "-servers", "50", "-shards", "4", "-rate", "200", "-duration", "500ms")
+			require.Equal(t, 0, code, errs)
+			t.Log(out)
+			assert.Contains(t, out, "registered 50 servers in 4 shards")
+			assert.Regexp(t, `\n100 token requests in .* 0 failed\n`, out)
+			for _, want := range []string{"choice:  p50 ", "request: p50 ", "commands per token", "heartbeats/s"} {
+				assert.Contains(t, out, want)
+			}
+			code, out, errs = cli(t, "fleet", "-registry", u, "-prefix", "netcode:fleetbench")
+			require.Equal(t, 0, code, errs)
+			assert.Contains(t, out, "0 servers in 1 region", "the bench's servers removed")
+		})
+	}
+	code, _, errs := cli(t, "fleet", "bench")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "-registry is required")
 }

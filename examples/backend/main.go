@@ -17,7 +17,10 @@
 // -registry`; package fleet) in the -region, and holds each player's rate
 // in Redis too, so that it holds across every replica of the backend:
 //
-//	go run ./examples/backend -key server.key -registry redis://127.0.0.1:6379 -region eu -users users.txt
+//	go run ./examples/backend -key server.key -registry redis://127.0.0.1:6379 -region eu -users users.txt -metrics
+//
+// -metrics serves the Chooser's Prometheus metrics (netcode_fleet_chooser_*)
+// at /metrics beside /token.
 //
 // Without -tls-cert and -tls-key it makes a self-signed certificate for
 // localhost and writes it to a temporary file so that clients can trust
@@ -50,6 +53,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/gonetcode/netcode/backend"
@@ -105,11 +110,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	addr := fs.String("addr", "127.0.0.1:8443", "HTTPS address to serve POST /token on")
 	keyFile := fs.String("key", "", "file with the private key shared with the game servers, from netcode keygen (required)")
 	var servers serverList
-	fs.Var(&servers, "server", "game server a token names, PUBLIC or PUBLIC=INTERNAL host:port (repeatable, in order; required)")
+	fs.Var(&servers, "server", "game server a token names, PUBLIC or PUBLIC=INTERNAL host:port (repeatable, in order; required unless -registry)")
 	users := fs.String("users", "", `file of players, one "CLIENT-ID SECRET" a line; without it a secret for client id 1 is made up`)
 	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM); without it a self-signed one is made")
 	keyPEM := fs.String("tls-key", "", "TLS private key file (PEM)")
-	proto := fs.Uint64("protocol", 0x6e6574636f646531, "protocol id")
+	proto := hexFlag(0x6e6574636f646531)
+	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
 	expire := fs.Int64("expire", 30, "token lifetime in seconds")
 	timeout := fs.Int("timeout", 10, "connection timeout written in the tokens, in seconds")
 	perSecond := fs.Float64("rate", 1, "tokens per second each player may get in the long run")
@@ -119,6 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	region := fs.String("region", fleet.DefaultRegion, "with -registry: the region whose servers tokens name")
 	tags := fs.String("tags", "", "with -registry: comma-separated tags every named server must have")
 	count := fs.Int("count", fleet.DefaultCount, "with -registry: servers a token names (1 to 32)")
+	metrics := fs.Bool("metrics", false, "serve Prometheus metrics at /metrics beside /token: with -registry, the Chooser's (netcode_fleet_chooser_*)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		return err
 	}
 	cfg := backend.Config{
-		ProtocolID:     *proto,
+		ProtocolID:     uint64(proto),
 		PrivateKey:     key,
 		Authenticate:   auth.authenticate,
 		Servers:        servers,
@@ -155,12 +162,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Challenge:      `Bearer realm="netcode"`,
 		Logger:         log,
 	}
+	reg := prometheus.NewRegistry()
 	if *registry != "" {
-		closeFleet, err := useFleet(ctx, &cfg, *registry, *region, *tags, *count, log)
+		ch, closeFleet, err := useFleet(ctx, &cfg, *registry, *region, *tags, *count, log)
 		if err != nil {
 			return err
 		}
 		defer closeFleet()
+		reg.MustRegister(fleet.NewChooserCollector(ch, nil))
 	}
 	h, err := backend.NewHandler(&cfg)
 	if err != nil {
@@ -193,6 +202,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 
 	mux := http.NewServeMux()
 	mux.Handle("/token", h)
+	if *metrics {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -226,21 +238,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 }
 
 // useFleet makes cfg choose servers from the registry at url and limit
-// rates there; the function it returns closes the Redis client and the
-// Chooser.
-func useFleet(ctx context.Context, cfg *backend.Config, url, region, tags string, count int, log *slog.Logger) (func(), error) {
+// rates there; it returns the Chooser and a function that closes it and
+// the Redis client.
+func useFleet(ctx context.Context, cfg *backend.Config, url, region, tags string, count int, log *slog.Logger) (*fleet.Chooser, func(), error) {
 	tagList, err := fleet.ParseTags(tags)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rdb, err := fleet.NewClient(url)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lim, err := fleet.NewRateLimiter(rdb, "", cfg.Rate, cfg.Burst)
 	if err != nil {
 		rdb.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	ch, err := fleet.NewChooser(ctx, fleet.ChooserConfig{
 		Client:     rdb,
@@ -254,7 +266,7 @@ func useFleet(ctx context.Context, cfg *backend.Config, url, region, tags string
 	})
 	if ch == nil {
 		rdb.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
 		// Redis may come up after the backend: it answers 503 until then.
@@ -263,10 +275,22 @@ func useFleet(ctx context.Context, cfg *backend.Config, url, region, tags string
 	cfg.Servers = nil
 	cfg.ChooseServers = ch.ChooseServers
 	cfg.Limiter = lim
-	return func() {
+	return ch, func() {
 		ch.Close()
 		rdb.Close()
 	}, nil
+}
+
+// hexFlag is a uint64 flag read in decimal or 0x hex and shown in hex, as
+// the netcode command shows protocol ids.
+type hexFlag uint64
+
+func (f *hexFlag) String() string { return fmt.Sprintf("%#x", uint64(*f)) }
+
+func (f *hexFlag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 0, 64)
+	*f = hexFlag(v)
+	return err
 }
 
 // user is a player known by the SHA-256 of its bearer secret.

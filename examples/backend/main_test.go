@@ -193,7 +193,7 @@ func TestBackendRegistry(t *testing.T) {
 	var logs bytes.Buffer // read only after run returns
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-key", keyFile, "-registry", redisSrv.URL(), "-region", "eu", "-tags", "ranked",
-			"-users", users, "-burst", "2", "-rate", "0.1"}, io.Discard, &logs, func(a net.Addr) { addrc <- a })
+			"-users", users, "-burst", "2", "-rate", "0.1", "-metrics"}, io.Discard, &logs, func(a net.Addr) { addrc <- a })
 	}()
 	var url string
 	select {
@@ -230,6 +230,14 @@ func TestBackendRegistry(t *testing.T) {
 	keys, err := rdb.Keys(context.Background(), "*netcode:fleet:rate:42").Result()
 	require.NoError(t, err)
 	assert.Len(t, keys, 1, "the rate is kept in Redis")
+
+	mresp, err := client.Get(strings.TrimSuffix(url, "/token") + "/metrics")
+	require.NoError(t, err)
+	mbody, err := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(mbody), "netcode_fleet_chooser_choices_total 2", "the Chooser's metrics")
+	assert.Contains(t, string(mbody), "netcode_fleet_chooser_servers 2")
 
 	cancel()
 	require.NoError(t, <-done)

@@ -38,8 +38,11 @@ type Server struct {
 	dir     string
 	port    int
 	cluster bool
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when cmd has been waited for
+	// nodeOf is set on a node of a Cluster: it joins the cluster that
+	// redis-cli makes, instead of taking every slot itself.
+	nodeOf *Cluster
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has been waited for
 }
 
 // Start runs redis-server on a free loopback port and waits until it
@@ -59,14 +62,24 @@ func StartCluster(t testing.TB) *Server {
 
 func start(t testing.TB, cluster bool) *Server {
 	t.Helper()
-	path := Path()
+	return startNode(t, need(t, Path(), "redis-server", "NETCODE_REDIS_SERVER"), cluster, nil)
+}
+
+// need returns path, or skips the test (fails it in CI) when it is empty.
+func need(t testing.TB, path, program, env string) string {
+	t.Helper()
 	if path == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not found and CI=true: .ci/redis-deps.sh installs it (apt-get install redis-server), or set NETCODE_REDIS_SERVER")
+			t.Fatalf("%s not found and CI=true: .ci/redis-deps.sh installs it (apt-get install redis-server), or set %s", program, env)
 		}
-		t.Skip("redis-server not found, so this test cannot run (it would fail in CI, where CI=true): apt-get install redis-server, or set NETCODE_REDIS_SERVER")
+		t.Skipf("%s not found, so this test cannot run (it would fail in CI, where CI=true): apt-get install redis-server, or set %s", program, env)
 	}
-	s := &Server{t: t, path: path, dir: t.TempDir(), cluster: cluster}
+	return path
+}
+
+func startNode(t testing.TB, path string, cluster bool, nodeOf *Cluster) *Server {
+	t.Helper()
+	s := &Server{t: t, path: path, dir: t.TempDir(), cluster: cluster, nodeOf: nodeOf}
 	var err error
 	for range 5 { // another process may take the free port before redis-server binds it
 		if s.port, err = freePort(); err != nil {
@@ -134,6 +147,14 @@ func (s *Server) start() error {
 		os.Remove(filepath.Join(s.dir, "nodes.conf")) // a restart is a new, empty cluster
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
+	if s.nodeOf != nil {
+		args = append(args, "--cluster-node-timeout", strconv.Itoa(int(NodeTimeout/time.Millisecond)),
+			// A replica of a master that failed a moment ago may take over.
+			"--cluster-replica-validity-factor", "0",
+			// A replica's first sync starts at once (Redis waits 5 s by
+			// default for more replicas to share a diskless transfer).
+			"--repl-diskless-sync-delay", "0")
+	}
 	cmd := exec.Command(s.path, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.path, err)
@@ -142,7 +163,7 @@ func (s *Server) start() error {
 	go func() { cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.Addr()) == nil && (!s.cluster || s.clusterReady() == nil) {
+		if ping(s.Addr()) == nil && (!s.cluster || s.nodeOf != nil || s.clusterReady() == nil) {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
