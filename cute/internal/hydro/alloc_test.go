@@ -37,6 +37,7 @@ func BenchmarkSeal(b *testing.B) {
 			box := make([]byte, n+HeaderBytes)
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
 				Seal(box, msg, uint64(i), &testCtx, &key)
 			}
@@ -53,6 +54,7 @@ func BenchmarkOpen(b *testing.B) {
 			Seal(box, msg, 1, &testCtx, &key)
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				if Open(msg, box, 1, &testCtx, &key) != nil {
 					b.Fatal("open failed")
@@ -89,9 +91,26 @@ func BenchmarkVerify(b *testing.B) {
 	}
 }
 
+// BenchmarkGimli measures Gimli as the package calls it (the widest
+// assembly this processor runs), then each permutation on its own.
 func BenchmarkGimli(b *testing.B) {
 	var st [GimliBytes]byte
-	for b.Loop() {
-		Gimli(&st, 0)
+	b.Run("Gimli", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			Gimli(&st, 0)
+		}
+	})
+	impls := append(implementations(), generic)
+	for _, im := range impls {
+		b.Run(im.name, func(b *testing.B) {
+			if !im.available {
+				b.Skipf("this processor lacks %s", im.name)
+			}
+			defer reportCPU(b)()
+			for b.Loop() {
+				im.permute(&st, 0)
+			}
+		})
 	}
 }

@@ -7,6 +7,14 @@
 // Nothing here allocates per call except key-pair generation, and nothing
 // branches on or indexes by secret data. The group arithmetic of hydro_sign
 // comes from filippo.io/edwards25519.
+//
+// On amd64 the permutation and the sponge loops over whole blocks run in
+// assembly (SSE2, AVX or AVX-512VL, whichever is widest), in
+// gimli_amd64.s, generated with avo as golang.org/x/crypto generates its
+// assembly: to regenerate it, run go generate in the _asm directory, a
+// module of its own so that avo never enters this module's build graph.
+// Elsewhere, or with the purego build tag, the portable Go code runs; the
+// tests cross-check the two.
 package hydro
 
 import (
@@ -40,8 +48,14 @@ const (
 
 // Gimli applies libhydrogen's gimli_core_u8: it XORs tag into the last
 // byte of the state, then applies the 24-round Gimli permutation to the 12
-// little-endian words.
+// little-endian words (in assembly on amd64, see gimli_amd64.go).
 func Gimli(state *[GimliBytes]byte, tag byte) {
+	permute(state, tag)
+}
+
+// gimliGeneric is the portable gimli_core_u8: the fallback where there is
+// no assembly, and the reference the assembly is tested against.
+func gimliGeneric(state *[GimliBytes]byte, tag byte) {
 	state[GimliBytes-1] ^= tag
 	var s [12]uint32
 	for i := range s {
@@ -97,6 +111,16 @@ func spbox(a, b, c uint32) (uint32, uint32, uint32) {
 	y := bits.RotateLeft32(b, 9)
 	z := c
 	return z ^ y ^ ((x & y) << 3), y ^ x ^ ((x | z) << 1), x ^ (z << 1) ^ ((y & z) << 2)
+}
+
+// xorBytes XORs src into dst (at least as long) and returns len(src): the
+// partial blocks at the ends of the sponge loops.
+func xorBytes(dst, src []byte) int {
+	dst = dst[:len(src)]
+	for i := range src {
+		dst[i] ^= src[i]
+	}
+	return len(src)
 }
 
 // pad is libhydrogen's gimli_pad_u8.

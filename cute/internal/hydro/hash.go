@@ -43,20 +43,23 @@ func NewHash(ctx *[ContextBytes]byte, key *[HashKeyBytes]byte) Hash {
 	return h
 }
 
-// Write absorbs p (hydro_hash_update). It never fails.
+// Write absorbs p (hydro_hash_update). It never fails. Whole blocks are
+// absorbed straight from p, the state in registers from one to the next.
 func (h *Hash) Write(p []byte) {
-	for len(p) > 0 {
+	if h.off > 0 {
 		n := min(len(p), gimliRate-h.off)
-		for i := 0; i < n; i++ {
-			h.state[h.off+i] ^= p[i]
-		}
+		xorBytes(h.state[h.off:], p[:n])
 		p = p[n:]
 		h.off += n
-		if h.off == gimliRate {
-			Gimli(&h.state, 0)
-			h.off = 0
+		if h.off < gimliRate {
+			return
 		}
+		permute(&h.state, 0)
+		h.off = 0
 	}
+	whole := len(p) &^ (gimliRate - 1)
+	absorbBlocks(&h.state, 0, p[:whole])
+	h.off = xorBytes(h.state[:], p[whole:])
 }
 
 // Sum writes len(out) bytes of output (hydro_hash_final). The state must
@@ -77,7 +80,7 @@ func (h *Hash) Sum(out []byte) error {
 	h.Write(lc[:1+lcLen+1])
 	pad(&h.state, h.off, domainXOF)
 	for len(out) > 0 {
-		Gimli(&h.state, 0)
+		permute(&h.state, 0)
 		out = out[copy(out, h.state[:gimliRate]):]
 	}
 	clear(h.state[:])

@@ -19,77 +19,67 @@ const (
 // id and context it was opened with, or that is shorter than HeaderBytes.
 var ErrOpen = errors.New("hydro: secretbox does not authenticate")
 
-// secretboxSetup is hydro_secretbox_setup: it absorbs the context, the key,
-// the (synthetic) IV and the message id.
-func secretboxSetup(buf *[GimliBytes]byte, msgID uint64, ctx *[ContextBytes]byte, key *[KeyBytes]byte, iv *[IVBytes]byte, keyTag byte) {
+// secretboxHeader starts hydro_secretbox_setup: it absorbs the
+// construction's name and the context. Both passes of a seal start from
+// the same state, so SealIV computes it once.
+func secretboxHeader(buf *[GimliBytes]byte, ctx *[ContextBytes]byte) {
 	*buf = [GimliBytes]byte{6, 's', 'b', 'x', '2', '5', '6', 8}
 	copy(buf[8:16], ctx[:])
-	Gimli(buf, tagHeader)
+	permute(buf, tagHeader)
+}
 
-	for i := 0; i < gimliRate; i++ {
-		buf[i] ^= key[i]
-	}
-	Gimli(buf, keyTag)
-	for i := 0; i < gimliRate; i++ {
-		buf[i] ^= key[gimliRate+i]
-	}
-	Gimli(buf, keyTag)
+// secretboxSetup is the rest of hydro_secretbox_setup, after
+// secretboxHeader: it absorbs the key, the (synthetic) IV and the message
+// id.
+func secretboxSetup(buf *[GimliBytes]byte, msgID uint64, key *[KeyBytes]byte, iv *[IVBytes]byte, keyTag byte) {
+	absorbBlocks(buf, keyTag, key[:])
 
 	buf[0] ^= IVBytes
-	for i := 0; i < gimliRate-1; i++ {
-		buf[1+i] ^= iv[i]
-	}
-	Gimli(buf, tagHeader)
-	for i := 0; i < IVBytes-(gimliRate-1); i++ {
-		buf[i] ^= iv[gimliRate-1+i]
-	}
-	var id [8]byte
-	binary.LittleEndian.PutUint64(id[:], msgID)
-	for i := range id {
-		buf[IVBytes-gimliRate+i] ^= id[i]
-	}
-	Gimli(buf, tagHeader)
+	xorBytes(buf[1:], iv[:gimliRate-1])
+	permute(buf, tagHeader)
+	xorBytes(buf[:], iv[gimliRate-1:])
+	// libhydrogen XORs the id in from byte 4, over the IV's last byte.
+	const idAt = IVBytes - gimliRate
+	binary.LittleEndian.PutUint64(buf[idAt:], binary.LittleEndian.Uint64(buf[idAt:])^msgID)
+	permute(buf, tagHeader)
 }
 
 // secretboxFinal is hydro_secretbox_final: it mixes the key into the
 // capacity twice.
 func secretboxFinal(buf *[GimliBytes]byte, key *[KeyBytes]byte, tag byte) {
-	for i := range key {
-		buf[gimliRate+i] ^= key[i]
+	for range 2 {
+		for i := 0; i < KeyBytes; i += 8 {
+			w := binary.LittleEndian.Uint64(buf[gimliRate+i:]) ^ binary.LittleEndian.Uint64(key[i:])
+			binary.LittleEndian.PutUint64(buf[gimliRate+i:], w)
+		}
+		permute(buf, tag)
 	}
-	Gimli(buf, tag)
-	for i := range key {
-		buf[gimliRate+i] ^= key[i]
-	}
-	Gimli(buf, tag)
 }
 
 // crypt is the second pass's duplex (hydro_secretbox_xor_enc and _xor_dec):
 // out = in XOR keystream, absorbing the ciphertext (out when encrypting,
-// in when decrypting), then the padding. Each input byte is read before
-// its output byte is written, so out may sit exactly on in or before it.
+// in when decrypting), then the padding. Whole blocks go through the
+// assembly's loop; each input block is read before its output is written,
+// so out may sit exactly on in or before it.
 func crypt(buf *[GimliBytes]byte, out, in []byte, decrypt bool) {
-	i := 0
-	for ; i < len(in); i++ {
-		j := i % gimliRate
-		if i > 0 && j == 0 {
-			Gimli(buf, tagPayload)
-		}
-		c := in[i]
-		o := c ^ buf[j]
+	whole := len(in) &^ (gimliRate - 1)
+	if decrypt {
+		decryptBlocks(buf, tagPayload, out, in[:whole])
+	} else {
+		encryptBlocks(buf, tagPayload, out, in[:whole])
+	}
+	in, out = in[whole:], out[whole:len(in)]
+	for i, c := range in {
+		o := c ^ buf[i]
 		out[i] = o
 		if decrypt {
-			buf[j] = c
+			buf[i] = c
 		} else {
-			buf[j] = o
+			buf[i] = o
 		}
 	}
-	left := len(in) % gimliRate
-	if len(in) > 0 && left == 0 {
-		Gimli(buf, tagPayload)
-	}
-	pad(buf, left, domainAEAD)
-	Gimli(buf, tagPayload)
+	pad(buf, len(in), domainAEAD)
+	permute(buf, tagPayload)
 }
 
 // SealIV is hydro_secretbox_encrypt with an explicit IV: it writes
@@ -103,34 +93,30 @@ func SealIV(box, msg []byte, msgID uint64, ctx *[ContextBytes]byte, key *[KeyByt
 	if len(box) != len(msg)+HeaderBytes {
 		panic("hydro: SealIV box length is not len(msg)+HeaderBytes")
 	}
-	var buf [GimliBytes]byte
+	var header, buf [GimliBytes]byte
+	secretboxHeader(&header, ctx)
 
-	// First pass: the SIV, from the IV and the whole message.
-	secretboxSetup(&buf, msgID, ctx, key, iv, tagKey0)
-	m := msg
-	for len(m) >= gimliRate {
-		for i := 0; i < gimliRate; i++ {
-			buf[i] ^= m[i]
-		}
-		Gimli(&buf, tagPayload)
-		m = m[gimliRate:]
-	}
-	for i := range m {
-		buf[i] ^= m[i]
-	}
-	pad(&buf, len(m), domainXOF)
-	Gimli(&buf, tagPayload)
+	// First pass: the SIV, from the IV and the whole message, written
+	// straight into the box (before the ciphertext, so not over msg).
+	buf = header
+	secretboxSetup(&buf, msgID, key, iv, tagKey0)
+	whole := len(msg) &^ (gimliRate - 1)
+	absorbBlocks(&buf, tagPayload, msg[:whole])
+	n := xorBytes(buf[:], msg[whole:])
+	pad(&buf, n, domainXOF)
+	permute(&buf, tagPayload)
 	secretboxFinal(&buf, key, tagFinal0)
-	var siv [SIVBytes]byte
+	siv := (*[SIVBytes]byte)(box[:SIVBytes])
 	copy(siv[:], buf[gimliRate:gimliRate+SIVBytes])
 
 	// Second pass: encrypt with the SIV in place of the IV, then the MAC.
-	secretboxSetup(&buf, msgID, ctx, key, &siv, tagKey)
+	buf = header
+	secretboxSetup(&buf, msgID, key, siv, tagKey)
 	crypt(&buf, box[HeaderBytes:], msg, false)
 	secretboxFinal(&buf, key, tagFinal)
 	copy(box[SIVBytes:HeaderBytes], buf[gimliRate:gimliRate+MACBytes])
-	copy(box[:SIVBytes], siv[:])
 	clear(buf[:])
+	clear(header[:])
 }
 
 // Open is hydro_secretbox_decrypt: it checks box (SIV ‖ MAC ‖ ciphertext)
@@ -146,14 +132,15 @@ func Open(msg, box []byte, msgID uint64, ctx *[ContextBytes]byte, key *[KeyBytes
 	if len(msg) != len(box)-HeaderBytes {
 		panic("hydro: Open msg length is not len(box)-HeaderBytes")
 	}
+	// The header is kept aside: msg may overwrite it.
 	var siv [SIVBytes]byte
 	var mac [MACBytes]byte
 	copy(siv[:], box[:SIVBytes])
 	copy(mac[:], box[SIVBytes:HeaderBytes])
-	ct := box[HeaderBytes:]
 	var buf [GimliBytes]byte
-	secretboxSetup(&buf, msgID, ctx, key, &siv, tagKey)
-	crypt(&buf, msg, ct, true)
+	secretboxHeader(&buf, ctx)
+	secretboxSetup(&buf, msgID, key, &siv, tagKey)
+	crypt(&buf, msg, box[HeaderBytes:], true)
 	secretboxFinal(&buf, key, tagFinal)
 	ok := subtle.ConstantTimeCompare(buf[gimliRate:gimliRate+MACBytes], mac[:])
 	clear(buf[:])

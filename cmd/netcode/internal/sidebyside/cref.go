@@ -126,36 +126,43 @@ func moduleDirs() (self, repo string, err error) {
 	return self, repo, nil
 }
 
-// buildCbench builds cref/cbench.c against the C reference in src, into
-// dir.
-func buildCbench(ctx context.Context, cc, src, self, dir string) (string, error) {
+// crefTransport is the C reference's echo server (cref/cserver.c) as a
+// server process of runDatagram, for cref -server-only.
+const crefTransport = "c"
+
+// crefPrograms are the C programs cref builds: the one-process harness and
+// the echo server.
+type crefPrograms struct{ cbench, cserver string }
+
+// buildCref builds cref/cbench.c and cref/cserver.c against the C
+// reference in src, into dir. Each includes netcode.c (for its sockets,
+// see cref/harness.h), so each is one compilation.
+func buildCref(ctx context.Context, cc, src, self, dir string) (crefPrograms, error) {
 	for _, f := range []string{"netcode.c", "netcode.h"} {
 		if _, err := os.Stat(filepath.Join(src, f)); err != nil {
-			return "", fmt.Errorf("%s=%s: %w (it needs netcode.c and netcode.h 1.02 from github.com/mas-bandwidth/netcode)", crefEnv, src, err)
+			return crefPrograms{}, fmt.Errorf("%s=%s: %w (it needs netcode.c and netcode.h 1.02 from github.com/mas-bandwidth/netcode)", crefEnv, src, err)
 		}
 	}
-	obj, bin := filepath.Join(dir, "netcode.o"), filepath.Join(dir, "cbench")
-	flags := []string{"-O2", "-DNDEBUG", "-I" + src}
-	for _, args := range [][]string{
-		append(flags, "-c", filepath.Join(src, "netcode.c"), "-o", obj),
-		append(flags, "-o", bin, filepath.Join(self, "cref", "cbench.c"), obj, "-lsodium"),
-	} {
+	p := crefPrograms{cbench: filepath.Join(dir, "cbench"), cserver: filepath.Join(dir, "cserver")}
+	for _, bin := range []string{p.cbench, p.cserver} {
+		args := []string{"-O2", "-DNDEBUG", "-I" + src, "-o", bin, filepath.Join(self, "cref", filepath.Base(bin)+".c"), "-lsodium"}
 		cmd := exec.CommandContext(ctx, cc, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s %s: %w\n%s(it needs libsodium: Debian's libsodium-dev)", cc, strings.Join(args, " "), err, out)
+			return crefPrograms{}, fmt.Errorf("%s %s: %w\n%s(it needs libsodium: Debian's libsodium-dev)", cc, strings.Join(args, " "), err, out)
 		}
 	}
-	return bin, nil
+	return p, nil
 }
 
 func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cref", stderr)
-	configs := fs.String("configs", "1x8x100,16x8x100,64x8x100,1x1x100,1x8x64,16x8x64,64x8x64", "CLIENTSxWINDOWxSIZE, comma-separated")
+	configs := fs.String("configs", "1x8x100,16x8x100,64x8x100,1x1x100", "CLIENTSxWINDOWxSIZE, comma-separated")
 	rounds := fs.Int("rounds", 3, "rounds, C and Go interleaved; the table gives medians")
 	duration := fs.Duration("duration", 3*time.Second, "measured window of each run (after a 1 s warm-up)")
 	worktree := fs.String("worktree", "", "the netcode repository whose cmd/netcode to measure (default: the one this module is in)")
 	cc := fs.String("cc", "cc", "the C compiler")
 	floor := fs.Bool("floor", false, "also run, at each one-client window-1 configuration, a bare Go UDP ping-pong (net.UDPConn, no protocol), interleaved: the floor of a Go echo there")
+	serverOnly := fs.Bool("server-only", false, "measure the servers alone: the same Go clients (dialed netcode.Conns) drive the C reference's echo server (cref/cserver.c, a poll() loop, a process of its own) and a netcode.Listen echo server (a process of its own, built from this module's netcode), interleaved; server CPU per echo from /proc")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -178,12 +185,16 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cbench := ""
+	var progs crefPrograms
 	if src := os.Getenv(crefEnv); src == "" {
 		fmt.Fprintf(stdout, "%s is not set: no C column. Set it to a directory holding netcode.c and netcode.h (protocol 1.02) from github.com/mas-bandwidth/netcode; building them needs a C compiler and libsodium.\n", crefEnv)
-	} else if cbench, err = buildCbench(ctx, *cc, src, self, dir); err != nil {
+	} else if progs, err = buildCref(ctx, *cc, src, self, dir); err != nil {
 		return err
 	}
+	if *serverOnly {
+		return runCrefServers(ctx, cs, progs.cserver, *rounds, *duration, stdout, stderr)
+	}
+	cbench := progs.cbench
 	gobin := filepath.Join(dir, "netcode")
 	build := exec.CommandContext(ctx, "go", "build", "-o", gobin, "./cmd/netcode")
 	build.Dir = repo
@@ -257,4 +268,46 @@ func runFloor(ctx context.Context, c crefConfig, secs string) (echoFigures, erro
 		return echoFigures{}, fmt.Errorf("pingpong %v: %w", c, err)
 	}
 	return parseCbench(string(out))
+}
+
+// runCrefServers is cref -server-only: for each configuration and round,
+// the C reference's echo server (if cserver was built) and netcode's, in
+// an order that rotates from round to round, each under the same Go
+// clients in this process (runDatagram), server CPU from /proc.
+func runCrefServers(ctx context.Context, cs []crefConfig, cserver string, nRounds int, duration time.Duration, stdout, stderr io.Writer) error {
+	servers := []string{"netcode"}
+	if cserver != "" {
+		servers = []string{crefTransport, "netcode"}
+	}
+	fmt.Fprintf(stdout, "cref -server-only: the same Go clients against the C reference's echo server (poll loop) and netcode's, each in a process of its own, %v windows after 1 s warm-up, %d rounds\nuptime before: %s\n",
+		duration, nRounds, uptime())
+	res := make([]serverResult, len(cs))
+	for round := range nRounds {
+		for i, c := range cs {
+			res[i].Config = c
+			for _, srv := range rotated(servers, round) {
+				if srv == crefTransport && c.Clients > crefMaxClients {
+					continue
+				}
+				r, err := runDatagram(ctx, dgConfig{Transport: srv, Clients: c.Clients, Window: c.Window, Size: c.Size,
+					Warmup: time.Second, Duration: duration, CrefExe: cserver, ProcCPU: true})
+				if err != nil {
+					return fmt.Errorf("round %d, %v, %s server: %w", round+1, c, srv, err)
+				}
+				if r.PerServerCPU <= 0 {
+					return fmt.Errorf("round %d, %v, %s server: no server CPU time measured", round+1, c, srv)
+				}
+				us := 1e6 / r.PerServerCPU
+				if srv == crefTransport {
+					res[i].C = append(res[i].C, us)
+				} else {
+					res[i].Go = append(res[i].Go, us)
+				}
+				fmt.Fprintf(stderr, "round %d: %v: %s server %.2f µs per echo, %.0f echoes/s\n", round+1, c, srv, us, r.EchoesPerSec)
+			}
+		}
+	}
+	printServerTable(stdout, res)
+	fmt.Fprintf(stdout, "uptime after: %s\n", uptime())
+	return nil
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -121,5 +124,65 @@ func TestFloorTable(t *testing.T) {
 `
 	if got := b.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestServerTable checks cref -server-only's table: each round's µs per
+// echo, the per-round ratios (C's µs over Go's: Go/C per CPU-second), the
+// ratio of the medians, and a configuration with no C column.
+func TestServerTable(t *testing.T) {
+	rs := []serverResult{
+		{Config: crefConfig{16, 8, 100}, C: []float64{5, 6, 4}, Go: []float64{4, 3, 4}},
+		{Config: crefConfig{512, 8, 100}, Go: []float64{3}},
+	}
+	var b bytes.Buffer
+	printServerTable(&b, rs)
+	want := `| clients, window, payload | C server µs per echo | Go server µs per echo | Go/C per CPU-second | of the medians |
+|---|---|---|---|---|
+| 16, 8, 100 B | 5.00 6.00 4.00 | 4.00 3.00 4.00 | 1.25 2.00 1.00 | 1.25 |
+| 512, 8, 100 B |  | 3.00 | — | — |
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCrefServerRun drives netcode's echo server and then, built from
+// NETCODE_C_SRC, the C reference's (the machine lacks the C reference
+// without it: that part says so and skips) with the Go clients, server CPU
+// from /proc, and runs cbench briefly. It asserts no figure of speed.
+func TestCrefServerRun(t *testing.T) {
+	run := func(srv, cserver string) {
+		t.Helper()
+		res, err := runDatagram(context.Background(), dgConfig{Transport: srv, Clients: 2, Window: 2, Size: 100,
+			Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond, CrefExe: cserver, ProcCPU: true})
+		if err != nil {
+			t.Fatalf("%s server: %v", srv, err)
+		}
+		if res.EchoesPerSec <= 0 || res.P50 <= 0 {
+			t.Errorf("%s server: implausible figures %+v", srv, res)
+		}
+	}
+	run("netcode", "")
+
+	src := os.Getenv(crefEnv)
+	if src == "" {
+		t.Skipf("%s is not set: no C reference source on this machine (github.com/mas-bandwidth/netcode, 1.02, and libsodium)", crefEnv)
+	}
+	self, _, err := moduleDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs, err := buildCref(context.Background(), "cc", src, self, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(crefTransport, progs.cserver)
+	out, err := exec.Command(progs.cbench, "2", "2", "100", "0.3").Output()
+	if err != nil {
+		t.Fatalf("cbench: %v", err)
+	}
+	if f, err := parseCbench(string(out)); err != nil || f.PerCPU <= 0 {
+		t.Errorf("cbench: %+v, %v", f, err)
 	}
 }

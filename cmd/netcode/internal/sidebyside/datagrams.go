@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,11 @@ type dgConfig struct {
 	Size             int
 	Warmup, Duration time.Duration
 	BaseExe          string // the server process of baseTransport
+	CrefExe          string // the server process of crefTransport (cref/cserver.c)
+	// ProcCPU reads the server process's CPU time from /proc/PID/stat
+	// (cref -server-only, where the C server does not answer "cpu")
+	// rather than asking the process.
+	ProcCPU bool
 }
 
 // dgResult is what one run measured.
@@ -102,7 +108,7 @@ func (r *dgRun) dial(ctx context.Context, addr string, key []byte, i int) (dgEnd
 			return nil, err
 		}
 		return net.DialUDP("udp4", nil, ua)
-	case "netcode", baseTransport:
+	case "netcode", baseTransport, crefTransport:
 		tok, err := mint(key, addr, uint64(i)+1)
 		if err != nil {
 			return nil, err
@@ -236,13 +242,20 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	kind, exe := cfg.Transport, ""
-	if kind == baseTransport {
+	kind, exe, args := cfg.Transport, "", []string(nil)
+	switch kind {
+	case baseTransport:
 		kind, exe = "netcode", cfg.BaseExe
+	case crefTransport:
+		exe, args = cfg.CrefExe, []string{strconv.Itoa(cfg.Clients)}
 	}
-	srv, err := startChild(exe, key, kind)
+	srv, err := startChild(exe, key, append([]string{kind}, args...)...)
 	if err != nil {
 		return res, err
+	}
+	serverCPU := srv.cpu
+	if cfg.ProcCPU {
+		serverCPU = func() (time.Duration, error) { return procCPU(srv.cmd.Process.Pid) }
 	}
 	defer func() {
 		if serr := srv.stop(); err == nil {
@@ -298,7 +311,7 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 		return res, err
 	}
 	cpu0 := cpuTime()
-	srv0, err := srv.cpu()
+	srv0, err := serverCPU()
 	if err != nil {
 		return res, err
 	}
@@ -312,7 +325,7 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 	t1, n1 := time.Now(), r.received()
 	pk1, _ := r.packets()
 	cpu1 := cpuTime()
-	srv1, err := srv.cpu()
+	srv1, err := serverCPU()
 	if err != nil {
 		return res, err
 	}

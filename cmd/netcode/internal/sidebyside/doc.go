@@ -10,6 +10,7 @@
 //	go run . datagrams              # quic-go DATAGRAM vs netcode vs plain UDP echoes
 //	go run . streams                # reliable.Stream vs quic-go stream vs TCP, 256 MiB
 //	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
+//	NETCODE_C_SRC=dir go run . cref -server-only # the servers alone, under the same Go clients
 //
 // # Method
 //
@@ -39,21 +40,38 @@
 // more transport interleaved with the others: a before and after in the
 // same run.
 //
-// cref builds the C reference echo harness (cref/cbench.c, linked against
-// netcode.c and netcode.h 1.02 from the directory NETCODE_C_SRC names,
-// which this repository does not hold, and libsodium) and cmd/netcode of
-// a worktree of this repository (-worktree; default the one this module
-// is in), and runs cbench and `netcode bench -json` at the same client
-// counts, windows and payloads, C and Go interleaved. Both run the server
-// and the clients in one process, the shape the single-threaded C library
-// is driven in: echoes per CPU-second of that process, and the p50 and p99
-// round trip. Without NETCODE_C_SRC it says so and gives the Go column
-// alone; the C reference has no figure above its 256 clients. With -floor
-// it also runs, at each one-client window-1 configuration, a bare Go UDP
-// ping-pong (this executable again: one server and one client goroutine
-// on net.UDPConn in one process, datagrams of the size netcode's would
-// be, no protocol), interleaved with the others: what Go's runtime poller
-// alone costs an echo there, which no library on it pays less than.
+// cref builds the C reference echo harness (cref/cbench.c) and echo
+// server (cref/cserver.c), each compiled with netcode.c and netcode.h 1.02
+// from the directory NETCODE_C_SRC names, which this repository does not
+// hold, and libsodium (they include netcode.c to reach the sockets it
+// keeps, see cref/harness.h), and cmd/netcode of a worktree of this
+// repository (-worktree; default the one this module is in). It runs
+// cbench and `netcode bench -json` at the same client counts, windows and
+// payloads, C and Go interleaved. Both run the server and the clients in
+// one process, the shape the single-threaded C library is driven in:
+// echoes per CPU-second of that process, and the p50 and p99 round trip.
+// cbench's loop updates the server and every client, echoes and answers
+// what they received, and waits in poll() on all their sockets (at most
+// 10 ms, for the library's timers) when a pass received nothing, as a game
+// loop sleeps; it does not spin. Without NETCODE_C_SRC it says so and
+// gives the Go column alone; the C reference has no figure above its 256
+// clients. With -floor it also runs, at each one-client window-1
+// configuration, a bare Go UDP ping-pong (this executable again: one
+// server and one client goroutine on net.UDPConn in one process, datagrams
+// of the size netcode's would be, no protocol), interleaved with the
+// others: what Go's runtime poller alone costs an echo there, which no
+// library on it pays less than.
+//
+// cref -server-only measures the servers alone: the clients of datagrams
+// (dialed netcode.Conns in this process, a reader goroutine per client
+// that sends the next payload on each echo) load the C reference's echo
+// server (cserver: update, echo, and poll() on its socket and stdin when a
+// pass received nothing, in a process of its own) and then netcode's
+// (netcode.Listen and a goroutine per connection reading and writing, in
+// a process of its own, built from the netcode module this module
+// replaces), in an order that rotates from round to round. Each server's
+// CPU time over the window comes from /proc/PID/stat, read by this
+// process: server µs per echo, and Go/C per CPU-second (C's µs over Go's).
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

@@ -225,3 +225,31 @@ func printFloorTable(w io.Writer, rs []crefResult) {
 		fmt.Fprintf(w, "  rounds: bare Go [%s]\n", rounds(values(r.Floor, perCPU), kilo))
 	}
 }
+
+// serverResult is one configuration's rounds of cref -server-only: server
+// CPU µs per echo, C and Go, in the order they ran.
+type serverResult struct {
+	Config crefConfig
+	C, Go  []float64
+}
+
+// printServerTable prints, for each configuration, each round's server
+// µs per echo, C and Go, and Go/C per CPU-second (C's µs over Go's) for
+// each round and for the medians.
+func printServerTable(w io.Writer, rs []serverResult) {
+	fmt.Fprintln(w, "| clients, window, payload | C server µs per echo | Go server µs per echo | Go/C per CPU-second | of the medians |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	us := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+	for _, r := range rs {
+		ratios, ofMedians := "—", "—"
+		if len(r.C) > 0 && len(r.C) == len(r.Go) {
+			rr := make([]float64, len(r.C))
+			for i := range r.C {
+				rr[i] = r.C[i] / r.Go[i]
+			}
+			ratios = rounds(rr, us)
+			ofMedians = fmt.Sprintf("%.2f", median(r.C)/median(r.Go))
+		}
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %s |\n", r.Config, rounds(r.C, us), rounds(r.Go, us), ratios, ofMedians)
+	}
+}

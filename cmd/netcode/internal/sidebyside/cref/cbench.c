@@ -8,13 +8,19 @@
  * directory of the user's, named by NETCODE_C_SRC) and libsodium
  * (Debian: libsodium-dev). `sidebyside cref` builds it as
  *
- *   cc -O2 -DNDEBUG -I$NETCODE_C_SRC -c $NETCODE_C_SRC/netcode.c -o netcode.o
- *   cc -O2 -DNDEBUG -I$NETCODE_C_SRC -o cbench cbench.c netcode.o -lsodium
+ *   cc -O2 -DNDEBUG -I$NETCODE_C_SRC -o cbench cbench.c -lsodium
+ *
+ * (cbench.c includes netcode.c, for its sockets: see harness.h).
  *
  * Method: one netcode server and N clients in one process and one thread,
- * on loopback, as the C library is meant to be driven (each update polls
- * the sockets). Each client keeps W payloads in flight and sends the next
- * when an echo comes back; the server echoes every payload. After a 1 s
+ * on loopback, as the C library is meant to be driven: each pass updates
+ * the server and every client (each update reads its socket), echoes what
+ * the server received and answers what the clients received; a pass that
+ * received nothing waits in poll() on the server's and the clients'
+ * sockets (at most 10 ms, for the library's timers), as a game loop
+ * sleeps, rather than spinning. Each client keeps W payloads in flight and
+ * sends the next when an echo comes back; the server echoes every payload.
+ * After a 1 s
  * warm-up it measures SECONDS: echoes per second of wall time and per
  * second of the process's CPU (getrusage, user + system), and the p50 and
  * p99 round trip (1 µs buckets up to 1 s). Each payload carries a sequence
@@ -25,7 +31,8 @@
  *   result clients=N window=W size=S echoes_per_second=X
  *   echoes_per_cpu_second=Y cpu_seconds=C wall_seconds=T p50_us=P p99_us=Q
  */
-#include "netcode.h"
+#include "netcode.c"
+#include "harness.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +152,11 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* The sockets a pass that received nothing waits on. */
+    struct pollfd *fds = calloc((size_t)(2 * n + 2), sizeof *fds);
+    int nfds = add_holder(fds, 0, &server->socket_holder);
+    for (int i = 0; i < n; i++) nfds = add_holder(fds, nfds, &clients[i]->socket_holder);
+
     /* The exchange: a warm-up, then the measured window. */
     uint8_t buf[NETCODE_MAX_PACKET_SIZE];
     memset(buf, 0xab, sizeof buf);
@@ -165,15 +177,7 @@ int main(int argc, char **argv) {
         }
         if (t >= end) break;
         netcode_server_update(server, t);
-        for (int c = 0; c < n; c++) {
-            int bytes;
-            uint64_t sequence;
-            uint8_t *p;
-            while ((p = netcode_server_receive_packet(server, c, &bytes, &sequence)) != NULL) {
-                netcode_server_send_packet(server, c, p, bytes);
-                netcode_server_free_packet(server, p);
-            }
-        }
+        int received = echo_received(server, n);
         for (int i = 0; i < n; i++) {
             netcode_client_update(clients[i], t);
             int bytes;
@@ -183,6 +187,7 @@ int main(int argc, char **argv) {
                 double sent, now = netcode_time();
                 memcpy(&sent, p + 8, 8);
                 netcode_client_free_packet(clients[i], p);
+                received++;
                 if (measuring) {
                     long us = (long)((now - sent) * 1e6);
                     hist[us < 0 ? 0 : us >= HIST_BUCKETS ? HIST_BUCKETS - 1 : us]++;
@@ -191,6 +196,7 @@ int main(int argc, char **argv) {
                 send_payload(clients[i], buf, size, &seq, now);
             }
         }
+        if (!received) poll(fds, (nfds_t)nfds, POLL_MS);
     }
     double cpu = cpu_seconds() - cpu0, wall = t - measure_from;
     printf("result clients=%d window=%d size=%d echoes_per_second=%.0f echoes_per_cpu_second=%.0f "
@@ -199,6 +205,7 @@ int main(int argc, char **argv) {
 
     for (int i = 0; i < n; i++) netcode_client_destroy(clients[i]);
     free(clients);
+    free(fds);
     netcode_server_destroy(server);
     netcode_term();
     return 0;
