@@ -64,7 +64,7 @@ var (
 // (Config.Wire), WebTransport sessions at the same URLs, under one set of
 // caps. Make one with NewHandler; Close ends every session.
 type Handler struct {
-	wsbridge.Hosted // what package bridge/webtransport admits its sessions through
+	hostHook // what package bridge/webtransport admits its sessions through
 
 	cfg    Config
 	log    *slog.Logger
@@ -130,7 +130,7 @@ func NewHandler(config *Config) *Handler {
 		b := make([]byte, cfg.MaxDatagram+1)
 		return &b
 	}
-	h.Hosted = wsbridge.Hosted{H: (*wireHost)(h)}
+	h.hostHook = hostHook{H: (*wireHost)(h)}
 	h.gate.Init("wire", Subprotocol, cfg.MaxSessions, cfg.OriginPatterns, h.log)
 	h.gate.Accept.Subprotocols = append(h.gate.Accept.Subprotocols, transport.Subprotocol)
 	h.gate.Refuse = h.gate.Accept
@@ -334,6 +334,10 @@ func originAllowed(r *http.Request, patterns []string) bool {
 	}
 	return false
 }
+
+// hostHook is the hook a Handler embeds under an unexported name, so that
+// it exports no field or method of internal types.
+type hostHook = wsbridge.Hosted
 
 // wireHost is a Handler as a wsbridge.Admitter: package
 // bridge/webtransport admits and starts its sessions through it.
