@@ -28,7 +28,7 @@ type ServerConfig struct {
 	// PreviousPrivateKey, if not all zeros, opens connect tokens too. Set
 	// it to the retiring key during a key rotation, for as long as tokens
 	// sealed with it may still be presented (their lifetime), then clear
-	// it. See the README's token backend section.
+	// it. See docs/backend.md, Key rotation.
 	PreviousPrivateKey crypto.Key
 	// PublicAddr is the "host:port" clients were told in their tokens,
 	// where it differs from the bound address (a wildcard bind, NAT, a load

@@ -103,11 +103,11 @@ var readmeImports = map[string]string{
 	"reliable":     "github.com/gonetcode/netcode/reliable",
 	"slog":         "log/slog",
 	"time":         "time",
+	"tls":          "crypto/tls",
 	"token":        "github.com/gonetcode/netcode/token",
 	"transport":    "github.com/gonetcode/netcode/bridge/transport",
 	"webtransport": "github.com/gonetcode/netcode/bridge/webtransport",
 	"wire":         "github.com/gonetcode/netcode/bridge/wire",
-	"autocert":     "golang.org/x/crypto/acme/autocert",
 }
 
 // codeBlock is one fenced Go block of a README.

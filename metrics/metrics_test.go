@@ -210,12 +210,13 @@ func TestNamesDocumented(t *testing.T) {
 }
 
 // TestReadmeListsEverySeries: the Observability page (docs/observability.md)
-// names every series the collector serves.
+// names every series the collectors serve, the server's and the wire's.
 func TestReadmeListsEverySeries(t *testing.T) {
 	readme, err := os.ReadFile("../docs/observability.md")
 	require.NoError(t, err)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	require.NoError(t, reg.Register(metrics.NewWireCollector(fixedWire{}, nil)))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range families {

@@ -22,7 +22,7 @@ import (
 )
 
 // What an authenticated but hostile peer can make a connection hold, with
-// the default configuration: the bounds the README states. A reliable
+// the default configuration: the bounds docs/security.md states. A reliable
 // channel's receive window is 256 KiB (226 chunks of 1168 bytes, each in a
 // 1280-byte buffer once allocated, and a ring slot); an unreliable
 // channel's receive queue holds 64 KiB of messages.
@@ -266,9 +266,9 @@ func TestResendCostFlat(t *testing.T) {
 	assert.LessOrEqual(t, big, float64(fastList+1+piggybackLooks), "more than the list heads and the copies")
 }
 
-// TestHTTPSlowlorisNeedsTimeouts is the README's http.Server over
+// TestHTTPSlowlorisNeedsTimeouts is docs/reliable.md's http.Server over
 // Streams, against clients that send half a request header and hold it:
-// with the README's ReadHeaderTimeout they are cut, their slots free, and
+// with its ReadHeaderTimeout they are cut, their slots free, and
 // a real request is served; with http.Serve's defaults (the README's
 // example on 40ddb1a) they hold every slot of the server and the request
 // is refused.
@@ -278,7 +278,7 @@ func TestHTTPSlowlorisNeedsTimeouts(t *testing.T) {
 		srv    *http.Server
 		served bool
 	}{
-		{"README's timeouts", &http.Server{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: time.Second}, true},
+		{"the docs' timeouts", &http.Server{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: time.Second}, true},
 		{"no timeouts", &http.Server{}, false},
 	}
 	for _, tt := range tests {
@@ -315,7 +315,7 @@ func TestHTTPSlowlorisNeedsTimeouts(t *testing.T) {
 			if tt.served {
 				require.Eventually(t, func() bool { return l.Stats().Connected < slots }, 5*time.Second, 10*time.Millisecond, "no slot freed")
 			} else {
-				time.Sleep(time.Second) // three times the README's ReadHeaderTimeout of this test
+				time.Sleep(time.Second) // three times this test's ReadHeaderTimeout
 				require.Equal(t, slots, l.Stats().Connected)
 			}
 			tr := &http.Transport{DialContext: d.DialContext}

@@ -95,7 +95,7 @@ const (
 	// defaultMaxWindowBytes is the most a Stream's receive window left at
 	// its default grows to (relRecv.tune): 1 MiB, four times the default
 	// window and above the 470-800 KB congestion window of a loopback
-	// transfer. Measured on the busy 2-core machine, interleaved (README,
+	// transfer. Measured on the busy 2-core machine, interleaved (docs/performance.md,
 	// "Streams against quic-go and TCP"), 1 MiB moved as many bytes as the
 	// fixed 256 KiB at less CPU per GB; 2 MiB moved fewer, its larger
 	// bursts overflowing socket buffers while a reader was descheduled.

@@ -11,7 +11,7 @@ import (
 // datagram and writes it to its netcode client, then reads the echo and
 // sends it in a datagram. Its allocations are the whole process's (the Go
 // client, the bridge and the server); -memprofile tells them apart (see
-// the README's figures).
+// the figures in docs/browsers.md, WebTransport, What a session costs).
 func BenchmarkRelayEcho(b *testing.B) {
 	r := newRig(b, rigConfig{})
 	c := r.dialRelay(b)

@@ -335,6 +335,10 @@ func originAllowed(r *http.Request, patterns []string) bool {
 	return false
 }
 
+// hostHook is the hook a Handler embeds under an unexported name, so that
+// it exports no field or method of internal types.
+type hostHook = wsbridge.Hosted
+
 // wireHost is a Handler as a wsbridge.Admitter: package
 // bridge/webtransport admits and starts its sessions through it.
 type wireHost Handler
@@ -451,7 +455,3 @@ func (h *Handler) Sessions() int {
 	defer h.mu.Unlock()
 	return len(h.sessions)
 }
-
-// hostHook is the hook a Handler embeds under an unexported name, so that
-// it exports no method of internal types.
-type hostHook = wsbridge.Hosted

@@ -245,7 +245,8 @@ func TestClientBackend(t *testing.T) {
 	}
 }
 
-// TestChatThroughBackend is the README's whole path: a chat server, the
+// TestChatThroughBackend is the whole path of docs/getting-started.md's
+// chat with docs/backend.md's token service: a chat server, the
 // token backend (package backend) over HTTPS with bearer secrets, and two
 // line clients that fetch their tokens from it and talk.
 func TestChatThroughBackend(t *testing.T) {

@@ -269,7 +269,8 @@ func TestServeDial(t *testing.T) {
 	var serr bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-key", keyFile, "-max-clients", "4", "-v"}, &bytes.Buffer{}, &serr)
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-key", keyFile, "-max-clients", "4", "-v",
+			"-token-rate", "100", "-token-expiry", "10s"}, &bytes.Buffer{}, &serr)
 	}()
 	var addr net.Addr
 	select {
@@ -304,6 +305,7 @@ func TestServeDial(t *testing.T) {
 	}
 	logs := serr.String()
 	assert.Contains(t, logs, "netcode echo server listening")
+	assert.Contains(t, logs, "token_history=1000", "-token-rate 100 × -token-expiry 10s")
 	assert.Equal(t, 1, strings.Count(logs, "client connected"), "one line per event:\n%s", logs)
 	assert.Equal(t, 1, strings.Count(logs, "client disconnected"), "one line per event:\n%s", logs)
 	assert.Contains(t, logs, "id=7")

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/fleet"
+	netserver "github.com/gonetcode/netcode/internal/server"
 )
 
 // serveReady, if set, is told the server's address once it listens (tests).
@@ -29,7 +31,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	key := fs.String("key", "", "private key shared with the token backend: hex, base64, or a key file (required)")
 	proto := protocolFlag(defaultProtocolID)
 	fs.Var(&proto, "protocol", "protocol id (decimal or 0x hex)")
-	maxClients := fs.Int("max-clients", 256, "client slots")
+	maxClients := fs.Int("max-clients", netserver.DefaultMaxClients, fmt.Sprintf("client slots (1..%d)", netserver.MaxMaxClients))
+	tokenRate := fs.Int("token-rate", 0, fmt.Sprintf("most new connections a second the token history must take: the rate the backend mints tokens for this server (0: %d per slot per second, within %d..%d)", netserver.TokenRatePerSlot, netserver.MinTokenRate, netserver.MaxTokenRate))
+	tokenExpiry := fs.Duration("token-expiry", 0, fmt.Sprintf("longest lifetime of the backend's tokens (netcode token -expire), which the token history remembers each for (0: %s)", netserver.DefaultTokenExpiry))
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
 	verbose := fs.Bool("v", false, "log connections and protocol events to stderr, one line each")
 	chat := fs.Bool("chat", false, "chat mode: send each payload to every other client instead of echoing it to its sender")
@@ -50,16 +54,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := regFlags.check(); err != nil {
 		return err
 	}
+	if err := checkServeLimits(*maxClients, *tokenRate, *tokenExpiry); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := &netcode.ServerConfig{
-		ProtocolID: uint64(proto),
-		PrivateKey: k,
-		PublicAddr: *public,
-		MaxClients: *maxClients,
+		ProtocolID:  uint64(proto),
+		PrivateKey:  k,
+		PublicAddr:  *public,
+		MaxClients:  *maxClients,
+		TokenRate:   *tokenRate,
+		TokenExpiry: *tokenExpiry,
 	}
 	if *verbose {
 		cfg.Logger = log
@@ -74,7 +83,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *chat {
 		mode = "chat"
 	}
-	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients)
+	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients, "token_history", l.Stats().HistoryLimit)
 	var ops *opsServer // nil without -metrics
 	if *metricsAddr != "" {
 		if ops, err = startOps(*metricsAddr, l, log); err != nil {
@@ -179,6 +188,31 @@ func (f *registryFlags) check() error {
 // checkAddrs checks that each non-empty address, by the flag that gave
 // it, is a host:port (the host may be empty), so that a mistyped one is
 // refused before any socket is bound.
+// checkServeLimits checks -max-clients, -token-rate and -token-expiry, as
+// netcode.Listen would after binding, and refuses a token history that
+// Listen would cap below -token-rate × -token-expiry.
+func checkServeLimits(maxClients, tokenRate int, tokenExpiry time.Duration) error {
+	switch {
+	case maxClients < 1 || maxClients > netserver.MaxMaxClients:
+		return fmt.Errorf("-max-clients %d: want 1..%d", maxClients, netserver.MaxMaxClients)
+	case tokenRate < 0:
+		return fmt.Errorf("-token-rate %d: want a rate of new connections a second, or 0 for %d per slot", tokenRate, netserver.TokenRatePerSlot)
+	case tokenExpiry < 0:
+		return fmt.Errorf("-token-expiry %s: want the tokens' lifetime, or 0 for %s", tokenExpiry, netserver.DefaultTokenExpiry)
+	}
+	if n := netserver.HistoryWanted(maxClients, tokenRate, tokenExpiry); n > netserver.MaxHistory {
+		rate, expiry := "-token-rate "+strconv.Itoa(tokenRate), "-token-expiry "+tokenExpiry.String()
+		if tokenRate == 0 {
+			rate = "the default -token-rate"
+		}
+		if tokenExpiry == 0 {
+			expiry = "the default -token-expiry"
+		}
+		return fmt.Errorf("%s × %s is %d tokens to remember, over the %d a token history holds: lower either", rate, expiry, n, netserver.MaxHistory)
+	}
+	return nil
+}
+
 func checkAddrs(addrs map[string]string) error {
 	for _, flag := range slices.Sorted(maps.Keys(addrs)) {
 		a := addrs[flag]

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/netip"
 	"time"
 
@@ -49,6 +50,14 @@ const (
 // fills: with the defaults, 15,360 tokens and 3 MB at 256 slots, 491,520
 // tokens and 98 MB from 8,192 slots up.
 func HistorySize(maxClients, rate int, expiry time.Duration) int {
+	return int(min(HistoryWanted(maxClients, rate, expiry), MaxHistory))
+}
+
+// HistoryWanted is the history HistorySize gives before its cap of
+// MaxHistory: rate × expiry, each defaulted as there, saturating at
+// math.MaxInt64. A caller that would rather refuse a setting than have it
+// capped compares it with MaxHistory.
+func HistoryWanted(maxClients, rate int, expiry time.Duration) int64 {
 	if rate <= 0 {
 		rate = min(max(TokenRatePerSlot*maxClients, MinTokenRate), MaxTokenRate)
 	}
@@ -56,7 +65,10 @@ func HistorySize(maxClients, rate int, expiry time.Duration) int {
 		expiry = DefaultTokenExpiry
 	}
 	secs := int64((expiry + time.Second - 1) / time.Second)
-	return int(min(int64(rate)*secs, MaxHistory))
+	if secs > math.MaxInt64/int64(rate) {
+		return math.MaxInt64
+	}
+	return int64(rate) * secs
 }
 
 // tokenHistory remembers every connect token a connection was made with,

@@ -9,9 +9,10 @@ import (
 )
 
 // Print writes a human-readable report of r, ending with the row of the
-// table in issue 14 and the README (mode, N, connect, echoes/s, p50/p99,
-// lost, CPU and µs per echo of the bridge and the server, idle µs per
-// session per second, goroutines, heap and fds per session).
+// table in issue 14 and docs/browsers.md, The bridge under load (mode, N,
+// connect, echoes/s, p50/p99, lost, CPU and µs per echo of the bridge and
+// the server, idle µs per session per second, goroutines, heap and fds
+// per session).
 func (r *BridgeResult) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "bridge %s: %d browsers, %d-byte messages at %g/s each, window %v after %v warm-up, idle phase %v, GOMAXPROCS %d\n",

@@ -1,5 +1,5 @@
-// Command sidebyside runs the side-by-side comparisons of the README's
-// Performance section: this library against quic-go, plain UDP, TCP and
+// Command sidebyside runs the side-by-side comparisons of
+// docs/performance.md: this library against quic-go, plain UDP, TCP and
 // the C reference, on loopback, interleaved and in the same run. It is a
 // module of its own so that the netcode module never depends on what it
 // compares against (quic-go's streams and DATAGRAM frames here; the C
