@@ -47,6 +47,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runChild(args[1:])
 	case pingpongArg:
 		return runPingpong(args[1:], stdout, stderr)
+	case apiechoArg:
+		return runAPIEcho(args[1:], stdout, stderr)
+	case cuteechoArg:
+		return runCuteEcho(args[1:], stdout, stderr)
+	case "cute":
+		return runCute(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
