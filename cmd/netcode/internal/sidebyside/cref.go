@@ -86,22 +86,34 @@ func parseCbench(out string) (echoFigures, error) {
 	return f, fmt.Errorf("cbench printed no result line: %q", out)
 }
 
-// parseNetcodeBench reads the JSON of `netcode bench -json`.
-func parseNetcodeBench(out []byte) (echoFigures, error) {
+// benchPhase is one phase of `netcode bench -json`'s result.
+type benchPhase struct {
+	EchoesPerCPUSecond float64
+	P50, P99           time.Duration
+	RoundTrips         uint64
+}
+
+func (p benchPhase) figures() echoFigures {
+	return echoFigures{PerCPU: p.EchoesPerCPUSecond, P50: p.P50, P99: p.P99}
+}
+
+// parseNetcodeBench reads the JSON of `netcode bench -json`: its netcode
+// phase and, with -dialect cute, its Cute phase (zero without).
+func parseNetcodeBench(out []byte) (netcode, cute echoFigures, err error) {
 	var r struct {
-		Netcode struct {
-			EchoesPerCPUSecond float64
-			P50, P99           time.Duration
-			RoundTrips         uint64
-		}
+		Netcode benchPhase
+		Cute    *benchPhase
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
-		return echoFigures{}, fmt.Errorf("netcode bench -json: %w", err)
+		return netcode, cute, fmt.Errorf("netcode bench -json: %w", err)
 	}
-	if r.Netcode.RoundTrips == 0 {
-		return echoFigures{}, errors.New("netcode bench echoed nothing")
+	if r.Netcode.RoundTrips == 0 || (r.Cute != nil && r.Cute.RoundTrips == 0) {
+		return netcode, cute, errors.New("netcode bench echoed nothing")
 	}
-	return echoFigures{PerCPU: r.Netcode.EchoesPerCPUSecond, P50: r.Netcode.P50, P99: r.Netcode.P99}, nil
+	if r.Cute != nil {
+		cute = r.Cute.figures()
+	}
+	return r.Netcode.figures(), cute, nil
 }
 
 // moduleDirs returns the directories of this module and of the netcode
@@ -163,24 +175,12 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cc := fs.String("cc", "cc", "the C compiler")
 	floor := fs.Bool("floor", false, "also run, at each one-client window-1 configuration, a bare Go UDP ping-pong (net.UDPConn, no protocol), interleaved: the floor of a Go echo there")
 	serverOnly := fs.Bool("server-only", false, "measure the servers alone: the same Go clients (dialed netcode.Conns) drive the C reference's echo server (cref/cserver.c, a poll() loop, a process of its own) and a netcode.Listen echo server (a process of its own, built from this module's netcode), interleaved; server CPU per echo from /proc")
+	api := fs.Bool("api", false, "also run, interleaved, the public-API harness (apiecho.go): a netcode.Listen echo server with a goroutine per connection and dialed netcode.Conns with a reader goroutine and a writer goroutine each, in one process")
+	apiProfile := fs.String("api-cpuprofile", "", "with -api: write each public-API run's CPU profile (the measured window) to this prefix plus -CLIENTSxWINDOWxSIZE-rROUND.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cs, err := parseCrefConfigs(*configs)
-	if err != nil {
-		return err
-	}
-	if *rounds < 1 || *duration <= 0 {
-		return errors.New("-rounds at least 1 and a positive -duration")
-	}
-	self, repo, err := moduleDirs()
-	if err != nil {
-		return err
-	}
-	if *worktree != "" {
-		repo = *worktree
-	}
-	dir, err := os.MkdirTemp("", "sidebyside-cref-")
+	cs, self, repo, dir, err := comparisonSetup("cref", *configs, *worktree, *rounds, *duration)
 	if err != nil {
 		return err
 	}
@@ -195,11 +195,9 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runCrefServers(ctx, cs, progs.cserver, *rounds, *duration, stdout, stderr)
 	}
 	cbench := progs.cbench
-	gobin := filepath.Join(dir, "netcode")
-	build := exec.CommandContext(ctx, "go", "build", "-o", gobin, "./cmd/netcode")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s/cmd/netcode: %w\n%s", repo, err, out)
+	gobin, err := buildNetcode(ctx, repo, dir)
+	if err != nil {
+		return err
 	}
 	secs := strconv.FormatFloat(duration.Seconds(), 'f', -1, 64)
 	runC := func(c crefConfig) (echoFigures, error) {
@@ -210,15 +208,8 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return parseCbench(string(out))
 	}
 	runGo := func(c crefConfig) (echoFigures, error) {
-		cmd := exec.CommandContext(ctx, gobin, "bench", "-clients", strconv.Itoa(c.Clients), "-window", strconv.Itoa(c.Window),
-			"-size", strconv.Itoa(c.Size), "-duration", duration.String(), "-q", "-json")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		out, err := cmd.Output()
-		if err != nil {
-			return echoFigures{}, fmt.Errorf("netcode bench %v: %w: %s", c, err, errb.String())
-		}
-		return parseNetcodeBench(out)
+		f, _, err := runNetcodeBench(ctx, gobin, c, *duration)
+		return f, err
 	}
 
 	fmt.Fprintf(stdout, "cref: netcode bench of %s vs cbench, one process each (server and clients), %v windows after 1 s warm-up, %d rounds\nuptime before: %s\n",
@@ -238,6 +229,16 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			res[i].Go = append(res[i].Go, f)
+			if *api {
+				profile := ""
+				if *apiProfile != "" {
+					profile = fmt.Sprintf("%s-%dx%dx%d-r%d.pprof", *apiProfile, c.Clients, c.Window, c.Size, round+1)
+				}
+				if f, err = runAPI(ctx, c, secs, profile); err != nil {
+					return err
+				}
+				res[i].API = append(res[i].API, f)
+			}
 			if *floor && c.Clients == 1 && c.Window == 1 {
 				if f, err = runFloor(ctx, c, secs); err != nil {
 					return err
@@ -252,20 +253,92 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	printCrefTable(stdout, res)
 	printFloorTable(stdout, res)
+	printAPITable(stdout, res)
 	fmt.Fprintf(stdout, "uptime after: %s\n", uptime())
 	return nil
 }
 
+// comparisonSetup checks the flags cref and cute share (configurations,
+// rounds and window) and returns the configurations, the directories of
+// this module and of the netcode repository to measure (worktree, or the
+// one this module is in), and a new temporary directory for the programs
+// built, which the caller removes.
+func comparisonSetup(name, configs, worktree string, rounds int, duration time.Duration) (cs []crefConfig, self, repo, dir string, err error) {
+	if cs, err = parseCrefConfigs(configs); err != nil {
+		return
+	}
+	if rounds < 1 || duration <= 0 {
+		err = errors.New("-rounds at least 1 and a positive -duration")
+		return
+	}
+	if self, repo, err = moduleDirs(); err != nil {
+		return
+	}
+	if worktree != "" {
+		repo = worktree
+	}
+	dir, err = os.MkdirTemp("", "sidebyside-"+name+"-")
+	return
+}
+
+// buildNetcode builds cmd/netcode of the repository repo into dir.
+func buildNetcode(ctx context.Context, repo, dir string) (string, error) {
+	gobin := filepath.Join(dir, "netcode")
+	build := exec.CommandContext(ctx, "go", "build", "-o", gobin, "./cmd/netcode")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s/cmd/netcode: %w\n%s", repo, err, out)
+	}
+	return gobin, nil
+}
+
+// runNetcodeBench runs `netcode bench -json` (gobin) at c for a window
+// of duration, with extra flags (-dialect cute), and returns its netcode
+// phase's figures and its Cute phase's (zero without -dialect cute).
+func runNetcodeBench(ctx context.Context, gobin string, c crefConfig, duration time.Duration, extra ...string) (netcode, cute echoFigures, err error) {
+	args := append([]string{"bench", "-clients", strconv.Itoa(c.Clients), "-window", strconv.Itoa(c.Window),
+		"-size", strconv.Itoa(c.Size), "-duration", duration.String(), "-q", "-json"}, extra...)
+	cmd := exec.CommandContext(ctx, gobin, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return netcode, cute, fmt.Errorf("netcode %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return parseNetcodeBench(out)
+}
+
 // runFloor runs the bare Go UDP ping-pong (pingpong.go) at c's payload
-// size in a process of its own: this executable.
+// size in a process of its own.
 func runFloor(ctx context.Context, c crefConfig, secs string) (echoFigures, error) {
+	return runSelf(ctx, pingpongArg, "-size", strconv.Itoa(c.Size), "-duration", secs+"s")
+}
+
+// runAPI runs the public-API harness (apiecho.go) at c in a process of
+// its own. With profile it writes the window's CPU profile there.
+func runAPI(ctx context.Context, c crefConfig, secs, profile string) (echoFigures, error) {
+	args := []string{apiechoArg, "-clients", strconv.Itoa(c.Clients), "-window", strconv.Itoa(c.Window),
+		"-size", strconv.Itoa(c.Size), "-duration", secs + "s"}
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile)
+	}
+	return runSelf(ctx, args...)
+}
+
+// runSelf runs this executable with args (a hidden command that prints a
+// result line in cbench's format), so that its CPU time is its own, and
+// reads its result.
+func runSelf(ctx context.Context, args ...string) (echoFigures, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return echoFigures{}, err
 	}
-	out, err := exec.CommandContext(ctx, exe, pingpongArg, "-size", strconv.Itoa(c.Size), "-duration", secs+"s").Output()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
 	if err != nil {
-		return echoFigures{}, fmt.Errorf("pingpong %v: %w", c, err)
+		return echoFigures{}, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return parseCbench(string(out))
 }

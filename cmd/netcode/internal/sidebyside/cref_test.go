@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"testing"
@@ -39,14 +40,25 @@ func TestParseNetcodeBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := parseNetcodeBench(b)
+	got, cute, err := parseNetcodeBench(b)
 	want := echoFigures{PerCPU: 84600, P50: 434 * time.Microsecond, P99: 2950 * time.Microsecond}
-	if err != nil || got != want {
-		t.Errorf("parseNetcodeBench = %+v, %v; want %+v", got, err, want)
+	if err != nil || got != want || cute != (echoFigures{}) {
+		t.Errorf("parseNetcodeBench = %+v, %+v, %v; want %+v and no Cute phase", got, cute, err, want)
 	}
-	res.Netcode.RoundTrips = 0
+	res.Cute = &bench.Phase{EchoesPerCPUSecond: 61200, P50: 40 * time.Microsecond, P99: 90 * time.Microsecond, RoundTrips: 1000}
 	b, _ = json.Marshal(res)
-	if _, err := parseNetcodeBench(b); err == nil {
+	wantCute := echoFigures{PerCPU: 61200, P50: 40 * time.Microsecond, P99: 90 * time.Microsecond}
+	if got, cute, err = parseNetcodeBench(b); err != nil || got != want || cute != wantCute {
+		t.Errorf("with -dialect cute: parseNetcodeBench = %+v, %+v, %v; want %+v, %+v", got, cute, err, want, wantCute)
+	}
+	res.Cute.RoundTrips = 0
+	b, _ = json.Marshal(res)
+	if _, _, err := parseNetcodeBench(b); err == nil {
+		t.Error("a Cute phase that echoed nothing parsed")
+	}
+	res.Cute, res.Netcode.RoundTrips = nil, 0
+	b, _ = json.Marshal(res)
+	if _, _, err := parseNetcodeBench(b); err == nil {
 		t.Error("a run that echoed nothing parsed")
 	}
 }
@@ -92,8 +104,16 @@ rounds, echoes per CPU-s:
 // TestPingpongRun runs the bare Go UDP ping-pong briefly and reads its
 // result line as cref does. It asserts no figure of speed.
 func TestPingpongRun(t *testing.T) {
+	checkResultLine(t, runPingpong, "-size", "100", "-duration", "200ms")
+}
+
+// checkResultLine runs a hidden command that prints a result line in
+// cbench's format (run, with args), reads the line as cref and cute do and
+// checks that its figures are plausible.
+func checkResultLine(t *testing.T, run func(args []string, stdout, stderr io.Writer) error, args ...string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	if err := runPingpong([]string{"-size", "100", "-duration", "200ms"}, &out, &errb); err != nil {
+	if err := run(args, &out, &errb); err != nil {
 		t.Fatal(err, errb.String())
 	}
 	f, err := parseCbench(out.String())
@@ -101,7 +121,7 @@ func TestPingpongRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.PerCPU <= 0 || f.P99 < f.P50 {
-		t.Errorf("implausible figures %+v from %q", f, out.String())
+		t.Errorf("%v: implausible figures %+v from %q", args, f, out.String())
 	}
 }
 
@@ -184,5 +204,13 @@ func TestCrefServerRun(t *testing.T) {
 	}
 	if f, err := parseCbench(string(out)); err != nil || f.PerCPU <= 0 {
 		t.Errorf("cbench: %+v, %v", f, err)
+	}
+}
+
+// TestAPIEchoRun runs the public-API harness briefly and reads its result
+// line as cref -api does. It asserts no figure of speed.
+func TestAPIEchoRun(t *testing.T) {
+	for _, window := range []string{"1", "4"} {
+		checkResultLine(t, runAPIEcho, "-clients", "2", "-window", window, "-size", "100", "-warmup", "50ms", "-duration", "200ms")
 	}
 }

@@ -11,6 +11,8 @@
 //	go run . streams                # reliable.Stream vs quic-go stream vs TCP, 256 MiB
 //	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
 //	NETCODE_C_SRC=dir go run . cref -server-only # the servers alone, under the same Go clients
+//	NETCODE_C_SRC=dir go run . cref -api # and the public-API client harness, one process
+//	CUTE_NET_SRC=dir go run . cute  # Cute Framework's cute_net.h vs package cute
 //
 // # Method
 //
@@ -72,6 +74,31 @@
 // replaces), in an order that rotates from round to round. Each server's
 // CPU time over the window comes from /proc/PID/stat, read by this
 // process: server µs per echo, and Go/C per CPU-second (C's µs over Go's).
+//
+// cref -api also runs, interleaved with cbench and netcode bench, the
+// public-API harness (apiecho.go, this executable again): netcode as a
+// newcomer drives it, in one process: serveDatagrams' netcode.Listen echo
+// server (a goroutine per connection) and per client a dialed
+// netcode.Conn with a reader goroutine, which hands a credit per echo to
+// the client's writer goroutine over a channel, and the writer, which
+// Writes the next payload. netcode bench writes from the reader itself,
+// so its Writes are held for a train; a writer goroutine's are not.
+// -api-cpuprofile writes each run's CPU profile.
+//
+// cute builds cuteref/cutebench.c against cute_net.h from the directory
+// CUTE_NET_SRC names (libraries/cute of github.com/RandyGaul/cute_framework,
+// which this repository does not hold) with the framework's own flags,
+// -O2 -msse4.1: cbench's method (one process, one thread, a poll() loop)
+// on Cute Framework's protocol layer (cn_protocol_*, mode proto) or its
+// client/server layer with fire-and-forget or reliable messages
+// (cn_client_* and cn_server_*, modes unreliable and reliable). The Go
+// side of mode proto is `netcode bench -dialect cute` (bare protocol
+// Conns; its netcode phase is reported beside it); of the layer's modes,
+// which the bench cannot drive, cuteecho.go (this executable again):
+// package cute's default Conns, a cute.Listen echo server with a
+// goroutine per connection and per client a reader goroutine that Sends
+// the next payload on each echo, as the bench drives bare Conns. C and Go
+// alternate, in an order that changes from run to run.
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

@@ -17,7 +17,8 @@ import (
 
 const usage = `usage: sidebyside datagrams [flags]   quic-go DATAGRAM vs netcode vs plain UDP echoes
        sidebyside streams [flags]     reliable.Stream vs quic-go stream vs TCP
-       sidebyside cref [flags]        the C reference (NETCODE_C_SRC=dir) vs netcode bench
+       sidebyside cref [flags]        the C reference (NETCODE_C_SRC=dir) vs netcode bench (-api: and the public-API harness)
+       sidebyside cute [flags]        Cute Framework's cute_net.h (CUTE_NET_SRC=dir) vs package cute
 Run "sidebyside COMMAND -h" for a command's flags.`
 
 func main() {
@@ -47,6 +48,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runChild(args[1:])
 	case pingpongArg:
 		return runPingpong(args[1:], stdout, stderr)
+	case apiechoArg:
+		return runAPIEcho(args[1:], stdout, stderr)
+	case cuteechoArg:
+		return runCuteEcho(args[1:], stdout, stderr)
+	case "cute":
+		return runCute(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])

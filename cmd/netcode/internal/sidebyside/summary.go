@@ -169,6 +169,7 @@ type crefResult struct {
 	Config crefConfig
 	C, Go  []echoFigures
 	Floor  []echoFigures // the bare Go UDP ping-pong (cref -floor)
+	API    []echoFigures // the public-API harness (cref -api)
 }
 
 func (r crefResult) last() string {
@@ -178,7 +179,12 @@ func (r crefResult) last() string {
 		s = fmt.Sprintf("C %.0f echoes per CPU-s, p50 %v; ", c.PerCPU, c.P50)
 	}
 	g := r.Go[len(r.Go)-1]
-	return s + fmt.Sprintf("Go %.0f echoes per CPU-s, p50 %v", g.PerCPU, g.P50)
+	s += fmt.Sprintf("Go %.0f echoes per CPU-s, p50 %v", g.PerCPU, g.P50)
+	if len(r.API) > 0 {
+		a := r.API[len(r.API)-1]
+		s += fmt.Sprintf("; public API %.0f echoes per CPU-s, p50 %v", a.PerCPU, a.P50)
+	}
+	return s
 }
 
 // printCrefTable prints the C and Go medians of each configuration, the
@@ -251,5 +257,35 @@ func printServerTable(w io.Writer, rs []serverResult) {
 			ofMedians = fmt.Sprintf("%.2f", median(r.C)/median(r.Go))
 		}
 		fmt.Fprintf(w, "| %v | %s | %s | %s | %s |\n", r.Config, rounds(r.C, us), rounds(r.Go, us), ratios, ofMedians)
+	}
+}
+
+// printAPITable writes, for the configurations that ran the public-API
+// harness (cref -api), its echoes per CPU-second beside C's and netcode
+// bench's, the ratios of the medians, and each round's ratio to C (the
+// runs of a round are minutes apart at most, so a round's ratio is the
+// fairer figure on a loaded machine).
+func printAPITable(w io.Writer, rs []crefResult) {
+	header := false
+	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	p50 := func(f echoFigures) float64 { return float64(f.P50) }
+	for _, r := range rs {
+		if len(r.API) == 0 || len(r.C) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\n| clients, window, payload | C echoes per CPU-s | public API | netcode bench | public API / C | bench / C | p50 C / public API |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+			header = true
+		}
+		c, a, g := median(values(r.C, perCPU)), median(values(r.API, perCPU)), median(values(r.Go, perCPU))
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %.2f | %.2f | %s / %s |\n", r.Config, kilo(c), kilo(a), kilo(g), a/c, g/c,
+			dur(time.Duration(median(values(r.C, p50)))), dur(time.Duration(median(values(r.API, p50)))))
+		var ratios []float64
+		for i := range min(len(r.API), len(r.C)) {
+			ratios = append(ratios, r.API[i].PerCPU/r.C[i].PerCPU)
+		}
+		fmt.Fprintf(w, "  rounds: public API [%s], public API / C [%s]\n", rounds(values(r.API, perCPU), kilo),
+			rounds(ratios, func(x float64) string { return fmt.Sprintf("%.2f", x) }))
 	}
 }

@@ -33,36 +33,17 @@
  */
 #include "netcode.c"
 #include "harness.h"
+#include "measure.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define PROTOCOL_ID 0x6e6574636f646531ULL /* "netcode1", as netcode bench */
 #define WARMUP_SECONDS 1.0
 #define CONNECT_SECONDS 30.0
-#define HIST_BUCKETS 1000000 /* 1 µs each, up to 1 s */
 
-static uint32_t hist[HIST_BUCKETS];
 
-/* cpu_seconds is the process's user plus system CPU time so far. */
-static double cpu_seconds(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
-/* quantile is the round trip in µs below which a fraction q of the n
-   recorded ones fall. */
-static long quantile(uint64_t n, double q) {
-    uint64_t rank = (uint64_t)(q * (double)(n ? n - 1 : 0)) + 1, acc = 0;
-    for (long i = 0; i < HIST_BUCKETS; i++) {
-        acc += hist[i];
-        if (acc >= rank) return i;
-    }
-    return HIST_BUCKETS - 1;
-}
 
 /* send_payload stamps buf with the next sequence number and the time, and
    sends size bytes of it from client. */
@@ -189,8 +170,7 @@ int main(int argc, char **argv) {
                 netcode_client_free_packet(clients[i], p);
                 received++;
                 if (measuring) {
-                    long us = (long)((now - sent) * 1e6);
-                    hist[us < 0 ? 0 : us >= HIST_BUCKETS ? HIST_BUCKETS - 1 : us]++;
+                    record_rtt(now - sent);
                     echoes++;
                 }
                 send_payload(clients[i], buf, size, &seq, now);
@@ -199,9 +179,7 @@ int main(int argc, char **argv) {
         if (!received) poll(fds, (nfds_t)nfds, POLL_MS);
     }
     double cpu = cpu_seconds() - cpu0, wall = t - measure_from;
-    printf("result clients=%d window=%d size=%d echoes_per_second=%.0f echoes_per_cpu_second=%.0f "
-           "cpu_seconds=%.3f wall_seconds=%.3f p50_us=%ld p99_us=%ld\n",
-           n, window, size, echoes / wall, cpu > 0 ? echoes / cpu : 0, cpu, wall, quantile(echoes, 0.5), quantile(echoes, 0.99));
+    print_result(n, window, size, echoes, wall, cpu);
 
     for (int i = 0; i < n; i++) netcode_client_destroy(clients[i]);
     free(clients);
