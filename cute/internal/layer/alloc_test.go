@@ -134,3 +134,47 @@ func BenchmarkMessage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSendUpdate measures one reliable Send of 100 bytes and the
+// Update that hands its fragment out at once, as package cute's Conn does
+// for each reliable message, at steady state: the clock advances a
+// microsecond per message, the peer takes each datagram and acks every
+// ackEvery fragments with an ack-only datagram, so about a window of
+// fragments is in flight. Its cost must not grow with the ack window.
+func BenchmarkSendUpdate(b *testing.B) {
+	var toA, toB wire
+	now := epoch
+	sender, err := New(now, Config{}, toB.push)
+	require.NoError(b, err)
+	peer, err := New(now, Config{}, toA.push)
+	require.NoError(b, err)
+	msg := make([]byte, 100)
+	step := func() {
+		now = now.Add(time.Microsecond)
+		_ = sender.Send(msg, true)
+		_ = sender.Update(now)
+		for i := range toB.n {
+			_ = peer.Receive(toB.bufs[i])
+		}
+		toB.n = 0
+		for {
+			if _, _, ok := peer.Peek(); !ok {
+				break
+			}
+			peer.Pop()
+		}
+		_ = peer.Update(now)
+		for i := range toA.n {
+			_ = sender.Receive(toA.bufs[i])
+		}
+		toA.n = 0
+	}
+	for range 4 * ackBuffer {
+		step()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+	require.LessOrEqual(b, sender.Unacked(), MaxInFlight)
+}
