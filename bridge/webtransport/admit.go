@@ -21,9 +21,13 @@ import (
 //     taken closes a waiting one to make room: the oldest of the source
 //     (IP address) with the most connections waiting. Only when every
 //     connection carries a session is a new one refused (codeTooMany).
-//   - At most Config.MaxWaitingPerSource waiting connections from one
-//     source: a new one from a source at its limit closes that source's
-//     oldest, so a source that renews its connections renews its own.
+//   - Under pressure (half of MaxConnections waiting or more), at most
+//     Config.MaxWaitingPerSource waiting connections from one source: a
+//     new one from a source at its limit closes that source's oldest, so
+//     a source that renews its connections renews its own. Without
+//     pressure a source may have more waiting: many players behind one
+//     address (a carrier's NAT) connecting at once are not made to close
+//     each other's connections while there is room.
 //   - A waiting connection is closed after Config.SessionWait; under
 //     pressure (half of MaxConnections waiting or more) a new one gets
 //     pressureSessionWait at most.
@@ -46,7 +50,8 @@ type admission struct {
 	waiting int
 	sources map[netip.Addr]*source // the sources with connections waiting
 	// byCount[k] lists the sources with k connections waiting (k from 1
-	// to perSource); top is the largest k with any.
+	// to max: perSource bounds k only under pressure); top is the largest
+	// k with any.
 	byCount []*source
 	top     int
 	byConn  map[*quic.Conn]*connState
@@ -80,8 +85,12 @@ const pressureSessionWait = time.Second
 const defaultWaitingPerSource = 8
 
 func newAdmission(max, perSource int, wait time.Duration) *admission {
+	limit := max // how many one source can have waiting: all, without pressure
+	if perSource > limit {
+		limit = perSource
+	}
 	return &admission{max: max, perSource: perSource, wait: wait,
-		sources: make(map[netip.Addr]*source), byCount: make([]*source, perSource+1), byConn: make(map[*quic.Conn]*connState)}
+		sources: make(map[netip.Addr]*source), byCount: make([]*source, limit+1), byConn: make(map[*quic.Conn]*connState)}
 }
 
 // admit takes c, from the IP address addr, in, or returns nil if it
@@ -92,8 +101,8 @@ func (a *admission) admit(c *quic.Conn, addr netip.Addr) (st, evicted *connState
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch src := a.sources[addr]; {
-	case src != nil && src.n >= a.perSource:
-		evicted = src.head
+	case src != nil && src.n >= a.perSource && 2*a.waiting >= a.max:
+		evicted = src.head // under pressure: the source renews its own
 	case a.n >= a.max:
 		if a.top == 0 {
 			return nil, nil, 0 // every connection carries a session

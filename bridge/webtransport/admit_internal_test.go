@@ -113,6 +113,22 @@ func TestAdmission(t *testing.T) {
 	a = newAdmission(4, 8, 10*time.Second)
 	st, _, wait := a.admit(new(quic.Conn), addr)
 	assert.Equal(t, 10*time.Second, wait, "no pressure")
+
+	// Without pressure, one source (players behind one NAT connecting at
+	// once) may have more than MaxWaitingPerSource waiting: none of them
+	// is closed for the others while half of the cap is free.
+	nat := newAdmission(64, 8, 10*time.Second)
+	for i := range 31 {
+		st, ev, wait := nat.admit(new(quic.Conn), src(7))
+		require.NotNil(t, st, "connection %d", i)
+		assert.Nil(t, ev, "connection %d closed another of its source without pressure", i)
+		assert.Equal(t, 10*time.Second, wait)
+	}
+	_, ev, wait := nat.admit(new(quic.Conn), src(7)) // the 32nd: half of the cap waits
+	assert.Nil(t, ev)
+	assert.Equal(t, pressureSessionWait, wait)
+	_, ev, _ = nat.admit(new(quic.Conn), src(7)) // under pressure: the source renews its own
+	assert.NotNil(t, ev, "under pressure, a source at its limit closes its oldest")
 	assert.True(t, a.expire(st))
 	assert.False(t, a.expire(st))
 	assert.False(t, a.claim(st.conn), "timed out: no session")

@@ -86,9 +86,9 @@
 // (twice the sessions the Relay and the Mux admit) caps the connections:
 // a new one past it closes the oldest connection still waiting for its
 // session of the source (IP address) with the most waiting, and is closed
-// at once only when every connection carries a session; a source has
-// Config.MaxWaitingPerSource (8) waiting at most, its oldest closed for
-// its newest. So idle connections, however often their sources renew
+// at once only when every connection carries a session; under pressure a
+// source has Config.MaxWaitingPerSource (8) waiting at most, its oldest
+// closed for its newest. So idle connections, however often their sources renew
 // them, never keep out a client that opens its session at once: a
 // connection is never closed for room while another source has more
 // waiting than its own (TestIdleConnectionsCannotHoldTheCap). Every mode

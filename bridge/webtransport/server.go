@@ -92,8 +92,10 @@ type Config struct {
 	// a new connection waits a second at most.
 	SessionWait time.Duration
 	// MaxWaitingPerSource caps the connections without a session from one
-	// IP address; past it, a new one from there is closed at once. 0
-	// means 8.
+	// IP address while half of MaxConnections wait for theirs (under
+	// pressure); past it, a new one from there closes that address's
+	// oldest. Without pressure an address may have more waiting, as many
+	// players behind one NAT connecting at once do. 0 means 8.
 	MaxWaitingPerSource int
 
 	// Logger receives debug records of connections that fail; nil is
