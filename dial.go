@@ -9,14 +9,14 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
-	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -110,12 +110,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		rt:        newReadTurn(false, tc),
-		rms:       transport.NewMessages(dialReadBatch),
 		sched:     timerwheel.From(ctx),
 	}
 	dc.turn = make(chan struct{}, 1)
+	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
+	dc.hw.Init(tc, dc.flushHeld)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, dc.flushHeld)
 	dc.core = client.New(time.Now(), connectToken, log)
 	dc.core.SetRequestTimeout(d.RequestTimeout)
 	if dc.core.State() != client.SendingConnectionRequest {
@@ -139,7 +140,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if d.ListenPacket == nil {
 			// The socket is the Dialer's own: fix its peer to the
 			// server (see transport.Connect).
-			dc.hw.on = transport.Connect(tc, dc.core.ServerAddr())
+			dc.hw.On = transport.Connect(tc, dc.core.ServerAddr())
 		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
@@ -190,11 +191,10 @@ func (dc *dialConn) serverTried() net.Addr {
 // The socket is read by whoever holds the read turn (rt, a readTurn): the
 // reader goroutine, or a Read that finds nothing queued and the turn free,
 // which then reads the socket itself (Pull) and takes its payload with no
-// goroutine hand-off. With the turn go rms and rout,
-// and the socket's read deadline: a Read that pulls reads with the Conn's
-// read deadline (SetReadDeadline moves it under dmu while the Read waits),
-// the reader with none. Order: the read turn → the write turn → the core's lock;
-// dmu is a leaf.
+// goroutine hand-off: both are the engine's (internal/engine.Socket, a
+// One socket), which calls receive (dialReceiver) in the read turn; rout
+// goes with the turn. Order: the read turn → the write turn → the core's
+// lock; the engine's deadline lock is a leaf.
 type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
@@ -213,14 +213,10 @@ type dialConn struct {
 	// datagram buffer; used in the read turn.
 	rout client.Output
 
-	hw heldWrites // Writes held for a train (dial_cork.go); in the write turn
+	hw engine.Held // Writes held for a train (the engine's policy); in the write turn
 
-	rt  *readTurn           // the read turn (readturn.go)
-	rms []transport.Message // the read buffers; used in the read turn
-
-	socketPull           // noPull, and dmu, which also guards rdl and pulling
-	rdl        time.Time // the Conn's read deadline
-	pulling    bool      // a Read is reading the socket
+	sock           *engine.Socket // the socket's reader and read turn
+	*engine.Reader                // the Conn's pulling Reads (msgconn.Puller)
 
 	sched   timerwheel.Scheduler // the dialer's (a relay's wheel); nil: a runtime timer
 	tmu     sync.Mutex
@@ -245,7 +241,7 @@ func (dc *dialConn) update() {
 		return
 	}
 	dc.core.Update(time.Now(), out)
-	_ = dc.writeOrHold(out.Datagrams, false)
+	_ = dc.hw.Write(out.Datagrams, false)
 	<-dc.turn
 	dc.act(out)
 	next := out.Next
@@ -391,7 +387,7 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
-	if werr := dc.writeOrHold(out.Datagrams, err == nil && dc.holdNext()); werr != nil && err == nil {
+	if werr := dc.hw.Write(out.Datagrams, err == nil && dc.conn.m.Buffered() > 0); werr != nil && err == nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
 	<-dc.turn
@@ -413,7 +409,7 @@ func (dc *dialConn) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan 
 	n, err := sendTrains(dc.turn, ps, stop, deadline, func(train [][]byte) (int, error) {
 		out := &dc.bout
 		n, err := dc.core.SendBatch(now, train, out)
-		_ = dc.writeOrHold(out.Datagrams, false)
+		_ = dc.hw.Write(out.Datagrams, false)
 		dc.act(out) // Send changes no state: logs at most
 		return n, err
 	})
@@ -444,7 +440,7 @@ func (dc *dialConn) close() {
 	out := clientOutputs.Get().(*client.Output)
 	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
 	dc.core.Disconnect(out)
-	_ = dc.writeOrHold(out.Datagrams, false)
+	_ = dc.hw.Write(out.Datagrams, false)
 	<-dc.turn
 	dc.act(out) // the state change and the log records
 	clientOutputs.Put(out)
@@ -455,24 +451,6 @@ func (dc *dialConn) close() {
 // (Update, Send, Disconnect), for every dialed Conn: one pool, so that a
 // collection, which empties it, costs a few Outputs, not one per Conn.
 var clientOutputs = sync.Pool{New: func() any { return new(client.Output) }}
-
-// write sends ms. A datagram the socket refuses is lost, as UDP may lose
-// any: the protocol's redundancy and timeouts deal with it. But a lone
-// datagram refused as larger than the path carries (EMSGSIZE, which a
-// WebTransport session's datagram limit says too) would be refused every
-// time: write returns that error, for Write to report.
-func (dc *dialConn) write(ms []transport.Message) error {
-	switch len(ms) {
-	case 0:
-	case 1:
-		if err := dc.tc.WriteTo(ms[0].Buf, ms[0].Addr); errors.Is(err, syscall.EMSGSIZE) {
-			return err
-		}
-	default:
-		sendq.WriteAll(dc.tc, ms)
-	}
-	return nil
-}
 
 // stateError maps a final client state to the error it ends with, and a
 // handshake state to the error it would end with if nothing more arrived.
@@ -496,4 +474,86 @@ func stateError(s client.State) error {
 		return ErrConnectionDenied
 	}
 	return io.EOF
+}
+
+// dialReadBatch is how many datagrams a dialed Conn's reader takes from its
+// socket at once. A server sends one client little at a time (its echoes,
+// 10 keep-alives a second), and each slot is a 1500-byte buffer the Conn
+// keeps: a bridge's relay holds thousands of Conns.
+const dialReadBatch = 8
+
+// dialGROSlots is the most super-datagrams (64 KiB each) a dialed Conn's
+// read takes once a bulk transfer turned GRO on (Bulk): its reads start
+// with one and add one while trains come faster than a read takes them.
+const dialGROSlots = 8
+
+// readLoop is the Conn's reader goroutine: the engine's loop (Socket.Run).
+func (dc *dialConn) readLoop() {
+	defer dc.wg.Done()
+	err := dc.sock.Run(nil)
+	if err == nil {
+		return
+	}
+	// The socket failed for good. A connected Conn ends at once with the
+	// error; a handshake in progress hears nothing more and times out.
+	select {
+	case <-dc.connected:
+		dc.conn.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
+		dc.halt()
+	default:
+	}
+}
+
+// dialReceiver is a dialed Conn's binding to its socket (engine.Receiver).
+type dialReceiver struct{ dc *dialConn }
+
+// Receive hands a batch of datagrams to the core and acts on the
+// outcome; it runs in the read turn.
+func (r dialReceiver) Receive(ms []transport.Message) {
+	dc := r.dc
+	out := &dc.rout
+	now := time.Now()
+	var next time.Time
+	for i := range ms {
+		if len(ms[i].Buf) <= protocol.MaxPacketBytes {
+			dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
+			dc.act(out)
+			next = out.Next
+		}
+	}
+	switch {
+	case next.IsZero():
+	case !now.Before(next):
+		// Due at once (the answer to a challenge, a denial to act
+		// on): no need to wait for the timer.
+		dc.update()
+	default:
+		dc.schedule(next)
+	}
+}
+
+// Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
+// Session), and the server's trains (GSO) are to arrive coalesced (GRO)
+// rather than cut into one datagram per read. The next read of the
+// socket turns it on.
+func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }
+
+// flushHeld sends the Writes held (engine.Held), if any: a Read found
+// nothing to read (before its Pull), or the held writes' timer fired.
+func (dc *dialConn) flushHeld() {
+	if dc.hw.Len() == 0 {
+		return
+	}
+	select {
+	case <-dc.stop:
+		return // the Conn is over
+	default:
+	}
+	select {
+	case dc.turn <- struct{}{}:
+	case <-dc.stop:
+		return
+	}
+	_ = dc.hw.Write(nil, false)
+	<-dc.turn
 }

@@ -36,9 +36,13 @@
 //
 // # Goroutines, locks and queues
 //
-// A Listener:
+// Each socket is run by the socket engine, internal/engine, whose package
+// doc draws its goroutines, timer callbacks, queues and locks with their
+// order; both dialects (this package and package cute) bind to it. What
+// follows is netcode's binding. A Listener:
 //
-//	reader ×ReadShards    one per socket: transport.ReadLoopTurns (recvmmsg
+//	reader ×ReadShards    one per socket: the engine's (engine.Socket.Run,
+//	  │                   transport.ReadLoopTurns: recvmmsg
 //	  │                   batches), in the socket's read turn, which it
 //	  │                   gives to Reads that wait (see Conn.Read below)
 //	  │                   → its own server.Receiver and Output →

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -402,6 +403,11 @@ func (l *Listener) Close() error {
 	return err
 }
 
+// MaxClients returns the Listener's number of client slots
+// (ServerConfig.MaxClients, or its default): with Stats().Connected, what
+// a registry of servers (package fleet) reports as the server's room.
+func (l *Listener) MaxClients() int { return l.cfg.MaxClients }
+
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
@@ -439,7 +445,9 @@ var endErrors = [...]error{
 // handshake), its Writes write at once, bypassing the send queue (actNow).
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, q: sh.q, sh: sh, now: now, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	e.Reader = sh.sock.NewReader(sc.Queue().Len, nil)
+	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -454,16 +462,15 @@ func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, n
 
 // serverEndpoint is the server side of a Conn.
 type serverEndpoint struct {
-	l  *Listener
-	c  *server.Client
-	q  *sendQueue // its socket's
-	sh *shard     // its socket's read side
+	l *Listener
+	c *server.Client
+	q *sendQueue // its socket's
+	// Reader is the Conn's pulling Reads of its socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
 	// now: its peer is a pushing socket's, whose writes to it never
 	// block: its packets are written at once (actNow), not queued.
 	now bool
-	// rdl is the Conn's read deadline, for the socket reads of its Pulls;
-	// guarded by sh.dmu.
-	rdl time.Time
 	// turn (capacity 1) is the Conn's write turn, held from the sealing
 	// of a Write's packet to its hand-off to the send queue, so that the
 	// Conn's packets leave in sequence order (the peer's replay window
@@ -544,5 +551,5 @@ func (e *serverEndpoint) close() {
 	// that confirmed it; Close never waits on the socket.
 	e.act(out, noWait, nil)
 	e.l.putOut(out)
-	e.stopPull()
+	e.Stop() // a Read reading the socket does not wait for its next datagram
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/core"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -107,6 +108,8 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		ended:     make(chan struct{}),
 	}
 	dc.conn = &Conn{}
+	dc.sock = engine.NewSocket(tc, engine.One, 16, dialReceiver{dc}, dc.stop)
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, nil)
 	dc.conn.m.Init(dc, &connRules, uc.LocalAddr(), first, msgconn.NewQueue(d.ReadQueue, DefaultReadQueue))
 	dc.wg.Add(2)
 	go dc.readLoop()
@@ -136,10 +139,16 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	}
 }
 
-// dialConn is a dialed Conn's side: its own socket, read loop, send queue
-// and updater goroutine around the client core.
+// dialConn is a dialed Conn's side: its own socket, bound to the socket
+// engine (internal/engine: a One socket, whose reader gives the socket to
+// a Read that pulls), its send queue and updater goroutine around the
+// client core.
 type dialConn struct {
 	tc   transport.Conn
+	sock *engine.Socket // the socket's reader and read turn
+	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
 	sq   *sendq.Queue
 	core *core.Client
 	conn *Conn
@@ -155,7 +164,7 @@ type dialConn struct {
 	endOnce   sync.Once
 	wg        sync.WaitGroup
 
-	rout core.ClientOutput // the read loop's
+	rout core.ClientOutput // the read turn's
 	uout core.ClientOutput // the updater's
 	wout core.ClientOutput // the write turn holder's
 }
@@ -191,19 +200,27 @@ func (dc *dialConn) end(err error) {
 	})
 }
 
+// readLoop is the Conn's reader: the engine's loop (Socket.Run).
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
-	err := transport.ReadLoop(dc.tc, 16, dc.stop, func(ms []transport.Message) {
-		now := time.Now()
-		for i := range ms {
-			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
-			dc.core.Receive(now, from, ms[i].Buf, &dc.rout)
-			dc.act(&dc.rout, sendq.NoWait, nil, nil)
-			dc.due.earlier(dc.rout.Next)
-		}
-	}, nil)
-	if err != nil {
+	if err := dc.sock.Run(nil); err != nil {
 		dc.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
+	}
+}
+
+// dialReceiver is a dialed Conn's binding to its socket (engine.Receiver).
+type dialReceiver struct{ dc *dialConn }
+
+// Receive hands a batch to the core and acts on each Output, in the read
+// turn (the reader's, or a pulling Read's).
+func (r dialReceiver) Receive(ms []transport.Message) {
+	dc := r.dc
+	now := time.Now()
+	for i := range ms {
+		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
+		dc.core.Receive(now, from, ms[i].Buf, &dc.rout)
+		dc.act(&dc.rout, sendq.NoWait, nil, nil)
+		dc.due.earlier(dc.rout.Next)
 	}
 }
 

@@ -20,8 +20,12 @@
 //
 // The protocol logic lives in I/O-free client and server cores
 // (internal/core), on the crypto of internal/hydro and the wire format of
-// internal/wire; the adapters share the netcode adapter's read loop, send
-// queue, Conn machinery and token history.
+// internal/wire; the adapters bind to the socket engine the netcode
+// adapter binds to (internal/engine, whose package doc draws every
+// goroutine, timer callback, queue and lock with the lock order): its
+// reader and read turn, through which a Read that finds nothing queued
+// reads the socket itself, its send queue, the Conn machinery and the
+// token history.
 //
 // Every goroutine, by the function it runs (TestGoroutineInventory in the
 // root package fails if another runs); Close stops those it owns:

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/core"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -68,9 +69,11 @@ type ServerConfig struct {
 }
 
 // Listener is a Cute server: a net.Listener whose Accept returns a *Conn
-// per connected client. Its machinery is netcode's: one read loop
-// (transport.ReadLoop) per socket, one send queue and writer
-// (internal/sendq), a bounded read queue per Conn (internal/msgconn).
+// per connected client. Its machinery is netcode's: it binds to the socket
+// engine (internal/engine, whose doc draws the goroutines and locks): one
+// reader per socket, which gives the socket to a Conn's Read that pulls
+// (the read turn), one send queue and writer (internal/sendq), a bounded
+// read queue per Conn (internal/msgconn).
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
@@ -78,6 +81,7 @@ type ServerConfig struct {
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
 	tc    transport.Conn
+	sock  *engine.Socket // the socket's reader and read turn (a Many socket)
 	sq    *sendq.Queue
 	core  *core.Server
 	addr  net.Addr
@@ -93,7 +97,7 @@ type Listener struct {
 
 	due *dueTime // when the updater runs next
 
-	rout core.ServerOutput // the read loop's
+	rout core.ServerOutput // the read turn's
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
 
@@ -154,6 +158,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	tc := transport.New(uc)
+	// It takes a client's train (a GSO sender's) as one read, where the
+	// kernel can.
+	transport.EnableGRO(tc)
 	l := &Listener{
 		tc:      tc,
 		sq:      sendq.New(tc, isKeepAlive, sendq.Len),
@@ -168,32 +175,43 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		due:     newDueTime(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
+	l.sock = engine.NewSocket(tc, engine.Many, 64, listenerReceiver{l}, l.closing)
 	l.wg.Add(2)
 	go l.readLoop()
 	go l.updater()
 	return l, nil
 }
 
-// readLoop is the socket's one reader.
+// readLoop is the socket's reader: the engine's loop (Socket.Run), which
+// gives the socket to a Conn's Read that pulls while one waits.
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
-	err := transport.ReadLoopOwned(l.tc, 64, l.closing, func(ms []transport.Message) {
-		if len(ms) > 1 {
-			l.sq.Burst() // their replies leave together
-		}
-		now := time.Now()
-		for i := range ms {
-			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
-			l.core.Receive(now, from, ms[i].Buf, &l.rout)
-			// Handshake replies never wait on the socket: the client
-			// resends at 10 Hz.
-			l.act(now, &l.rout, sendq.NoWait)
-		}
-	}, func(err error) {
+	err := l.sock.Run(func(err error) {
 		l.log.Debug("cute: read error", "addr", l.addr.String(), "err", err)
 	})
 	if err != nil {
 		l.log.Error("cute: the socket failed; the listener stops reading", "addr", l.addr.String(), "err", err)
+	}
+}
+
+// listenerReceiver is the Listener's binding to its socket
+// (engine.Receiver).
+type listenerReceiver struct{ l *Listener }
+
+// Receive hands a batch to the core and acts on each Output, in the read
+// turn (the reader's, or a pulling Read's).
+func (r listenerReceiver) Receive(ms []transport.Message) {
+	l := r.l
+	if len(ms) > 1 {
+		l.sq.Burst() // their replies leave together
+	}
+	now := time.Now()
+	for i := range ms {
+		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
+		l.core.Receive(now, from, ms[i].Buf, &l.rout)
+		// Handshake replies never wait on the socket: the client
+		// resends at 10 Hz.
+		l.act(now, &l.rout, sendq.NoWait)
 	}
 }
 
@@ -261,6 +279,7 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
+	e.Reader = l.sock.NewReader(c.m.Buffered, nil)
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
@@ -281,6 +300,9 @@ type serverEndpoint struct {
 	turn  chan struct{} // the write turn: one Write seals and queues at a time
 	wake  chan struct{} // the send queue's room signal for this Conn
 	out   core.ServerOutput
+	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
 }
 
 // SendPayload seals p and queues it, in sequence order.
@@ -302,6 +324,7 @@ func (e *serverEndpoint) ClosePeer() {
 		e.l.act(time.Now(), out, sendq.NoWait) // Close never waits on the socket
 	}
 	e.l.outs.Put(out)
+	e.Stop() // a Read reading the socket does not wait for its next datagram
 }
 
 // Accept waits for the next connected client and returns its *Conn. After

@@ -29,3 +29,10 @@ func PusherOf(pc net.PacketConn) (Pusher, bool) {
 	}
 	return b.pusher(), true
 }
+
+// WaitReporter is a socket that tells whether its last ReadBatch waited
+// for its datagram (found the socket empty): a pulling Read that keeps
+// waiting for one datagram then asks for one only.
+type WaitReporter interface {
+	ReadWaited() bool
+}
