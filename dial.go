@@ -110,13 +110,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		sched:     timerwheel.From(ctx),
 	}
+	dc.due.Init(timerwheel.From(ctx), dc.stop, dc.update)
 	dc.turn = make(chan struct{}, 1)
 	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
-	dc.hw.Init(tc, dc.flushHeld)
+	dc.hw.Init(tc, dc.turn, dc.stop)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
-	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, dc.flushHeld)
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, dc.hw.Flush)
 	dc.core = client.New(time.Now(), connectToken, log)
 	dc.core.SetRequestTimeout(d.RequestTimeout)
 	if dc.core.State() != client.SendingConnectionRequest {
@@ -181,7 +181,8 @@ func (dc *dialConn) serverTried() net.Addr {
 // also watches the Conn's end) is held from the sealing of its packets to
 // their write, so that they leave in sequence order: the peer's replay
 // window drops a packet more than 256 behind the newest. Order: turn →
-// the core's lock; tmu is a leaf, taken with neither held.
+// the core's lock; the timer's lock (engine.Due's) is a leaf, taken with
+// neither held.
 //
 // Close ends every Write waiting for its turn at once (they select on the
 // Conn's end, which Close marks first), then takes the turn itself, so
@@ -218,12 +219,10 @@ type dialConn struct {
 	sock           *engine.Socket // the socket's reader and read turn
 	*engine.Reader                // the Conn's pulling Reads (msgconn.Puller)
 
-	sched   timerwheel.Scheduler // the dialer's (a relay's wheel); nil: a runtime timer
-	tmu     sync.Mutex
-	timer   timerwheel.Timer // runs fire; nil until first armed
-	at      time.Time        // when timer fires; zero if it is not armed
-	stopped bool             // set by shutdown: arm no more
-	fires   sync.WaitGroup   // fire calls scheduled or running
+	// due is the timer that runs update when the core is due (the
+	// engine's Due), on the dialer's scheduler (a relay's wheel) or a
+	// runtime timer.
+	due engine.Due
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -246,81 +245,7 @@ func (dc *dialConn) update() {
 	dc.act(out)
 	next := out.Next
 	clientOutputs.Put(out)
-	dc.schedule(next)
-}
-
-// fire is the timer's callback.
-func (dc *dialConn) fire() {
-	defer dc.fires.Done()
-	dc.tmu.Lock()
-	if !dc.at.After(time.Now()) {
-		dc.at = time.Time{} // this is that deadline's call
-	}
-	stopped := dc.stopped
-	dc.tmu.Unlock()
-	select {
-	case <-dc.stop:
-		return // the Conn is over: nothing is due any more
-	default:
-	}
-	if !stopped {
-		dc.update()
-	}
-}
-
-// schedule makes sure Update runs at next (the zero Time: never). A timer
-// armed for no later than next is left alone: when it fires, Update
-// reports the real next deadline. A Write, which only moves the next
-// keep-alive later, moves the timer with postpone instead.
-func (dc *dialConn) schedule(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	dc.tmu.Lock()
-	defer dc.tmu.Unlock()
-	if dc.stopped || (!dc.at.IsZero() && !next.Before(dc.at)) {
-		return
-	}
-	dc.at = next
-	d := time.Until(next)
-	if dc.timer == nil {
-		dc.fires.Add(1)
-		dc.timer = timerwheel.AfterFunc(dc.sched, d, dc.fire)
-		return
-	}
-	if !dc.timer.Reset(d) {
-		dc.fires.Add(1) // a new call, not a moved one
-	}
-}
-
-// postponeSlack is how much later than the armed timer a Write's next
-// deadline must be for postpone to move the timer: a Conn written to
-// without pause moves it a few times per keep-alive period rather than at
-// every Write, and once Writes stop, the timer fires at most this early,
-// for one Update that finds nothing due and sets it again.
-const postponeSlack = 10 * time.Millisecond
-
-// postpone moves the armed timer later, to next, the core's next deadline
-// after a payload went out: the payload puts the next keep-alive off, and
-// a timer left where it was would fire for nothing, a goroutine and an
-// Update each time (a Conn written to every 90 ms would wake it at every
-// Write). A timer not armed is left to the callback running, which sets it
-// again. next is never later than the core's real next deadline: in a
-// connected Conn, its deadlines (the keep-alive, the timeout) only move
-// later.
-func (dc *dialConn) postpone(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	dc.tmu.Lock()
-	defer dc.tmu.Unlock()
-	if dc.stopped || dc.timer == nil || dc.at.IsZero() || next.Sub(dc.at) <= postponeSlack {
-		return
-	}
-	dc.at = next
-	if !dc.timer.Reset(time.Until(next)) {
-		dc.fires.Add(1) // a new call: the old one has run or is running
-	}
+	dc.due.Schedule(next)
 }
 
 // act carries out what a core call reported in out: it sends the
@@ -371,14 +296,8 @@ func (dc *dialConn) halt() {
 // timer callback to finish.
 func (dc *dialConn) shutdown() {
 	dc.halt()
-	dc.tmu.Lock()
-	dc.stopped = true
-	if dc.timer != nil && dc.timer.Stop() {
-		dc.fires.Done() // the call it cancelled
-	}
-	dc.tmu.Unlock()
+	dc.due.Stop()
 	dc.wg.Wait()
-	dc.fires.Wait()
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
@@ -395,7 +314,10 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	next := out.Next
 	clientOutputs.Put(out)
 	if err == nil {
-		dc.postpone(next)
+		// The payload put the next keep-alive off: the timer moves
+		// later rather than fire for nothing (a Conn written to every
+		// 90 ms would wake it at every Write).
+		dc.due.Postpone(next)
 	}
 	if errors.Is(err, client.ErrNotConnected) {
 		return dc.endErr()
@@ -528,7 +450,7 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 		// on): no need to wait for the timer.
 		dc.update()
 	default:
-		dc.schedule(next)
+		dc.due.Schedule(next)
 	}
 }
 
@@ -537,23 +459,3 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 // rather than cut into one datagram per read. The next read of the
 // socket turns it on.
 func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }
-
-// flushHeld sends the Writes held (engine.Held), if any: a Read found
-// nothing to read (before its Pull), or the held writes' timer fired.
-func (dc *dialConn) flushHeld() {
-	if dc.hw.Len() == 0 {
-		return
-	}
-	select {
-	case <-dc.stop:
-		return // the Conn is over
-	default:
-	}
-	select {
-	case dc.turn <- struct{}{}:
-	case <-dc.stop:
-		return
-	}
-	_ = dc.hw.Write(nil, false)
-	<-dc.turn
-}

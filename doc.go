@@ -141,5 +141,8 @@
 //	netcode.(*Listener).tickLoop  a Listener's ticker
 //	sendq.(*Queue).writer         a Listener's writer, one per socket (internal/sendq)
 //	netcode.(*dialConn).readLoop  a dialed Conn's reader
-//	netcode.(*dialConn).fire      a dialed Conn's timer callback, while it runs
+//
+// and the engine's timer callbacks, listed in its package doc:
+// engine.(*Due).fire runs a dialed Conn's Update, engine.(*Held).Flush
+// writes its held Writes.
 package netcode

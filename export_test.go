@@ -14,6 +14,15 @@ func SetCorkBound(d time.Duration) (restore func()) {
 	return func() { engine.HoldBound = old }
 }
 
+// HoldWriteTurn takes the dialed Conn c's write turn and returns a func
+// that gives it back: meanwhile its timer's callback, which needs the
+// turn to run Update, waits in it, where a test can see it run.
+func HoldWriteTurn(c *Conn) (release func()) {
+	dc := c.m.Endpoint().(pullEndpoint).socketEndpoint.(*dialConn)
+	dc.turn <- struct{}{}
+	return func() { <-dc.turn }
+}
+
 // HeldWrites is how many datagrams of Writes the dialed Conn c holds for
 // a train (0 for a server Conn).
 func HeldWrites(c *Conn) int {

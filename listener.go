@@ -40,7 +40,7 @@ type Listener struct {
 
 	accept  chan *Conn
 	closing chan struct{}
-	wake    chan struct{} // capacity 1: a client connected; the ticker looks again
+	ticker  *engine.Ticker // when tickLoop runs the core's Update next
 	wg      sync.WaitGroup
 	once    sync.Once
 
@@ -165,7 +165,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		addr:    tc.LocalAddr(),
 		accept:  make(chan *Conn, c.AcceptBacklog),
 		closing: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
+		ticker:  engine.NewTicker(),
 	}
 	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
@@ -274,30 +274,19 @@ func boundAddrs(bound net.Addr) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-// tickLoop sends keep-alives and applies timeouts and the core's sweeps.
-// It sleeps until the core next has work (Update's answer): at most
-// TickInterval past a deadline, a second when nothing is connected. A
-// client that connects meanwhile wakes it (wakeTicker), since its first
-// keep-alive may be due before then.
+// tickLoop sends keep-alives and applies timeouts and the core's sweeps,
+// on the engine's Ticker: it sleeps until the core next has work
+// (Update's answer): at most TickInterval past a deadline, a second when
+// nothing is connected. A client that connects meanwhile wakes it
+// (wakeTicker), since its first keep-alive may be due before then.
 func (l *Listener) tickLoop() {
 	defer l.wg.Done()
-	t := time.NewTimer(0) // the core says when next
-	defer t.Stop()
 	var out server.Output
-	for {
-		select {
-		case <-l.closing:
-			return
-		case <-t.C:
-		case <-l.wake:
-		}
-		now := time.Now()
+	l.ticker.Run(l.closing, time.Second, func(now time.Time) time.Time {
 		next := l.core.Update(now, &out)
 		l.act(&out, noWait, nil) // keep-alives: dropped, never waited for
-		// next is now plus a monotonic interval (the core measures on the
-		// monotonic clock): a step of the wall clock does not move it.
-		t.Reset(max(next.Sub(now), 0))
-	}
+		return next
+	})
 }
 
 // act does what the core's calls put in out, with no lock held: it sends
@@ -342,12 +331,7 @@ func (l *Listener) getOut() *server.Output  { return l.outs.Get().(*server.Outpu
 func (l *Listener) putOut(o *server.Output) { l.outs.Put(o) }
 
 // wakeTicker makes the ticker call Update now and sleep afresh.
-func (l *Listener) wakeTicker() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Listener) wakeTicker() { l.ticker.Earlier(time.Now()) }
 
 // Accept waits for the next connected client and returns its connection, a
 // *Conn. After Close it returns an error wrapping net.ErrClosed.

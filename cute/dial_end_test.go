@@ -38,7 +38,7 @@ func TestWriteAsTheConnEnds(t *testing.T) {
 			assert.False(t, errors.Is(err, net.ErrClosed), "net.ErrClosed without Close: %v", err)
 
 			dc.turn <- struct{}{}
-			dc.act(&out, nil, nil, nil) // the Conn ends
+			dc.act(&out) // the Conn ends
 			<-dc.turn
 			_, err = cli.Write([]byte("later"))
 			assert.ErrorIs(t, err, ErrConnectionTimedOut, "a Write after the Conn ended")

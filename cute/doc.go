@@ -30,9 +30,12 @@
 // Every goroutine, by the function it runs (TestGoroutineInventory in the
 // root package fails if another runs); Close stops those it owns:
 //
-//	cute.(*Listener).readLoop  a Listener's reader
-//	cute.(*Listener).updater   a Listener's timer: the core's Update when due
-//	cute.(*dialConn).readLoop  a dialed Conn's reader
-//	cute.(*dialConn).updater   a dialed Conn's timer: the core's Update when due
-//	sendq.(*Queue).writer      the writer of each socket (internal/sendq)
+//	cute.(*Listener).readLoop   a Listener's reader (the engine's Socket.Run)
+//	cute.(*Listener).updater    a Listener's ticker: the core's Update when due (the engine's Ticker)
+//	cute.(*dialConn).readLoop   a dialed Conn's reader (the engine's Socket.Run)
+//	sendq.(*Queue).writer       the writer of a Listener's socket (internal/sendq)
+//
+// and the engine's timer callbacks, listed in its package doc:
+// engine.(*Due).fire runs a dialed Conn's Update when it is due,
+// engine.(*Held).Flush writes its held Writes.
 package cute

@@ -77,7 +77,7 @@ type ServerConfig struct {
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
-// the core returns. Listener.due's lock is a leaf. conns is a slice of atomic
+// the core returns. the ticker's lock is a leaf. conns is a slice of atomic
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
 	tc    transport.Conn
@@ -95,7 +95,7 @@ type Listener struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 
-	due *dueTime // when the updater runs next
+	ticker *engine.Ticker // when the updater runs the core's Update next
 
 	rout core.ServerOutput // the read turn's
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
@@ -172,7 +172,7 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		conns:   make([]atomic.Pointer[Conn], maxClients),
 		accept:  make(chan *Conn, c.AcceptQueue),
 		closing: make(chan struct{}),
-		due:     newDueTime(),
+		ticker:  engine.NewTicker(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
 	l.sock = engine.NewSocket(tc, engine.Many, 64, listenerReceiver{l}, l.closing)
@@ -215,30 +215,18 @@ func (r listenerReceiver) Receive(ms []transport.Message) {
 	}
 }
 
-// updater runs the core's Update when it is due.
+// updater runs the core's Update when it is due (the engine's
+// Ticker): at the deadline Update returned, or an earlier one an Output of
+// another call reported (act), SendRate at most apart.
 func (l *Listener) updater() {
 	defer l.wg.Done()
-	timer := time.NewTimer(core.SendRate)
-	defer timer.Stop()
 	out := new(core.ServerOutput)
-	for {
-		select {
-		case <-l.closing:
-			return
-		case <-l.due.kick:
-		case <-timer.C:
-			now := time.Now()
-			l.core.Update(now, out)
-			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
-			l.due.set(time.Time{})
-			l.due.earlier(out.Next)
-		}
-		due := l.due.get()
-		if due.IsZero() {
-			due = time.Now().Add(core.SendRate)
-		}
-		timer.Reset(time.Until(due))
-	}
+	l.ticker.Run(l.closing, core.SendRate, func(now time.Time) time.Time {
+		l.core.Update(now, out)
+		next := out.Next
+		l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
+		return next
+	})
 }
 
 // act sends out's datagrams and acts on its events, with no lock held.
@@ -271,7 +259,7 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 			l.log.Debug("cute: client disconnected", "addr", ev.Addr.String(), "client", ev.ClientID, "reason", ev.Reason)
 		}
 	}
-	l.due.earlier(out.Next)
+	l.ticker.Earlier(out.Next)
 }
 
 // connected makes the Conn of a new connection and queues it for Accept.

@@ -12,47 +12,69 @@
 // # Goroutines, timer callbacks, queues and locks
 //
 // Per socket (the root package's doc and package cute's name the
-// dialect's own goroutines beside these; TestGoroutineInventory checks
+// dialect's goroutines that run these; TestGoroutineInventory checks
 // them all, timer callbacks included while they run):
 //
 //	reader ×1 per socket   Socket.Run, on the binding's goroutine
 //	  │                    (netcode.(*Listener).readLoop,
-//	  │                    netcode.(*dialConn).readLoop): holds the read
-//	  │                    turn; reads batches (transport.ReadLoopTurns)
-//	  │                    and hands each to the Receiver; after a batch
-//	  │                    it gives the turn to a Read that waits (Many:
-//	  │                    only one Read, and only after a batch from one
-//	  │                    peer) and takes it back 20-40 ms after the
-//	  ▼                    last pull ended, or at once when a pull asks
+//	  │                    netcode.(*dialConn).readLoop, and cute's):
+//	  │                    holds the read turn; reads batches
+//	  │                    (transport.ReadLoopTurns) and hands each to
+//	  │                    the Receiver; after a batch it gives the turn
+//	  │                    to a Read that waits (Many: only one Read, and
+//	  │                    only after a batch from one peer) and takes it
+//	  │                    back 20-40 ms after the last pull ended, or at
+//	  ▼                    once when a pull asks
 //	Receiver (binding)     in the read turn: core.Receive → Output →
-//	                       datagrams to the send queue or the socket,
-//	                       payloads to each Conn's packetq.Queue
+//	                       datagrams to the send queue (a Listener's) or
+//	                       the socket (a dialed Conn's, in its write
+//	                       turn), payloads to each Conn's packetq.Queue,
+//	                       the next deadline to the Ticker or Due
 //	Conn.Read (callers)    Reader.Pull: with nothing queued and the turn
 //	                       free, reads the socket itself with its Conn's
-//	                       read deadline (Many: bounded by 200 ms),
-//	                       acts on what it read as the reader does, and
-//	                       gives the turn back; else waits on its queue
-//	                       until the turn may be free (Freed)
-//	readTurn timers        idle and grace, the reader's own (it waits on
-//	                       their channels; no callback)
-//	Held's timer           time.AfterFunc(HoldBound): its callback, the
-//	                       binding's flush (netcode.(*dialConn).flushHeld),
-//	                       takes the Conn's write turn and writes the
-//	                       held train
+//	                       read deadline (Many: bounded by 200 ms), acts
+//	                       on what it read as the reader does, and gives
+//	                       the turn back; else waits on its queue until
+//	                       the turn may be free (Freed)
+//	ticker ×1 per Listener Ticker.Run, on the binding's goroutine
+//	                       (netcode.(*Listener).tickLoop,
+//	                       cute.(*Listener).updater): the core's Update
+//	                       at the deadline it returned or an earlier one
+//	                       given by Earlier (a new client, an Output)
+//	Due's timer            per dialed Conn, time.AfterFunc or a relay's
+//	                       timerwheel: its callback (engine.(*Due).fire)
+//	                       runs the binding's update (the core's Update,
+//	                       in the Conn's write turn) when it is due
+//	Held's timer           per dialed Conn with a connected socket,
+//	                       time.AfterFunc(HoldBound): its callback
+//	                       (engine.(*Held).Flush) takes the Conn's write
+//	                       turn and writes the held train
+//	readTurn's timers      idle and grace, the reader's own: it waits on
+//	                       their channels (no callback)
 //
-// A socket's send queue and its writer goroutine (internal/sendq,
-// sendq.(*Queue).writer) belong to the binding's socket too: the replies
-// of the Receiver and the Conns' Writes go through it, grouped by peer
-// into GSO trains; a dialed netcode Conn writes directly, in its write
-// turn, with Held.
+// A Listener's socket has a send queue and its writer goroutine
+// (internal/sendq, sendq.(*Queue).writer): the Receiver's replies and
+// the Conns' Writes go through it, grouped by peer into GSO trains; a
+// Write finds it idle and writes at once, else it queues (bounded: a
+// full queue drops keep-alives, and makes a Write wait until its deadline
+// or Close). A dialed Conn writes directly, in its write turn, through
+// Held.
+//
+// Every goroutine the engine runs of its own, by the function it runs
+// (TestGoroutineInventory in the root package fails if another runs, and
+// counts timer callbacks while they run):
+//
+//	engine.(*Due).fire   a dialed Conn's timer callback, while it runs: the core's Update when due
+//	engine.(*Held).Flush a dialed Conn's held writes' timer callback, while it runs
 //
 // Locks, in the order they may be taken: the read turn (a channel,
-// readTurn.tok) → a Conn's write turn (a channel, the binding's) → the
-// core's locks → packetq.Queue's lock. Socket.dmu (the socket's read
-// deadline and its puller) is a leaf; the send queue's lock is a leaf,
-// never held across a socket write. No engine lock is held across a
-// call into the binding but the read turn, and the binding holds none of
-// its own across a call into the engine but its write turn (Held.Write).
+// readTurn.tok) → a Conn's write turn (a channel, the binding's; Held
+// and Due's callback take it) → the core's locks → packetq.Queue's lock.
+// Socket.dmu (the socket's read deadline and its puller), Due.mu and
+// Ticker.mu are leaves; the send queue's lock is a leaf, never held
+// across a socket write. No engine lock is held across a call into the
+// binding but the read turn (Receive), and Due's and Ticker's call their
+// update with none held.
 //
 // Files are split by concept, not by length: turn.go is the read turn,
 // socket.go a socket's reader and pulls, held.go held writes. A file past

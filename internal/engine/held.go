@@ -12,8 +12,9 @@ package engine
 //   - HeldTrain datagrams are held,
 //   - anything else sends (a keep-alive, WriteBatch, Close), before it,
 //   - HoldBound has passed since the first was held (a timer, whose
-//     callback takes the Conn's write turn: the train leaves HoldBound
-//     plus a timer's and a goroutine's wake-up after the first Write).
+//     callback, Flush, takes the Conn's write turn: the train leaves
+//     HoldBound plus a timer's and a goroutine's wake-up after the first
+//     Write).
 //
 // Only a Conn whose socket is connected to its one peer holds writes (the
 // recvmmsg/sendmmsg path: transport.Connect), so every held datagram goes
@@ -46,13 +47,37 @@ type Held struct {
 	conn  transport.Conn
 	held  transport.Sealed // the datagrams held, in sequence order
 	n     atomic.Int32     // len(held.Datagrams), for a look without the write turn
-	timer *time.Timer      // calls flush after HoldBound; nil until first needed
-	flush func()           // the binding's: takes the write turn and calls Write(nil, false)
+	timer *time.Timer      // calls Flush after HoldBound; nil until first needed
+	turn  chan struct{}    // the Conn's write turn (capacity 1), the binding's
+	stop  <-chan struct{}  // closed when the Conn is over
 }
 
-// Init readies h to write to conn; flush is the timer's callback, which
-// must take the Conn's write turn and call h.Write(nil, false).
-func (h *Held) Init(conn transport.Conn, flush func()) { h.conn, h.flush = conn, flush }
+// Init readies h to write to conn in the write turn turn (a channel of
+// capacity 1, which the binding's Writes hold while they call Write) until
+// stop is closed.
+func (h *Held) Init(conn transport.Conn, turn chan struct{}, stop <-chan struct{}) {
+	h.conn, h.turn, h.stop = conn, turn, stop
+}
+
+// Flush sends the datagrams held, if any, taking the write turn: a Read
+// found nothing to read (before its Pull), or the timer fired.
+func (h *Held) Flush() {
+	if h.n.Load() == 0 {
+		return
+	}
+	select {
+	case <-h.stop:
+		return // the Conn is over
+	default:
+	}
+	select {
+	case h.turn <- struct{}{}:
+	case <-h.stop:
+		return
+	}
+	_ = h.Write(nil, false)
+	<-h.turn
+}
 
 // Len is how many datagrams are held.
 func (h *Held) Len() int { return int(h.n.Load()) }
@@ -108,7 +133,7 @@ func (h *Held) holdOne(m transport.Message) {
 		return
 	}
 	if h.timer == nil {
-		h.timer = time.AfterFunc(HoldBound, h.flush)
+		h.timer = time.AfterFunc(HoldBound, h.Flush)
 		return
 	}
 	h.timer.Reset(HoldBound)
