@@ -146,3 +146,9 @@
 // engine.(*Due).fire runs a dialed Conn's Update, engine.(*Held).Flush
 // writes its held Writes.
 package netcode
+
+// Review rule for this module's files (not a test: a count cuts types
+// apart): a file holds one concept, and one type's life is in one file.
+// A file past about 600 lines is a signal to look for its second concept,
+// never a rule to cut at; the engine's package doc (internal/engine) says
+// the same for its files.

@@ -194,8 +194,8 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		go l.readLoop(sh)
 	}
 	for i, pc := range pcs {
-		if p, ok := transport.PusherOf(pc); ok {
-			l.readers[i].push(p)
+		if caps := transport.CapabilitiesOf(pc); caps.Pusher != nil {
+			l.readers[i].push(caps.Pusher, caps.Direct)
 		}
 	}
 	go l.tickLoop()

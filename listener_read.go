@@ -43,7 +43,7 @@ type reception struct {
 	rcv   *server.Receiver
 	out   server.Output
 	fresh []*server.Client
-	now   bool // pushed: replies are written at once (Listener.actNow)
+	now   bool // pushed by a transport.DirectWriter: replies are written at once (Listener.actNow)
 }
 
 // send sends what the core's calls put in r.out, through sh's send queue
@@ -66,9 +66,9 @@ func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
 // goroutine that received them, at once, with a reception of its own. Reads
 // then never read the socket: a pulling Read would wait there while its
 // payload came pushed.
-func (sh *shard) push(p transport.Pusher) {
+func (sh *shard) push(p transport.Pusher, direct bool) {
 	l := sh.l
-	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: true} }}
+	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: direct} }}
 	sh.sock.NoPull()
 	p.Push(sh.take)
 }

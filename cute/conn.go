@@ -48,8 +48,11 @@ func (c *Conn) Read(b []byte) (int, error) { return c.m.Read(b) }
 
 // Write sends b as one payload of 0 to MaxPayloadBytes bytes; larger ones
 // fail with ErrPayloadTooLarge. It is safe to call from several goroutines.
-// It blocks only while the socket's send queue is full, until the write
-// deadline or Close.
+// A server Conn's Write blocks only while the socket's send queue is full,
+// until the write deadline or Close. A dialed Conn writes its socket
+// directly and, as netcode's does (see netcode.Conn.Write), may hold a
+// Write made while its read queue holds payloads for up to about 1.1 ms,
+// to send it with the next ones as one train.
 func (c *Conn) Write(b []byte) (int, error) { return c.m.Write(b) }
 
 // Close ends the connection, telling the peer with the protocol's
