@@ -13,7 +13,6 @@ import (
 
 	"github.com/gonetcode/netcode/internal/client"
 	"github.com/gonetcode/netcode/internal/engine"
-	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -112,7 +111,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		stop:      make(chan struct{}),
 	}
 	dc.due.Init(timerwheel.From(ctx), dc.stop, dc.update)
-	dc.turn = make(chan struct{}, 1)
+	dc.turn = engine.NewWriteTurn()
 	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
 	dc.hw.Init(tc, dc.turn, dc.stop)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
@@ -140,7 +139,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if d.ListenPacket == nil {
 			// The socket is the Dialer's own: fix its peer to the
 			// server (see transport.Connect).
-			dc.hw.On = transport.Connect(tc, dc.core.ServerAddr())
+			dc.hw.Enable(transport.Connect(tc, dc.core.ServerAddr()))
 		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
@@ -205,7 +204,7 @@ type dialConn struct {
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
 
-	turn chan struct{} // capacity 1: the write turn
+	turn engine.WriteTurn // the write turn
 	// bout is the Output of batched sends (sendBatch), the Conn's own so
 	// that its buffer, grown to a train's bytes, is kept; used in the
 	// write turn.
@@ -233,15 +232,13 @@ type dialConn struct {
 // next one.
 func (dc *dialConn) update() {
 	out := clientOutputs.Get().(*client.Output)
-	select {
-	case dc.turn <- struct{}{}:
-	case <-dc.stop:
+	if !dc.turn.Take(dc.stop, nil) {
 		clientOutputs.Put(out)
 		return
 	}
 	dc.core.Update(time.Now(), out)
 	_ = dc.hw.Write(out.Datagrams, false)
-	<-dc.turn
+	dc.turn.Give()
 	dc.act(out)
 	next := out.Next
 	clientOutputs.Put(out)
@@ -301,15 +298,15 @@ func (dc *dialConn) shutdown() {
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !dc.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
 	if werr := dc.hw.Write(out.Datagrams, err == nil && dc.conn.m.Buffered() > 0); werr != nil && err == nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
-	<-dc.turn
+	dc.turn.Give()
 	dc.act(out)
 	next := out.Next
 	clientOutputs.Put(out)
@@ -360,10 +357,10 @@ func (dc *dialConn) endErr() error {
 // socket can, and stops everything.
 func (dc *dialConn) close() {
 	out := clientOutputs.Get().(*client.Output)
-	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
+	dc.turn.Wait() // the Writes waiting for it gave up: the Conn ended
 	dc.core.Disconnect(out)
 	_ = dc.hw.Write(out.Datagrams, false)
-	<-dc.turn
+	dc.turn.Give()
 	dc.act(out) // the state change and the log records
 	clientOutputs.Put(out)
 	dc.shutdown()

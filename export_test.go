@@ -19,8 +19,8 @@ func SetCorkBound(d time.Duration) (restore func()) {
 // turn to run Update, waits in it, where a test can see it run.
 func HoldWriteTurn(c *Conn) (release func()) {
 	dc := c.m.Endpoint().(pullEndpoint).socketEndpoint.(*dialConn)
-	dc.turn <- struct{}{}
-	return func() { <-dc.turn }
+	dc.turn.Wait()
+	return func() { dc.turn.Give() }
 }
 
 // HeldWrites is how many datagrams of Writes the dialed Conn c holds for

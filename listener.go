@@ -429,7 +429,7 @@ var endErrors = [...]error{
 // handshake), its Writes write at once, bypassing the send queue (actNow).
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
-	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
 	e.Reader = sh.sock.NewReader(sc.Queue().Len, nil)
 	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
@@ -461,7 +461,7 @@ type serverEndpoint struct {
 	// drops a packet more than 256 behind the newest). It is a channel so
 	// that waiting for it is a select that also watches the Conn's end
 	// and its write deadline.
-	turn chan struct{}
+	turn engine.WriteTurn
 	wake chan struct{} // capacity 1: the send queue says there is room; used in the turn
 	// out is what a Write's call into the core fills: the Conn's own,
 	// used in the turn, so that Writes waiting for room hold no shared
@@ -475,8 +475,8 @@ type serverEndpoint struct {
 // or deadline. It holds the Conn's write turn throughout, and no other
 // lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(e.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !e.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)
@@ -485,7 +485,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	} else {
 		out.Reset()
 	}
-	<-e.turn
+	e.turn.Give()
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}

@@ -101,7 +101,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		core:      cc,
 		log:       log,
 		stop:      make(chan struct{}),
-		turn:      make(chan struct{}, 1),
+		turn:      engine.NewWriteTurn(),
 		connected: make(chan struct{}),
 		ended:     make(chan struct{}),
 	}
@@ -119,7 +119,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	case <-dc.connected:
 		// The socket is the Dialer's own: fix its peer to the server
 		// (transport.Connect), which lets Writes be held for a train.
-		dc.hw.On = transport.Connect(tc, cc.ServerAddr())
+		dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
@@ -170,9 +170,9 @@ type dialConn struct {
 
 	stop      chan struct{} // closed by shutdown: the reader exits
 	stopOnce  sync.Once
-	turn      chan struct{} // the write turn
-	connected chan struct{} // closed on CONNECTED
-	ended     chan struct{} // closed when the core reaches a final state
+	turn      engine.WriteTurn // the write turn
+	connected chan struct{}    // closed on CONNECTED
+	ended     chan struct{}    // closed when the core reaches a final state
 	endOnce   sync.Once
 	wg        sync.WaitGroup // the reader
 
@@ -246,9 +246,7 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 // update runs the core's Update in the write turn, writes what it sealed,
 // and sets the timer for the next.
 func (dc *dialConn) update() {
-	select {
-	case dc.turn <- struct{}{}:
-	case <-dc.stop:
+	if !dc.turn.Take(dc.stop, nil) {
 		return
 	}
 	out := &dc.uout
@@ -256,19 +254,19 @@ func (dc *dialConn) update() {
 	_ = dc.hw.Write(out.Datagrams, false)
 	dc.act(out)
 	next := out.Next
-	<-dc.turn
+	dc.turn.Give()
 	dc.due.Schedule(next)
 }
 
 // SendPayload seals p and writes it, in the write turn; a payload sent
 // while Reads have payloads queued is held for a train.
 func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !dc.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
 	out := &dc.wout
 	if err := dc.core.Send(now, p, out); err != nil {
-		<-dc.turn
+		dc.turn.Give()
 		if errors.Is(err, core.ErrPayloadSize) {
 			return ErrPayloadTooLarge
 		}
@@ -276,7 +274,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 	}
 	err := dc.hw.Write(out.Datagrams, dc.conn.m.Buffered() > 0)
 	next := out.Next
-	<-dc.turn
+	dc.turn.Give()
 	// The payload put the next keep-alive off: the timer moves later
 	// rather than fire for nothing.
 	dc.due.Postpone(next)
@@ -304,11 +302,11 @@ func (dc *dialConn) notConnected() error {
 // waiting for the write turn gave up (the Conn ended): Close waits at
 // most for one socket write.
 func (dc *dialConn) ClosePeer() {
-	dc.turn <- struct{}{}
+	dc.turn.Wait()
 	out := &dc.uout
 	dc.core.Disconnect(time.Now(), out)
 	_ = dc.hw.Write(out.Datagrams, false)
-	<-dc.turn
+	dc.turn.Give()
 	dc.shutdown()
 }
 

@@ -77,7 +77,7 @@ type ServerConfig struct {
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
-// the core returns. the ticker's lock is a leaf. conns is a slice of atomic
+// the core returns. The ticker's lock is a leaf. conns is a slice of atomic
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
 	tc    transport.Conn
@@ -264,7 +264,7 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 
 // connected makes the Conn of a new connection and queues it for Accept.
 func (l *Listener) connected(now time.Time, ev *core.Event) {
-	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	e.Reader = l.sock.NewReader(c.m.Buffered, nil)
@@ -284,9 +284,9 @@ type serverEndpoint struct {
 	l     *Listener
 	c     *Conn
 	index int
-	g     uint64        // the connection's generation in its slot
-	turn  chan struct{} // the write turn: one Write seals and queues at a time
-	wake  chan struct{} // the send queue's room signal for this Conn
+	g     uint64           // the connection's generation in its slot
+	turn  engine.WriteTurn // the write turn: one Write seals and queues at a time
+	wake  chan struct{}    // the send queue's room signal for this Conn
 	out   core.ServerOutput
 	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
 	// the engine's.
@@ -295,10 +295,10 @@ type serverEndpoint struct {
 
 // SendPayload seals p and queues it, in sequence order.
 func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(e.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !e.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
-	defer func() { <-e.turn }()
+	defer e.turn.Give()
 	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
 		return sendq.ErrStopped // the connection ended
 	}

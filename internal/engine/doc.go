@@ -68,16 +68,27 @@
 //	engine.(*Held).Flush a dialed Conn's held writes' timer callback, while it runs
 //
 // Locks, in the order they may be taken: the read turn (a channel,
-// readTurn.tok) → a Conn's write turn (a channel, the binding's; Held
-// and Due's callback take it) → the core's locks → packetq.Queue's lock.
-// Socket.dmu (the socket's read deadline and its puller), Due.mu and
-// Ticker.mu are leaves; the send queue's lock is a leaf, never held
-// across a socket write. No engine lock is held across a call into the
-// binding but the read turn (Receive), and Due's and Ticker's call their
-// update with none held.
+// readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding
+// owns; Held.Flush and the binding's update take it) → the core's locks →
+// packetq.Queue's lock. Socket.dmu (the socket's read deadline and its
+// puller), Due.mu and Ticker.mu are leaves (leafMutex); the send queue's
+// lock is a leaf, never held across a socket write. No engine lock is
+// held across a call into the binding but the read turn (Receive), and
+// Due's and Ticker's call their update with none held.
+//
+// The order is checked: built with -tags lockrank (as CI runs the tests,
+// the adapter-level soak among them, under -race), every take of the read
+// turn, a write turn or a leaf records its rank for its goroutine and
+// panics if the goroutine holds one of that rank or above, and each call
+// into the binding panics if a leaf is held (lockrank.go; TestLockRanks
+// proves it catches each inversion). The cores' own locks are not ranked:
+// they are taken and released inside each core call, which calls out to
+// nothing.
 //
 // Files are split by concept, not by length: turn.go is the read turn,
-// socket.go a socket's reader and pulls, held.go held writes. A file past
+// socket.go a socket's reader and pulls, held.go held writes, due.go the
+// deadline mechanism (Due, Ticker), locks.go the write turn and the leaf
+// locks, lockrank.go the lock-order check. A file past
 // about 600 lines is a signal to look for its second concept, not a rule
 // to cut at; one type's life stays in one file.
 package engine

@@ -25,7 +25,7 @@ type Due struct {
 	sched   timerwheel.Scheduler // nil: a runtime timer
 	stop    <-chan struct{}      // closed when the Conn is over: f is not called
 	f       func()
-	mu      sync.Mutex
+	mu      leafMutex
 	timer   timerwheel.Timer // runs fire; nil until first armed
 	at      time.Time        // when timer fires; zero if it is not armed
 	stopped bool             // set by Stop: arm no more
@@ -53,6 +53,7 @@ func (d *Due) fire() {
 	default:
 	}
 	if !stopped {
+		checkBinding(0)
 		d.f()
 	}
 }
@@ -129,7 +130,7 @@ func (d *Due) Stop() {
 // while Update runs is kept if it is earlier than Update's answer. Its
 // lock is a leaf, never held across Update.
 type Ticker struct {
-	mu   sync.Mutex
+	mu   leafMutex
 	next time.Time     // the earliest deadline given since Update last ran; zero: none
 	kick chan struct{} // capacity 1: next moved earlier
 }
@@ -182,6 +183,7 @@ func (k *Ticker) Run(stop <-chan struct{}, idle time.Duration, update func(now t
 		}
 		k.next = time.Time{} // this call runs it; Earlier sets it again meanwhile
 		k.mu.Unlock()
+		checkBinding(0)
 		next := update(now)
 		if next.IsZero() {
 			next = now.Add(idle)

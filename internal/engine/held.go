@@ -39,23 +39,20 @@ var HoldBound = 500 * time.Microsecond
 
 // Held is a connected socket's held datagrams. It is used in its Conn's
 // write turn (a channel the binding owns), but for Len, which a Read
-// looks at without it. The zero value holds nothing until On is set.
+// looks at without it. It holds nothing until Enable.
 type Held struct {
-	// On: the socket is connected, Writes may be held. Set before the
-	// Conn is handed to its user.
-	On    bool
+	on    atomic.Bool // the socket is connected: Writes may be held (Enable)
 	conn  transport.Conn
 	held  transport.Sealed // the datagrams held, in sequence order
 	n     atomic.Int32     // len(held.Datagrams), for a look without the write turn
 	timer *time.Timer      // calls Flush after HoldBound; nil until first needed
-	turn  chan struct{}    // the Conn's write turn (capacity 1), the binding's
+	turn  WriteTurn        // the Conn's write turn, the binding's
 	stop  <-chan struct{}  // closed when the Conn is over
 }
 
-// Init readies h to write to conn in the write turn turn (a channel of
-// capacity 1, which the binding's Writes hold while they call Write) until
-// stop is closed.
-func (h *Held) Init(conn transport.Conn, turn chan struct{}, stop <-chan struct{}) {
+// Init readies h to write to conn in the write turn turn (which the
+// binding's Writes hold while they call Write) until stop is closed.
+func (h *Held) Init(conn transport.Conn, turn WriteTurn, stop <-chan struct{}) {
 	h.conn, h.turn, h.stop = conn, turn, stop
 }
 
@@ -70,14 +67,17 @@ func (h *Held) Flush() {
 		return // the Conn is over
 	default:
 	}
-	select {
-	case h.turn <- struct{}{}:
-	case <-h.stop:
+	if !h.turn.Take(h.stop, nil) {
 		return
 	}
 	_ = h.Write(nil, false)
-	<-h.turn
+	h.turn.Give()
 }
+
+// Enable lets Writes be held (on: the socket is connected to the one
+// peer) or not. It may run beside Write: the timer's callback writes in
+// the write turn as a Dial that connects its socket enables it.
+func (h *Held) Enable(on bool) { h.on.Store(on) }
 
 // Len is how many datagrams are held.
 func (h *Held) Len() int { return int(h.n.Load()) }
@@ -89,7 +89,7 @@ func (h *Held) Len() int { return int(h.n.Load()) }
 // session's datagram limit says too), which would be refused every time:
 // Write returns that error.
 func (h *Held) Write(ms []transport.Message, hold bool) error {
-	if h.On && hold && len(ms) == 1 && len(h.held.Datagrams) < HeldTrain-1 {
+	if hold && h.on.Load() && len(ms) == 1 && len(h.held.Datagrams) < HeldTrain-1 {
 		h.holdOne(ms[0])
 		return nil
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,7 +65,7 @@ type Socket struct {
 	onePeer bool
 
 	noPull atomic.Bool // the socket has no read deadline, or pushes: only the reader reads it
-	dmu    sync.Mutex
+	dmu    leafMutex
 	sockDL time.Time // the socket's read deadline; guarded by dmu
 	puller *Reader   // the Reader whose Read reads the socket, if any; guarded by dmu
 }
@@ -126,6 +125,7 @@ func (s *Socket) receive(ms []transport.Message) {
 	if s.role == Many {
 		s.onePeer = fromOnePeer(ms)
 	}
+	checkBinding(rankReadTurn)
 	s.recv.Receive(ms)
 }
 

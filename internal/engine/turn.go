@@ -76,9 +76,11 @@ func newReadTurn(solo bool, sock transport.Conn) *readTurn {
 func (t *readTurn) take(stop <-chan struct{}) bool {
 	select {
 	case t.tok <- struct{}{}:
+		acquire(rankReadTurn)
 		return true
 	case <-stop:
 		t.tok <- struct{}{}
+		acquire(rankReadTurn)
 		return false
 	}
 }
@@ -95,6 +97,7 @@ func (t *readTurn) wanted() bool {
 // reader then holds the turn all the same, once any pull in progress has
 // ended (it ends with the socket's Close).
 func (t *readTurn) yield(stop <-chan struct{}) bool {
+	release(rankReadTurn)
 	<-t.tok
 	signal(t.freed)
 	seen := t.ends.Load()
@@ -113,6 +116,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 			case <-t.back:
 			case <-stop:
 				t.tok <- struct{}{}
+				acquire(rankReadTurn)
 				return false
 			}
 		}
@@ -137,6 +141,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 			case <-stop:
 				t.watch.Store(false)
 				t.tok <- struct{}{}
+				acquire(rankReadTurn)
 				return false
 			}
 		}
@@ -153,6 +158,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 func (t *readTurn) tryTake() bool {
 	select {
 	case t.tok <- struct{}{}:
+		acquire(rankReadTurn)
 		if t.armed.Load() && t.armed.CompareAndSwap(true, false) {
 			// (A stop that comes before the arming it races with
 			// costs the reader a wake-up that finds a pull going
@@ -170,6 +176,7 @@ func (t *readTurn) tryTake() bool {
 // when, with solo, several Reads wait.
 func (t *readTurn) release(giveBack bool) {
 	n := t.waiters.Load()
+	release(rankReadTurn)
 	<-t.tok
 	t.ends.Add(1)
 	if t.watch.Load() {

@@ -34,11 +34,15 @@ func TestReadTurnYield(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rt := newReadTurn(true, transport.Conn(nil))
 				stop := make(chan struct{})
-				require.True(t, rt.take(stop))
+				took := make(chan bool, 1)
+				taken := make(chan bool)
+				go func() { // the reader: it takes the turn, then yields it
+					taken <- rt.take(stop)
+					took <- rt.yield(stop)
+				}()
+				require.True(t, <-taken)
 				rt.wait(1) // a Read waits
 				require.True(t, rt.wanted())
-				took := make(chan bool, 1)
-				go func() { took <- rt.yield(stop) }()
 				<-rt.freed
 				require.True(t, rt.tryTake(), "the turn is free for the Read")
 				rt.wait(-1)

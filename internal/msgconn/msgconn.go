@@ -424,35 +424,6 @@ func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 // Err is nil while the connection is up, and afterwards why it ended.
 func (c *Conn) Err() error { return c.q.Err() }
 
-// TakeTurn takes a Conn's write turn (a channel of capacity 1), waiting
-// for it until stop or deadline is closed; it reports whether it has it.
-// The turn is free almost always: that case costs one channel send.
-func TakeTurn(turn chan struct{}, stop, deadline <-chan struct{}) bool {
-	select {
-	case turn <- struct{}{}:
-		return true
-	default:
-	}
-	select {
-	case turn <- struct{}{}:
-		return true
-	case <-stop:
-	case <-deadline:
-	}
-	return false
-}
-
-// TurnErr is why TakeTurn gave up: the Conn's end (sendq.ErrStopped) or
-// its write deadline.
-func TurnErr(stop <-chan struct{}) error {
-	select {
-	case <-stop:
-		return sendq.ErrStopped
-	default:
-		return os.ErrDeadlineExceeded
-	}
-}
-
 // Accept takes the next connection from a Listener's accept queue,
 // preferring one already queued to a close or a cancelled ctx. Once
 // closing is closed it fails with net.ErrClosed, and when ctx ends with its
