@@ -255,8 +255,18 @@ func (dc *dialConn) update() {
 	dc.act(out)
 	next := out.Next
 	dc.turn.Give()
+	if testHookUpdated != nil {
+		testHookUpdated(dc)
+	}
+	// A deadline the reader gave meanwhile (a challenge to answer) is
+	// kept: Schedule only ever moves the timer earlier, and the timer's
+	// callback cleared its own deadline as it began (engine.Due).
 	dc.due.Schedule(next)
 }
+
+// testHookUpdated, when a test sets it, runs between an Update and the
+// scheduling of the next, where the reader may act meanwhile.
+var testHookUpdated func(*dialConn)
 
 // SendPayload seals p and writes it, in the write turn; a payload sent
 // while Reads have payloads queued is held for a train.

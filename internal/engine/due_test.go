@@ -126,3 +126,34 @@ func (r *record) get() []time.Duration {
 	defer r.mu.Unlock()
 	return append([]time.Duration(nil), r.at...)
 }
+
+// TestDueKeepsDeadlineGivenDuringCallback: a deadline given while the
+// callback runs (a reader's, between the core's Update and the callback's
+// own Schedule of its later answer) is kept: the callback cleared the
+// deadline it ran for as it began, and Schedule only moves the timer
+// earlier. A dialed Conn's updater that overwrote it answered a challenge
+// a resend late.
+func TestDueKeepsDeadlineGivenDuringCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var (
+			d   Due
+			rec record
+		)
+		first := true
+		d.Init(nil, nil, func() {
+			rec.add(time.Since(start))
+			if first {
+				first = false
+				d.Schedule(time.Now().Add(10 * time.Millisecond)) // the reader, meanwhile
+			}
+			d.Schedule(time.Now().Add(100 * time.Millisecond)) // the callback's own answer
+		})
+		d.Schedule(start.Add(100 * time.Millisecond))
+		time.Sleep(110 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, []time.Duration{100 * time.Millisecond, 110 * time.Millisecond}, rec.get(),
+			"the deadline given during the callback was lost")
+		d.Stop()
+	})
+}
