@@ -41,7 +41,7 @@ import "net"
 // A type of this module that must not export such methods itself (their
 // signatures name this package's types, which its users cannot name)
 // embeds a Batched under an unexported name: Batched is a Capable, which
-// says what the type offers.
+// says what the type offers through a method its users cannot call.
 
 // Pusher is a socket some of whose datagrams arrive on goroutines of their
 // own: the WebSocket sessions of the bridge's Mux, each read by its own
@@ -92,17 +92,21 @@ type Capabilities struct {
 }
 
 // Capable is a net.PacketConn that says what it offers; a Batched it
-// embeds makes it one.
+// embeds makes it one. Its method takes a Key, which the module's users
+// cannot name: a public type that is Capable has no method they can call.
 type Capable interface {
-	SocketCapabilities() Capabilities
+	SocketCapabilities(Key) Capabilities
 }
+
+// Key is the argument of Capable's method.
+type Key struct{}
 
 // CapabilitiesOf returns what pc offers: what it says (Capable), and
 // for what it does not say, what its own methods are.
 func CapabilitiesOf(pc net.PacketConn) Capabilities {
 	var caps Capabilities
 	if c, ok := pc.(Capable); ok {
-		caps = c.SocketCapabilities()
+		caps = c.SocketCapabilities(Key{})
 	}
 	if caps.Batcher == nil {
 		caps.Batcher, _ = pc.(Batcher)
@@ -123,8 +127,8 @@ func CapabilitiesOf(pc net.PacketConn) Capabilities {
 // this module that has I/O of its own beyond net.PacketConn's (a Mux, a
 // bridge client's Conn): batched (B), by netip.AddrPort (P), pushed (S,
 // whose writes to its pushed peers never block: a DirectWriter). Any may
-// be nil. The type then exports no method whose signature its users could
-// use (they cannot name this package's types) but SocketCapabilities.
+// be nil. The type then exports no method its users could call:
+// SocketCapabilities takes a Key.
 type Batched struct {
 	B Batcher
 	P AddrPortIO
@@ -132,7 +136,7 @@ type Batched struct {
 }
 
 // SocketCapabilities is Capable's.
-func (b Batched) SocketCapabilities() Capabilities {
+func (b Batched) SocketCapabilities(Key) Capabilities {
 	caps := Capabilities{Batcher: b.B, AddrPortIO: b.P, Pusher: b.S}
 	if d, ok := b.S.(DirectWriter); ok {
 		caps.Direct = d.WritesDirect()
