@@ -94,8 +94,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 // wait for acks, Send fails with ErrSendQueueFull. On a bare protocol Conn,
 // a fire-and-forget Send is one PAYLOAD packet of 0 to MaxPayloadBytes
 // bytes and a reliable one fails with ErrBareProtocol. Send is safe to call
-// from several goroutines; it blocks only while the socket's send queue is
-// full, until the write deadline or Close.
+// from several goroutines. A server Conn's packets wait only while the
+// socket's send queue is full, until the write deadline or Close. A dialed
+// Conn writes its socket directly and, as netcode's does (see
+// netcode.Conn.Write), may hold a packet sent while its read queue holds
+// payloads for up to about 1.1 ms, to send it with the next ones as one
+// train.
 func (c *Conn) Send(b []byte, reliable bool) (int, error) {
 	if c.ml != nil {
 		return c.ml.send(b, reliable)

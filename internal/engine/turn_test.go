@@ -1,4 +1,4 @@
-package netcode
+package engine
 
 import (
 	"net/netip"
@@ -34,11 +34,15 @@ func TestReadTurnYield(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rt := newReadTurn(true, transport.Conn(nil))
 				stop := make(chan struct{})
-				require.True(t, rt.take(stop))
+				took := make(chan bool, 1)
+				taken := make(chan bool)
+				go func() { // the reader: it takes the turn, then yields it
+					taken <- rt.take(stop)
+					took <- rt.yield(stop)
+				}()
+				require.True(t, <-taken)
 				rt.wait(1) // a Read waits
 				require.True(t, rt.wanted())
-				took := make(chan bool, 1)
-				go func() { took <- rt.yield(stop) }()
 				<-rt.freed
 				require.True(t, rt.tryTake(), "the turn is free for the Read")
 				rt.wait(-1)
@@ -98,10 +102,10 @@ func TestReadTurnSolo(t *testing.T) {
 	}
 }
 
-// TestShardTurnOnePeer: a Listener's reader gives its socket to a Read
-// only after a batch from one address (one client sending), and a Read
-// that reads datagrams from several gives it back.
-func TestShardTurnOnePeer(t *testing.T) {
+// TestManyTurnOnePeer: a Listener's reader (a Many socket's) gives its
+// socket to a Read only after a batch from one address (one client
+// sending), and a Read that reads datagrams from several gives it back.
+func TestManyTurnOnePeer(t *testing.T) {
 	a := netip.MustParseAddrPort("127.0.0.1:1000")
 	b := netip.MustParseAddrPort("127.0.0.1:1001")
 	cases := []struct {
@@ -120,9 +124,10 @@ func TestShardTurnOnePeer(t *testing.T) {
 				ms[i].Addr = ap
 			}
 			assert.Equal(t, tc.want, fromOnePeer(ms))
-			sh := &shard{rt: newReadTurn(true, nil), onePeer: fromOnePeer(ms)}
-			sh.rt.wait(1)
-			assert.Equal(t, tc.want, shardTurn{sh}.Wanted())
+			s := NewSocket(nil, Many, 1, discard{}, nil)
+			s.receive(ms) // records whether the batch came from one peer
+			s.rt.wait(1)
+			assert.Equal(t, tc.want, socketTurn{s}.Wanted())
 		})
 	}
 }
@@ -157,3 +162,8 @@ func TestPullReadLone(t *testing.T) {
 	}
 	assert.Equal(t, []int{8, 8, 1, 1, 8, 8, 1}, sock.lens)
 }
+
+// discard is a Receiver that drops what it is given.
+type discard struct{}
+
+func (discard) Receive([]transport.Message) {}

@@ -15,35 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDueTimeKeepsAWakeSetDuringARun: a due time another goroutine sets
-// while the updater runs survives the run when it is sooner than the
-// run's own next time (it was overwritten: the lost wake-up).
-func TestDueTimeKeepsAWakeSetDuringARun(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	later := t0.Add(100 * time.Millisecond)
-	tests := []struct {
-		name        string
-		during, run time.Time // set during the run (zero: none); the run's next
-		want        time.Time
-	}{
-		{"set during the run, sooner", t0, later, t0},
-		{"set during the run, later", later, t0, t0},
-		{"nothing set during the run", time.Time{}, later, later},
-		{"the run ended the connection", t0, time.Time{}, t0},
-		{"nothing at all", time.Time{}, time.Time{}, time.Time{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := newDueTime()
-			d.earlier(t0) // what the updater slept until
-			d.take()      // its timer fired: a run starts
-			d.earlier(tt.during)
-			assert.Equal(t, tt.want, d.ran(tt.run))
-			assert.Equal(t, tt.want, d.get())
-		})
-	}
-}
-
+// The due time a run sets no longer overwrites one set meanwhile: that is
+// the engine's Due now (TestDueKeepsDeadlineGivenDuringCallback in
+// internal/engine); this is the dialed Conn's whole path.
+//
 // TestDialWakeUpNotLost dials on simulated time with a 50 ms one-way
 // delay, so that the challenge request reaches the client at the instant
 // its updater resends the token, and lets the read loop handle it just
