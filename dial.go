@@ -115,7 +115,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
 	dc.hw.Init(tc, dc.turn, dc.stop)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
-	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, dc.hw.Flush)
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, nil, dc.hw.Flush)
 	dc.core = client.New(time.Now(), connectToken, log)
 	dc.core.SetRequestTimeout(d.RequestTimeout)
 	if dc.core.State() != client.SendingConnectionRequest {

@@ -366,7 +366,7 @@ var endErrors = [...]error{
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
 	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
-	e.Reader = sh.sock.NewReader(sc.Queue().Len, nil)
+	e.Reader = sh.sock.NewReader(sc.Queue().Len, sc.Queue().Done(), nil)
 	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()

@@ -3,6 +3,7 @@ package cute
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
@@ -47,12 +48,26 @@ func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAli
 type Conn struct {
 	m  msgconn.Conn
 	ml *messages // the client/server layer; nil on a bare protocol Conn
+	// feed is ml once its pump runs: the read turn hands it each PAYLOAD
+	// (deliver). Until then payloads go to m's read queue, which the pump
+	// reads too.
+	feed atomic.Pointer[messages]
 
 	clientID   uint64
 	index      int
 	gen        uint64 // the connection's generation in its slot (server side)
 	maxClients int
 	userData   [UserDataBytes]byte
+}
+
+// deliver hands a received PAYLOAD, in the socket's read turn, to the
+// client/server layer, or to the bare Conn's read queue.
+func (c *Conn) deliver(p []byte) {
+	if ml := c.feed.Load(); ml != nil {
+		ml.receive(p)
+		return
+	}
+	c.m.Deliver(p)
 }
 
 // Read reads one message into b and returns its length, whichever kind it

@@ -122,7 +122,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	}
 	dc.conn = &Conn{}
 	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
-	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, dc.hw.Flush)
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, nil, dc.hw.Flush)
 	dc.hw.Init(tc, dc.turn, dc.stop)
 	dc.due.Init(timerwheel.From(ctx), dc.stop, dc.update)
 	dc.conn.m.Init(dc, &connRules, uc.LocalAddr(), first, msgconn.NewQueue(d.ReadQueue, DefaultReadQueue))
@@ -203,7 +203,7 @@ type dialConn struct {
 // datagrams were written by the caller, in its write turn.
 func (dc *dialConn) act(out *core.ClientOutput) {
 	if out.Payload != nil {
-		dc.conn.m.Deliver(out.Payload)
+		dc.conn.deliver(out.Payload)
 	}
 	if out.Changed() {
 		switch {

@@ -46,8 +46,10 @@
 //	cute.(*Listener).updater    a Listener's ticker: the core's Update when due (the engine's Ticker)
 //	cute.(*dialConn).readLoop   a dialed Conn's reader (the engine's Socket.Run)
 //	cute.(*messages).pump       a Conn's client/server layer (not on a bare protocol
-//	                            Conn): takes its PAYLOADs, runs the layer's Update
-//	                            when due (the bare Conn's read deadline is its timer)
+//	                            Conn): runs the layer's Update when due (the bare
+//	                            Conn's read deadline is its timer); the read turn
+//	                            hands the layer its PAYLOADs, and the pump's Read
+//	                            never reads the socket itself
 //	sendq.(*Queue).writer       the writer of a Listener's socket (internal/sendq)
 //
 // and the engine's timer callbacks, listed in its package doc:

@@ -256,7 +256,7 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 			l.connected(now, ev)
 		case core.EventPayload:
 			if c := l.conns[ev.Index].Load(); c != nil && c.gen == ev.Gen {
-				c.m.Deliver(ev.Payload)
+				c.deliver(ev.Payload)
 			}
 		case core.EventDisconnected:
 			c := l.conns[ev.Index].Load()
@@ -282,8 +282,9 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
-	e.Reader = l.sock.NewReader(c.m.Buffered, nil)
-	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
+	q := msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue)
+	e.Reader = l.sock.NewReader(q.Len, q.Done(), nil)
+	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
 	if !l.cfg.BareProtocol {
 		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
 	}

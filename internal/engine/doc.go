@@ -24,7 +24,9 @@
 //	  │                    to a Read that waits (Many: only one Read, and
 //	  │                    only after a batch from one peer) and takes it
 //	  │                    back 20-40 ms after the last pull ended, or at
-//	  ▼                    once when a pull asks
+//	  ▼                    once when a pull asks (Many: a pull
+//	                       from several peers, or one whose Conn
+//	                       has ended, whose Read will not return)
 //	Receiver (binding)     in the read turn: core.Receive → Output →
 //	                       datagrams to the send queue (a Listener's) or
 //	                       the socket (a dialed Conn's, in its write

@@ -170,19 +170,38 @@ func (s *Socket) pullDeadline(rdl, now time.Time) time.Time {
 
 // Reader is one Conn's reads of a socket: it is the msgconn.Puller of the
 // Conn's endpoint. Queued tells how many payloads wait in the Conn's read
-// queue; Before, if set, runs at the start of every Pull (a dialed Conn
-// sends its held Writes before its Read waits).
+// queue; done, if set, is closed when the Conn ends; Before, if set, runs
+// at the start of every Pull (a dialed Conn sends its held Writes before
+// its Read waits).
 type Reader struct {
 	s      *Socket
 	queued func() int
+	done   <-chan struct{}
 	before func()
 	rdl    time.Time // the Conn's read deadline; guarded by s.dmu
 }
 
 // NewReader returns the reads of s by a Conn whose read queue holds
-// queued() payloads; before may be nil.
-func (s *Socket) NewReader(queued func() int, before func()) *Reader {
-	return &Reader{s: s, queued: queued, before: before}
+// queued() payloads and whose end closes done; done and before may be
+// nil. A pull on a Many socket that finds done closed when it ends (the
+// datagram it read ended its Conn, or the Conn was closed meanwhile)
+// gives the turn back to the reader at once: no Read of that Conn comes
+// back within the grace, and other peers' datagrams may be waiting.
+func (s *Socket) NewReader(queued func() int, done <-chan struct{}, before func()) *Reader {
+	return &Reader{s: s, queued: queued, done: done, before: before}
+}
+
+// ended reports whether the Reader's Conn has ended.
+func (r *Reader) ended() bool {
+	if r.done == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Pull is msgconn.Puller's: a Read reads the socket itself if the read
@@ -250,8 +269,9 @@ func (r *Reader) pull() (bool, error) {
 	}
 	// The reader's loop deals with the errors other than the deadline
 	// (it retries with a pause, or stops): it takes the socket back now,
-	// as it does when the last batch came from several peers.
-	s.rt.release((err != nil && !timedOut) || (s.role == Many && !s.onePeer))
+	// as it does when the last batch came from several peers, or when
+	// this Conn has ended (no Read of it will pull within the grace).
+	s.rt.release((err != nil && !timedOut) || (s.role == Many && (!s.onePeer || r.ended())))
 	switch {
 	case err == nil:
 		return true, nil
