@@ -167,3 +167,48 @@ func TestPullReadLone(t *testing.T) {
 type discard struct{}
 
 func (discard) Receive([]transport.Message) {}
+
+// deadlineSock is scriptedSock with read deadlines.
+type deadlineSock struct{ scriptedSock }
+
+func (*deadlineSock) SetReadDeadline(time.Time) error { return nil }
+
+// ending is a Receiver whose datagram ends its Conn (a peer's DISCONNECT).
+type ending struct{ done chan struct{} }
+
+func (e ending) Receive([]transport.Message) { close(e.done) }
+
+// TestPullEndedGivesBack: a pull on a Listener's socket (Many) that ends
+// its Conn hands the turn back to the reader at once, not after the grace
+// the reader leaves a Read that may come back (no Read of an ended Conn
+// does, and other peers' datagrams may wait: TestDialWakeUpNotLost in
+// package cute saw 40 ms); a pull that leaves its Conn up, or one on a
+// dialed Conn's socket (One), does not.
+func TestPullEndedGivesBack(t *testing.T) {
+	cases := []struct {
+		name string
+		role Role
+		ends bool // the datagram read ends the Conn
+		back bool
+	}{
+		{"many, Conn ends", Many, true, true},
+		{"many, Conn up", Many, false, false},
+		{"one, Conn ends", One, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := &deadlineSock{scriptedSock{waited: []bool{true}}}
+			done := make(chan struct{})
+			var recv Receiver = discard{}
+			if tc.ends {
+				recv = ending{done}
+			}
+			s := NewSocket(sock, tc.role, 4, recv, make(chan struct{}))
+			r := s.NewReader(func() int { return 0 }, done, nil)
+			pulled, err := r.Pull()
+			require.NoError(t, err)
+			require.True(t, pulled, "the turn was free: the Read pulled")
+			assert.Equal(t, tc.back, len(s.rt.back) == 1, "the reader is asked to take the turn back")
+		})
+	}
+}
