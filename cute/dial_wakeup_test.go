@@ -1,9 +1,6 @@
 package cute
 
 import (
-	"context"
-	"net"
-	"net/netip"
 	"runtime"
 	"testing"
 	"testing/synctest"
@@ -42,22 +39,11 @@ func TestDialWakeUpNotLost(t *testing.T) {
 		defer func() { testHookUpdated = nil }()
 		nw := netsim.New(1, netsim.Config{Latency: latency})
 		defer nw.Close()
-		srvAP := netip.MustParseAddrPort("10.8.0.1:40000")
-		pc, err := nw.Listen(srvAP)
-		require.NoError(t, err)
-		pk, sk := GenerateKeyPair()
-		l, err := newListener(pc, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: sk})
-		require.NoError(t, err)
-		defer l.Close()
+		s := newSimServer(t, nw)
+		defer s.Close()
 		for i := range 20 {
-			tok, err := GenerateToken(&TokenParams{ApplicationID: testApp, ClientID: uint64(i + 1), SecretKey: sk, ServerAddrs: []netip.AddrPort{srvAP}})
-			require.NoError(t, err)
-			d := Dialer{listenPacket: func(string, string) (net.PacketConn, error) {
-				return nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 8, 1, byte(i)}), 5000))
-			}}
 			start = time.Now()
-			c, err := d.DialContext(context.Background(), tok)
-			require.NoError(t, err)
+			c := s.dial(t, nw, i)
 			assert.Equal(t, 4*latency, time.Since(start), "dial %d: token, challenge, response, accepted", i)
 			require.NoError(t, c.Close())
 		}
