@@ -116,6 +116,17 @@ func (c *Conn) Read(b []byte) (int, error) { return c.m.Read(b) }
 // Write sends b as one payload of 1 to MaxPayloadBytes bytes. Larger writes
 // fail with ErrPayloadTooLarge and empty ones with ErrEmptyPayload; nothing
 // is sent then. Write is safe to call from several goroutines at once.
+//
+// A dialed Conn whose socket is connected to its server (a UDP socket of
+// its own on Linux) may return before its packet leaves: a Write made
+// while the read queue still holds payloads (a burst being answered one by
+// one) is held, sealed, to leave with the Writes after it as one train,
+// one system call. It leaves when a Write finds the read queue empty, a
+// Read finds it empty, 16 are held, anything else is sent, or a timer
+// set for 500 µs fires; the runtime's timers, which sleep in whole
+// milliseconds when the process is idle, make that about 1.1 ms (p50
+// 1.10 ms, p99 7.7 ms at a load average of 29, in 300 trials on
+// loopback). See internal/engine (Held).
 func (c *Conn) Write(b []byte) (int, error) { return c.m.Write(b) }
 
 // Close ends the connection: the peer is told with the protocol's redundant

@@ -1,11 +1,7 @@
 package netcode_test
 
 import (
-	"bytes"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -193,43 +189,5 @@ func TestTestingScaffoldStaysInTests(t *testing.T) {
 	}
 	if pkgs == 0 {
 		t.Fatal("go list printed no packages")
-	}
-}
-
-// TestFileLength keeps each file to one job: no Go file of the library,
-// the command or the test scaffolding is over 600 lines (tests and
-// examples aside). A file that grows past it is split by job, as
-// dial_read.go was from dial.go.
-func TestFileLength(t *testing.T) {
-	const limit = 600
-	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != "." && (name == "examples" || name == "testdata" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		if n := bytes.Count(b, []byte("\n")); n > limit {
-			t.Errorf("%s has %d lines, over %d: split it by job", path, n, limit)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("walked %d Go files: is the test running in the module's root?", files)
 	}
 }

@@ -9,14 +9,13 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/internal/client"
-	"github.com/gonetcode/netcode/internal/msgconn"
-	"github.com/gonetcode/netcode/internal/sendq"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/protocol"
 	"github.com/gonetcode/netcode/token"
 )
 
@@ -110,12 +109,13 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		connected: make(chan struct{}),
 		failed:    make(chan struct{}),
 		stop:      make(chan struct{}),
-		rt:        newReadTurn(false, tc),
-		rms:       transport.NewMessages(dialReadBatch),
-		sched:     timerwheel.From(ctx),
 	}
-	dc.turn = make(chan struct{}, 1)
+	dc.due.Init(timerwheel.From(ctx), dc.stop, dc.update)
+	dc.turn = engine.NewWriteTurn()
+	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
+	dc.hw.Init(tc, dc.turn, dc.stop)
 	dc.conn = newConn(dc, tc.LocalAddr(), nil, newQueue(d.ReadQueue))
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, nil, dc.hw.Flush)
 	dc.core = client.New(time.Now(), connectToken, log)
 	dc.core.SetRequestTimeout(d.RequestTimeout)
 	if dc.core.State() != client.SendingConnectionRequest {
@@ -139,7 +139,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if d.ListenPacket == nil {
 			// The socket is the Dialer's own: fix its peer to the
 			// server (see transport.Connect).
-			dc.hw.on = transport.Connect(tc, dc.core.ServerAddr())
+			dc.hw.Enable(transport.Connect(tc, dc.core.ServerAddr()))
 		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(dc.core.ServerAddr()))
 		dc.conn.clientIndex = dc.core.ClientIndex()
@@ -180,7 +180,8 @@ func (dc *dialConn) serverTried() net.Addr {
 // also watches the Conn's end) is held from the sealing of its packets to
 // their write, so that they leave in sequence order: the peer's replay
 // window drops a packet more than 256 behind the newest. Order: turn →
-// the core's lock; tmu is a leaf, taken with neither held.
+// the core's lock; the timer's lock (engine.Due's) is a leaf, taken with
+// neither held.
 //
 // Close ends every Write waiting for its turn at once (they select on the
 // Conn's end, which Close marks first), then takes the turn itself, so
@@ -190,11 +191,10 @@ func (dc *dialConn) serverTried() net.Addr {
 // The socket is read by whoever holds the read turn (rt, a readTurn): the
 // reader goroutine, or a Read that finds nothing queued and the turn free,
 // which then reads the socket itself (Pull) and takes its payload with no
-// goroutine hand-off. With the turn go rms and rout,
-// and the socket's read deadline: a Read that pulls reads with the Conn's
-// read deadline (SetReadDeadline moves it under dmu while the Read waits),
-// the reader with none. Order: the read turn → the write turn → the core's lock;
-// dmu is a leaf.
+// goroutine hand-off: both are the engine's (internal/engine.Socket, a
+// One socket), which calls receive (dialReceiver) in the read turn; rout
+// goes with the turn. Order: the read turn → the write turn → the core's
+// lock; the engine's deadline lock is a leaf.
 type dialConn struct {
 	tc   transport.Conn
 	core *client.Client
@@ -204,7 +204,7 @@ type dialConn struct {
 	failed    chan struct{} // closed on failing before Connected
 	failErr   error         // written before failed is closed
 
-	turn chan struct{} // capacity 1: the write turn
+	turn engine.WriteTurn // the write turn
 	// bout is the Output of batched sends (sendBatch), the Conn's own so
 	// that its buffer, grown to a train's bytes, is kept; used in the
 	// write turn.
@@ -213,21 +213,15 @@ type dialConn struct {
 	// datagram buffer; used in the read turn.
 	rout client.Output
 
-	hw heldWrites // Writes held for a train (dial_cork.go); in the write turn
+	hw engine.Held // Writes held for a train (the engine's policy); in the write turn
 
-	rt  *readTurn           // the read turn (readturn.go)
-	rms []transport.Message // the read buffers; used in the read turn
+	sock           *engine.Socket // the socket's reader and read turn
+	*engine.Reader                // the Conn's pulling Reads (msgconn.Puller)
 
-	socketPull           // noPull, and dmu, which also guards rdl and pulling
-	rdl        time.Time // the Conn's read deadline
-	pulling    bool      // a Read is reading the socket
-
-	sched   timerwheel.Scheduler // the dialer's (a relay's wheel); nil: a runtime timer
-	tmu     sync.Mutex
-	timer   timerwheel.Timer // runs fire; nil until first armed
-	at      time.Time        // when timer fires; zero if it is not armed
-	stopped bool             // set by shutdown: arm no more
-	fires   sync.WaitGroup   // fire calls scheduled or running
+	// due is the timer that runs update when the core is due (the
+	// engine's Due), on the dialer's scheduler (a relay's wheel) or a
+	// runtime timer.
+	due engine.Due
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -238,93 +232,17 @@ type dialConn struct {
 // next one.
 func (dc *dialConn) update() {
 	out := clientOutputs.Get().(*client.Output)
-	select {
-	case dc.turn <- struct{}{}:
-	case <-dc.stop:
+	if !dc.turn.Take(dc.stop, nil) {
 		clientOutputs.Put(out)
 		return
 	}
 	dc.core.Update(time.Now(), out)
-	_ = dc.writeOrHold(out.Datagrams, false)
-	<-dc.turn
+	_ = dc.hw.Write(out.Datagrams, false)
+	dc.turn.Give()
 	dc.act(out)
 	next := out.Next
 	clientOutputs.Put(out)
-	dc.schedule(next)
-}
-
-// fire is the timer's callback.
-func (dc *dialConn) fire() {
-	defer dc.fires.Done()
-	dc.tmu.Lock()
-	if !dc.at.After(time.Now()) {
-		dc.at = time.Time{} // this is that deadline's call
-	}
-	stopped := dc.stopped
-	dc.tmu.Unlock()
-	select {
-	case <-dc.stop:
-		return // the Conn is over: nothing is due any more
-	default:
-	}
-	if !stopped {
-		dc.update()
-	}
-}
-
-// schedule makes sure Update runs at next (the zero Time: never). A timer
-// armed for no later than next is left alone: when it fires, Update
-// reports the real next deadline. A Write, which only moves the next
-// keep-alive later, moves the timer with postpone instead.
-func (dc *dialConn) schedule(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	dc.tmu.Lock()
-	defer dc.tmu.Unlock()
-	if dc.stopped || (!dc.at.IsZero() && !next.Before(dc.at)) {
-		return
-	}
-	dc.at = next
-	d := time.Until(next)
-	if dc.timer == nil {
-		dc.fires.Add(1)
-		dc.timer = timerwheel.AfterFunc(dc.sched, d, dc.fire)
-		return
-	}
-	if !dc.timer.Reset(d) {
-		dc.fires.Add(1) // a new call, not a moved one
-	}
-}
-
-// postponeSlack is how much later than the armed timer a Write's next
-// deadline must be for postpone to move the timer: a Conn written to
-// without pause moves it a few times per keep-alive period rather than at
-// every Write, and once Writes stop, the timer fires at most this early,
-// for one Update that finds nothing due and sets it again.
-const postponeSlack = 10 * time.Millisecond
-
-// postpone moves the armed timer later, to next, the core's next deadline
-// after a payload went out: the payload puts the next keep-alive off, and
-// a timer left where it was would fire for nothing, a goroutine and an
-// Update each time (a Conn written to every 90 ms would wake it at every
-// Write). A timer not armed is left to the callback running, which sets it
-// again. next is never later than the core's real next deadline: in a
-// connected Conn, its deadlines (the keep-alive, the timeout) only move
-// later.
-func (dc *dialConn) postpone(next time.Time) {
-	if next.IsZero() {
-		return
-	}
-	dc.tmu.Lock()
-	defer dc.tmu.Unlock()
-	if dc.stopped || dc.timer == nil || dc.at.IsZero() || next.Sub(dc.at) <= postponeSlack {
-		return
-	}
-	dc.at = next
-	if !dc.timer.Reset(time.Until(next)) {
-		dc.fires.Add(1) // a new call: the old one has run or is running
-	}
+	dc.due.Schedule(next)
 }
 
 // act carries out what a core call reported in out: it sends the
@@ -375,31 +293,28 @@ func (dc *dialConn) halt() {
 // timer callback to finish.
 func (dc *dialConn) shutdown() {
 	dc.halt()
-	dc.tmu.Lock()
-	dc.stopped = true
-	if dc.timer != nil && dc.timer.Stop() {
-		dc.fires.Done() // the call it cancelled
-	}
-	dc.tmu.Unlock()
+	dc.due.Stop()
 	dc.wg.Wait()
-	dc.fires.Wait()
 }
 
 func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !dc.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
-	if werr := dc.writeOrHold(out.Datagrams, err == nil && dc.holdNext()); werr != nil && err == nil {
+	if werr := dc.hw.Write(out.Datagrams, err == nil && dc.conn.m.Buffered() > 0); werr != nil && err == nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
-	<-dc.turn
+	dc.turn.Give()
 	dc.act(out)
 	next := out.Next
 	clientOutputs.Put(out)
 	if err == nil {
-		dc.postpone(next)
+		// The payload put the next keep-alive off: the timer moves
+		// later rather than fire for nothing (a Conn written to every
+		// 90 ms would wake it at every Write).
+		dc.due.Postpone(next)
 	}
 	if errors.Is(err, client.ErrNotConnected) {
 		return dc.endErr()
@@ -413,7 +328,7 @@ func (dc *dialConn) sendBatch(now time.Time, ps [][]byte, stop, deadline <-chan 
 	n, err := sendTrains(dc.turn, ps, stop, deadline, func(train [][]byte) (int, error) {
 		out := &dc.bout
 		n, err := dc.core.SendBatch(now, train, out)
-		_ = dc.writeOrHold(out.Datagrams, false)
+		_ = dc.hw.Write(out.Datagrams, false)
 		dc.act(out) // Send changes no state: logs at most
 		return n, err
 	})
@@ -442,10 +357,10 @@ func (dc *dialConn) endErr() error {
 // socket can, and stops everything.
 func (dc *dialConn) close() {
 	out := clientOutputs.Get().(*client.Output)
-	dc.turn <- struct{}{} // the Writes waiting for it gave up: the Conn ended
+	dc.turn.Wait() // the Writes waiting for it gave up: the Conn ended
 	dc.core.Disconnect(out)
-	_ = dc.writeOrHold(out.Datagrams, false)
-	<-dc.turn
+	_ = dc.hw.Write(out.Datagrams, false)
+	dc.turn.Give()
 	dc.act(out) // the state change and the log records
 	clientOutputs.Put(out)
 	dc.shutdown()
@@ -455,24 +370,6 @@ func (dc *dialConn) close() {
 // (Update, Send, Disconnect), for every dialed Conn: one pool, so that a
 // collection, which empties it, costs a few Outputs, not one per Conn.
 var clientOutputs = sync.Pool{New: func() any { return new(client.Output) }}
-
-// write sends ms. A datagram the socket refuses is lost, as UDP may lose
-// any: the protocol's redundancy and timeouts deal with it. But a lone
-// datagram refused as larger than the path carries (EMSGSIZE, which a
-// WebTransport session's datagram limit says too) would be refused every
-// time: write returns that error, for Write to report.
-func (dc *dialConn) write(ms []transport.Message) error {
-	switch len(ms) {
-	case 0:
-	case 1:
-		if err := dc.tc.WriteTo(ms[0].Buf, ms[0].Addr); errors.Is(err, syscall.EMSGSIZE) {
-			return err
-		}
-	default:
-		sendq.WriteAll(dc.tc, ms)
-	}
-	return nil
-}
 
 // stateError maps a final client state to the error it ends with, and a
 // handshake state to the error it would end with if nothing more arrived.
@@ -497,3 +394,65 @@ func stateError(s client.State) error {
 	}
 	return io.EOF
 }
+
+// dialReadBatch is how many datagrams a dialed Conn's reader takes from its
+// socket at once. A server sends one client little at a time (its echoes,
+// 10 keep-alives a second), and each slot is a 1500-byte buffer the Conn
+// keeps: a bridge's relay holds thousands of Conns.
+const dialReadBatch = 8
+
+// dialGROSlots is the most super-datagrams (64 KiB each) a dialed Conn's
+// read takes once a bulk transfer turned GRO on (Bulk): its reads start
+// with one and add one while trains come faster than a read takes them.
+const dialGROSlots = 8
+
+// readLoop is the Conn's reader goroutine: the engine's loop (Socket.Run).
+func (dc *dialConn) readLoop() {
+	defer dc.wg.Done()
+	err := dc.sock.Run(nil)
+	if err == nil {
+		return
+	}
+	// The socket failed for good. A connected Conn ends at once with the
+	// error; a handshake in progress hears nothing more and times out.
+	select {
+	case <-dc.connected:
+		dc.conn.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
+		dc.halt()
+	default:
+	}
+}
+
+// dialReceiver is a dialed Conn's binding to its socket (engine.Receiver).
+type dialReceiver struct{ dc *dialConn }
+
+// Receive hands a batch of datagrams to the core and acts on the
+// outcome; it runs in the read turn.
+func (r dialReceiver) Receive(ms []transport.Message) {
+	dc := r.dc
+	out := &dc.rout
+	now := time.Now()
+	var next time.Time
+	for i := range ms {
+		if len(ms[i].Buf) <= protocol.MaxPacketBytes {
+			dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
+			dc.act(out)
+			next = out.Next
+		}
+	}
+	switch {
+	case next.IsZero():
+	case !now.Before(next):
+		// Due at once (the answer to a challenge, a denial to act
+		// on): no need to wait for the timer.
+		dc.update()
+	default:
+		dc.due.Schedule(next)
+	}
+}
+
+// Bulk is msgconn.Bulker's: package reliable attached (a Stream or a
+// Session), and the server's trains (GSO) are to arrive coalesced (GRO)
+// rather than cut into one datagram per read. The next read of the
+// socket turns it on.
+func (dc *dialConn) Bulk() { transport.AskGRO(dc.tc, dialGROSlots) }

@@ -36,9 +36,13 @@
 //
 // # Goroutines, locks and queues
 //
-// A Listener:
+// Each socket is run by the socket engine, internal/engine, whose package
+// doc draws its goroutines, timer callbacks, queues and locks with their
+// order; both dialects (this package and package cute) bind to it. What
+// follows is netcode's binding. A Listener:
 //
-//	reader ×ReadShards    one per socket: transport.ReadLoopTurns (recvmmsg
+//	reader ×ReadShards    one per socket: the engine's (engine.Socket.Run,
+//	  │                   transport.ReadLoopTurns: recvmmsg
 //	  │                   batches), in the socket's read turn, which it
 //	  │                   gives to Reads that wait (see Conn.Read below)
 //	  │                   → its own server.Receiver and Output →
@@ -137,5 +141,14 @@
 //	netcode.(*Listener).tickLoop  a Listener's ticker
 //	sendq.(*Queue).writer         a Listener's writer, one per socket (internal/sendq)
 //	netcode.(*dialConn).readLoop  a dialed Conn's reader
-//	netcode.(*dialConn).fire      a dialed Conn's timer callback, while it runs
+//
+// and the engine's timer callbacks, listed in its package doc:
+// engine.(*Due).fire runs a dialed Conn's Update, engine.(*Held).Flush
+// writes its held Writes.
 package netcode
+
+// Review rule for this module's files (not a test: a count cuts types
+// apart): a file holds one concept, and one type's life is in one file.
+// A file past about 600 lines is a signal to look for its second concept,
+// never a rule to cut at; the engine's package doc (internal/engine) says
+// the same for its files.

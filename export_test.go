@@ -1,14 +1,26 @@
 package netcode
 
-import "time"
+import (
+	"time"
+
+	"github.com/gonetcode/netcode/internal/engine"
+)
 
 // SetCorkBound sets how long a dialed Conn holds a Write's datagram at
-// most (dial_cork.go) for the Conns dialed next, and returns a func that
-// restores it.
+// most (engine.HoldBound), and returns a func that restores it.
 func SetCorkBound(d time.Duration) (restore func()) {
-	old := corkBound
-	corkBound = d
-	return func() { corkBound = old }
+	old := engine.HoldBound
+	engine.HoldBound = d
+	return func() { engine.HoldBound = old }
+}
+
+// HoldWriteTurn takes the dialed Conn c's write turn and returns a func
+// that gives it back: meanwhile its timer's callback, which needs the
+// turn to run Update, waits in it, where a test can see it run.
+func HoldWriteTurn(c *Conn) (release func()) {
+	dc := c.m.Endpoint().(pullEndpoint).socketEndpoint.(*dialConn)
+	dc.turn.Wait()
+	return func() { dc.turn.Give() }
 }
 
 // HeldWrites is how many datagrams of Writes the dialed Conn c holds for
@@ -22,5 +34,5 @@ func HeldWrites(c *Conn) int {
 	if !ok {
 		return 0
 	}
-	return int(dc.hw.n.Load())
+	return dc.hw.Len()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -38,7 +39,7 @@ type Listener struct {
 
 	accept  chan *Conn
 	closing chan struct{}
-	wake    chan struct{} // capacity 1: a client connected; the ticker looks again
+	ticker  *engine.Ticker // when tickLoop runs the core's Update next
 	wg      sync.WaitGroup
 	once    sync.Once
 
@@ -163,7 +164,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		addr:    tc.LocalAddr(),
 		accept:  make(chan *Conn, c.AcceptBacklog),
 		closing: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
+		ticker:  engine.NewTicker(),
 	}
 	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
@@ -193,8 +194,8 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		go l.readLoop(sh)
 	}
 	for i, pc := range pcs {
-		if p, ok := transport.PusherOf(pc); ok {
-			l.readers[i].push(p)
+		if caps := transport.CapabilitiesOf(pc); caps.Pusher != nil {
+			l.readers[i].push(caps.Pusher, caps.Direct)
 		}
 	}
 	go l.tickLoop()
@@ -209,30 +210,19 @@ func tagSocket(pc net.PacketConn, log *slog.Logger) {
 	}
 }
 
-// tickLoop sends keep-alives and applies timeouts and the core's sweeps.
-// It sleeps until the core next has work (Update's answer): at most
-// TickInterval past a deadline, a second when nothing is connected. A
-// client that connects meanwhile wakes it (wakeTicker), since its first
-// keep-alive may be due before then.
+// tickLoop sends keep-alives and applies timeouts and the core's sweeps,
+// on the engine's Ticker: it sleeps until the core next has work
+// (Update's answer): at most TickInterval past a deadline, a second when
+// nothing is connected. A client that connects meanwhile wakes it
+// (wakeTicker), since its first keep-alive may be due before then.
 func (l *Listener) tickLoop() {
 	defer l.wg.Done()
-	t := time.NewTimer(0) // the core says when next
-	defer t.Stop()
 	var out server.Output
-	for {
-		select {
-		case <-l.closing:
-			return
-		case <-t.C:
-		case <-l.wake:
-		}
-		now := time.Now()
+	l.ticker.Run(l.closing, time.Second, func(now time.Time) time.Time {
 		next := l.core.Update(now, &out)
 		l.act(&out, noWait, nil) // keep-alives: dropped, never waited for
-		// next is now plus a monotonic interval (the core measures on the
-		// monotonic clock): a step of the wall clock does not move it.
-		t.Reset(max(next.Sub(now), 0))
-	}
+		return next
+	})
 }
 
 // act does what the core's calls put in out, with no lock held: it sends
@@ -277,12 +267,7 @@ func (l *Listener) getOut() *server.Output  { return l.outs.Get().(*server.Outpu
 func (l *Listener) putOut(o *server.Output) { l.outs.Put(o) }
 
 // wakeTicker makes the ticker call Update now and sleep afresh.
-func (l *Listener) wakeTicker() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Listener) wakeTicker() { l.ticker.Earlier(time.Now()) }
 
 // Accept waits for the next connected client and returns its connection, a
 // *Conn. After Close it returns an error wrapping net.ErrClosed.
@@ -338,6 +323,11 @@ func (l *Listener) Close() error {
 	return err
 }
 
+// MaxClients returns the Listener's number of client slots
+// (ServerConfig.MaxClients, or its default): with Stats().Connected, what
+// a registry of servers (package fleet) reports as the server's room.
+func (l *Listener) MaxClients() int { return l.cfg.MaxClients }
+
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
@@ -375,7 +365,9 @@ var endErrors = [...]error{
 // handshake), its Writes write at once, bypassing the send queue (actNow).
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
-	c := newConn(&serverEndpoint{l: l, c: sc, q: sh.q, sh: sh, now: now, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
+	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
+	e.Reader = sh.sock.NewReader(sc.Queue().Len, sc.Queue().Done(), nil)
+	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
@@ -390,23 +382,22 @@ func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, n
 
 // serverEndpoint is the server side of a Conn.
 type serverEndpoint struct {
-	l  *Listener
-	c  *server.Client
-	q  *sendQueue // its socket's
-	sh *shard     // its socket's read side
+	l *Listener
+	c *server.Client
+	q *sendQueue // its socket's
+	// Reader is the Conn's pulling Reads of its socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
 	// now: its peer is a pushing socket's, whose writes to it never
 	// block: its packets are written at once (actNow), not queued.
 	now bool
-	// rdl is the Conn's read deadline, for the socket reads of its Pulls;
-	// guarded by sh.dmu.
-	rdl time.Time
 	// turn (capacity 1) is the Conn's write turn, held from the sealing
 	// of a Write's packet to its hand-off to the send queue, so that the
 	// Conn's packets leave in sequence order (the peer's replay window
 	// drops a packet more than 256 behind the newest). It is a channel so
 	// that waiting for it is a select that also watches the Conn's end
 	// and its write deadline.
-	turn chan struct{}
+	turn engine.WriteTurn
 	wake chan struct{} // capacity 1: the send queue says there is room; used in the turn
 	// out is what a Write's call into the core fills: the Conn's own,
 	// used in the turn, so that Writes waiting for room hold no shared
@@ -420,8 +411,8 @@ type serverEndpoint struct {
 // or deadline. It holds the Conn's write turn throughout, and no other
 // lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(e.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !e.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)
@@ -430,7 +421,7 @@ func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan str
 	} else {
 		out.Reset()
 	}
-	<-e.turn
+	e.turn.Give()
 	if errors.Is(err, server.ErrClientGone) {
 		return net.ErrClosed
 	}
@@ -480,5 +471,5 @@ func (e *serverEndpoint) close() {
 	// that confirmed it; Close never waits on the socket.
 	e.act(out, noWait, nil)
 	e.l.putOut(out)
-	e.stopPull()
+	e.Stop() // a Read reading the socket does not wait for its next datagram
 }

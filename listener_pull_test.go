@@ -20,8 +20,8 @@ import (
 // Read reading the Listener's socket itself, the Listener's reader parked
 // while Reads do, and the reader reading the socket.
 const (
-	inServerPull     = "netcode.(*serverEndpoint).Pull"
-	serverYield      = "netcode.shardTurn.Yield"
+	inServerPull     = "engine.(*Reader).pullMany"
+	serverYield      = "engine.socketTurn.Yield"
 	serverReaderLoop = "netcode.(*Listener).readLoop"
 )
 
@@ -51,7 +51,7 @@ func pullingRead(t *testing.T, cli, srv net.Conn) (<-chan []byte, <-chan error) 
 	send(t, cli, srv, []byte("warm"))
 	got, errc := readAsync(t, srv, time.Minute)
 	waitFor(t, "IO wait", inServerPull)
-	waitFor(t, "select", serverYield)
+	waitFor(t, "select", serverYield, serverReaderLoop)
 	return got, errc
 }
 

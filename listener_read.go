@@ -14,40 +14,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/server"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
 )
 
-// pullBound bounds a pulling Read's wait on the socket: past it the Read
-// looks again at whether its Conn has ended (a peer's timeout, which the
-// ticker applies, does not wake a read of the socket). The socket's
-// deadline is moved only once less than half of it is left, so that a
-// busy Conn does not move a timer per payload.
-const pullBound = 200 * time.Millisecond
-
-// shard is one socket's read side. The read turn (rt) goes with ms, its
-// reception and the socket's read deadline: a Read that pulls reads with
-// its Conn's read deadline, bounded by pullBound (moved by SetReadDeadline
-// under dmu while it waits), the reader with none.
-// Order: the read turn → the Conns' write turns → the core's locks; dmu is
-// a leaf.
+// shard is a Listener's binding to one socket's engine (an
+// engine.Socket of role Many): the engine's reader, or a Conn's Read that
+// pulls, hands it what it reads, in the socket's read turn (Receive).
+// Order: the read turn → the Conns' write turns → the core's locks.
 type shard struct {
 	l    *Listener
-	sock transport.Conn
+	sock *engine.Socket
 	q    *sendQueue // the socket's send queue: the replies to what is read
-	rt   *readTurn
-
-	ms []transport.Message
 	reception
-	// onePeer: the last batch read came from one address. Only then may
-	// the turn go to a Read: with several clients sending, a Read that
-	// reads the socket would mostly hand other Conns' payloads over, as
-	// the reader does, in smaller batches.
-	onePeer bool
-
-	socketPull                 // noPull, and dmu, which also guards puller and its Conns' rdl
-	puller     *serverEndpoint // the Conn whose Read reads the socket, if any
 
 	// pushed lends a reception to each goroutine a pushing socket
 	// (transport.Pusher) acts on its datagrams in; nil for another socket.
@@ -62,7 +43,7 @@ type reception struct {
 	rcv   *server.Receiver
 	out   server.Output
 	fresh []*server.Client
-	now   bool // pushed: replies are written at once (Listener.actNow)
+	now   bool // pushed by a transport.DirectWriter: replies are written at once (Listener.actNow)
 }
 
 // send sends what the core's calls put in r.out, through sh's send queue
@@ -76,24 +57,19 @@ func (r *reception) send(sh *shard) {
 }
 
 func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
-	return &shard{
-		l:         l,
-		sock:      sock,
-		q:         q,
-		rt:        newReadTurn(true, sock),
-		ms:        transport.NewMessages(readBatch),
-		reception: reception{rcv: l.core.NewReceiver()},
-	}
+	sh := &shard{l: l, q: q, reception: reception{rcv: l.core.NewReceiver()}}
+	sh.sock = engine.NewSocket(sock, engine.Many, readBatch, sh, l.closing)
+	return sh
 }
 
 // push makes sh act on the datagrams p pushes (transport.Pusher): in the
 // goroutine that received them, at once, with a reception of its own. Reads
 // then never read the socket: a pulling Read would wait there while its
 // payload came pushed.
-func (sh *shard) push(p transport.Pusher) {
+func (sh *shard) push(p transport.Pusher, direct bool) {
 	l := sh.l
-	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: true} }}
-	sh.noPull.Store(true)
+	sh.pushed = &sync.Pool{New: func() any { return &reception{rcv: l.core.NewReceiver(), now: direct} }}
+	sh.sock.NoPull()
 	p.Push(sh.take)
 }
 
@@ -112,41 +88,24 @@ func (sh *shard) take(ms []transport.Message) {
 	sh.pushed.Put(r)
 }
 
-// readLoop reads sh's socket until Close, while no Read does. It keeps
-// the read turn when it ends, so that no Read reads the socket after
-// Close, and Close, which waits for it, finds no Read acting on a
-// datagram (queueing a Conn for Accept) after it.
+// readLoop reads sh's socket until Close, while no Read does (the
+// engine's loop, Socket.Run). It keeps the read turn when it ends, so that
+// no Read reads the socket after Close, and Close, which waits for it,
+// finds no Read acting on a datagram (queueing a Conn for Accept) after it.
 func (l *Listener) readLoop(sh *shard) {
 	defer l.wg.Done()
-	if !sh.rt.take(l.closing) {
-		return
-	}
-	err := transport.ReadLoopTurns(sh.sock, sh.ms, l.closing, sh.handle, func(err error) {
+	err := sh.sock.Run(func(err error) {
 		l.log.Debug("netcode: read error, retrying", "addr", l.addr.String(), "err", err)
-	}, shardTurn{sh}, true)
+	})
 	if err != nil {
 		l.log.Error("netcode: reading the socket failed; the listener receives nothing more", "addr", l.addr.String(), "err", err)
 	}
 }
 
-// shardTurn is a socket's read turn as the reader's loop sees it.
-type shardTurn struct{ sh *shard }
-
-func (t shardTurn) Wanted() bool {
-	return t.sh.onePeer && t.sh.rt.wanted() && !t.sh.noPull.Load()
-}
-
-func (t shardTurn) Yield() {
-	if t.sh.rt.yield(t.sh.l.closing) {
-		t.sh.readerDeadline()
-	}
-}
-
-// handle hands a batch of datagrams to the core and sends the replies
-// together through the send queue, after the core's calls; it runs in the
-// read turn.
-func (sh *shard) handle(ms []transport.Message) {
-	sh.onePeer = fromOnePeer(ms)
+// Receive is engine.Receiver's: it hands a batch of datagrams to the core
+// and sends the replies together through the send queue, after the
+// core's calls; it runs in the read turn.
+func (sh *shard) Receive(ms []transport.Message) {
 	if len(ms) > 1 {
 		sh.q.Burst() // their replies leave together
 	}
@@ -185,123 +144,9 @@ func (r *reception) act(sh *shard, ms []transport.Message) {
 	r.send(sh) // disconnects of a full backlog
 }
 
-// fromOnePeer reports whether ms all came from one address.
-func fromOnePeer(ms []transport.Message) bool {
-	for i := 1; i < len(ms); i++ {
-		if ms[i].Addr != ms[0].Addr {
-			return false
-		}
-	}
-	return true
-}
-
-// readerDeadline clears the socket's read deadline that a Read's Pull
-// left, for the reader, which has just taken the read turn back.
-func (sh *shard) readerDeadline() {
-	sh.dmu.Lock()
-	if !sh.sockDL.IsZero() {
-		_ = sh.sock.SetReadDeadline(time.Time{})
-		sh.sockDL = time.Time{}
-	}
-	sh.dmu.Unlock()
-}
-
-// pullDeadline is the socket's read deadline for a Read whose Conn's read
-// deadline is rdl: rdl, or pullBound from now if that is sooner; a
-// deadline already set is kept while more than half of pullBound is left.
-// sh.dmu is held.
-func (sh *shard) pullDeadline(rdl, now time.Time) time.Time {
-	bound := now.Add(pullBound)
-	if !rdl.IsZero() && !rdl.After(bound) {
-		return rdl
-	}
-	if cur := sh.sockDL; cur.After(now.Add(pullBound/2)) && !cur.After(bound) && (rdl.IsZero() || !cur.After(rdl)) {
-		return cur
-	}
-	return bound
-}
-
-// Pull is msgconn.Puller's: a Read reads the socket itself if the read
-// turn is free.
-func (e *serverEndpoint) Pull() (bool, error) {
-	sh := e.sh
-	if sh.noPull.Load() || !sh.rt.tryTake() {
-		return false, nil
-	}
-	select {
-	case <-sh.l.closing: // the socket is closed or closing: the queue ends
-		sh.rt.release(false)
-		return false, nil
-	default:
-	}
-	if e.c.Queue().Len() > 0 {
-		// A payload was queued after this Read looked and before the
-		// turn was free: read it first.
-		sh.rt.release(false)
-		return true, nil
-	}
-	return sh.pull(sh.rt, sh.sock, sh.ms, e)
-}
-
-// The pullOwner methods of a server Conn: its Reads pull with their own
-// deadline, bounded by pullBound (shard.pullDeadline), and the reader
-// takes the socket back when the last batch came from several clients.
-
-func (e *serverEndpoint) pullDeadline() time.Time {
-	return e.sh.pullDeadline(e.rdl, time.Now())
-}
-
-func (e *serverEndpoint) setPulling(on bool) {
-	if on {
-		e.sh.puller = e
-	} else {
-		e.sh.puller = nil
-	}
-}
-
-func (e *serverEndpoint) readDeadline() time.Time        { return e.rdl }
-func (e *serverEndpoint) receive(ms []transport.Message) { e.sh.handle(ms) }
-func (e *serverEndpoint) giveBack() bool                 { return !e.sh.onePeer }
-
-// A server Conn's endpoint is a pullEndpoint (newConn).
-var _ socketEndpoint = (*serverEndpoint)(nil)
-
 // Bulk is msgconn.Bulker's: nothing to do, a Listener's sockets read
 // coalesced trains (GRO) already.
 func (e *serverEndpoint) Bulk() {}
 
-// Waiting is msgconn.Puller's: Reads waiting on their read queue.
-func (e *serverEndpoint) Waiting(delta int32) { e.sh.rt.wait(delta) }
-
-// Freed is msgconn.Puller's: the read turn may be free.
-func (e *serverEndpoint) Freed() <-chan struct{} { return e.sh.rt.freed }
-
-// Pass is msgconn.Puller's: a wake from Freed that a Read did not use.
-func (e *serverEndpoint) Pass() { e.sh.rt.pass() }
-
-// SetReadDeadline is msgconn.Puller's: the Conn's read deadline, for the
-// socket reads of Pull.
-func (e *serverEndpoint) SetReadDeadline(t time.Time) {
-	sh := e.sh
-	sh.dmu.Lock()
-	e.rdl = t
-	if sh.puller == e {
-		dl := sh.pullDeadline(t, time.Now())
-		_ = sh.sock.SetReadDeadline(dl)
-		sh.sockDL = dl
-	}
-	sh.dmu.Unlock()
-}
-
-// stopPull ends the socket read of a Read of e's Conn, if one is in
-// progress: Close does not wait for the next datagram.
-func (e *serverEndpoint) stopPull() {
-	sh := e.sh
-	sh.dmu.Lock()
-	if sh.puller == e {
-		past := time.Unix(1, 0)
-		_ = sh.sock.SetReadDeadline(past)
-		sh.sockDL = past
-	}
-	sh.dmu.Unlock()
-}
+// A server Conn's endpoint is a pullEndpoint (newConn).
+var _ socketEndpoint = (*serverEndpoint)(nil)

@@ -25,8 +25,8 @@ import (
 // the socket itself, the reader parked while Reads do, and the reader
 // reading the socket.
 const (
-	inPull      = "netcode.(*dialConn).Pull"
-	readerYield = "netcode.dialTurn.Yield"
+	inPull      = "engine.(*Reader).pullOne"
+	readerYield = "engine.socketTurn.Yield"
 	readerLoop  = "netcode.(*dialConn).readLoop"
 )
 
@@ -73,7 +73,7 @@ func TestReadPullsFromSocket(t *testing.T) {
 			got <- b
 		}()
 		waitFor(t, "IO wait", inPull)
-		waitFor(t, "select", readerYield)
+		waitFor(t, "select", readerYield, readerLoop)
 		_, err := cli.Write([]byte("pulled"))
 		require.NoError(t, err)
 		require.Equal(t, "pulled", string(<-got))

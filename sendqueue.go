@@ -3,7 +3,7 @@ package netcode
 import (
 	"io"
 
-	"github.com/gonetcode/netcode/internal/msgconn"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/gonetcode/netcode/protocol"
@@ -50,9 +50,9 @@ func trainLen(ps [][]byte) int {
 // sent. It stops at sendTrain's first error and, between trains, once
 // stop is closed: Close, which waits for the turn, waits for one train
 // at most.
-func sendTrains(turn chan struct{}, ps [][]byte, stop, deadline <-chan struct{}, sendTrain func(train [][]byte) (int, error)) (int, error) {
-	if !msgconn.TakeTurn(turn, stop, deadline) {
-		return 0, msgconn.TurnErr(stop)
+func sendTrains(turn engine.WriteTurn, ps [][]byte, stop, deadline <-chan struct{}, sendTrain func(train [][]byte) (int, error)) (int, error) {
+	if !turn.Take(stop, deadline) {
+		return 0, engine.TurnErr(stop)
 	}
 	sent := 0
 	var err error
@@ -69,7 +69,7 @@ func sendTrains(turn chan struct{}, ps [][]byte, stop, deadline <-chan struct{},
 		n, err = sendTrain(ps[sent : sent+trainLen(ps[sent:])])
 		sent += n
 	}
-	<-turn
+	turn.Give()
 	return sent, err
 }
 

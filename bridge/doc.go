@@ -96,8 +96,11 @@
 // mark, held to admit a session) → the Handler's lock (its sessions) → a
 // session's lock (its WebSocket, its netcode client, why it ended); the
 // watchdog's lock and the WebSocket connection's write lock (which gathers
-// a session's writes into one) are leaves. No lock is held across a read,
-// a write or a dial. Queues: none of the relay's own; a netcode client's
+// a session's writes into one) are leaves. The connection's write lock
+// (wsbridge.BatchConn.mu) is held across its TCP write, which it
+// serializes; no other lock is held across a read, a write or a dial. A
+// session's netcode client runs on the socket engine (internal/engine,
+// whose doc draws its goroutines, timer callbacks and locks). Queues: none of the relay's own; a netcode client's
 // payloads wait in its receive queue (package netcode), the browser's in
 // its TCP connection.
 //

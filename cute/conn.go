@@ -3,6 +3,7 @@ package cute
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
@@ -47,12 +48,26 @@ func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAli
 type Conn struct {
 	m  msgconn.Conn
 	ml *messages // the client/server layer; nil on a bare protocol Conn
+	// feed is ml once its pump runs: the read turn hands it each PAYLOAD
+	// (deliver). Until then payloads go to m's read queue, which the pump
+	// reads too.
+	feed atomic.Pointer[messages]
 
 	clientID   uint64
 	index      int
 	gen        uint64 // the connection's generation in its slot (server side)
 	maxClients int
 	userData   [UserDataBytes]byte
+}
+
+// deliver hands a received PAYLOAD, in the socket's read turn, to the
+// client/server layer, or to the bare Conn's read queue.
+func (c *Conn) deliver(p []byte) {
+	if ml := c.feed.Load(); ml != nil {
+		ml.receive(p)
+		return
+	}
+	c.m.Deliver(p)
 }
 
 // Read reads one message into b and returns its length, whichever kind it
@@ -94,8 +109,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 // wait for acks, Send fails with ErrSendQueueFull. On a bare protocol Conn,
 // a fire-and-forget Send is one PAYLOAD packet of 0 to MaxPayloadBytes
 // bytes and a reliable one fails with ErrBareProtocol. Send is safe to call
-// from several goroutines; it blocks only while the socket's send queue is
-// full, until the write deadline or Close.
+// from several goroutines. A server Conn's packets wait only while the
+// socket's send queue is full, until the write deadline or Close. A dialed
+// Conn writes its socket directly and, as netcode's does (see
+// netcode.Conn.Write), may hold a packet sent while its read queue holds
+// payloads for up to about 1.1 ms, to send it with the next ones as one
+// train.
 func (c *Conn) Send(b []byte, reliable bool) (int, error) {
 	if c.ml != nil {
 		return c.ml.send(b, reliable)

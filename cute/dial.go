@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/core"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
+	"github.com/gonetcode/netcode/internal/timerwheel"
 	"github.com/gonetcode/netcode/internal/transport"
 )
 
@@ -111,24 +113,28 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	tc := transport.New(uc)
 	dc := &dialConn{
 		tc:        tc,
-		sq:        sendq.New(tc, isKeepAlive, sendq.ClientLen),
 		core:      cc,
 		log:       log,
 		stop:      make(chan struct{}),
-		due:       newDueTime(),
-		turn:      make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
+		turn:      engine.NewWriteTurn(),
 		connected: make(chan struct{}),
 		ended:     make(chan struct{}),
 	}
 	dc.conn = &Conn{}
+	dc.sock = engine.NewSocket(tc, engine.One, dialReadBatch, dialReceiver{dc}, dc.stop)
+	dc.Reader = dc.sock.NewReader(dc.conn.m.Buffered, nil, dc.hw.Flush)
+	dc.hw.Init(tc, dc.turn, dc.stop)
+	dc.due.Init(timerwheel.From(ctx), dc.stop, dc.update)
 	dc.conn.m.Init(dc, &connRules, uc.LocalAddr(), first, msgconn.NewQueue(d.ReadQueue, DefaultReadQueue))
-	dc.wg.Add(2)
+	dc.wg.Add(1)
 	go dc.readLoop()
-	go dc.updater()
+	dc.update() // the first request, at once
 
 	select {
 	case <-dc.connected:
+		// The socket is the Dialer's own: fix its peer to the server
+		// (transport.Connect), which lets Writes be held for a train.
+		dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
@@ -154,38 +160,50 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	}
 }
 
-// dialConn is a dialed Conn's side: its own socket, read loop, send queue
-// and updater goroutine around the client core.
+// dialReadBatch is how many datagrams a dialed Conn's reader takes from
+// its socket at once.
+const dialReadBatch = 16
+
+// dialConn is a dialed Conn's side, a binding to the socket engine
+// (internal/engine): the client core, its socket (a One socket: a reader
+// goroutine that gives the socket to a Read that pulls), and a timer
+// (engine.Due) whose callback runs the core's Update when it is due. Its
+// packets are written directly, in the Conn's write turn, and a Write made
+// while Reads have payloads queued is held for a train (engine.Held).
+//
+// Order: the read turn → the write turn (turn: Writes, Update, Close; held
+// from a packet's sealing to its write, so that packets leave in sequence
+// order) → the core's lock; the timer's lock is a leaf.
 type dialConn struct {
 	tc   transport.Conn
-	sq   *sendq.Queue
+	sock *engine.Socket // the socket's reader and read turn
+	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
+	hw   engine.Held // the Writes held for a train; in the write turn
+	due  engine.Due  // runs update when the core is due
 	core *core.Client
 	conn *Conn
 	log  *slog.Logger
 
-	stop      chan struct{} // closed by shutdown: the goroutines exit
+	stop      chan struct{} // closed by shutdown: the reader exits
 	stopOnce  sync.Once
-	due       *dueTime      // when the updater runs next
-	turn      chan struct{} // the write turn: Writes and Update seal in sequence order
-	wake      chan struct{} // the send queue's room signal for Writes
-	connected chan struct{} // closed on CONNECTED
-	ended     chan struct{} // closed when the core reaches a final state
+	turn      engine.WriteTurn // the write turn
+	connected chan struct{}    // closed on CONNECTED
+	ended     chan struct{}    // closed when the core reaches a final state
 	endOnce   sync.Once
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // the reader
 
-	rout core.ClientOutput // the read loop's
-	uout core.ClientOutput // the updater's
-	wout core.ClientOutput // the write turn holder's
+	rout core.ClientOutput // the read turn's
+	uout core.ClientOutput // Update's and Close's; in the write turn
+	wout core.ClientOutput // the Writes'; in the write turn
 }
 
-// act sends out's datagrams and follows the core's state change.
-func (dc *dialConn) act(out *core.ClientOutput, stop, deadline <-chan struct{}, wake chan struct{}) error {
-	var err error
-	if len(out.Datagrams) > 0 {
-		err = dc.sq.Send(out.Datagrams, stop, deadline, wake)
-	}
+// act follows the core's state change and delivers its payload; the
+// datagrams were written by the caller, in its write turn.
+func (dc *dialConn) act(out *core.ClientOutput) {
 	if out.Payload != nil {
-		dc.conn.m.Deliver(out.Payload)
+		dc.conn.deliver(out.Payload)
 	}
 	if out.Changed() {
 		switch {
@@ -196,11 +214,10 @@ func (dc *dialConn) act(out *core.ClientOutput, stop, deadline <-chan struct{}, 
 			dc.end(stateErr(out.To))
 		}
 	}
-	return err
 }
 
-// end ends the Conn with err and stops the goroutines (from one of them:
-// shutdown, which waits for them, is for the user's goroutines).
+// end ends the Conn with err (from the reader or the timer: shutdown,
+// which waits for them, is for the user's goroutines).
 func (dc *dialConn) end(err error) {
 	dc.endOnce.Do(func() {
 		dc.conn.m.End(err)
@@ -209,81 +226,95 @@ func (dc *dialConn) end(err error) {
 	})
 }
 
+// readLoop is the Conn's reader: the engine's loop (Socket.Run).
 func (dc *dialConn) readLoop() {
 	defer dc.wg.Done()
-	err := transport.ReadLoop(dc.tc, 16, dc.stop, func(ms []transport.Message) {
-		now := time.Now()
-		for i := range ms {
-			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
-			dc.core.Receive(now, from, ms[i].Buf, &dc.rout)
-			dc.act(&dc.rout, sendq.NoWait, nil, nil)
-			dc.due.earlier(dc.rout.Next)
-		}
-	}, nil)
-	if err != nil {
+	if err := dc.sock.Run(nil); err != nil {
 		dc.end(fmt.Errorf("reading from %v: %w", dc.core.ServerAddr(), err))
 	}
 }
 
-// testHookUpdated, when a test sets it, runs in the updater between an
-// Update and its wait: TestDialWakeUpNotLost lets the read loop act there.
-var testHookUpdated func(*dialConn)
+// dialReceiver is a dialed Conn's binding to its socket (engine.Receiver).
+type dialReceiver struct{ dc *dialConn }
 
-// updater runs the core's Update when it is due, in the write turn.
-func (dc *dialConn) updater() {
-	defer dc.wg.Done()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-dc.stop:
-			return
-		case <-dc.due.kick:
-			timer.Reset(time.Until(dc.due.get()))
-			continue
-		case <-timer.C:
-		}
-		dc.due.take()
-		select {
-		case dc.turn <- struct{}{}:
-		case <-dc.stop:
-			return
-		}
-		dc.core.Update(time.Now(), &dc.uout)
-		dc.act(&dc.uout, sendq.NoWait, nil, nil) // keepalives are dropped on a full queue
-		next := dc.uout.Next
-		<-dc.turn
-		if testHookUpdated != nil {
-			testHookUpdated(dc)
-		}
-		// The read loop may have made an Update due meanwhile (a challenge
-		// arrived): ran keeps the sooner time (TestDialWakeUpNotLost).
-		if next = dc.due.ran(next); !next.IsZero() { // zero: final, end was called
-			timer.Reset(time.Until(next))
-		}
+// Receive hands a batch to the core and acts on each Output, in the read
+// turn (the reader's, or a pulling Read's). The client core's Receive
+// sends nothing: what it answers (a challenge response) is due at once,
+// and Update sends it.
+func (r dialReceiver) Receive(ms []transport.Message) {
+	dc := r.dc
+	out := &dc.rout
+	now := time.Now()
+	var next time.Time
+	for i := range ms {
+		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
+		dc.core.Receive(now, from, ms[i].Buf, out)
+		dc.act(out)
+		next = out.Next
+	}
+	switch {
+	case next.IsZero():
+	case !now.Before(next):
+		dc.update() // due at once: no need to wait for the timer
+	default:
+		dc.due.Schedule(next)
 	}
 }
 
-// SendPayload seals p and sends it, in the write turn.
-func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(dc.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+// update runs the core's Update in the write turn, writes what it sealed,
+// and sets the timer for the next.
+func (dc *dialConn) update() {
+	if !dc.turn.Take(dc.stop, nil) {
+		return
 	}
-	defer func() { <-dc.turn }()
-	if err := dc.core.Send(now, p, &dc.wout); err != nil {
+	out := &dc.uout
+	dc.core.Update(time.Now(), out)
+	_ = dc.hw.Write(out.Datagrams, false)
+	dc.act(out)
+	next := out.Next
+	dc.turn.Give()
+	if testHookUpdated != nil {
+		testHookUpdated(dc)
+	}
+	// A deadline the reader gave meanwhile (a challenge to answer) is
+	// kept: Schedule only ever moves the timer earlier, and the timer's
+	// callback cleared its own deadline as it began (engine.Due).
+	dc.due.Schedule(next)
+}
+
+// testHookUpdated, when a test sets it, runs between an Update and the
+// scheduling of the next, where the reader may act meanwhile.
+var testHookUpdated func(*dialConn)
+
+// SendPayload seals p and writes it, in the write turn; a payload sent
+// while Reads have payloads queued is held for a train.
+func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
+	if !dc.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
+	}
+	out := &dc.wout
+	if err := dc.core.Send(now, p, out); err != nil {
+		dc.turn.Give()
 		if errors.Is(err, core.ErrPayloadSize) {
 			return ErrPayloadTooLarge
 		}
 		return dc.notConnected()
 	}
-	err := dc.act(&dc.wout, stop, deadline, dc.wake)
-	dc.due.earlier(dc.wout.Next)
-	return err
+	err := dc.hw.Write(out.Datagrams, dc.conn.m.Buffered() > 0)
+	next := out.Next
+	dc.turn.Give()
+	// The payload put the next keep-alive off: the timer moves later
+	// rather than fire for nothing.
+	dc.due.Postpone(next)
+	if err != nil {
+		return fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), err)
+	}
+	return nil
 }
 
 // notConnected is what a Write that found the core not connected fails
 // with: sendq.ErrStopped, which the Conn turns into its end; or, before the
-// Conn has one (the read loop between the core's Receive that ended the
+// Conn has one (the reader between the core's Receive that ended the
 // connection and act, which ends the Conn), the end the core's final state
 // means, not the net.ErrClosed of a Conn closed on this side (Close ends
 // the Conn before it disconnects the core).
@@ -294,23 +325,26 @@ func (dc *dialConn) notConnected() error {
 	return stateErr(dc.core.State())
 }
 
-// ClosePeer sends the DISCONNECT packets (if connected) and releases the
-// socket and goroutines.
+// ClosePeer sends the DISCONNECT packets (if connected), after the Writes
+// held, and releases the socket, the reader and the timer. The Writes
+// waiting for the write turn gave up (the Conn ended): Close waits at
+// most for one socket write.
 func (dc *dialConn) ClosePeer() {
-	var out core.ClientOutput
-	dc.core.Disconnect(time.Now(), &out)
-	if len(out.Datagrams) > 0 {
-		_ = dc.sq.Send(out.Datagrams, sendq.NoWait, nil, nil)
-	}
+	dc.turn.Wait()
+	out := &dc.uout
+	dc.core.Disconnect(time.Now(), out)
+	_ = dc.hw.Write(out.Datagrams, false)
+	dc.turn.Give()
 	dc.shutdown()
 }
 
-// shutdown stops the goroutines, the writer and the socket, and waits.
+// shutdown stops the reader, the timer and the socket, and waits for
+// them.
 func (dc *dialConn) shutdown() {
 	dc.stopOnce.Do(func() {
 		close(dc.stop)
-		dc.sq.Close()
 		dc.tc.Close()
 		dc.wg.Wait()
+		dc.due.Stop()
 	})
 }

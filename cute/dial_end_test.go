@@ -27,9 +27,9 @@ func TestWriteAsTheConnEnds(t *testing.T) {
 			dc := cli.m.Endpoint().(*dialConn)
 
 			var out core.ClientOutput
-			dc.turn <- struct{}{}
+			dc.turn.Wait()
 			dc.core.Update(time.Now().Add(time.Hour), &out)
-			<-dc.turn
+			dc.turn.Give()
 			require.Equal(t, core.ConnectionTimedOut, dc.core.State())
 			require.NoError(t, cli.m.Err(), "the Conn has not ended yet")
 
@@ -37,9 +37,9 @@ func TestWriteAsTheConnEnds(t *testing.T) {
 			assert.ErrorIs(t, err, ErrConnectionTimedOut, "a Write before the Conn ends")
 			assert.False(t, errors.Is(err, net.ErrClosed), "net.ErrClosed without Close: %v", err)
 
-			dc.turn <- struct{}{}
-			dc.act(&out, nil, nil, nil) // the Conn ends
-			<-dc.turn
+			dc.turn.Wait()
+			dc.act(&out) // the Conn ends
+			dc.turn.Give()
 			_, err = cli.Write([]byte("later"))
 			assert.ErrorIs(t, err, ErrConnectionTimedOut, "a Write after the Conn ended")
 		})

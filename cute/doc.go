@@ -32,18 +32,27 @@
 //
 // The protocol logic lives in I/O-free client and server cores
 // (internal/core), on the crypto of internal/hydro and the wire format of
-// internal/wire; the adapters share the netcode adapter's read loop, send
-// queue, Conn machinery and token history.
+// internal/wire; the adapters bind to the socket engine the netcode
+// adapter binds to (internal/engine, whose package doc draws every
+// goroutine, timer callback, queue and lock with the lock order): its
+// reader and read turn, through which a Read that finds nothing queued
+// reads the socket itself, its send queue, the Conn machinery and the
+// token history.
 //
 // Every goroutine, by the function it runs (TestGoroutineInventory in the
 // root package fails if another runs); Close stops those it owns:
 //
-//	cute.(*Listener).readLoop  a Listener's reader
-//	cute.(*Listener).updater   a Listener's timer: the core's Update when due
-//	cute.(*dialConn).readLoop  a dialed Conn's reader
-//	cute.(*dialConn).updater   a dialed Conn's timer: the core's Update when due
-//	cute.(*messages).pump      a Conn's client/server layer (not on a bare protocol
-//	                           Conn): takes its PAYLOADs, runs the layer's Update
-//	                           when due (the bare Conn's read deadline is its timer)
-//	sendq.(*Queue).writer      the writer of each socket (internal/sendq)
+//	cute.(*Listener).readLoop   a Listener's reader (the engine's Socket.Run)
+//	cute.(*Listener).updater    a Listener's ticker: the core's Update when due (the engine's Ticker)
+//	cute.(*dialConn).readLoop   a dialed Conn's reader (the engine's Socket.Run)
+//	cute.(*messages).pump       a Conn's client/server layer (not on a bare protocol
+//	                            Conn): runs the layer's Update when due (the bare
+//	                            Conn's read deadline is its timer); the read turn
+//	                            hands the layer its PAYLOADs, and the pump's Read
+//	                            never reads the socket itself
+//	sendq.(*Queue).writer       the writer of a Listener's socket (internal/sendq)
+//
+// and the engine's timer callbacks, listed in its package doc:
+// engine.(*Due).fire runs a dialed Conn's Update when it is due,
+// engine.(*Held).Flush writes its held Writes.
 package cute

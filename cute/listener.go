@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/core"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -82,16 +83,19 @@ type ServerConfig struct {
 }
 
 // Listener is a Cute server: a net.Listener whose Accept returns a *Conn
-// per connected client. Its machinery is netcode's: one read loop
-// (transport.ReadLoop) per socket, one send queue and writer
-// (internal/sendq), a bounded read queue per Conn (internal/msgconn).
+// per connected client. Its machinery is netcode's: it binds to the socket
+// engine (internal/engine, whose doc draws the goroutines and locks): one
+// reader per socket, which gives the socket to a Conn's Read that pulls
+// (the read turn), one send queue and writer (internal/sendq), a bounded
+// read queue per Conn (internal/msgconn).
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
-// the core returns. Listener.due's lock is a leaf. conns is a slice of atomic
+// the core returns. The ticker's lock is a leaf. conns is a slice of atomic
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
 	tc    transport.Conn
+	sock  *engine.Socket // the socket's reader and read turn (a Many socket)
 	sq    *sendq.Queue
 	core  *core.Server
 	addr  net.Addr
@@ -105,9 +109,9 @@ type Listener struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 
-	due *dueTime // when the updater runs next
+	ticker *engine.Ticker // when the updater runs the core's Update next
 
-	rout core.ServerOutput // the read loop's
+	rout core.ServerOutput // the read turn's
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
 
@@ -169,6 +173,9 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	tc := transport.New(uc)
+	// It takes a client's train (a GSO sender's) as one read, where the
+	// kernel can.
+	transport.EnableGRO(tc)
 	l := &Listener{
 		tc:      tc,
 		sq:      sendq.New(tc, isKeepAlive, sendq.Len),
@@ -180,31 +187,21 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		conns:   make([]atomic.Pointer[Conn], maxClients),
 		accept:  make(chan *Conn, c.AcceptQueue),
 		closing: make(chan struct{}),
-		due:     newDueTime(),
+		ticker:  engine.NewTicker(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
+	l.sock = engine.NewSocket(tc, engine.Many, 64, listenerReceiver{l}, l.closing)
 	l.wg.Add(2)
 	go l.readLoop()
 	go l.updater()
 	return l, nil
 }
 
-// readLoop is the socket's one reader.
+// readLoop is the socket's reader: the engine's loop (Socket.Run), which
+// gives the socket to a Conn's Read that pulls while one waits.
 func (l *Listener) readLoop() {
 	defer l.wg.Done()
-	err := transport.ReadLoopOwned(l.tc, 64, l.closing, func(ms []transport.Message) {
-		if len(ms) > 1 {
-			l.sq.Burst() // their replies leave together
-		}
-		now := time.Now()
-		for i := range ms {
-			from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
-			l.core.Receive(now, from, ms[i].Buf, &l.rout)
-			// Handshake replies never wait on the socket: the client
-			// resends at 10 Hz.
-			l.act(now, &l.rout, sendq.NoWait)
-		}
-	}, func(err error) {
+	err := l.sock.Run(func(err error) {
 		l.log.Debug("cute: read error", "addr", l.addr.String(), "err", err)
 	})
 	if err != nil {
@@ -212,29 +209,39 @@ func (l *Listener) readLoop() {
 	}
 }
 
-// updater runs the core's Update when it is due.
+// listenerReceiver is the Listener's binding to its socket
+// (engine.Receiver).
+type listenerReceiver struct{ l *Listener }
+
+// Receive hands a batch to the core and acts on each Output, in the read
+// turn (the reader's, or a pulling Read's).
+func (r listenerReceiver) Receive(ms []transport.Message) {
+	l := r.l
+	if len(ms) > 1 {
+		l.sq.Burst() // their replies leave together
+	}
+	now := time.Now()
+	for i := range ms {
+		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
+		l.core.Receive(now, from, ms[i].Buf, &l.rout)
+		// Handshake replies never wait on the socket: the client
+		// resends at 10 Hz.
+		l.act(now, &l.rout, sendq.NoWait)
+	}
+}
+
+// updater runs the core's Update when it is due (the engine's
+// Ticker): at the deadline Update returned, or an earlier one an Output of
+// another call reported (act), SendRate at most apart.
 func (l *Listener) updater() {
 	defer l.wg.Done()
-	timer := time.NewTimer(core.SendRate)
-	defer timer.Stop()
 	out := new(core.ServerOutput)
-	for {
-		select {
-		case <-l.closing:
-			return
-		case <-l.due.kick:
-		case <-timer.C:
-			l.due.take() // act sets the run's next time, keeping one set meanwhile
-			now := time.Now()
-			l.core.Update(now, out)
-			l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
-		}
-		due := l.due.get()
-		if due.IsZero() {
-			due = time.Now().Add(core.SendRate)
-		}
-		timer.Reset(time.Until(due))
-	}
+	l.ticker.Run(l.closing, core.SendRate, func(now time.Time) time.Time {
+		l.core.Update(now, out)
+		next := out.Next
+		l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
+		return next
+	})
 }
 
 // act sends out's datagrams and acts on its events, with no lock held.
@@ -249,7 +256,7 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 			l.connected(now, ev)
 		case core.EventPayload:
 			if c := l.conns[ev.Index].Load(); c != nil && c.gen == ev.Gen {
-				c.m.Deliver(ev.Payload)
+				c.deliver(ev.Payload)
 			}
 		case core.EventDisconnected:
 			c := l.conns[ev.Index].Load()
@@ -267,15 +274,17 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 			l.log.Debug("cute: client disconnected", "addr", ev.Addr.String(), "client", ev.ClientID, "reason", ev.Reason)
 		}
 	}
-	l.due.earlier(out.Next)
+	l.ticker.Earlier(out.Next)
 }
 
 // connected makes the Conn of a new connection and queues it for Accept.
 func (l *Listener) connected(now time.Time, ev *core.Event) {
-	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
-	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue))
+	q := msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue)
+	e.Reader = l.sock.NewReader(q.Len, q.Done(), nil)
+	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
 	if !l.cfg.BareProtocol {
 		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
 	}
@@ -294,18 +303,21 @@ type serverEndpoint struct {
 	l     *Listener
 	c     *Conn
 	index int
-	g     uint64        // the connection's generation in its slot
-	turn  chan struct{} // the write turn: one Write seals and queues at a time
-	wake  chan struct{} // the send queue's room signal for this Conn
+	g     uint64           // the connection's generation in its slot
+	turn  engine.WriteTurn // the write turn: one Write seals and queues at a time
+	wake  chan struct{}    // the send queue's room signal for this Conn
 	out   core.ServerOutput
+	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
+	// the engine's.
+	*engine.Reader
 }
 
 // SendPayload seals p and queues it, in sequence order.
 func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
-	if !msgconn.TakeTurn(e.turn, stop, deadline) {
-		return msgconn.TurnErr(stop)
+	if !e.turn.Take(stop, deadline) {
+		return engine.TurnErr(stop)
 	}
-	defer func() { <-e.turn }()
+	defer e.turn.Give()
 	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
 		return sendq.ErrStopped // the connection ended
 	}
@@ -319,6 +331,7 @@ func (e *serverEndpoint) ClosePeer() {
 		e.l.act(time.Now(), out, sendq.NoWait) // Close never waits on the socket
 	}
 	e.l.outs.Put(out)
+	e.Stop() // a Read reading the socket does not wait for its next datagram
 }
 
 // Accept waits for the next connected client and returns its *Conn. After

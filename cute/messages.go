@@ -96,10 +96,17 @@ var (
 // messages runs the client/server layer (package layer's Transport) over
 // a Conn's protocol payloads: every message goes out as layer datagrams,
 // each sealed into one PAYLOAD packet by the Conn's bare Write, and every
-// PAYLOAD the bare Conn receives is a layer datagram. One goroutine, the
-// pump, reads the bare Conn, and runs the layer's Update when it is due:
-// its next due time is the bare Conn's read deadline, so the socket
-// engine's timers are the only clock.
+// PAYLOAD the bare Conn receives is a layer datagram. The socket's read
+// turn hands each PAYLOAD to the layer (receive), in the reader's batch,
+// with no hand-off to another goroutine. One goroutine per Conn, the pump,
+// runs the layer's Update when it is due: it waits in a Read of the bare
+// Conn whose read deadline is the layer's next due time (so that the
+// socket engine's timers are the only clock), and which ends with the
+// connection. Its Read never reads the socket itself (msgconn's NoPull):
+// a pull would make the pump, one per Conn, the socket's reader, holding
+// the read turn for a read that can only hand the payload on to the
+// user's Read, and on a Listener's socket leaving the other peers'
+// datagrams to the reader's grace once the pump stops.
 //
 // Lock order: sendMu → mu. mu guards the Transport and is held for no
 // I/O: datagrams the layer emits under it are sent after it is released,
@@ -139,7 +146,9 @@ func (c *Conn) startMessages(now time.Time, cfg MessageConfig) error {
 	}
 	ml.t = t
 	c.ml = ml
+	c.m.NoPull()
 	go ml.pump()
+	c.feed.Store(ml)
 	return nil
 }
 
@@ -186,16 +195,8 @@ func (ml *messages) pump() {
 	for {
 		n, err := ml.c.m.Read(ml.buf[:])
 		switch {
-		case err == nil:
-			ml.mu.Lock()
-			_ = ml.t.Receive(ml.buf[:n]) // refusals are counted in the layer's Stats
-			_, _, ok := ml.t.Peek()
-			ml.rearm(false)
-			ml.mu.Unlock()
-			if ok {
-				ml.signal()
-			}
-			ml.progressed()
+		case err == nil: // queued before the read turn fed the layer
+			ml.receive(ml.buf[:n])
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if uerr := ml.update(); uerr != nil {
 				ml.stop(ml.c.m.OpErr("read", uerr))
@@ -208,6 +209,20 @@ func (ml *messages) pump() {
 			return
 		}
 	}
+}
+
+// receive gives the layer a datagram the peer sent. It is called in the
+// socket's read turn (or by the pump), and holds mu only.
+func (ml *messages) receive(p []byte) {
+	ml.mu.Lock()
+	_ = ml.t.Receive(p) // refusals are counted in the layer's Stats
+	_, _, ok := ml.t.Peek()
+	ml.rearm(false)
+	ml.mu.Unlock()
+	if ok {
+		ml.signal()
+	}
+	ml.progressed()
 }
 
 // update runs the layer's Update and sends what it emits. It fails only

@@ -38,6 +38,15 @@
 // full one dropping datagrams as UDP would; a client Conn's read queue
 // (Options.ReadQueue). Locks, in order: the admission's lock (session
 // count, Close's mark) → the Mux's lock (its sessions, read-locked to
-// route a datagram) → a session's queue or watchdog lock (leaves). No lock
-// is held across a socket or WebSocket read or write.
+// route a datagram) → a session's queue or watchdog lock (leaves). A
+// session's write turn (muxSession.wmu) is held across its WebSocket
+// writes: by its writer (drain, and the close), and by a direct write from
+// the goroutine that acts on a pushed datagram, which only tries it
+// (TryLock) and writes without blocking (TryWrite); under it, the
+// connection's write lock (wsbridge.BatchConn.mu, a leaf) is held across
+// the TCP write. No other lock is held across a socket or WebSocket read
+// or write, and no lock shared by sessions ever is. The netcode Listener
+// over a Mux runs on the socket engine (internal/engine, whose doc draws
+// its goroutines and locks): the Mux is its socket, with batch I/O, the
+// push path and direct writes as named capabilities (internal/transport).
 package transport

@@ -506,6 +506,10 @@ type muxBatcher struct{ m *Mux }
 func (b muxBatcher) ReadBatch(ms []dgram.Message) (int, error)  { return b.m.readBatch(ms) }
 func (b muxBatcher) WriteBatch(ms []dgram.Message) (int, error) { return b.m.writeBatch(ms) }
 func (b muxBatcher) Push(sink func([]dgram.Message))            { b.m.sink.Store(&sink) }
+
+// WritesDirect is dgram.DirectWriter's: a write to a session goes to its
+// bounded send queue, never blocking, beside the Listener's writer.
+func (b muxBatcher) WritesDirect() bool { return true }
 func (b muxBatcher) ReadFromUDPAddrPort(p []byte) (int, netip.AddrPort, error) {
 	return b.m.readFromAddrPort(p)
 }

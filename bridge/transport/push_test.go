@@ -32,8 +32,8 @@ func TestListenerTakesSessionsPushed(t *testing.T) {
 			s := bridgetest.NewMuxServerVia(t, 8, bridgetransport.MuxConfig{}, func(m *bridgetransport.Mux) net.PacketConn {
 				cm = newCountingMux(m)
 				if pushed {
-					p, ok := transport.PusherOf(m)
-					require.True(t, ok, "a Mux pushes its sessions' datagrams")
+					p := transport.CapabilitiesOf(m).Pusher
+					require.NotNil(t, p, "a Mux pushes its sessions' datagrams")
 					cm.Batched.S = p
 				}
 				return cm

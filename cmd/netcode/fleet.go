@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -101,13 +103,27 @@ func (r *registration) close() error {
 
 // quietRedis sends go-redis's own log lines (each failed dial, while Redis
 // is down) to log at debug level instead of stderr: the fleet package
-// says once at Warn level that the registry is unreachable.
-func quietRedis(log *slog.Logger) { redis.SetLogger(redisLogger{log}) }
+// says once at Warn level that the registry is unreachable. go-redis's
+// logger is a global its pools' goroutines read unlocked, and a client's
+// dials may outlive its Close: it is set once per process, and each run
+// only swaps the slog.Logger it forwards to (the tests run the command
+// several times in one process).
+func quietRedis(log *slog.Logger) {
+	redisLog.Store(log)
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{}) })
+}
 
-type redisLogger struct{ log *slog.Logger }
+var (
+	redisLog     atomic.Pointer[slog.Logger] // where go-redis's lines go
+	redisLogOnce sync.Once
+)
 
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.DebugContext(ctx, fmt.Sprintf(format, v...))
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if log := redisLog.Load(); log != nil && log.Enabled(ctx, slog.LevelDebug) {
+		log.DebugContext(ctx, fmt.Sprintf(format, v...))
+	}
 }
 
 // redactURL hides a password in a Redis URL.

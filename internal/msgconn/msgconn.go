@@ -125,6 +125,12 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.bulk, _ = ep.(Bulker)
 }
 
+// NoPull makes c's Reads wait on its read queue only, never reading the
+// socket themselves, though its Endpoint is a Puller: for a Conn read by
+// a goroutine of its own (package cute's message pump), whose pulls would
+// only hand each payload over again. Call it before the first Read.
+func (c *Conn) NoPull() { c.pull = nil }
+
 // Endpoint is the Endpoint c sends through (Init's ep).
 func (c *Conn) Endpoint() Endpoint { return c.ep }
 
@@ -285,48 +291,63 @@ type BatchWriter interface {
 }
 
 // Hook is embedded, under an unexported name, by a dialect's public Conn
-// type, so that BatchWriterOf finds its Conn's WriteBatch through an
-// unexported method: the public type exports no method for it.
+// type, so that BatchWriterOf and MarkBulk find its Conn: a Hook is a
+// Capable. The public type then exports no method its users could call
+// (they cannot name Key).
 type Hook struct{ c *Conn }
 
 // NewHook returns the Hook of c.
 func NewHook(c *Conn) Hook { return Hook{c} }
 
-func (h Hook) batchWriter() BatchWriter {
-	if h.c == nil {
-		return nil
-	}
-	return h.c
+// Key is the argument of Capable's method: a type the module's users
+// cannot name, so that a public Conn embedding a Hook has no method they
+// can call.
+type Key struct{}
+
+// Capable is a connection of the module whose message machinery other
+// packages of the module (package reliable) may use beyond net.Conn's:
+// its batched writes and its bulk mode. A user's wrapper of such a
+// connection hides it, and loses both: reliable then writes one payload at
+// a time and reads with the connection's own read queue and reads.
+type Capable interface {
+	MessageConn(Key) *Conn
 }
 
-// BatchWriterOf returns x's batched write if x embeds a Hook, else nil:
-// the caller (package reliable) then writes one payload at a time.
-func BatchWriterOf(x any) BatchWriter {
-	if h, ok := x.(interface{ batchWriter() BatchWriter }); ok {
-		return h.batchWriter()
+// MessageConn is Capable's.
+func (h Hook) MessageConn(Key) *Conn { return h.c }
+
+// conn returns x's Conn if x is Capable, else nil.
+func conn(x any) *Conn {
+	if h, ok := x.(Capable); ok {
+		return h.MessageConn(Key{})
 	}
 	return nil
 }
 
-func (h Hook) markBulk(packets int) {
-	if h.c == nil {
-		return
+// BatchWriterOf returns x's batched write if x is Capable (embeds a
+// Hook), else nil: the caller (package reliable) then writes one payload
+// at a time.
+func BatchWriterOf(x any) BatchWriter {
+	if c := conn(x); c != nil {
+		return c
 	}
-	h.c.q.Raise(packets)
-	if h.c.bulk != nil {
-		h.c.bulk.Bulk()
-	}
+	return nil
 }
 
-// MarkBulk tells x, if it embeds a Hook, that it carries bulk traffic of
+// MarkBulk tells x, if it is Capable, that it carries bulk traffic of
 // up to packets payloads in flight (package reliable calls it as it
 // attaches, with its windows): its read queue holds that many (0: as it
 // is), so that a window the peer may fill is not dropped at the queue
 // whenever the reader falls behind, and an Endpoint that is a Bulker
 // reads trains coalesced.
 func MarkBulk(x any, packets int) {
-	if h, ok := x.(interface{ markBulk(int) }); ok {
-		h.markBulk(packets)
+	c := conn(x)
+	if c == nil {
+		return
+	}
+	c.q.Raise(packets)
+	if c.bulk != nil {
+		c.bulk.Bulk()
 	}
 }
 
@@ -408,35 +429,6 @@ func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 
 // Err is nil while the connection is up, and afterwards why it ended.
 func (c *Conn) Err() error { return c.q.Err() }
-
-// TakeTurn takes a Conn's write turn (a channel of capacity 1), waiting
-// for it until stop or deadline is closed; it reports whether it has it.
-// The turn is free almost always: that case costs one channel send.
-func TakeTurn(turn chan struct{}, stop, deadline <-chan struct{}) bool {
-	select {
-	case turn <- struct{}{}:
-		return true
-	default:
-	}
-	select {
-	case turn <- struct{}{}:
-		return true
-	case <-stop:
-	case <-deadline:
-	}
-	return false
-}
-
-// TurnErr is why TakeTurn gave up: the Conn's end (sendq.ErrStopped) or
-// its write deadline.
-func TurnErr(stop <-chan struct{}) error {
-	select {
-	case <-stop:
-		return sendq.ErrStopped
-	default:
-		return os.ErrDeadlineExceeded
-	}
-}
 
 // Accept takes the next connection from a Listener's accept queue,
 // preferring one already queued to a close or a cancelled ctx. Once

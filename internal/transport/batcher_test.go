@@ -16,12 +16,12 @@ type calls struct{ reads, writes int }
 
 func (c *calls) read(pc net.PacketConn, ms []Message) (int, error) {
 	c.reads++
-	return newSingle(pc).ReadBatch(ms)
+	return newSingle(pc, CapabilitiesOf(pc)).ReadBatch(ms)
 }
 
 func (c *calls) write(pc net.PacketConn, ms []Message) (int, error) {
 	c.writes++
-	return newSingle(pc).WriteBatch(ms)
+	return newSingle(pc, CapabilitiesOf(pc)).WriteBatch(ms)
 }
 
 // batchingAP and batchingPlain are Batchers, with and without the

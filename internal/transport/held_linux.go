@@ -2,7 +2,7 @@
 
 package transport
 
-// readHeld is heldReader's. It stays in one RawConn.Read, whose start
+// ReadHeld is HeldReader's. It stays in one RawConn.Read, whose start
 // forgets any readiness the poller has seen, and which therefore has to
 // read before it may wait: inside it, after a lone datagram that emptied
 // the socket, it waits for the next readiness at once. That is sound
@@ -14,7 +14,7 @@ package transport
 // handled are likely there already, and that read takes them without
 // waiting for the poller (which, with every P busy, may not look for a
 // while). A lone datagram says they come further apart.
-func (c *mmsgConn) readHeld(ms []Message, stop <-chan struct{}, handle func([]Message) bool) (handled bool, err error) {
+func (c *mmsgConn) ReadHeld(ms []Message, stop <-chan struct{}, handle func([]Message) bool) (handled bool, err error) {
 	if len(ms) == 0 {
 		return false, nil
 	}

@@ -58,7 +58,7 @@ func ReadLoopInto(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []M
 // the loop waits for the next one without the read that would find none:
 // one system call fewer per datagram while they come one at a time.
 func ReadLoopOwned(c Conn, batch int, stop <-chan struct{}, handle func(ms []Message), onError func(error)) error {
-	h, _ := c.(heldReader)
+	h, _ := c.(HeldReader)
 	return readLoop(c, NewMessages(batch), stop, handle, onError, h, nil)
 }
 
@@ -78,22 +78,14 @@ type Turn interface {
 // anything that waits for c's Close, and the loop waits as ReadLoopOwned
 // does, leaving that wait to yield.
 func ReadLoopTurns(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), turn Turn, owned bool) error {
-	var h heldReader
+	var h HeldReader
 	if owned {
-		h, _ = c.(heldReader)
+		h, _ = c.(HeldReader)
 	}
 	return readLoop(c, ms, stop, handle, onError, h, turn)
 }
 
-// heldReader is a Conn that can read batch after batch within one wait
-// for readability: readHeld calls handle with each batch until stop is
-// closed (it then returns a nil error) or a read fails, and reports
-// whether it read anything.
-type heldReader interface {
-	readHeld(ms []Message, stop <-chan struct{}, handle func([]Message) (hold bool)) (handled bool, err error)
-}
-
-func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), held heldReader, turn Turn) error {
+func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Message), onError func(error), held HeldReader, turn Turn) error {
 	var (
 		pause time.Duration
 		timer *time.Timer
@@ -116,7 +108,7 @@ func readLoop(c Conn, ms []Message, stop <-chan struct{}, handle func(ms []Messa
 		)
 		if held != nil {
 			var handled bool
-			if handled, err = held.readHeld(ms, stop, hold); handled {
+			if handled, err = held.ReadHeld(ms, stop, hold); handled {
 				pause = 0
 			}
 		} else {

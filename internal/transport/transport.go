@@ -64,27 +64,6 @@ type Batcher interface {
 	WriteBatch(ms []Message) (int, error)
 }
 
-// Batched is embedded, under an unexported name, by a net.PacketConn of
-// this module that has I/O of its own beyond net.PacketConn's: batched (B)
-// and the allocation-free netip.AddrPort methods (P). New finds them
-// through its unexported methods, so the public type exports no method
-// whose signature names this package's types (which its users could not
-// name), nor methods that exist only for New. Either may be nil.
-type Batched struct {
-	B Batcher
-	P AddrPortIO
-	S Pusher // datagrams that arrive on goroutines of their own (push.go); may be nil
-}
-
-func (b Batched) batcher() Batcher       { return b.B }
-func (b Batched) addrPortIO() AddrPortIO { return b.P }
-
-// batched is what a type embedding Batched satisfies.
-type batched interface {
-	batcher() Batcher
-	addrPortIO() AddrPortIO
-}
-
 // AddrPortIO is the allocation-free one-datagram I/O of *net.UDPConn.
 type AddrPortIO interface {
 	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
@@ -106,52 +85,39 @@ type Conn interface {
 	Close() error
 }
 
-// addrPortConn is the allocation-free interface *net.UDPConn offers (and
-// netsim's connections too).
-type addrPortConn interface {
-	net.PacketConn
-	AddrPortIO
-}
-
-// hookedAddrPort is a connection whose AddrPortIO is its Batched's P.
+// hookedAddrPort is a connection with its AddrPortIO (its own, or its
+// Batched's P).
 type hookedAddrPort struct {
 	net.PacketConn
 	AddrPortIO
 }
 
 // New wraps a datagram socket. A *net.UDPConn on Linux gets recvmmsg and
-// sendmmsg; a connection that is a Batcher is read and written in batches
-// through it; otherwise a connection with the netip.AddrPort methods of
-// *net.UDPConn, as its own or through its Batched (P), gets those (no allocation per datagram), and any other
-// net.PacketConn is used through ReadFrom and WriteTo, one datagram per
-// call, with addresses converted from and to *net.UDPAddr. Single writes
-// (WriteTo) always take the one-datagram path.
+// sendmmsg; any other connection is used through its Capabilities
+// (capability.go): a Batcher is read and written in batches; otherwise a
+// connection with the netip.AddrPort methods of *net.UDPConn gets those
+// (no allocation per datagram), and any other net.PacketConn is used
+// through ReadFrom and WriteTo, one datagram per call, with addresses
+// converted from and to *net.UDPAddr. Single writes (WriteTo) always take
+// the one-datagram path.
 func New(pc net.PacketConn) Conn {
 	if uc, ok := pc.(*net.UDPConn); ok {
 		if c := newUDP(uc); c != nil {
 			return c
 		}
 	}
-	c := newSingle(pc)
-	if b, ok := pc.(batched); ok && b.batcher() != nil {
-		return &batcherConn{Conn: c, b: b.batcher()}
-	}
-	if b, ok := pc.(Batcher); ok {
-		// A type inside the module (a test's, say) with the methods
-		// itself; no public type has them, since its users could not
-		// name Message.
-		return &batcherConn{Conn: c, b: b}
+	caps := CapabilitiesOf(pc)
+	c := newSingle(pc, caps)
+	if caps.Batcher != nil {
+		return &batcherConn{Conn: c, b: caps.Batcher}
 	}
 	return c
 }
 
 // newSingle wraps pc for one datagram per call.
-func newSingle(pc net.PacketConn) Conn {
-	if h, ok := pc.(batched); ok && h.addrPortIO() != nil {
-		return &apConn{pc: hookedAddrPort{pc, h.addrPortIO()}}
-	}
-	if ac, ok := pc.(addrPortConn); ok {
-		return &apConn{pc: ac}
+func newSingle(pc net.PacketConn, caps Capabilities) Conn {
+	if caps.AddrPortIO != nil {
+		return &apConn{pc: hookedAddrPort{pc, caps.AddrPortIO}}
 	}
 	return &genericConn{pc: pc}
 }
@@ -203,7 +169,7 @@ func ListenUDP(network, address string, buffer int, control Control) (*net.UDPCo
 
 // apConn uses the netip.AddrPort methods: one datagram per call.
 type apConn struct {
-	pc addrPortConn
+	pc hookedAddrPort
 }
 
 func (c *apConn) ReadBatch(ms []Message) (int, error) {

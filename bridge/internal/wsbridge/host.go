@@ -20,17 +20,28 @@ type Host interface {
 }
 
 // Hosted is embedded, under an unexported name, by the types that are
-// Hosts (bridge.Handler, transport.Mux): HostOf finds H through its
-// unexported method, so that they export no method whose signature names
-// this package's types.
+// Hosts (bridge.Handler, transport.Mux): it makes them a Hoster, whose
+// method takes a Key, which their users cannot name, so that they export
+// no method their users could call.
 type Hosted struct{ H Host }
 
-func (h Hosted) host() Host { return h.H }
+// Key is the argument of Hoster's method (see Hosted).
+type Key struct{}
+
+// Hoster is a type that is a Host through a Hosted it embeds. No user
+// wrapper can hide it: webtransport.Config takes the concrete
+// *bridge.Handler and *transport.Mux.
+type Hoster interface {
+	BridgeHost(Key) Host
+}
+
+// BridgeHost is Hoster's.
+func (h Hosted) BridgeHost(Key) Host { return h.H }
 
 // HostOf returns the Host v embeds, or nil.
 func HostOf(v any) Host {
-	if h, ok := v.(interface{ host() Host }); ok {
-		return h.host()
+	if h, ok := v.(Hoster); ok {
+		return h.BridgeHost(Key{})
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package netcode
+package engine
 
 import (
 	"net/netip"
@@ -34,11 +34,15 @@ func TestReadTurnYield(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rt := newReadTurn(true, transport.Conn(nil))
 				stop := make(chan struct{})
-				require.True(t, rt.take(stop))
+				took := make(chan bool, 1)
+				taken := make(chan bool)
+				go func() { // the reader: it takes the turn, then yields it
+					taken <- rt.take(stop)
+					took <- rt.yield(stop)
+				}()
+				require.True(t, <-taken)
 				rt.wait(1) // a Read waits
 				require.True(t, rt.wanted())
-				took := make(chan bool, 1)
-				go func() { took <- rt.yield(stop) }()
 				<-rt.freed
 				require.True(t, rt.tryTake(), "the turn is free for the Read")
 				rt.wait(-1)
@@ -98,10 +102,10 @@ func TestReadTurnSolo(t *testing.T) {
 	}
 }
 
-// TestShardTurnOnePeer: a Listener's reader gives its socket to a Read
-// only after a batch from one address (one client sending), and a Read
-// that reads datagrams from several gives it back.
-func TestShardTurnOnePeer(t *testing.T) {
+// TestManyTurnOnePeer: a Listener's reader (a Many socket's) gives its
+// socket to a Read only after a batch from one address (one client
+// sending), and a Read that reads datagrams from several gives it back.
+func TestManyTurnOnePeer(t *testing.T) {
 	a := netip.MustParseAddrPort("127.0.0.1:1000")
 	b := netip.MustParseAddrPort("127.0.0.1:1001")
 	cases := []struct {
@@ -120,9 +124,10 @@ func TestShardTurnOnePeer(t *testing.T) {
 				ms[i].Addr = ap
 			}
 			assert.Equal(t, tc.want, fromOnePeer(ms))
-			sh := &shard{rt: newReadTurn(true, nil), onePeer: fromOnePeer(ms)}
-			sh.rt.wait(1)
-			assert.Equal(t, tc.want, shardTurn{sh}.Wanted())
+			s := NewSocket(nil, Many, 1, discard{}, nil)
+			s.receive(ms) // records whether the batch came from one peer
+			s.rt.wait(1)
+			assert.Equal(t, tc.want, socketTurn{s}.Wanted())
 		})
 	}
 }
@@ -156,4 +161,54 @@ func TestPullReadLone(t *testing.T) {
 		require.Equal(t, 1, n)
 	}
 	assert.Equal(t, []int{8, 8, 1, 1, 8, 8, 1}, sock.lens)
+}
+
+// discard is a Receiver that drops what it is given.
+type discard struct{}
+
+func (discard) Receive([]transport.Message) {}
+
+// deadlineSock is scriptedSock with read deadlines.
+type deadlineSock struct{ scriptedSock }
+
+func (*deadlineSock) SetReadDeadline(time.Time) error { return nil }
+
+// ending is a Receiver whose datagram ends its Conn (a peer's DISCONNECT).
+type ending struct{ done chan struct{} }
+
+func (e ending) Receive([]transport.Message) { close(e.done) }
+
+// TestPullEndedGivesBack: a pull on a Listener's socket (Many) that ends
+// its Conn hands the turn back to the reader at once, not after the grace
+// the reader leaves a Read that may come back (no Read of an ended Conn
+// does, and other peers' datagrams may wait: TestDialWakeUpNotLost in
+// package cute saw 40 ms); a pull that leaves its Conn up, or one on a
+// dialed Conn's socket (One), does not.
+func TestPullEndedGivesBack(t *testing.T) {
+	cases := []struct {
+		name string
+		role Role
+		ends bool // the datagram read ends the Conn
+		back bool
+	}{
+		{"many, Conn ends", Many, true, true},
+		{"many, Conn up", Many, false, false},
+		{"one, Conn ends", One, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := &deadlineSock{scriptedSock{waited: []bool{true}}}
+			done := make(chan struct{})
+			var recv Receiver = discard{}
+			if tc.ends {
+				recv = ending{done}
+			}
+			s := NewSocket(sock, tc.role, 4, recv, make(chan struct{}))
+			r := s.NewReader(func() int { return 0 }, done, nil)
+			pulled, err := r.Pull()
+			require.NoError(t, err)
+			require.True(t, pulled, "the turn was free: the Read pulled")
+			assert.Equal(t, tc.back, len(s.rt.back) == 1, "the reader is asked to take the turn back")
+		})
+	}
 }

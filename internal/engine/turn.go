@@ -1,9 +1,6 @@
-package netcode
+package engine
 
 import (
-	"errors"
-	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,12 +50,12 @@ type readTurn struct {
 	// waits tells whether a pull's read waited for its datagram (nil: the
 	// socket cannot tell); lone counts the pulls in a row that waited and
 	// read one datagram. Used in the turn.
-	waits interface{ ReadWaited() bool }
+	waits transport.WaitReporter
 	lone  int
 }
 
 func newReadTurn(solo bool, sock transport.Conn) *readTurn {
-	w, _ := sock.(interface{ ReadWaited() bool })
+	w, _ := sock.(transport.WaitReporter)
 	t := &readTurn{
 		solo:  solo,
 		waits: w,
@@ -79,9 +76,11 @@ func newReadTurn(solo bool, sock transport.Conn) *readTurn {
 func (t *readTurn) take(stop <-chan struct{}) bool {
 	select {
 	case t.tok <- struct{}{}:
+		acquire(rankReadTurn)
 		return true
 	case <-stop:
 		t.tok <- struct{}{}
+		acquire(rankReadTurn)
 		return false
 	}
 }
@@ -98,6 +97,7 @@ func (t *readTurn) wanted() bool {
 // reader then holds the turn all the same, once any pull in progress has
 // ended (it ends with the socket's Close).
 func (t *readTurn) yield(stop <-chan struct{}) bool {
+	release(rankReadTurn)
 	<-t.tok
 	signal(t.freed)
 	seen := t.ends.Load()
@@ -116,6 +116,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 			case <-t.back:
 			case <-stop:
 				t.tok <- struct{}{}
+				acquire(rankReadTurn)
 				return false
 			}
 		}
@@ -140,6 +141,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 			case <-stop:
 				t.watch.Store(false)
 				t.tok <- struct{}{}
+				acquire(rankReadTurn)
 				return false
 			}
 		}
@@ -156,6 +158,7 @@ func (t *readTurn) yield(stop <-chan struct{}) bool {
 func (t *readTurn) tryTake() bool {
 	select {
 	case t.tok <- struct{}{}:
+		acquire(rankReadTurn)
 		if t.armed.Load() && t.armed.CompareAndSwap(true, false) {
 			// (A stop that comes before the arming it races with
 			// costs the reader a wake-up that finds a pull going
@@ -173,6 +176,7 @@ func (t *readTurn) tryTake() bool {
 // when, with solo, several Reads wait.
 func (t *readTurn) release(giveBack bool) {
 	n := t.waiters.Load()
+	release(rankReadTurn)
 	<-t.tok
 	t.ends.Add(1)
 	if t.watch.Load() {
@@ -234,75 +238,4 @@ func signal(c chan struct{}) {
 	case c <- struct{}{}:
 	default:
 	}
-}
-
-// socketPull is the state of a socket whose Reads may read it themselves
-// (a dialed Conn's socket, or one of a Listener's), beside its readTurn:
-// whether Reads may pull at all, and the read deadline the socket has.
-// dmu guards sockDL and the owner's fields its pullOwner methods name; it
-// is a leaf.
-type socketPull struct {
-	noPull atomic.Bool // the socket has no read deadline: only the reader reads it
-	dmu    sync.Mutex
-	sockDL time.Time // the socket's read deadline
-}
-
-// pullOwner is what a pull asks of the socket's owner; pull calls the
-// first three with dmu held.
-type pullOwner interface {
-	// pullDeadline is the socket's read deadline for a pull starting now.
-	pullDeadline() time.Time
-	// setPulling records that a Read is reading the socket, or no longer
-	// is, for SetReadDeadline to move the socket's deadline while it waits.
-	setPulling(on bool)
-	// readDeadline is the pulling Read's own deadline.
-	readDeadline() time.Time
-	// receive acts on the datagrams a pull read, in the read turn.
-	receive(ms []transport.Message)
-	// giveBack reports, after a pull, whether the reader goroutine should
-	// take the socket back even though the pull read without error.
-	giveBack() bool
-}
-
-// pull is msgconn.Puller's Pull once the caller holds the read turn rt and
-// found nothing queued: it reads sock into ms with the owner's deadline,
-// acts on what it read, and gives the turn up. It reports true when the
-// Read should look at its queue again, and os.ErrDeadlineExceeded once the
-// Read's own deadline has passed.
-func (p *socketPull) pull(rt *readTurn, sock transport.Conn, ms []transport.Message, o pullOwner) (bool, error) {
-	p.dmu.Lock()
-	if dl := o.pullDeadline(); !dl.Equal(p.sockDL) {
-		if err := sock.SetReadDeadline(dl); err != nil {
-			// A caller's transport without read deadlines: a Read
-			// cannot wait on it, the reader reads it from now on.
-			p.dmu.Unlock()
-			p.noPull.Store(true)
-			rt.release(true)
-			return false, nil
-		}
-		p.sockDL = dl
-	}
-	o.setPulling(true)
-	p.dmu.Unlock()
-	n, err := rt.pullRead(sock, ms)
-	p.dmu.Lock()
-	o.setPulling(false)
-	dl := o.readDeadline()
-	p.dmu.Unlock()
-	timedOut := err != nil && errors.Is(err, os.ErrDeadlineExceeded)
-	if err == nil {
-		o.receive(ms[:n])
-	}
-	// The reader's loop deals with the errors other than the deadline (it
-	// retries with a pause, or stops): it takes the socket back now.
-	rt.release((err != nil && !timedOut) || o.giveBack())
-	switch {
-	case err == nil:
-		return true, nil
-	case !timedOut:
-		return false, nil
-	case !dl.IsZero() && !time.Now().Before(dl):
-		return true, os.ErrDeadlineExceeded
-	}
-	return true, nil // a bound on the wait, or a deadline since moved: read again
 }

@@ -1,0 +1,96 @@
+// Package engine is the socket engine the dialects bind to (DESIGN.md
+// section 12): per socket, in the manner of quic-go's Transport, the
+// reader goroutine's loop, the read turn and the pulling Reads that share
+// it (Socket, Reader), and the held-write policy of a connected socket
+// (Held). A dialect (netcode's Listener and dialed Conn in the root
+// package) is a binding: a Receiver that hands each datagram to its
+// I/O-free core ("datagram from A at t") and carries out the core's
+// Output, plus its Conn type and errors. Server and client sockets differ
+// to the engine only in demultiplexing, their Role: Many peers by
+// address, or One.
+//
+// # Goroutines, timer callbacks, queues and locks
+//
+// Per socket (the root package's doc and package cute's name the
+// dialect's goroutines that run these; TestGoroutineInventory checks
+// them all, timer callbacks included while they run):
+//
+//	reader ×1 per socket   Socket.Run, on the binding's goroutine
+//	  │                    (netcode.(*Listener).readLoop,
+//	  │                    netcode.(*dialConn).readLoop, and cute's):
+//	  │                    holds the read turn; reads batches
+//	  │                    (transport.ReadLoopTurns) and hands each to
+//	  │                    the Receiver; after a batch it gives the turn
+//	  │                    to a Read that waits (Many: only one Read, and
+//	  │                    only after a batch from one peer) and takes it
+//	  │                    back 20-40 ms after the last pull ended, or at
+//	  ▼                    once when a pull asks (Many: a pull
+//	                       from several peers, or one whose Conn
+//	                       has ended, whose Read will not return)
+//	Receiver (binding)     in the read turn: core.Receive → Output →
+//	                       datagrams to the send queue (a Listener's) or
+//	                       the socket (a dialed Conn's, in its write
+//	                       turn), payloads to each Conn's packetq.Queue,
+//	                       the next deadline to the Ticker or Due
+//	Conn.Read (callers)    Reader.Pull: with nothing queued and the turn
+//	                       free, reads the socket itself with its Conn's
+//	                       read deadline (Many: bounded by 200 ms), acts
+//	                       on what it read as the reader does, and gives
+//	                       the turn back; else waits on its queue until
+//	                       the turn may be free (Freed)
+//	ticker ×1 per Listener Ticker.Run, on the binding's goroutine
+//	                       (netcode.(*Listener).tickLoop,
+//	                       cute.(*Listener).updater): the core's Update
+//	                       at the deadline it returned or an earlier one
+//	                       given by Earlier (a new client, an Output)
+//	Due's timer            per dialed Conn, time.AfterFunc or a relay's
+//	                       timerwheel: its callback (engine.(*Due).fire)
+//	                       runs the binding's update (the core's Update,
+//	                       in the Conn's write turn) when it is due
+//	Held's timer           per dialed Conn with a connected socket,
+//	                       time.AfterFunc(HoldBound): its callback
+//	                       (engine.(*Held).Flush) takes the Conn's write
+//	                       turn and writes the held train
+//	readTurn's timers      idle and grace, the reader's own: it waits on
+//	                       their channels (no callback)
+//
+// A Listener's socket has a send queue and its writer goroutine
+// (internal/sendq, sendq.(*Queue).writer): the Receiver's replies and
+// the Conns' Writes go through it, grouped by peer into GSO trains; a
+// Write finds it idle and writes at once, else it queues (bounded: a
+// full queue drops keep-alives, and makes a Write wait until its deadline
+// or Close). A dialed Conn writes directly, in its write turn, through
+// Held.
+//
+// Every goroutine the engine runs of its own, by the function it runs
+// (TestGoroutineInventory in the root package fails if another runs, and
+// counts timer callbacks while they run):
+//
+//	engine.(*Due).fire   a dialed Conn's timer callback, while it runs: the core's Update when due
+//	engine.(*Held).Flush a dialed Conn's held writes' timer callback, while it runs
+//
+// Locks, in the order they may be taken: the read turn (a channel,
+// readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding
+// owns; Held.Flush and the binding's update take it) → the core's locks →
+// packetq.Queue's lock. Socket.dmu (the socket's read deadline and its
+// puller), Due.mu and Ticker.mu are leaves (leafMutex); the send queue's
+// lock is a leaf, never held across a socket write. No engine lock is
+// held across a call into the binding but the read turn (Receive), and
+// Due's and Ticker's call their update with none held.
+//
+// The order is checked: built with -tags lockrank (as CI runs the tests,
+// the adapter-level soak among them, under -race), every take of the read
+// turn, a write turn or a leaf records its rank for its goroutine and
+// panics if the goroutine holds one of that rank or above, and each call
+// into the binding panics if a leaf is held (lockrank.go; TestLockRanks
+// proves it catches each inversion). The cores' own locks are not ranked:
+// they are taken and released inside each core call, which calls out to
+// nothing.
+//
+// Files are split by concept, not by length: turn.go is the read turn,
+// socket.go a socket's reader and pulls, held.go held writes, due.go the
+// deadline mechanism (Due, Ticker), locks.go the write turn and the leaf
+// locks, lockrank.go the lock-order check. A file past about 600 lines
+// is a signal to look for its second concept, not a rule to cut at; one
+// type's life stays in one file.
+package engine
