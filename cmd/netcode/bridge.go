@@ -32,7 +32,7 @@ var (
 // addrList is a repeatable host:port flag.
 type addrList []netip.AddrPort
 
-func (l *addrList) String() string { return joinAddrs(*l) }
+func (l *addrList) String() string { return joinValues(*l) }
 
 // Set adds v, an address or a host name with a port: a name adds every
 // address it resolves to now.
@@ -48,13 +48,7 @@ func (l *addrList) Set(v string) error {
 // prefixList is a repeatable address-prefix flag.
 type prefixList []netip.Prefix
 
-func (l *prefixList) String() string {
-	s := make([]string, len(*l))
-	for i, p := range *l {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
+func (l *prefixList) String() string { return joinValues(*l) }
 
 func (l *prefixList) Set(v string) error {
 	p, err := netip.ParsePrefix(v)

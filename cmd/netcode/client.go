@@ -86,7 +86,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return describe(fmt.Errorf("%w: %v", netcode.ErrInvalidConnectToken, err))
 	}
-	fmt.Fprintf(stderr, "netcode client: connecting to %s\n", joinAddrs(pub.ServerAddrs))
+	fmt.Fprintf(stderr, "netcode client: connecting to %s\n", joinValues(pub.ServerAddrs))
 
 	d := netcode.Dialer{}
 	if *verbose {

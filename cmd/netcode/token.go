@@ -22,13 +22,14 @@ import (
 // addrsFlag is a repeatable "host:port" flag.
 type addrsFlag []netip.AddrPort
 
-func (a *addrsFlag) String() string { return joinAddrs(*a) }
+func (a *addrsFlag) String() string { return joinValues(*a) }
 
-// joinAddrs lists addresses separated by commas.
-func joinAddrs(as []netip.AddrPort) string {
-	s := make([]string, len(as))
-	for i, a := range as {
-		s[i] = a.String()
+// joinValues lists values separated by commas: a repeatable flag's
+// String, and a list of addresses in a message.
+func joinValues[T fmt.Stringer](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.String()
 	}
 	return strings.Join(s, ",")
 }

@@ -38,13 +38,7 @@ var (
 // rangeList is a repeatable wire target flag.
 type rangeList []wire.Range
 
-func (l *rangeList) String() string {
-	s := make([]string, len(*l))
-	for i, r := range *l {
-		s[i] = r.String()
-	}
-	return strings.Join(s, ",")
-}
+func (l *rangeList) String() string { return joinValues(*l) }
 
 func (l *rangeList) Set(v string) error {
 	r, err := wire.ParseRange(v)
