@@ -114,8 +114,9 @@
 // reference's server and each revision's netcode echo server (that
 // revision's `sidebyside child netcode`), in an order that rotates by
 // round. It prints one markdown table: each figure by round and as
-// medians, before and after, after/before, which way is better, the
-// commits, the date and the load at the start and end. With the
+// medians, before and after, after/before, which way is better, whether
+// the rounds' ranges overlap, the commits, the date and the load at the
+// start and end. A run that fails prints the rounds so far and why. With the
 // defaults (3 rounds) it takes about 10 minutes; -quick runs one round of
 // short windows, a trial of about 2 minutes; -rows picks rows.
 //

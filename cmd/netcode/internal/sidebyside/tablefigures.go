@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -110,7 +111,10 @@ var (
 	fmtCount = func(x float64) string { return fmt.Sprintf("%.0f", x) }
 	fmtUs    = func(x float64) string { return fmt.Sprintf("%.2f", x) }
 	fmtDur   = func(x float64) string {
-		if d := time.Duration(x); d >= time.Millisecond {
+		switch d := time.Duration(x); {
+		case d >= time.Second:
+			return fmt.Sprintf("%.2f s", d.Seconds())
+		case d >= time.Millisecond:
 			return dur(d)
 		}
 		return fmt.Sprintf("%.1f µs", x/float64(time.Microsecond))
@@ -152,6 +156,31 @@ func (f *figure) ratio() string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
+// verdict compares the rounds' ranges: "within noise" where before's and
+// after's overlap, else "better" or "worse" by the figure's direction; "—"
+// for a shared figure or with fewer than 2 rounds a side, where no range
+// says what noise is.
+func (f *figure) verdict() string {
+	if f.Shared || len(f.Before) < 2 || len(f.After) < 2 {
+		return "—"
+	}
+	bMin, bMax := slices.Min(f.Before), slices.Max(f.Before)
+	aMin, aMax := slices.Min(f.After), slices.Max(f.After)
+	switch {
+	case aMax < bMin:
+		if f.Better == lower {
+			return "better"
+		}
+		return "worse"
+	case aMin > bMax:
+		if f.Better == higher {
+			return "better"
+		}
+		return "worse"
+	}
+	return "within noise"
+}
+
 // cell formats xs by round, or "—" for none.
 func (f *figure) cell(xs []float64) (byRound, med string) {
 	if len(xs) == 0 {
@@ -185,9 +214,10 @@ func printTables(w io.Writer, h tableHeader, figs []*figure) {
 	for _, n := range h.Notes {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
+	fmt.Fprintln(w, "- rounds' ranges: within noise where before's and after's rounds overlap, else better or worse (a crude rule: read the rounds)")
 	fmt.Fprintf(w, "- load at start: %s\n- load at end: %s\n- took %v\n\n", h.LoadStart, h.LoadEnd, h.Took.Round(time.Second))
-	fmt.Fprintln(w, "| row | figure | better | before, by round | after, by round | before | after | after/before |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| row | figure | better | before, by round | after, by round | before | after | after/before | rounds' ranges |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for i, f := range figs {
 		row := f.Row
 		if i > 0 && figs[i-1].Row == row {
@@ -198,7 +228,7 @@ func printTables(w io.Writer, h tableHeader, figs []*figure) {
 		if f.Shared {
 			aRounds, aMed = "(same runs)", "(same runs)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row, f.Name, f.Better, bRounds, aRounds, bMed, aMed, f.ratio())
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row, f.Name, f.Better, bRounds, aRounds, bMed, aMed, f.ratio(), f.verdict())
 	}
 }
 

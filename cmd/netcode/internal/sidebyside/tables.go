@@ -180,76 +180,110 @@ func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		h.Notes = append(h.Notes, "bench -clients 64 runs -rounds 1 in each round: its medians of the rounds stand for the README's -rounds 3")
 	}
 
-	var figs []*figure
-	benchFigs := make([][]*figure, len(rows))
-	for i, r := range rows {
-		for _, spec := range r.Figures {
-			f := &figure{Row: "`" + r.Readme + "`", figureSpec: spec}
-			benchFigs[i] = append(benchFigs[i], f)
-			figs = append(figs, f)
-		}
+	t := &tablesRun{revs: revs, cserver: cserver, quick: *quick, warmup: time.Second, crefDuration: 3 * time.Second, stderr: stderr}
+	if *quick {
+		t.warmup, t.crefDuration = 500*time.Millisecond, time.Second
 	}
 	var configs []crefConfig
-	var crefFigs [][3]*figure // per configuration: Go/C, Go µs, C µs
-	warmup, crefDuration := time.Second, 3*time.Second
-	if *quick {
-		warmup, crefDuration = 500*time.Millisecond, time.Second
-	}
 	if withCref {
 		if configs, err = parseCrefConfigs(crefReadmeConfigs); err != nil {
 			return err
 		}
-		for _, c := range configs {
-			row := fmt.Sprintf("`cref -server-only` %v", c)
-			fc := [3]*figure{{Row: row, figureSpec: figGoOverC}, {Row: row, figureSpec: figGoUs}, {Row: row, figureSpec: figCUs, Shared: true}}
-			crefFigs = append(crefFigs, fc)
-			figs = append(figs, fc[0], fc[1])
-			if cserver != "" {
-				figs = append(figs, fc[2])
-			}
-		}
 	}
+	figs := t.figures(rows, configs)
 
 	h.LoadStart = uptime()
 	fmt.Fprintf(stderr, "tables: %d rounds, about %v with the defaults; load: %s\n", *nRounds, 10*time.Minute, h.LoadStart)
+	var runErr error
 	for round := range *nRounds {
-		for i, r := range rows {
-			d := r.Duration
-			if *quick {
-				d = r.Quick
-			}
-			for _, rev := range revOrder(round) {
-				res, err := runBenchRow(ctx, revs[rev].Netcode, r, d)
-				if err != nil {
-					return fmt.Errorf("round %d, %s, %s: %w", round+1, r.Readme, revs[rev].Ref, err)
-				}
-				var line []string
-				for _, f := range benchFigs[i] {
-					x := f.Read(res)
-					f.add(rev, x)
-					line = append(line, f.Name+" "+f.Format(x))
-				}
-				fmt.Fprintf(stderr, "round %d: %s: %s: %s (load %s)\n", round+1, revs[rev].Ref, r.Readme, strings.Join(line, ", "), loadavg())
-			}
-		}
-		for i, c := range configs {
-			if err := runCrefRound(ctx, round, c, cserver, revs, warmup, crefDuration, crefFigs[i], stderr); err != nil {
-				return err
-			}
+		if runErr = t.round(ctx, round); runErr != nil {
+			// The table of the rounds so far, and why it stopped.
+			h.Notes = append(h.Notes, "stopped early: "+strings.Join(strings.Fields(runErr.Error()), " "))
+			break
 		}
 	}
 	h.LoadEnd = uptime()
 	h.Took = time.Since(start)
 	printTables(stdout, h, figs)
+	return runErr
+}
+
+// tablesRun is a run of tables in progress: the revisions and what each
+// round runs.
+type tablesRun struct {
+	revs                 [2]revision
+	cserver              string // the C reference's server, if built
+	quick                bool
+	warmup, crefDuration time.Duration // of the servers-only runs
+	stderr               io.Writer
+
+	rows      []benchRow
+	benchFigs [][]*figure // by row, its figures
+	configs   []crefConfig
+	crefFigs  [][3]*figure // by configuration: Go/C, Go µs, C µs
+}
+
+// figures makes the figures of rows and of the servers-only
+// configurations, and returns them in the table's order.
+func (t *tablesRun) figures(rows []benchRow, configs []crefConfig) []*figure {
+	var figs []*figure
+	t.rows, t.configs = rows, configs
+	t.benchFigs = make([][]*figure, len(rows))
+	for i, r := range rows {
+		for _, spec := range r.Figures {
+			f := &figure{Row: "`" + r.Readme + "`", figureSpec: spec}
+			t.benchFigs[i] = append(t.benchFigs[i], f)
+			figs = append(figs, f)
+		}
+	}
+	for _, c := range configs {
+		row := fmt.Sprintf("`cref -server-only` %v", c)
+		fc := [3]*figure{{Row: row, figureSpec: figGoOverC}, {Row: row, figureSpec: figGoUs}, {Row: row, figureSpec: figCUs, Shared: true}}
+		t.crefFigs = append(t.crefFigs, fc)
+		figs = append(figs, fc[0], fc[1])
+		if t.cserver != "" {
+			figs = append(figs, fc[2])
+		}
+	}
+	return figs
+}
+
+// round runs every row once for each revision, in revOrder(round).
+func (t *tablesRun) round(ctx context.Context, round int) error {
+	for i, r := range t.rows {
+		d := r.Duration
+		if t.quick {
+			d = r.Quick
+		}
+		for _, rev := range revOrder(round) {
+			res, err := runBenchRow(ctx, t.revs[rev].Netcode, r, d)
+			if err != nil {
+				return fmt.Errorf("round %d, %s, %s: %w", round+1, r.Readme, t.revs[rev].Ref, err)
+			}
+			var line []string
+			for _, f := range t.benchFigs[i] {
+				x := f.Read(res)
+				f.add(rev, x)
+				line = append(line, f.Name+" "+f.Format(x))
+			}
+			fmt.Fprintf(t.stderr, "round %d: %s: %s: %s (load %s)\n", round+1, t.revs[rev].Ref, r.Readme, strings.Join(line, ", "), loadavg())
+		}
+	}
+	for i, c := range t.configs {
+		if err := t.crefRound(ctx, round, c, t.crefFigs[i]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// runCrefRound runs one round of one servers-only configuration: the C
-// reference's server (if cserver was built) and each revision's Go
-// server, in an order that rotates by round, under the same clients, and
-// adds each server's µs per echo and each revision's Go/C to figs (Go/C,
-// Go µs, C µs).
-func runCrefRound(ctx context.Context, round int, c crefConfig, cserver string, revs [2]revision, warmup, duration time.Duration, figs [3]*figure, stderr io.Writer) error {
+// crefRound runs one round of one servers-only configuration: the C
+// reference's server (if built) and each revision's Go server, in an
+// order that rotates by round, under the same clients, and adds each
+// server's µs per echo and each revision's Go/C to figs (Go/C, Go µs, C
+// µs).
+func (t *tablesRun) crefRound(ctx context.Context, round int, c crefConfig, figs [3]*figure) error {
+	cserver, revs := t.cserver, t.revs
 	servers := []int{0, 1}
 	if cserver != "" {
 		servers = []int{-1, 0, 1} // -1: the C reference's
@@ -258,7 +292,7 @@ func runCrefRound(ctx context.Context, round int, c crefConfig, cserver string, 
 	goUs := map[int]float64{}
 	for _, srv := range rotated(servers, round) {
 		cfg := dgConfig{Transport: baseTransport, Clients: c.Clients, Window: c.Window, Size: c.Size,
-			Warmup: warmup, Duration: duration, ProcCPU: true}
+			Warmup: t.warmup, Duration: t.crefDuration, ProcCPU: true}
 		name := "C reference"
 		if srv < 0 {
 			cfg.Transport, cfg.CrefExe = crefTransport, cserver
@@ -278,7 +312,7 @@ func runCrefRound(ctx context.Context, round int, c crefConfig, cserver string, 
 		} else {
 			goUs[srv] = us
 		}
-		fmt.Fprintf(stderr, "round %d: cref -server-only %v: %s server %.2f µs per echo, %.0f echoes/s (load %s)\n", round+1, c, name, us, r.EchoesPerSec, loadavg())
+		fmt.Fprintf(t.stderr, "round %d: cref -server-only %v: %s server %.2f µs per echo, %.0f echoes/s (load %s)\n", round+1, c, name, us, r.EchoesPerSec, loadavg())
 	}
 	for rev := range 2 {
 		figs[1].add(rev, goUs[rev])

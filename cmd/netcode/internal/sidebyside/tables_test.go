@@ -155,6 +155,9 @@ func TestPrintTables(t *testing.T) {
 		{Row: "`cref x`", figureSpec: figGoOverC},
 		{Row: "`cref x`", figureSpec: figCUs, Before: []float64{5, 6, 7}, Shared: true},
 		{Row: "`bench b`", figureSpec: figureSpec{Name: "p50 round trip", Better: lower, Format: fmtDur}, Before: []float64{15.1e3, 14e3}, After: []float64{2.5e6, 16e3}},
+		{Row: "`bench c`", figureSpec: figureSpec{Name: "p99 round trip", Better: lower, Format: fmtDur}, Before: []float64{1.5e9, 1.2e9}, After: []float64{900e6, 1.1e6}},
+		{Row: "`bench d`", figureSpec: rate, Before: []float64{10e3, 11e3}, After: []float64{9e3, 9.9e3}},
+		{Row: "`bench e`", figureSpec: rate, Before: []float64{10e3, 11e3}, After: []float64{12e3}},
 	}
 	h := tableHeader{Before: revision{Ref: "630cba9", Hash: "630cba99", Subject: "before\n"}, After: revision{Ref: "HEAD", Hash: "836e2555", Subject: "after"},
 		Date: time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC), Rounds: 3, Clients: "netcode of /repo", LoadStart: "load 1", LoadEnd: "load 2", Took: 95 * time.Second}
@@ -166,11 +169,14 @@ func TestPrintTables(t *testing.T) {
 		"- before: 630cba9 = 630cba99 (before)\n",
 		"- after: HEAD = 836e2555 (after)\n",
 		"- load at start: load 1\n- load at end: load 2\n- took 1m35s\n",
-		"| `bench a` | netcode echoes/s | higher | 100.0k 300.0k 200.0k | 250.0k 210.0k 220.0k | 200.0k | 220.0k | 1.10 |\n",
-		"|  | allocations per packet | lower | 0.0000 0.0000 | 0.0000 0.0000 | 0.0000 | 0.0000 | 1 (both 0) |\n",
-		"| `cref x` | Go/C echoes per server CPU-second | higher | — | — | — | — | — |\n",
-		"|  | C server µs per echo | lower | 5.00 6.00 7.00 | (same runs) | 6.00 | (same runs) | — |\n",
-		"| `bench b` | p50 round trip | lower | 15.1 µs 14.0 µs | 2.50 ms 16.0 µs | 14.6 µs | 1.26 ms | 86.46 |\n",
+		"| `bench a` | netcode echoes/s | higher | 100.0k 300.0k 200.0k | 250.0k 210.0k 220.0k | 200.0k | 220.0k | 1.10 | within noise |\n",
+		"|  | allocations per packet | lower | 0.0000 0.0000 | 0.0000 0.0000 | 0.0000 | 0.0000 | 1 (both 0) | within noise |\n",
+		"| `cref x` | Go/C echoes per server CPU-second | higher | — | — | — | — | — | — |\n",
+		"|  | C server µs per echo | lower | 5.00 6.00 7.00 | (same runs) | 6.00 | (same runs) | — | — |\n",
+		"| `bench b` | p50 round trip | lower | 15.1 µs 14.0 µs | 2.50 ms 16.0 µs | 14.6 µs | 1.26 ms | 86.46 | worse |\n",
+		"| `bench c` | p99 round trip | lower | 1.50 s 1.20 s | 900.0 ms 1.10 ms | 1.35 s | 450.6 ms | 0.33 | better |\n",
+		"| `bench d` | netcode echoes/s | higher | 10.0k 11.0k | 9.0k 9.9k | 10.5k | 9.4k | 0.90 | worse |\n",
+		"| `bench e` | netcode echoes/s | higher | 10.0k 11.0k | 12.0k | 10.5k | 12.0k | 1.14 | — |\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
@@ -271,4 +277,92 @@ func TestCheckout(t *testing.T) {
 	if err := checkout(ctx, repo, "0123456789abcdef0123456789abcdef01234567", filepath.Join(t.TempDir(), "x")); err == nil {
 		t.Error("a checkout of no commit did not fail")
 	}
+}
+
+// fakeNetcode writes a script that stands for a revision's cmd/netcode:
+// it logs its arguments to log and prints the recorded output file, or
+// fails if file is "".
+func fakeNetcode(t *testing.T, name, file, log string) string {
+	t.Helper()
+	if _, err := exec.LookPath("sh"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("sh is not on PATH")
+		}
+		t.Skip("sh is not on PATH")
+	}
+	body := "echo \"$@\" >> " + log + "\n"
+	if file == "" {
+		body += "echo 'bench: connect: refused' >&2\nexit 1\n"
+	} else {
+		abs, err := filepath.Abs(filepath.Join("testdata", "tables", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body += "cat " + abs + "\n"
+	}
+	exe := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestTablesRound runs rounds of the first bench row with stand-ins for
+// the two revisions' netcode bench (the outputs recorded at 630cba9 and
+// 836e255): the flags each run gets, the order of the runs by round, and
+// that each run's figures land in its own revision's column.
+func TestTablesRound(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	var stderr bytes.Buffer
+	tr := &tablesRun{stderr: &stderr}
+	tr.revs[0] = revision{Ref: "old", Netcode: fakeNetcode(t, "before", "bench64-630cba9.json", log)}
+	tr.revs[1] = revision{Ref: "new", Netcode: fakeNetcode(t, "after", "bench64-836e255.json", log)}
+	figs := tr.figures([]benchRow{benchRowByKey(t, "bench64")}, nil)
+	for round := range 2 {
+		if err := tr.round(context.Background(), round); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rate := figs[0] // netcode echoes/s
+	if rate.Name != "netcode echoes/s" || len(rate.Before) != 2 || len(rate.After) != 2 ||
+		rate.Before[0] != 60907.58890361921 || rate.Before[1] != rate.Before[0] ||
+		rate.After[0] != 135739.9478575156 || rate.After[1] != rate.After[0] {
+		t.Errorf("%s: before %v, after %v", rate.Name, rate.Before, rate.After)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := "bench -clients 64 -baseline -rounds 1 -duration 5s -q -json"
+	if got, want := string(b), strings.Repeat(args+"\n", 4); got != want {
+		t.Errorf("the runs' flags:\n%s\nwant four of %q", got, args)
+	}
+	order := runOrder(stderr.String())
+	if want := "old new new old"; order != want {
+		t.Errorf("runs in the order %q, want %q:\n%s", order, want, stderr.String())
+	}
+
+	tr.quick = true
+	tr.revs[1].Netcode = fakeNetcode(t, "failing", "", log)
+	err = tr.round(context.Background(), 0)
+	if err == nil || !strings.Contains(err.Error(), "round 1, bench -clients 64") || !strings.Contains(err.Error(), "new") ||
+		!strings.Contains(err.Error(), "connect: refused") {
+		t.Errorf("a failing run: %v", err)
+	}
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "-duration 1s -q") {
+		t.Errorf("-quick did not shorten the window: %s", b)
+	}
+}
+
+// runOrder returns the revision of each progress line of a round, in
+// order, space-separated.
+func runOrder(progress string) string {
+	var refs []string
+	for line := range strings.Lines(progress) {
+		if _, rest, ok := strings.Cut(line, ": "); ok {
+			ref, _, _ := strings.Cut(rest, ":")
+			refs = append(refs, ref)
+		}
+	}
+	return strings.Join(refs, " ")
 }
