@@ -93,7 +93,7 @@ func revOrder(round int) []int {
 	return []int{1, 0}
 }
 
-// tablesUsage is tables' usage line, after the flags' own.
+// tablesUsage is what tables -h prints after its flags.
 const tablesUsage = `
 Reruns every figure of the README's Performance tables (the netcode bench
 rows and cref -server-only) for two revisions of this repository, in one
