@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -298,12 +297,9 @@ func buildNetcode(ctx context.Context, repo, dir string) (string, error) {
 func runNetcodeBench(ctx context.Context, gobin string, c crefConfig, duration time.Duration, extra ...string) (netcode, cute echoFigures, err error) {
 	args := append([]string{"bench", "-clients", strconv.Itoa(c.Clients), "-window", strconv.Itoa(c.Window),
 		"-size", strconv.Itoa(c.Size), "-duration", duration.String(), "-q", "-json"}, extra...)
-	cmd := exec.CommandContext(ctx, gobin, args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
+	out, err := output(ctx, gobin, args...)
 	if err != nil {
-		return netcode, cute, fmt.Errorf("netcode %s: %w: %s", strings.Join(args, " "), err, errb.String())
+		return netcode, cute, err
 	}
 	return parseNetcodeBench(out)
 }
@@ -333,12 +329,9 @@ func runSelf(ctx context.Context, args ...string) (echoFigures, error) {
 	if err != nil {
 		return echoFigures{}, err
 	}
-	cmd := exec.CommandContext(ctx, exe, args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
+	out, err := output(ctx, exe, args...)
 	if err != nil {
-		return echoFigures{}, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, errb.String())
+		return echoFigures{}, err
 	}
 	return parseCbench(string(out))
 }

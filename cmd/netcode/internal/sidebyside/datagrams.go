@@ -291,9 +291,12 @@ func runDatagram(ctx context.Context, cfg dgConfig) (res dgResult, err error) {
 		r.readers.Add(1)
 		go r.reader(c)
 	}
+	// The first window from a buffer of its own: c.wbuf is the reader's,
+	// which is already sending on the first echoes.
+	firstWindow := make([]byte, netcode.MaxPayloadBytes)
 	for _, c := range r.clients {
 		for range cfg.Window {
-			r.send(c, c.wbuf[:])
+			r.send(c, firstWindow)
 		}
 	}
 	stop := make(chan struct{})

@@ -13,6 +13,7 @@
 //	NETCODE_C_SRC=dir go run . cref -server-only # the servers alone, under the same Go clients
 //	NETCODE_C_SRC=dir go run . cref -api # and the public-API client harness, one process
 //	CUTE_NET_SRC=dir go run . cute  # Cute Framework's cute_net.h vs package cute
+//	NETCODE_C_SRC=dir go run . tables -before REV -after HEAD # the README's tables, before and after
 //
 // # Method
 //
@@ -99,6 +100,25 @@
 // goroutine per connection and per client a reader goroutine that Sends
 // the next payload on each echo, as the bench drives bare Conns. C and Go
 // alternate, in an order that changes from run to run.
+//
+// tables reruns every figure of the README's Performance tables for two
+// revisions of this repository (-before, -after; default HEAD) in one
+// run. Each revision is checked out (git archive, so nothing is written
+// to the repository) into a temporary directory, where its cmd/netcode
+// and its own sidebyside are built. Each round runs every README row for
+// both revisions, one after the other, before first in odd rounds and
+// after first in even ones: the three `netcode bench` rows (its -json
+// output, read by parseBenchJSON; the first, -rounds 3 in the README,
+// runs -rounds 1 in each round) and cref -server-only's four
+// configurations, where the clients of this process load the C
+// reference's server and each revision's netcode echo server (that
+// revision's `sidebyside child netcode`), in an order that rotates by
+// round. It prints one markdown table: each figure by round and as
+// medians, before and after, after/before, which way is better, whether
+// the rounds' ranges overlap, the commits, the date and the load at the
+// start and end. A run that fails prints the rounds so far and why. With the
+// defaults (3 rounds) it takes about 10 minutes; -quick runs one round of
+// short windows, a trial of about 2 minutes; -rows picks rows.
 //
 // Every command repeats each configuration -rounds times, interleaving the
 // transports within each round (their order rotates from round to round),

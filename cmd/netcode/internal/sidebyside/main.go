@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ const usage = `usage: sidebyside datagrams [flags]   quic-go DATAGRAM vs netcode
        sidebyside streams [flags]     reliable.Stream vs quic-go stream vs TCP
        sidebyside cref [flags]        the C reference (NETCODE_C_SRC=dir) vs netcode bench (-api: and the public-API harness)
        sidebyside cute [flags]        Cute Framework's cute_net.h (CUTE_NET_SRC=dir) vs package cute
+       sidebyside tables -before REV  the README's performance tables, two revisions interleaved (about 10 minutes)
 Run "sidebyside COMMAND -h" for a command's flags.`
 
 func main() {
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCuteEcho(args[1:], stdout, stderr)
 	case "cute":
 		return runCute(ctx, args[1:], stdout, stderr)
+	case "tables":
+		return runTables(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -110,6 +114,19 @@ func uptime() string {
 		return "(uptime: " + err.Error() + ")"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// output runs the program name with args and returns its standard
+// output; its error says the command and what it wrote to stderr.
+func output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out, nil
 }
 
 // sleepCtx waits for d or until ctx ends.
