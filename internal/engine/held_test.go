@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/require"
+)
+
+// sendLog is a transport.Conn that records, per system call a socket would
+// make, how many datagrams it carried, and the payloads in order.
+type sendLog struct {
+	mu    sync.Mutex
+	calls []int
+	sent  []string
+}
+
+func (c *sendLog) record(ms ...[]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, len(ms))
+	for _, m := range ms {
+		c.sent = append(c.sent, string(m))
+	}
+}
+
+func (c *sendLog) get() (calls []int, sent []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.calls...), append([]string(nil), c.sent...)
+}
+
+func (c *sendLog) WriteTo(b []byte, _ netip.AddrPort) error { c.record(b); return nil }
+func (c *sendLog) WriteBatch(ms []transport.Message) (int, error) {
+	bs := make([][]byte, len(ms))
+	for i := range ms {
+		bs[i] = ms[i].Buf
+	}
+	c.record(bs...)
+	return len(ms), nil
+}
+func (c *sendLog) ReadBatch([]transport.Message) (int, error) { return 0, net.ErrClosed }
+func (c *sendLog) LocalAddr() net.Addr                        { return &net.UDPAddr{} }
+func (c *sendLog) SetReadDeadline(time.Time) error            { return nil }
+func (c *sendLog) Close() error                               { return nil }
+
+var heldPeer = netip.MustParseAddrPort("127.0.0.1:9")
+
+// heldWriter is a Conn's Writes of payloads through Held, as a binding
+// makes them: each in the write turn.
+type heldWriter struct {
+	h    Held
+	turn WriteTurn
+	stop chan struct{}
+}
+
+func newHeldWriter(conn transport.Conn) *heldWriter {
+	w := &heldWriter{turn: NewWriteTurn(), stop: make(chan struct{})}
+	w.h.Init(conn, w.turn, w.stop)
+	w.h.Enable(true)
+	return w
+}
+
+func (w *heldWriter) send(t *testing.T, p string, queued bool) {
+	require.True(t, w.turn.Take(w.stop, nil))
+	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued))
+	w.turn.Give()
+}
+
+// TestHeldWrites runs the held-write policy on simulated time: which
+// Writes are held, and that each train leaves, in order and as one system
+// call, when its last Write is made or when its writer stops writing,
+// with no time passing on the clock: the bound of a held datagram is the
+// writer's next wait, not a timer's.
+func TestHeldWrites(t *testing.T) {
+	cases := []struct {
+		name     string
+		received int    // payloads received before the Writes (Received)
+		queued   bool   // the read queue holds payloads at each Write
+		writes   int    // Writes made in a row, then the writer waits
+		calls    []int  // datagrams per system call
+		held     string // what is held when the writer starts waiting
+	}{
+		{"nothing received: each Write at once", 0, false, 3, []int{1, 1, 1}, ""},
+		{"one received: its answer at once", 1, false, 1, []int{1}, ""},
+		{"a burst answered: one train with the last answer", 8, false, 8, []int{8}, ""},
+		{"fewer answers than received: the train leaves when the writer waits", 8, false, 3, []int{3}, "3 held"},
+		{"read queue not empty: held", 0, true, 4, []int{4}, "4 held"},
+		{"a long burst from the read queue: HeldTrain at a time", 0, true, 40, []int{HeldTrain, HeldTrain, 40 - 2*HeldTrain}, "8 held"},
+		{"more received than a train: counted up to HeldTrain", 20, false, 20, []int{HeldTrain, 1, 1, 1, 1}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				log := &sendLog{}
+				w := newHeldWriter(log)
+				defer close(w.stop)
+				w.h.Received(tc.received)
+				wrote := make(chan int)
+				go func() { // the writer
+					for i := range tc.writes {
+						w.send(t, string(rune('a'+i%26)), tc.queued)
+					}
+					wrote <- w.h.Len()
+				}()
+				held := <-wrote
+				if tc.held != "" {
+					require.NotZero(t, held, "the burst's Writes are held while the writer writes")
+				}
+				synctest.Wait() // the writer waits: nothing else can run
+				calls, sent := log.get()
+				require.Equal(t, tc.calls, calls, "datagrams per system call")
+				require.Len(t, sent, tc.writes)
+				for i, s := range sent {
+					require.Equal(t, string(rune('a'+i%26)), s, "in order")
+				}
+				require.Zero(t, w.h.Len())
+				require.Equal(t, start, time.Now(), "no time passed: no timer sent them")
+			})
+		})
+	}
+}
+
+// TestHeldStopsAtClose checks that a dispatch that finds its Conn over
+// sends nothing and ends (Close sends what is held, before its own
+// datagrams, in the write turn).
+func TestHeldStopsAtClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &sendLog{}
+		w := newHeldWriter(log)
+		w.h.Received(4)
+		require.True(t, w.turn.Take(w.stop, nil))
+		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false))
+		close(w.stop) // the Conn ends while the writer holds the turn
+		require.NoError(t, w.h.Write([]transport.Message{{Buf: []byte("bye"), Addr: heldPeer}}, false))
+		w.turn.Give()
+		synctest.Wait() // the dispatch ended
+		calls, sent := log.get()
+		require.Equal(t, []int{2}, calls)
+		require.Equal(t, []string{"held", "bye"}, sent)
+	})
+}
