@@ -127,7 +127,7 @@ func (c *Conn) Read(b []byte) (int, error) { return c.m.Read(b) }
 // the read queue empty, when 16 are held, before anything else is sent,
 // and at the latest when the goroutine that wrote it stops writing (its
 // next wait, on a Read, a channel or a lock): no timer is involved. On
-// loopback a held Write's payload reached the server's Read 19-25 µs
+// loopback a held Write's payload reached the server's Read 19-27 µs
 // (p50) after Write returned, as a Write sent at once did (21-26 µs);
 // 300 trials, load average 9-10. See internal/engine (Held).
 func (c *Conn) Write(b []byte) (int, error) { return c.m.Write(b) }

@@ -28,7 +28,7 @@ package engine
 //     on simulated time); what the Write's caller sees is a goroutine's
 //     wake-up, microseconds, and a runtime timer's granularity is no
 //     part of it. On loopback a held Write's payload reached the server's
-//     Read 19-25 µs (p50) after Write returned, as a Write sent at once
+//     Read 19-27 µs (p50) after Write returned, as a Write sent at once
 //     did; the 500 µs timer this replaced gave 1.1 ms (p50) to 20 ms (max),
 //     the runtime's timers sleeping in whole milliseconds when the
 //     process is idle (docs/performance.md, 2026-11-29).
