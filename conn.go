@@ -120,16 +120,18 @@ func (c *Conn) Read(b []byte) (int, error) { return c.m.Read(b) }
 // A dialed Conn whose socket is connected to its server (a UDP socket of
 // its own on Linux) may return before its packet leaves: a Write that more
 // Writes are expected to follow (payloads still wait in the read queue, or
-// more payloads were received than answered: a burst being answered one
-// by one, from the goroutine that reads or from another) is held, sealed,
-// to leave with the Writes after it as one train, one system call. It
-// leaves with the Write expected to be the burst's last, when a Read finds
-// the read queue empty, when 16 are held, before anything else is sent,
-// and at the latest when the goroutine that wrote it stops writing (its
-// next wait, on a Read, a channel or a lock): no timer is involved. On
-// loopback a held Write's payload reached the server's Read 19-27 µs
-// (p50) after Write returned, as a Write sent at once did (21-26 µs);
-// 300 trials, load average 9-10. See internal/engine (Held).
+// more payloads were received than answered and the Write comes within
+// 500 µs of the last one's arrival or of the Write before it: a burst
+// being answered one by one, from the goroutine that reads or from
+// another) is held, sealed, to leave with the Writes after it as one
+// train, one system call. It leaves with the Write expected to be the
+// burst's last, when a Read finds the read queue empty, when 16 are held,
+// before anything else is sent, and at the latest when the goroutine that
+// wrote it stops writing (its next wait, on a Read, a channel or a lock):
+// no timer is involved. On loopback a held Write's payload reached the
+// server's Read 19-27 µs (p50) after Write returned, as a Write sent at
+// once did (21-26 µs); 300 trials, load average 9-10. See
+// internal/engine (Held).
 func (c *Conn) Write(b []byte) (int, error) { return c.m.Write(b) }
 
 // Close ends the connection: the peer is told with the protocol's redundant

@@ -305,7 +305,7 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	err := dc.core.Send(now, p, out)
 	if err != nil {
 		_ = dc.hw.Write(out.Datagrams, false)
-	} else if werr := dc.hw.Send(out.Datagrams, dc.conn.m.Buffered() > 0); werr != nil {
+	} else if werr := dc.hw.Send(out.Datagrams, dc.conn.m.Buffered() > 0, now); werr != nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
 	dc.turn.Give()
@@ -446,7 +446,7 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 			next = out.Next
 		}
 	}
-	dc.hw.Received(payloads)
+	dc.hw.Received(payloads, now)
 	switch {
 	case next.IsZero():
 	case !now.Before(next):

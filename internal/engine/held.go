@@ -8,9 +8,12 @@ package engine
 // of its own. More Writes are expected (Send) while the Conn's read queue
 // still holds payloads (a burst of echoes being answered one by one, by
 // the goroutine that reads them), or while fewer payloads have been
-// answered than were received (Received): the same burst answered by
-// another goroutine, a game loop's writer, after its reader has taken
-// the payloads out of the queue and handed them over.
+// answered than were received (Received) and the Write comes within
+// AnswerWindow of the last payload's arrival or of the Write before it:
+// the same burst answered by another goroutine, a game loop's writer,
+// after its reader has taken the payloads out of the queue and handed
+// them over. (A Write long after the last payload, a game's input at its
+// own rate while snapshots come at theirs, is not an answer to them.)
 //
 // The train leaves at the latest when:
 //   - a payload's Write is expected to be the burst's last (the read
@@ -42,6 +45,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -49,6 +53,10 @@ import (
 
 // HeldTrain is the most datagrams a Conn holds for one train.
 const HeldTrain = 16
+
+// AnswerWindow is how soon after the last payload received, or the Write
+// before it, a Write must come to be taken as one of a burst of answers.
+const AnswerWindow = 500 * time.Microsecond
 
 // Dispatch lets the first datagram held start the goroutine that sends
 // the train once the Writes stop. A variable for the tests: false leaves
@@ -74,6 +82,12 @@ type Held struct {
 	// owed is how many payloads received no Write has answered yet, at
 	// most HeldTrain (Received adds, Send takes one off).
 	owed atomic.Int32
+	// epoch is Init's time; lastRecv (Received, in the read turn) and
+	// lastSend (Send, in the write turn) are since it, on the monotonic
+	// clock.
+	epoch    time.Time
+	lastRecv atomic.Int64
+	lastSend time.Duration
 	// dispatching: a dispatch goroutine is started and has not yet taken
 	// the write turn to send. Set and cleared in the write turn.
 	dispatching bool
@@ -87,6 +101,9 @@ type Held struct {
 func (h *Held) Init(conn transport.Conn, turn WriteTurn, stop <-chan struct{}) {
 	h.conn, h.turn, h.stop = conn, turn, stop
 	h.dispatchFn = h.dispatch
+	h.epoch = time.Now()
+	h.lastRecv.Store(int64(-AnswerWindow)) // nothing received, nothing sent yet
+	h.lastSend = -AnswerWindow
 }
 
 // Flush sends the datagrams held, if any, taking the write turn: a Read
@@ -137,23 +154,32 @@ func (h *Held) Enable(on bool) { h.on.Store(on) }
 // Len is how many datagrams are held.
 func (h *Held) Len() int { return int(h.n.Load()) }
 
-// Received counts n payloads delivered for Reads, in the read turn: the
-// payloads' Writes that answer them may be held until the last.
-func (h *Held) Received(n int) {
-	if n > 0 && h.on.Load() && h.owed.Add(int32(n)) > HeldTrain {
+// Received counts n payloads delivered for Reads at now, in the read
+// turn: the Writes that answer them may be held until the last.
+func (h *Held) Received(n int, now time.Time) {
+	if n == 0 || !h.on.Load() {
+		return
+	}
+	h.lastRecv.Store(int64(now.Sub(h.epoch)))
+	if h.owed.Add(int32(n)) > HeldTrain {
 		h.owed.Store(HeldTrain)
 	}
 }
 
-// Send sends ms, a payload's Write, in the write turn, holding it if more
-// Writes are expected: queued (the Conn's read queue holds payloads) or
-// more payloads received than answered, this one aside.
-func (h *Held) Send(ms []transport.Message, queued bool) error {
+// Send sends ms, a payload's Write at now, in the write turn, holding it
+// if more Writes are expected: queued (the Conn's read queue holds
+// payloads), or more payloads received than answered, this one aside,
+// with the last received or the Write before this one within
+// AnswerWindow.
+func (h *Held) Send(ms []transport.Message, queued bool, now time.Time) error {
 	owed := h.owed.Load()
 	if owed > 0 {
 		h.owed.Add(-1)
 	}
-	return h.Write(ms, queued || owed > 1)
+	t := now.Sub(h.epoch)
+	recent := t-time.Duration(h.lastRecv.Load()) < AnswerWindow || t-h.lastSend < AnswerWindow
+	h.lastSend = t
+	return h.Write(ms, queued || (owed > 1 && recent))
 }
 
 // Write sends ms, in the write turn, after the datagrams held; with

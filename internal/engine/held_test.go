@@ -68,31 +68,36 @@ func newHeldWriter(conn transport.Conn) *heldWriter {
 
 func (w *heldWriter) send(t *testing.T, p string, queued bool) {
 	require.True(t, w.turn.Take(w.stop, nil))
-	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued))
+	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now()))
 	w.turn.Give()
 }
 
 // TestHeldWrites runs the held-write policy on simulated time: which
 // Writes are held, and that each train leaves, in order and as one system
 // call, when its last Write is made or when its writer stops writing,
-// with no time passing on the clock: the bound of a held datagram is the
-// writer's next wait, not a timer's.
+// with no time passing on the clock but the Writes' own gaps: the bound
+// of a held datagram is the writer's next wait, not a timer's.
 func TestHeldWrites(t *testing.T) {
+	const frame = 16 * time.Millisecond // a game loop's period
 	cases := []struct {
 		name     string
-		received int    // payloads received before the Writes (Received)
-		queued   bool   // the read queue holds payloads at each Write
-		writes   int    // Writes made in a row, then the writer waits
-		calls    []int  // datagrams per system call
-		held     string // what is held when the writer starts waiting
+		received int           // payloads received before the Writes (Received)
+		queued   bool          // the read queue holds payloads at each Write
+		after    time.Duration // from the payloads' arrival to the first Write
+		gap      time.Duration // between two Writes
+		writes   int           // Writes made, then the writer waits
+		calls    []int         // datagrams per system call
+		held     bool          // something is held when the writer starts waiting
 	}{
-		{"nothing received: each Write at once", 0, false, 3, []int{1, 1, 1}, ""},
-		{"one received: its answer at once", 1, false, 1, []int{1}, ""},
-		{"a burst answered: one train with the last answer", 8, false, 8, []int{8}, ""},
-		{"fewer answers than received: the train leaves when the writer waits", 8, false, 3, []int{3}, "3 held"},
-		{"read queue not empty: held", 0, true, 4, []int{4}, "4 held"},
-		{"a long burst from the read queue: HeldTrain at a time", 0, true, 40, []int{HeldTrain, HeldTrain, 40 - 2*HeldTrain}, "8 held"},
-		{"more received than a train: counted up to HeldTrain", 20, false, 20, []int{HeldTrain, 1, 1, 1, 1}, ""},
+		{"nothing received: each Write at once", 0, false, 0, 0, 3, []int{1, 1, 1}, false},
+		{"one received: its answer at once", 1, false, 0, 0, 1, []int{1}, false},
+		{"a burst answered: one train with the last answer", 8, false, 0, 0, 8, []int{8}, false},
+		{"a burst answered late: the Writes after the first are a burst", 8, false, frame, 0, 8, []int{1, 7}, false},
+		{"fewer answers than received: the train leaves when the writer waits", 8, false, 0, 0, 3, []int{3}, true},
+		{"Writes at a game loop's rate are no answers: each at once", 8, false, 0, frame, 4, []int{1, 1, 1, 1}, false},
+		{"read queue not empty: held", 0, true, 0, 0, 4, []int{4}, true},
+		{"a long burst from the read queue: HeldTrain at a time", 0, true, 0, 0, 40, []int{HeldTrain, HeldTrain, 40 - 2*HeldTrain}, true},
+		{"more received than a train: counted up to HeldTrain", 20, false, 0, 0, 20, []int{HeldTrain, 1, 1, 1, 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,16 +106,20 @@ func TestHeldWrites(t *testing.T) {
 				log := &sendLog{}
 				w := newHeldWriter(log)
 				defer close(w.stop)
-				w.h.Received(tc.received)
+				w.h.Received(tc.received, time.Now())
 				wrote := make(chan int)
 				go func() { // the writer
+					time.Sleep(tc.after)
 					for i := range tc.writes {
+						if i > 0 {
+							time.Sleep(tc.gap)
+						}
 						w.send(t, string(rune('a'+i%26)), tc.queued)
 					}
 					wrote <- w.h.Len()
 				}()
 				held := <-wrote
-				if tc.held != "" {
+				if tc.held {
 					require.NotZero(t, held, "the burst's Writes are held while the writer writes")
 				}
 				synctest.Wait() // the writer waits: nothing else can run
@@ -121,7 +130,8 @@ func TestHeldWrites(t *testing.T) {
 					require.Equal(t, string(rune('a'+i%26)), s, "in order")
 				}
 				require.Zero(t, w.h.Len())
-				require.Equal(t, start, time.Now(), "no time passed: no timer sent them")
+				require.Equal(t, start.Add(tc.after+time.Duration(max(tc.writes-1, 0))*tc.gap), time.Now(),
+					"no time passed but the Writes' own: no timer sent them")
 			})
 		})
 	}
@@ -134,9 +144,9 @@ func TestHeldStopsAtClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &sendLog{}
 		w := newHeldWriter(log)
-		w.h.Received(4)
+		w.h.Received(4, time.Now())
 		require.True(t, w.turn.Take(w.stop, nil))
-		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false))
+		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now()))
 		close(w.stop) // the Conn ends while the writer holds the turn
 		require.NoError(t, w.h.Write([]transport.Message{{Buf: []byte("bye"), Addr: heldPeer}}, false))
 		w.turn.Give()
