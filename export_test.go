@@ -5,11 +5,11 @@ import (
 )
 
 // NoHeldDispatch keeps a dialed Conn's held datagrams from leaving when
-// its writer stops writing (engine.Dispatch), so that only the other
+// its writer stops writing (engine.SetDispatch), so that only the other
 // ways out send them, and returns a func that restores it.
 func NoHeldDispatch() (restore func()) {
-	engine.Dispatch = false
-	return func() { engine.Dispatch = true }
+	engine.SetDispatch(false)
+	return func() { engine.SetDispatch(true) }
 }
 
 // HoldWriteTurn takes the dialed Conn c's write turn and returns a func

@@ -58,11 +58,15 @@ const HeldTrain = 16
 // before it, a Write must come to be taken as one of a burst of answers.
 const AnswerWindow = 500 * time.Microsecond
 
-// Dispatch lets the first datagram held start the goroutine that sends
-// the train once the Writes stop. A variable for the tests: false leaves
-// the held datagrams to the other ways out, so that a test sees each of
-// them send.
-var Dispatch = true
+// noDispatch keeps the first datagram held from starting the goroutine
+// that sends the train once the Writes stop (SetDispatch).
+var noDispatch atomic.Bool
+
+// SetDispatch lets the first datagram held start the goroutine that sends
+// the train once the Writes stop (on, the default) or not. For the tests:
+// off leaves the held datagrams to the other ways out, so that a test sees
+// each of them send.
+func SetDispatch(on bool) { noDispatch.Store(!on) }
 
 // dispatchLooks is how many times dispatch looks whether the train still
 // grows, yielding its thread between looks, before it sends the train all
@@ -228,7 +232,7 @@ func (h *Held) holdOne(m transport.Message) {
 	start := h.held.Mark(2 * transport.MaxDatagram)
 	h.held.Buf = append(h.held.Buf, m.Buf...)
 	h.held.Push(m.Addr, start)
-	if h.n.Add(1) != 1 || h.dispatching || !Dispatch {
+	if h.n.Add(1) != 1 || h.dispatching || noDispatch.Load() {
 		return
 	}
 	h.dispatching = true

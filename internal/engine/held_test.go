@@ -3,6 +3,7 @@ package engine
 import (
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -76,8 +77,14 @@ func (w *heldWriter) send(t *testing.T, p string, queued bool) {
 // Writes are held, and that each train leaves, in order and as one system
 // call, when its last Write is made or when its writer stops writing,
 // with no time passing on the clock but the Writes' own gaps: the bound
-// of a held datagram is the writer's next wait, not a timer's.
+// of a held datagram is the writer's next wait, not a timer's. It runs
+// Go code on one thread (GOMAXPROCS 1), where the dispatch runs only at
+// the writer's wait, so that each train's shape is the policy's; with
+// more, a dispatch that another thread takes up may send part of a train
+// early, in order all the same (the real UDP tests of the root package
+// run that way).
 func TestHeldWrites(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const frame = 16 * time.Millisecond // a game loop's period
 	cases := []struct {
 		name     string
