@@ -77,12 +77,12 @@
 //
 // Locks, in the order they may be taken: the read turn (a channel,
 // readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding
-// owns; Held's dispatch and Flush and the binding's update take it) → the core's locks →
-// packetq.Queue's lock. Socket.dmu (the socket's read deadline and its
-// puller), Due.mu and Ticker.mu are leaves (leafMutex); the send queue's
-// lock is a leaf, never held across a socket write. No engine lock is
-// held across a call into the binding but the read turn (Receive), and
-// Due's and Ticker's call their update with none held.
+// owns; Held's dispatch and Flush and the binding's update take it) → the
+// core's locks → packetq.Queue's lock. Socket.dmu (the socket's read
+// deadline and its puller), Due.mu and Ticker.mu are leaves (leafMutex);
+// the send queue's lock is a leaf, never held across a socket write. No
+// engine lock is held across a call into the binding but the read turn
+// (Receive), and Due's and Ticker's call their update with none held.
 //
 // The order is checked: built with -tags lockrank (as CI runs the tests,
 // the adapter-level soak among them, under -race), every take of the read

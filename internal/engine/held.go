@@ -27,10 +27,12 @@ package engine
 //     writing goroutine yields its thread (it blocks: on its next Read,
 //     a channel, a lock) or another thread takes it up, and it looks
 //     again while the train still grows. So no time passes on the clock
-//     of a program whose writer then waits (TestHeldLeavesWhenWriterBlocks,
-//     on simulated time); what the Write's caller sees is a goroutine's
-//     wake-up, microseconds, and a runtime timer's granularity is no
-//     part of it. On loopback a held Write's payload reached the server's
+//     of a program whose writer then waits (TestHeldWrites, on simulated
+//     time); what the Write's caller sees is a goroutine's wake-up,
+//     microseconds, and a runtime timer's granularity is no part of it.
+//     (A writer that computes on without blocking while every thread is
+//     busy keeps it until the runtime preempts it, as it would a timer's
+//     callback.) On loopback a held Write's payload reached the server's
 //     Read 19-27 µs (p50) after Write returned, as a Write sent at once
 //     did; the 500 µs timer this replaced gave 1.1 ms (p50) to 20 ms (max),
 //     the runtime's timers sleeping in whole milliseconds when the
