@@ -303,7 +303,9 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	}
 	out := clientOutputs.Get().(*client.Output)
 	err := dc.core.Send(now, p, out)
-	if werr := dc.hw.Write(out.Datagrams, err == nil && dc.conn.m.Buffered() > 0); werr != nil && err == nil {
+	if err != nil {
+		_ = dc.hw.Write(out.Datagrams, false)
+	} else if werr := dc.hw.Send(out.Datagrams, dc.conn.m.Buffered() > 0, now); werr != nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
 	dc.turn.Give()
@@ -433,13 +435,18 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 	out := &dc.rout
 	now := time.Now()
 	var next time.Time
+	payloads := 0
 	for i := range ms {
 		if len(ms[i].Buf) <= protocol.MaxPacketBytes {
 			dc.core.Receive(now, ms[i].Addr, ms[i].Buf, out)
+			if out.Payload != nil {
+				payloads++
+			}
 			dc.act(out)
 			next = out.Next
 		}
 	}
+	dc.hw.Received(payloads, now)
 	switch {
 	case next.IsZero():
 	case !now.Before(next):

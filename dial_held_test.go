@@ -3,6 +3,7 @@ package netcode_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -17,40 +18,41 @@ import (
 // read queue (held for a train where the socket is connected) all reach
 // the server, in order, whatever sends them: the Write that finds the
 // queue empty, a Read that finds it empty, Close (before its disconnect),
-// or, with nothing of these, the bound on the wait. Each case but the
-// last holds with no bound at all, so that only what it names can send.
+// or, with nothing of these, the writer's stopping (its next wait). Each
+// case but the last holds with no dispatch (engine.Dispatch), so that only
+// what it names can send.
 func TestHeldWrites(t *testing.T) {
 	cases := []struct {
-		name  string
-		bound time.Duration
+		name     string
+		dispatch bool
 		// after, run on the client once it has read one of two payloads
 		// and written "held", makes "held" leave.
 		after func(t *testing.T, cli *netcode.Conn)
 	}{
-		{"next Write", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+		{"next Write", false, func(t *testing.T, cli *netcode.Conn) {
 			_, err := readWithin(t, cli, 5*time.Second)
 			require.NoError(t, err)
 			_, err = cli.Write([]byte("after"))
 			require.NoError(t, err)
 			require.Zero(t, netcode.HeldWrites(cli), "held after a Write that found the read queue empty")
 		}},
-		{"Read", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+		{"Read", false, func(t *testing.T, cli *netcode.Conn) {
 			_, err := readWithin(t, cli, 5*time.Second)
 			require.NoError(t, err)
 			_, err = readWithin(t, cli, time.Millisecond) // nothing comes: it waits, after sending
 			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 			require.Zero(t, netcode.HeldWrites(cli), "held after a Read that found the read queue empty")
 		}},
-		{"Close", time.Hour, func(t *testing.T, cli *netcode.Conn) {
+		{"Close", false, func(t *testing.T, cli *netcode.Conn) {
 			require.NoError(t, cli.Close())
 		}},
-		{"bound", 0, func(*testing.T, *netcode.Conn) {}},
+		{"writer waits", true, func(*testing.T, *netcode.Conn) {}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			onEachPath(t, func(t *testing.T, network, addr string) {
-				if tc.bound != 0 {
-					defer netcode.SetCorkBound(tc.bound)()
+				if !tc.dispatch {
+					defer netcode.NoHeldDispatch()()
 				}
 				l := listen(t, network, addr, nil)
 				cli, srv := pair(t, l)
@@ -81,15 +83,58 @@ func TestHeldWrites(t *testing.T) {
 	}
 }
 
+// echoShapes are the two ways a client answers what it reads: from the
+// goroutine that reads (echoUntilError), or as a game loop does, a reader
+// goroutine handing each payload to a writer goroutine (echoByTwo), whose
+// Writes find the read queue already empty.
+var echoShapes = []struct {
+	name string
+	echo func(net.Conn)
+}{
+	{"reader writes", echoUntilError},
+	{"reader and writer", echoByTwo},
+}
+
+// echoByTwo writes back every payload c reads, as echoUntilError does, but
+// from a goroutine of its own that the reader hands each payload to, with
+// no allocation per payload, until a read or a write fails.
+func echoByTwo(c net.Conn) {
+	const bufs = 64
+	free := make(chan []byte, bufs)
+	for range bufs {
+		free <- make([]byte, netcode.MaxPayloadBytes)
+	}
+	work := make(chan []byte, bufs)
+	go func() { // the writer
+		for b := range work {
+			_, err := c.Write(b)
+			free <- b[:cap(b)]
+			if err != nil {
+				for range work { // let the reader end
+				}
+				return
+			}
+		}
+	}()
+	defer close(work)
+	for {
+		b := <-free
+		n, err := c.Read(b)
+		if err != nil {
+			return
+		}
+		work <- b[:n]
+	}
+}
+
 // TestHeldWritesBurst, over real UDP, IPv4 and IPv6, on every path: a
-// client answering a burst of payloads one by one, as an echo loop does,
-// gets every answer to the server in order, and the Conn keeps working
-// at one payload at a time after.
+// client answering a burst of payloads one by one, from the goroutine that
+// reads them or from another, gets every answer to the server in order,
+// and the Conn keeps working at one payload at a time after. A Write from
+// the writer goroutine is held while more payloads were received than
+// answered, and the last answer sends the train.
 func TestHeldWritesBurst(t *testing.T) {
-	onEachPath(t, func(t *testing.T, network, addr string) {
-		l := listen(t, network, addr, nil)
-		cli, srv := pair(t, l)
-		go echoUntilError(cli)
+	echoedOnEachPath(t, func(t *testing.T, srv *netcode.Conn) {
 		for round := range 3 {
 			const burst = 40 // more than a train holds
 			for i := range burst {
@@ -106,15 +151,29 @@ func TestHeldWritesBurst(t *testing.T) {
 	})
 }
 
+// echoedOnEachPath runs test, for each of echoShapes and on every path
+// (onEachPath), with the server side srv of a pair whose client echoes
+// in that shape.
+func echoedOnEachPath(t *testing.T, test func(t *testing.T, srv *netcode.Conn)) {
+	for _, shape := range echoShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			onEachPath(t, func(t *testing.T, network, addr string) {
+				l := listen(t, network, addr, nil)
+				cli, srv := pair(t, l)
+				go shape.echo(cli)
+				test(t, srv)
+			})
+		})
+	}
+}
+
 // TestHeldWritesAllocations checks that held Writes keep the hot path's
 // promise: once warm, a burst answered through held Writes costs no
-// allocation (counted for the whole process), on every path.
+// allocation (counted for the whole process), on every path, whichever
+// goroutine answers (the train's dispatch goroutine included).
 func TestHeldWritesAllocations(t *testing.T) {
 	race.Skip(t)
-	onEachPath(t, func(t *testing.T, network, addr string) {
-		l := listen(t, network, addr, nil)
-		cli, srv := pair(t, l)
-		go echoUntilError(cli)
+	echoedOnEachPath(t, func(t *testing.T, srv *netcode.Conn) {
 		const burst = 8
 		msg := make([]byte, 100)
 		buf := make([]byte, netcode.MaxPayloadBytes)

@@ -143,8 +143,8 @@
 //	netcode.(*dialConn).readLoop  a dialed Conn's reader
 //
 // and the engine's timer callbacks, listed in its package doc:
-// engine.(*Due).fire runs a dialed Conn's Update, engine.(*Held).Flush
-// writes its held Writes.
+// engine.(*Due).fire runs a dialed Conn's Update; engine.(*Held).dispatch
+// writes its held Writes once its writer stops.
 package netcode
 
 // Review rule for this module's files (not a test: a count cuts types

@@ -1,17 +1,15 @@
 package netcode
 
 import (
-	"time"
-
 	"github.com/gonetcode/netcode/internal/engine"
 )
 
-// SetCorkBound sets how long a dialed Conn holds a Write's datagram at
-// most (engine.HoldBound), and returns a func that restores it.
-func SetCorkBound(d time.Duration) (restore func()) {
-	old := engine.HoldBound
-	engine.HoldBound = d
-	return func() { engine.HoldBound = old }
+// NoHeldDispatch keeps a dialed Conn's held datagrams from leaving when
+// its writer stops writing (engine.SetDispatch), so that only the other
+// ways out send them, and returns a func that restores it.
+func NoHeldDispatch() (restore func()) {
+	engine.SetDispatch(false)
+	return func() { engine.SetDispatch(true) }
 }
 
 // HoldWriteTurn takes the dialed Conn c's write turn and returns a func

@@ -54,5 +54,5 @@
 //
 // and the engine's timer callbacks, listed in its package doc:
 // engine.(*Due).fire runs a dialed Conn's Update when it is due,
-// engine.(*Held).Flush writes its held Writes.
+// engine.(*Held).dispatch writes its held Writes once its writer stops.
 package cute

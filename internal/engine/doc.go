@@ -47,10 +47,16 @@
 //	                       timerwheel: its callback (engine.(*Due).fire)
 //	                       runs the binding's update (the core's Update,
 //	                       in the Conn's write turn) when it is due
-//	Held's timer           per dialed Conn with a connected socket,
-//	                       time.AfterFunc(HoldBound): its callback
-//	                       (engine.(*Held).Flush) takes the Conn's write
-//	                       turn and writes the held train
+//	Held's dispatch        per dialed Conn with a connected socket, while
+//	                       it holds Writes: a goroutine the first datagram
+//	                       held starts (engine.(*Held).dispatch, no
+//	                       allocation); it runs when the writing goroutine
+//	                       yields its thread or another thread takes it
+//	                       up, looks again while the train grows, then
+//	                       takes the Conn's write turn and writes the
+//	                       train. No timer: a held datagram leaves by the
+//	                       writer's next wait, with no time passing on a
+//	                       simulated clock (held.go says when else)
 //	readTurn's timers      idle and grace, the reader's own: it waits on
 //	                       their channels (no callback)
 //
@@ -66,17 +72,17 @@
 // (TestGoroutineInventory in the root package fails if another runs, and
 // counts timer callbacks while they run):
 //
-//	engine.(*Due).fire   a dialed Conn's timer callback, while it runs: the core's Update when due
-//	engine.(*Held).Flush a dialed Conn's held writes' timer callback, while it runs
+//	engine.(*Due).fire       a dialed Conn's timer callback, while it runs: the core's Update when due
+//	engine.(*Held).dispatch  a dialed Conn's held Writes' train, from the first held to its write
 //
 // Locks, in the order they may be taken: the read turn (a channel,
 // readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding
-// owns; Held.Flush and the binding's update take it) → the core's locks →
-// packetq.Queue's lock. Socket.dmu (the socket's read deadline and its
-// puller), Due.mu and Ticker.mu are leaves (leafMutex); the send queue's
-// lock is a leaf, never held across a socket write. No engine lock is
-// held across a call into the binding but the read turn (Receive), and
-// Due's and Ticker's call their update with none held.
+// owns; Held's dispatch and Flush and the binding's update take it) → the
+// core's locks → packetq.Queue's lock. Socket.dmu (the socket's read
+// deadline and its puller), Due.mu and Ticker.mu are leaves (leafMutex);
+// the send queue's lock is a leaf, never held across a socket write. No
+// engine lock is held across a call into the binding but the read turn
+// (Receive), and Due's and Ticker's call their update with none held.
 //
 // The order is checked: built with -tags lockrank (as CI runs the tests,
 // the adapter-level soak among them, under -race), every take of the read

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/require"
+)
+
+// sendLog is a transport.Conn that records, per system call a socket would
+// make, how many datagrams it carried, and the payloads in order.
+type sendLog struct {
+	mu    sync.Mutex
+	calls []int
+	sent  []string
+}
+
+func (c *sendLog) record(ms ...[]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, len(ms))
+	for _, m := range ms {
+		c.sent = append(c.sent, string(m))
+	}
+}
+
+func (c *sendLog) get() (calls []int, sent []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.calls...), append([]string(nil), c.sent...)
+}
+
+func (c *sendLog) WriteTo(b []byte, _ netip.AddrPort) error { c.record(b); return nil }
+func (c *sendLog) WriteBatch(ms []transport.Message) (int, error) {
+	bs := make([][]byte, len(ms))
+	for i := range ms {
+		bs[i] = ms[i].Buf
+	}
+	c.record(bs...)
+	return len(ms), nil
+}
+func (c *sendLog) ReadBatch([]transport.Message) (int, error) { return 0, net.ErrClosed }
+func (c *sendLog) LocalAddr() net.Addr                        { return &net.UDPAddr{} }
+func (c *sendLog) SetReadDeadline(time.Time) error            { return nil }
+func (c *sendLog) Close() error                               { return nil }
+
+var heldPeer = netip.MustParseAddrPort("127.0.0.1:9")
+
+// heldWriter is a Conn's Writes of payloads through Held, as a binding
+// makes them: each in the write turn.
+type heldWriter struct {
+	h    Held
+	turn WriteTurn
+	stop chan struct{}
+}
+
+func newHeldWriter(conn transport.Conn) *heldWriter {
+	w := &heldWriter{turn: NewWriteTurn(), stop: make(chan struct{})}
+	w.h.Init(conn, w.turn, w.stop)
+	w.h.Enable(true)
+	return w
+}
+
+func (w *heldWriter) send(t *testing.T, p string, queued bool) {
+	require.True(t, w.turn.Take(w.stop, nil))
+	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now()))
+	w.turn.Give()
+}
+
+// TestHeldWrites runs the held-write policy on simulated time: which
+// Writes are held, and that each train leaves, in order and as one system
+// call, when its last Write is made or when its writer stops writing,
+// with no time passing on the clock but the Writes' own gaps: the bound
+// of a held datagram is the writer's next wait, not a timer's. It runs
+// Go code on one thread (GOMAXPROCS 1), where the dispatch runs only at
+// the writer's wait, so that each train's shape is the policy's; with
+// more, a dispatch that another thread takes up may send part of a train
+// early, in order all the same (the real UDP tests of the root package
+// run that way).
+func TestHeldWrites(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const frame = 16 * time.Millisecond // a game loop's period
+	cases := []struct {
+		name     string
+		received int           // payloads received before the Writes (Received)
+		queued   bool          // the read queue holds payloads at each Write
+		after    time.Duration // from the payloads' arrival to the first Write
+		gap      time.Duration // between two Writes
+		writes   int           // Writes made, then the writer waits
+		calls    []int         // datagrams per system call
+		held     bool          // something is held when the writer starts waiting
+	}{
+		{"nothing received: each Write at once", 0, false, 0, 0, 3, []int{1, 1, 1}, false},
+		{"one received: its answer at once", 1, false, 0, 0, 1, []int{1}, false},
+		{"a burst answered: one train with the last answer", 8, false, 0, 0, 8, []int{8}, false},
+		{"a burst answered late: the Writes after the first are a burst", 8, false, frame, 0, 8, []int{1, 7}, false},
+		{"fewer answers than received: the train leaves when the writer waits", 8, false, 0, 0, 3, []int{3}, true},
+		{"Writes at a game loop's rate are no answers: each at once", 8, false, 0, frame, 4, []int{1, 1, 1, 1}, false},
+		{"read queue not empty: held", 0, true, 0, 0, 4, []int{4}, true},
+		{"a long burst from the read queue: HeldTrain at a time", 0, true, 0, 0, 40, []int{HeldTrain, HeldTrain, 40 - 2*HeldTrain}, true},
+		{"more received than a train: counted up to HeldTrain", 20, false, 0, 0, 20, []int{HeldTrain, 1, 1, 1, 1}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				log := &sendLog{}
+				w := newHeldWriter(log)
+				defer close(w.stop)
+				w.h.Received(tc.received, time.Now())
+				wrote := make(chan int)
+				go func() { // the writer
+					time.Sleep(tc.after)
+					for i := range tc.writes {
+						if i > 0 {
+							time.Sleep(tc.gap)
+						}
+						w.send(t, string(rune('a'+i%26)), tc.queued)
+					}
+					wrote <- w.h.Len()
+				}()
+				held := <-wrote
+				if tc.held {
+					require.NotZero(t, held, "the burst's Writes are held while the writer writes")
+				}
+				synctest.Wait() // the writer waits: nothing else can run
+				calls, sent := log.get()
+				require.Equal(t, tc.calls, calls, "datagrams per system call")
+				require.Len(t, sent, tc.writes)
+				for i, s := range sent {
+					require.Equal(t, string(rune('a'+i%26)), s, "in order")
+				}
+				require.Zero(t, w.h.Len())
+				require.Equal(t, start.Add(tc.after+time.Duration(max(tc.writes-1, 0))*tc.gap), time.Now(),
+					"no time passed but the Writes' own: no timer sent them")
+			})
+		})
+	}
+}
+
+// TestHeldStopsAtClose checks that a dispatch that finds its Conn over
+// sends nothing and ends (Close sends what is held, before its own
+// datagrams, in the write turn).
+func TestHeldStopsAtClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &sendLog{}
+		w := newHeldWriter(log)
+		w.h.Received(4, time.Now())
+		require.True(t, w.turn.Take(w.stop, nil))
+		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now()))
+		close(w.stop) // the Conn ends while the writer holds the turn
+		require.NoError(t, w.h.Write([]transport.Message{{Buf: []byte("bye"), Addr: heldPeer}}, false))
+		w.turn.Give()
+		synctest.Wait() // the dispatch ended
+		calls, sent := log.get()
+		require.Equal(t, []int{2}, calls)
+		require.Equal(t, []string{"held", "bye"}, sent)
+	})
+}
