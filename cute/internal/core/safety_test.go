@@ -517,8 +517,9 @@ func TestChallengeEchoChecked(t *testing.T) {
 	n.step(dt)
 	require.Len(t, n.sent[victim], 1) // the challenge the attacker never sees
 
+	c2s, s2c := wire.NewPacketKey(&ct.ClientToServer), wire.NewPacketKey(&ct.ServerToClient)
 	forge := func(seq, nonce uint64, data [wire.ChallengeDataBytes]byte) []byte {
-		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &ct.ClientToServer, &wire.IV{3}, nonce, &data)
+		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &c2s, &wire.IV{3}, nonce, &data)
 	}
 	for seq, nonce := range []uint64{0, 1, 2, 1 << 40} {
 		assert.Empty(t, feed(s, n.now, victim, forge(uint64(seq), nonce, [256]byte{})))
@@ -536,7 +537,7 @@ func TestChallengeEchoChecked(t *testing.T) {
 	n2.step(SendRate)
 	require.Len(t, n2.sent[victim], 2)
 	var p wire.Packet
-	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &ct.ServerToClient, nil, &p))
+	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &s2c, nil, &p))
 	out := feed(s2, n2.now, victim, forge(5, p.ChallengeNonce, [256]byte(p.ChallengeData)))
 	assert.Equal(t, 1, s2.ClientCount())
 	assert.Len(t, out, wire.AcceptedBytes)
@@ -623,7 +624,7 @@ func TestRelabelledPacketsNeverReachRead(t *testing.T) {
 	n.run(300*time.Millisecond, dt)
 	require.Equal(t, Connected, c.State())
 	require.Positive(t, c.acceptedSeq)
-	key := c.tok.ServerToClient
+	key := c.s2c
 	var challenge [wire.ChallengeDataBytes]byte
 	challenge[0] = 0xcc
 	long := bytes.Repeat([]byte{0x5a}, 262)
@@ -663,7 +664,7 @@ func TestChallengeNonceNeverReadsAsPayload(t *testing.T) {
 	assert.Equal(t, uint64(3<<16|263), c.challengeNonce)
 	// Each response, relabelled, at a sequence the server has not seen.
 	c.seq += 100
-	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.tok.ClientToServer, &wire.IV{6}, c.challengeNonce, &c.challengeData)
+	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.c2s, &wire.IV{6}, c.challengeNonce, &c.challengeData)
 	resp[0] = byte(wire.Payload)
 	var out ServerOutput
 	s.Receive(n.now, addr, resp, &out)

@@ -83,7 +83,7 @@ type conn struct {
 
 	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
 	seq       uint64
-	c2s, s2c  wire.Key
+	c2s, s2c  wire.PacketKey
 	replay    wire.Replay
 	lastRecv  time.Time
 	lastSend  time.Time
