@@ -23,6 +23,10 @@ var connRules = msgconn.Rules{
 	TooLarge:   ErrPayloadTooLarge,
 }
 
+// payloadOverhead is what sealing adds to a payload: a PAYLOAD packet's
+// bytes beyond its payload.
+const payloadOverhead = wire.MaxPacketBytes - wire.MaxPayloadBytes
+
 // isKeepAlive reports whether a datagram is a KEEPALIVE packet, which a
 // full send queue drops (the next follows within 100 ms).
 func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAlive) }

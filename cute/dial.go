@@ -312,6 +312,28 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 	return nil
 }
 
+// SendPayloads is msgconn.BatchEndpoint's: it seals ps and writes them a
+// train at a time (engine.SendTrains), each with one batched write after
+// the Writes held, in the write turn, as SendPayload does.
+func (dc *dialConn) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	var next time.Time
+	n, err := engine.SendTrains(dc.turn, ps, payloadOverhead, stop, deadline, func(train [][]byte) (int, error) {
+		out := &dc.wout
+		n, err := dc.core.SendBatch(now, train, out)
+		if err != nil {
+			if errors.Is(err, core.ErrPayloadSize) {
+				return 0, ErrPayloadTooLarge
+			}
+			return 0, dc.notConnected()
+		}
+		_ = dc.hw.Write(out.Datagrams, false)
+		next = out.Next
+		return n, nil
+	})
+	dc.due.Postpone(next) // as SendPayload's
+	return n, err
+}
+
 // notConnected is what a Write that found the core not connected fails
 // with: sendq.ErrStopped, which the Conn turns into its end; or, before the
 // Conn has one (the reader between the core's Receive that ended the

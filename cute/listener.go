@@ -2,6 +2,7 @@ package cute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -363,9 +364,33 @@ func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-c
 	}
 	defer e.turn.Give()
 	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
-		return sendq.ErrStopped // the connection ended
+		return sendErr(err)
 	}
 	return e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+}
+
+// SendPayloads is msgconn.BatchEndpoint's: it seals ps and hands their
+// packets to the send queue a train at a time (engine.SendTrains), so that
+// the socket sends each train in one system call; it holds the write turn
+// throughout, as SendPayload does.
+func (e *serverEndpoint) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	return engine.SendTrains(e.turn, ps, payloadOverhead, stop, deadline, func(train [][]byte) (int, error) {
+		n, err := e.l.core.SendConnBatch(now, e.index, e.g, train, &e.out)
+		if err != nil {
+			return 0, sendErr(err)
+		}
+		return n, e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+	})
+}
+
+// sendErr is a server Conn's Write error for the core's: the connection
+// ended (sendq.ErrStopped, which the Conn turns into its end), or a
+// payload too large (which msgconn refuses before).
+func sendErr(err error) error {
+	if errors.Is(err, core.ErrPayloadSize) {
+		return ErrPayloadTooLarge
+	}
+	return sendq.ErrStopped
 }
 
 // ClosePeer disconnects the client, with its DISCONNECT packets.

@@ -161,14 +161,17 @@ func (ml *messages) emit(b []byte) {
 	ml.npend++
 }
 
-// flush sends the datagrams emitted, each as one PAYLOAD. Called under
-// sendMu, without mu.
+// flush sends the datagrams emitted, each as one PAYLOAD, several (a
+// message's fragments, Update's resends) with one batched write a train
+// (the bare Conn's WriteBatch). Called under sendMu, without mu.
 func (ml *messages) flush() error {
 	var err error
-	for i := range ml.npend {
-		if _, werr := ml.c.m.Write(ml.pend[i]); werr != nil && err == nil {
-			err = werr
-		}
+	switch ml.npend {
+	case 0:
+	case 1:
+		_, err = ml.c.m.Write(ml.pend[0])
+	default:
+		_, err = ml.c.m.WriteBatch(ml.pend[:ml.npend])
 	}
 	ml.npend = 0
 	return err

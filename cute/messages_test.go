@@ -1,6 +1,7 @@
 package cute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/gonetcode/netcode/internal/testing/trainconn"
 )
 
 // message is a test message of n bytes whose content depends on seed.
@@ -198,5 +201,53 @@ func TestMessagesReconnect(t *testing.T) {
 		_, err := srv.Read(buf)
 		require.ErrorIs(t, err, io.EOF)
 		require.NoError(t, srv.Close())
+	}
+}
+
+// TestMessagesFragmentsLeaveTogether, over real UDP, IPv4 and IPv6: a
+// reliable message of several fragments leaves as one batched write (the
+// bare Conn's WriteBatch, the engine's trains), on a dialed Conn and on a
+// Listener's, not a system call per fragment; it arrives whole.
+func TestMessagesFragmentsLeaveTogether(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			if f.network == "udp6" && ipv6Probe() != nil {
+				t.Skip("no IPv6 loopback on this machine:", ipv6Probe())
+			}
+			pk, sk := GenerateKeyPair()
+			sc := trainconn.New(t, f.network, f.addr)
+			l, err := newListener([]net.PacketConn{sc}, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: sk})
+			require.NoError(t, err)
+			defer l.Close()
+			s := &server{l, sk}
+			cc := trainconn.New(t, f.network, f.addr)
+			d := Dialer{listenPacket: func(string, string) (net.PacketConn, error) { return cc, nil }}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cli, err := d.DialContext(ctx, s.token(t, 1, nil))
+			require.NoError(t, err)
+			defer cli.Close()
+			srv, err := s.AcceptConn(ctx)
+			require.NoError(t, err)
+			defer srv.Close()
+
+			const fragments = 5
+			msg := message(fragments*1100, 1)
+			buf := make([]byte, len(msg))
+			for _, dir := range []struct {
+				name     string
+				from, to *Conn
+				sock     *trainconn.Conn
+			}{{"client to server", cli, srv, cc}, {"server to client", srv, cli, sc}} {
+				_, err := dir.from.Write(msg)
+				require.NoError(t, err, dir.name)
+				require.NoError(t, dir.to.SetReadDeadline(time.Now().Add(10*time.Second)))
+				n, reliable, err := dir.to.ReadMessage(buf)
+				require.NoError(t, err, dir.name)
+				require.True(t, reliable)
+				require.Equal(t, msg, buf[:n], dir.name)
+				assert.GreaterOrEqual(t, dir.sock.LargestBatch(), fragments, "%s: the fragments left one system call each", dir.name)
+			}
+		})
 	}
 }

@@ -390,25 +390,46 @@ func (c *Client) disconnect(now time.Time, s State, send bool, out *ClientOutput
 	c.state = s
 }
 
+// payloadSizes reports whether every one of ps fits a PAYLOAD packet.
+func payloadSizes(ps [][]byte) bool {
+	for _, p := range ps {
+		if len(p) > wire.MaxPayloadBytes {
+			return false
+		}
+	}
+	return true
+}
+
 // Send seals payload (0..MaxPayloadBytes bytes) into one packet to the
 // server (cn_protocol_client_send). Unlike the C client, which sends in any
 // state, it requires a connection.
 func (c *Client) Send(now time.Time, payload []byte, out *ClientOutput) error {
+	_, err := c.SendBatch(now, [][]byte{payload}, out)
+	return err
+}
+
+// SendBatch is Send for each of ps in order, under one take of the
+// client's lock, their packets in out together (a batched write's). It
+// seals all or none: it fails with ErrPayloadSize if any is too large,
+// ErrNotConnected without a connection.
+func (c *Client) SendBatch(now time.Time, ps [][]byte, out *ClientOutput) (int, error) {
 	c.begin(out)
 	defer c.finish(out)
-	if len(payload) > wire.MaxPayloadBytes {
-		return ErrPayloadSize
+	if !payloadSizes(ps) {
+		return 0, ErrPayloadSize
 	}
 	if c.state != Connected {
-		return ErrNotConnected
+		return 0, ErrNotConnected
 	}
-	buf, start := out.mark()
-	c.rand(c.iv[:])
-	buf = wire.AppendPayload(buf, c.seq, &c.c2s, &c.iv, payload)
-	c.seq++
-	out.push(buf, start, c.tok.Endpoints[c.server])
+	for _, payload := range ps {
+		buf, start := out.mark()
+		c.rand(c.iv[:])
+		buf = wire.AppendPayload(buf, c.seq, &c.c2s, &c.iv, payload)
+		c.seq++
+		out.push(buf, start, c.tok.Endpoints[c.server])
+	}
 	c.lastSend = now
-	return nil
+	return len(ps), nil
 }
 
 // Disconnect ends the connection or the attempt with the redundant
