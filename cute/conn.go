@@ -74,6 +74,18 @@ func (c *Conn) deliver(p []byte) {
 	c.m.Deliver(p)
 }
 
+// readable reports whether a Read would find something at once: a payload
+// in the bare Conn's read queue, or with the client/server layer a whole
+// message. A dialed Conn holds a Write made while one does (engine.Held):
+// the Reads that follow answer it, and their Writes leave together.
+func (c *Conn) readable() bool {
+	if c.m.Buffered() > 0 {
+		return true
+	}
+	ml := c.feed.Load()
+	return ml != nil && ml.avail.Load()
+}
+
 // Read reads one message into b and returns its length, whichever kind it
 // is (reliable messages first, as cf_client_pop_packet). If b is too
 // short, Read returns io.ErrShortBuffer and the message stays queued.
@@ -116,9 +128,11 @@ func (c *Conn) Write(b []byte) (int, error) {
 // from several goroutines. A server Conn's packets wait only while the
 // socket's send queue is full, until the write deadline or Close. A dialed
 // Conn writes its socket directly and, as netcode's does (see
-// netcode.Conn.Write), may hold a packet sent while its read queue holds
-// payloads for up to about 1.1 ms, to send it with the next ones as one
-// train.
+// netcode.Conn.Write), may hold a packet sent while a Read would find
+// something at once (a payload in its read queue, or with the
+// client/server layer a whole message) for up to about 1.1 ms, to send it
+// with the next ones as one train; a Read that finds nothing, the next
+// Write that finds nothing and Close send it at once.
 func (c *Conn) Send(b []byte, reliable bool) (int, error) {
 	if c.ml != nil {
 		return c.ml.send(b, reliable)

@@ -139,7 +139,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
 		if !d.BareProtocol {
-			_ = dc.conn.startMessages(time.Now(), d.Messages) // checked before dialing
+			_ = dc.conn.startMessages(time.Now(), d.Messages, dc.hw.Flush) // checked before dialing
 		}
 		return dc.conn, nil
 	case <-dc.ended:
@@ -300,7 +300,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		}
 		return dc.notConnected()
 	}
-	err := dc.hw.Write(out.Datagrams, dc.conn.m.Buffered() > 0)
+	err := dc.hw.Write(out.Datagrams, dc.conn.readable())
 	next := out.Next
 	dc.turn.Give()
 	// The payload put the next keep-alive off: the timer moves later

@@ -330,7 +330,7 @@ func (l *Listener) connected(sh *shard, now time.Time, ev *core.Event) {
 	e.Reader = sh.sock.NewReader(q.Len, q.Done(), nil)
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
 	if !l.cfg.BareProtocol {
-		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
+		_ = c.startMessages(now, l.cfg.Messages, nil) // checked by Listen
 	}
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)

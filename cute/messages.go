@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/layer"
@@ -122,21 +123,29 @@ type messages struct {
 	err    error // why the pump stopped: the bare Conn's end
 	closed bool  // Close was called
 
-	ready    chan struct{} // a message may be waiting
-	progress chan struct{} // the pump took a datagram or ran Update
-	armed    time.Time     // the bare Conn's read deadline, under mu
-	linger   time.Duration
-	ended    chan struct{} // closed when the pump stops
-	done     chan struct{} // closed when the pump has returned
-	rd       deadline.Deadline
-	buf      [MaxPayloadBytes]byte // the pump's read buffer
+	ready chan struct{} // a message may be waiting
+	// avail: a message waits for Read (set under mu, read without it:
+	// a dialed Conn holds its Writes while one does, see Conn.readable).
+	avail atomic.Bool
+	// flushHeld, on a dialed Conn, sends the Writes it holds for a train
+	// (engine.Held.Flush): a Read that finds no message calls it before
+	// it waits, as a bare Conn's Read does before it pulls.
+	flushHeld func()
+	progress  chan struct{} // the pump took a datagram or ran Update
+	armed     time.Time     // the bare Conn's read deadline, under mu
+	linger    time.Duration
+	ended     chan struct{} // closed when the pump stops
+	done      chan struct{} // closed when the pump has returned
+	rd        deadline.Deadline
+	buf       [MaxPayloadBytes]byte // the pump's read buffer
 }
 
 // startMessages makes c speak the client/server layer and starts its
-// pump. Call it once the connection exists, before c is handed out.
-func (c *Conn) startMessages(now time.Time, cfg MessageConfig) error {
+// pump. Call it once the connection exists, before c is handed out;
+// flushHeld (nil for a server Conn) sends the Writes a dialed Conn holds.
+func (c *Conn) startMessages(now time.Time, cfg MessageConfig, flushHeld func()) error {
 	ml := &messages{c: c, ready: make(chan struct{}, 1), progress: make(chan struct{}, 1),
-		ended: make(chan struct{}), done: make(chan struct{}), linger: cfg.Linger}
+		ended: make(chan struct{}), done: make(chan struct{}), linger: cfg.Linger, flushHeld: flushHeld}
 	if ml.linger == 0 {
 		ml.linger = DefaultLinger
 	}
@@ -220,6 +229,7 @@ func (ml *messages) receive(p []byte) {
 	ml.mu.Lock()
 	_ = ml.t.Receive(p) // refusals are counted in the layer's Stats
 	_, _, ok := ml.t.Peek()
+	ml.avail.Store(ok)
 	ml.rearm(false)
 	ml.mu.Unlock()
 	if ok {
@@ -324,6 +334,7 @@ func (ml *messages) read(b []byte) (int, bool, error) {
 			n := copy(b, m)
 			ml.t.Pop()
 			_, _, more := ml.t.Peek()
+			ml.avail.Store(more)
 			ml.rearm(false)
 			ml.mu.Unlock()
 			if more {
@@ -338,6 +349,9 @@ func (ml *messages) read(b []byte) (int, bool, error) {
 		}
 		if ml.rd.Expired() {
 			return 0, false, ml.c.m.OpErr("read", os.ErrDeadlineExceeded)
+		}
+		if ml.flushHeld != nil {
+			ml.flushHeld() // the Writes held while messages waited leave now
 		}
 		select {
 		case <-ml.ready:
@@ -354,6 +368,9 @@ func (ml *messages) close() error {
 	was := ml.closed
 	ml.closed = true
 	ml.mu.Unlock()
+	if ml.flushHeld != nil {
+		ml.flushHeld() // what it holds is sent now, not after the linger
+	}
 	if !was && ml.linger > 0 {
 		ml.lingerOn()
 	}
