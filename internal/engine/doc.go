@@ -89,7 +89,8 @@
 //
 // Files are split by concept, not by length: turn.go is the read turn,
 // socket.go a socket's reader and pulls, held.go held writes, due.go the
-// deadline mechanism (Due, Ticker), locks.go the write turn and the leaf
+// deadline mechanism (Due, Ticker), trains.go a Conn's batched send
+// (SendTrains, in the write turn), locks.go the write turn and the leaf
 // locks, lockrank.go the lock-order check. A file past about 600 lines
 // is a signal to look for its second concept, not a rule to cut at; one
 // type's life stays in one file.
