@@ -52,9 +52,9 @@ func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAli
 type Conn struct {
 	m  msgconn.Conn
 	ml *messages // the client/server layer; nil on a bare protocol Conn
-	// feed is ml once its pump runs: the read turn hands it each PAYLOAD
-	// (deliver). Until then payloads go to m's read queue, which the pump
-	// reads too.
+	// feed is ml once it runs: the read turn hands it each PAYLOAD
+	// (deliver). Until then payloads go to m's read queue, which it
+	// drains as it starts.
 	feed atomic.Pointer[messages]
 
 	clientID   uint64
@@ -72,6 +72,9 @@ func (c *Conn) deliver(p []byte) {
 		return
 	}
 	c.m.Deliver(p)
+	if ml := c.feed.Load(); ml != nil {
+		ml.drain() // the feed was set meanwhile, after its own drain
+	}
 }
 
 // readable reports whether a Read would find something at once: a payload

@@ -46,7 +46,9 @@
 //	Due's timer            per dialed Conn, time.AfterFunc or a relay's
 //	                       timerwheel: its callback (engine.(*Due).fire)
 //	                       runs the binding's update (the core's Update,
-//	                       in the Conn's write turn) when it is due
+//	                       in the Conn's write turn) when it is due; and
+//	                       per Conn of package cute's client/server layer,
+//	                       either side: the layer's Update
 //	Held's timer           per dialed Conn with a connected socket,
 //	                       time.AfterFunc(HoldBound): its callback
 //	                       (engine.(*Held).Flush) takes the Conn's write
@@ -66,7 +68,7 @@
 // (TestGoroutineInventory in the root package fails if another runs, and
 // counts timer callbacks while they run):
 //
-//	engine.(*Due).fire   a dialed Conn's timer callback, while it runs: the core's Update when due
+//	engine.(*Due).fire   a dialed Conn's timer callback, or a cute layer's, while it runs: the Update when due
 //	engine.(*Held).Flush a dialed Conn's held writes' timer callback, while it runs
 //
 // Locks, in the order they may be taken: the read turn (a channel,
