@@ -439,7 +439,7 @@ func (ml *messages) isClosed() bool {
 	return ml.closed
 }
 
-// stopErr is why the pump stopped, or nil.
+// stopErr is why the layer stopped (ErrAckTimeout), or nil.
 func (ml *messages) stopErr() error {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
