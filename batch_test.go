@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/testing/race"
-	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/gonetcode/netcode/internal/testing/trainconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,38 +94,6 @@ func TestWriteBatch(t *testing.T) {
 	})
 }
 
-// trainConn is a UDP socket whose batched writes are counted, on
-// transport's batched path for it.
-type trainConn struct {
-	*net.UDPConn
-	tc transport.Conn
-
-	mu      sync.Mutex
-	largest int // the most datagrams one WriteBatch carried
-}
-
-func newTrainConn(t *testing.T, network, addr string) *trainConn {
-	t.Helper()
-	uc, err := transport.ListenUDP(network, addr, 0, nil)
-	require.NoError(t, err)
-	return &trainConn{UDPConn: uc, tc: transport.New(uc)}
-}
-
-func (c *trainConn) ReadBatch(ms []transport.Message) (int, error) { return c.tc.ReadBatch(ms) }
-
-func (c *trainConn) WriteBatch(ms []transport.Message) (int, error) {
-	c.mu.Lock()
-	c.largest = max(c.largest, len(ms))
-	c.mu.Unlock()
-	return c.tc.WriteBatch(ms)
-}
-
-func (c *trainConn) largestBatch() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.largest
-}
-
 // TestWriteBatchLeavesTogether, over real UDP, IPv4 and IPv6: a batch
 // of as many payloads as one GSO train carries reaches the socket in one
 // batched write, from a dialed Conn and from the server's, which a socket
@@ -138,13 +105,13 @@ func TestWriteBatchLeavesTogether(t *testing.T) {
 			if f.network == "udp6" {
 				requireIPv6(t)
 			}
-			spc := newTrainConn(t, f.network, f.addr)
+			spc := trainconn.New(t, f.network, f.addr)
 			l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 4})
 			require.NoError(t, err)
 			t.Cleanup(func() { l.Close() })
-			var cpc *trainConn
+			var cpc *trainconn.Conn
 			d := &netcode.Dialer{ListenPacket: func(_ context.Context, network, _ string) (net.PacketConn, error) {
-				cpc = newTrainConn(t, network, f.addr)
+				cpc = trainconn.New(t, network, f.addr)
 				return cpc, nil
 			}}
 			cli, srv := dialWith(t, d, l, mint(t, l.Addr()))
@@ -153,7 +120,7 @@ func TestWriteBatchLeavesTogether(t *testing.T) {
 			for _, dir := range []struct {
 				name     string
 				from, to *netcode.Conn
-				pc       *trainConn
+				pc       *trainconn.Conn
 			}{{"client to server", cli, srv, cpc}, {"server to client", srv, cli, spc}} {
 				n, err := writeBatch(t, dir.from, ps)
 				require.NoError(t, err, dir.name)
@@ -163,7 +130,7 @@ func TestWriteBatchLeavesTogether(t *testing.T) {
 					require.NoError(t, err, "%s: payload %d", dir.name, i)
 					require.Equal(t, ps[i], got, "%s: payload %d", dir.name, i)
 				}
-				require.GreaterOrEqual(t, dir.pc.largestBatch(), train, "%s: the batch reached the socket in one write", dir.name)
+				require.GreaterOrEqual(t, dir.pc.LargestBatch(), train, "%s: the batch reached the socket in one write", dir.name)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gonetcode/netcode/cute/internal/wire"
 	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -429,6 +430,52 @@ func TestManyClients(t *testing.T) {
 	cw.Wait()
 	s.Close()
 	wg.Wait()
+}
+
+// TestReadShards: a Listener reading several SO_REUSEPORT sockets
+// (ServerConfig.ReadShards) serves every client, over IPv4 and IPv6, each
+// Conn through the socket that heard its handshake, so that the clients,
+// spread by the kernel, are answered from several sockets; Close ends
+// every client with io.EOF and stops every reader and writer (goleak).
+func TestReadShards(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			s := listen(t, f.network, f.addr, func(c *ServerConfig) { c.ReadShards = 4 })
+			want := 4
+			if !transport.ReusePortSupported {
+				want = 1
+			}
+			require.Len(t, s.shards, want)
+			const clients = 16
+			var clis, srvs []*Conn
+			for i := range clients {
+				c, srv := pair(t, s, uint64(1+i))
+				clis, srvs = append(clis, c), append(srvs, srv)
+			}
+			buf := make([]byte, 64)
+			for i := range clients {
+				msg := fmt.Appendf(nil, "shard test %d", i)
+				echo(t, clis[i], srvs[i], msg, buf)
+				echo(t, srvs[i], clis[i], msg, buf)
+			}
+			assert.Equal(t, clients, s.ClientCount())
+			used := 0
+			for _, sh := range s.shards {
+				if n, _ := sh.sq.Sent(); n > 0 {
+					used++
+				}
+			}
+			if want > 1 {
+				// 16 client ports all hashed to one of 4 sockets: 4^-15.
+				assert.Greater(t, used, 1, "the clients were answered from one socket only")
+			}
+			require.NoError(t, s.Close())
+			for _, c := range clis {
+				_, err := c.Read(buf)
+				assert.ErrorIs(t, err, io.EOF)
+			}
+		})
+	}
 }
 
 // TestListenRefuses: a zero key, a mismatched pair, a PublicAddr that is

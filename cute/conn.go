@@ -23,6 +23,10 @@ var connRules = msgconn.Rules{
 	TooLarge:   ErrPayloadTooLarge,
 }
 
+// payloadOverhead is what sealing adds to a payload: a PAYLOAD packet's
+// bytes beyond its payload.
+const payloadOverhead = wire.MaxPacketBytes - wire.MaxPayloadBytes
+
 // isKeepAlive reports whether a datagram is a KEEPALIVE packet, which a
 // full send queue drops (the next follows within 100 ms).
 func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAlive) }
@@ -48,9 +52,9 @@ func isKeepAlive(b []byte) bool { return len(b) > 0 && b[0] == byte(wire.KeepAli
 type Conn struct {
 	m  msgconn.Conn
 	ml *messages // the client/server layer; nil on a bare protocol Conn
-	// feed is ml once its pump runs: the read turn hands it each PAYLOAD
-	// (deliver). Until then payloads go to m's read queue, which the pump
-	// reads too.
+	// feed is ml once it runs: the read turn hands it each PAYLOAD
+	// (deliver). Until then payloads go to m's read queue, which it
+	// drains as it starts.
 	feed atomic.Pointer[messages]
 
 	clientID   uint64
@@ -68,6 +72,21 @@ func (c *Conn) deliver(p []byte) {
 		return
 	}
 	c.m.Deliver(p)
+	if ml := c.feed.Load(); ml != nil {
+		ml.drain() // the feed was set meanwhile, after its own drain
+	}
+}
+
+// readable reports whether a Read would find something at once: a payload
+// in the bare Conn's read queue, or with the client/server layer a whole
+// message. A dialed Conn holds a Write made while one does (engine.Held):
+// the Reads that follow answer it, and their Writes leave together.
+func (c *Conn) readable() bool {
+	if c.m.Buffered() > 0 {
+		return true
+	}
+	ml := c.feed.Load()
+	return ml != nil && ml.avail.Load()
 }
 
 // Read reads one message into b and returns its length, whichever kind it
@@ -112,9 +131,11 @@ func (c *Conn) Write(b []byte) (int, error) {
 // from several goroutines. A server Conn's packets wait only while the
 // socket's send queue is full, until the write deadline or Close. A dialed
 // Conn writes its socket directly and, as netcode's does (see
-// netcode.Conn.Write), may hold a packet sent while its read queue holds
-// payloads for up to about 1.1 ms, to send it with the next ones as one
-// train.
+// netcode.Conn.Write), may hold a packet sent while a Read would find
+// something at once (a payload in its read queue, or with the
+// client/server layer a whole message) for up to about 1.1 ms, to send it
+// with the next ones as one train; a Read that finds nothing, the next
+// Write that finds nothing and Close send it at once.
 func (c *Conn) Send(b []byte, reliable bool) (int, error) {
 	if c.ml != nil {
 		return c.ml.send(b, reliable)

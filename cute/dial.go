@@ -139,7 +139,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
 		if !d.BareProtocol {
-			_ = dc.conn.startMessages(time.Now(), d.Messages) // checked before dialing
+			_ = dc.conn.startMessages(time.Now(), d.Messages, dc.hw.Flush) // checked before dialing
 		}
 		return dc.conn, nil
 	case <-dc.ended:
@@ -300,7 +300,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		}
 		return dc.notConnected()
 	}
-	err := dc.hw.Write(out.Datagrams, dc.conn.m.Buffered() > 0)
+	err := dc.hw.Write(out.Datagrams, dc.conn.readable())
 	next := out.Next
 	dc.turn.Give()
 	// The payload put the next keep-alive off: the timer moves later
@@ -310,6 +310,28 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		return fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), err)
 	}
 	return nil
+}
+
+// SendPayloads is msgconn.BatchEndpoint's: it seals ps and writes them a
+// train at a time (engine.SendTrains), each with one batched write after
+// the Writes held, in the write turn, as SendPayload does.
+func (dc *dialConn) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	var next time.Time
+	n, err := engine.SendTrains(dc.turn, ps, payloadOverhead, stop, deadline, func(train [][]byte) (int, error) {
+		out := &dc.wout
+		n, err := dc.core.SendBatch(now, train, out)
+		if err != nil {
+			if errors.Is(err, core.ErrPayloadSize) {
+				return 0, ErrPayloadTooLarge
+			}
+			return 0, dc.notConnected()
+		}
+		_ = dc.hw.Write(out.Datagrams, false)
+		next = out.Next
+		return n, nil
+	})
+	dc.due.Postpone(next) // as SendPayload's
+	return n, err
 }
 
 // notConnected is what a Write that found the core not connected fails

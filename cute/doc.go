@@ -42,17 +42,16 @@
 // Every goroutine, by the function it runs (TestGoroutineInventory in the
 // root package fails if another runs); Close stops those it owns:
 //
-//	cute.(*Listener).readLoop   a Listener's reader (the engine's Socket.Run)
+//	cute.(*shard).readLoop      a Listener's reader, one per socket
+//	                            (ServerConfig.ReadShards; the engine's Socket.Run)
 //	cute.(*Listener).updater    a Listener's ticker: the core's Update when due (the engine's Ticker)
 //	cute.(*dialConn).readLoop   a dialed Conn's reader (the engine's Socket.Run)
-//	cute.(*messages).pump       a Conn's client/server layer (not on a bare protocol
-//	                            Conn): runs the layer's Update when due (the bare
-//	                            Conn's read deadline is its timer); the read turn
-//	                            hands the layer its PAYLOADs, and the pump's Read
-//	                            never reads the socket itself
-//	sendq.(*Queue).writer       the writer of a Listener's socket (internal/sendq)
+//	sendq.(*Queue).writer       the writer of a Listener's socket, one per socket (internal/sendq)
 //
 // and the engine's timer callbacks, listed in its package doc:
-// engine.(*Due).fire runs a dialed Conn's Update when it is due,
-// engine.(*Held).dispatch writes its held Writes once its writer stops.
+// engine.(*Due).fire runs a dialed Conn's Update when it is due, and the
+// client/server layer's Update of a Conn on either side (the layer has no
+// goroutine: the read turn hands it its PAYLOADs, and its Due runs it when
+// due); engine.(*Held).dispatch writes a dialed Conn's held Writes once its
+// writer stops.
 package cute

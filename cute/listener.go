@@ -2,6 +2,7 @@ package cute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,6 +72,16 @@ type ServerConfig struct {
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
 	// DefaultAcceptQueue. A client that finds it full is disconnected.
 	AcceptQueue int
+	// ReadShards is how many sockets Listen opens on the address, each
+	// with its own reader and send queue, so that that many cores decrypt
+	// at once; 0 or 1 means one. With more than one (Linux only; elsewhere
+	// Listen opens one), the sockets share the port with SO_REUSEPORT and
+	// the kernel spreads clients over them by address, each client always
+	// to the same socket, whose reader, send queue and pulling Reads serve
+	// its Conn. SO_REUSEPORT lets another process of the same user bind
+	// the port too. As netcode's SocketConfig.ReadShards: set it to the
+	// cores the server may use (runtime.NumCPU()).
+	ReadShards int
 	// Messages tunes the client/server layer every Conn speaks (see Conn).
 	Messages MessageConfig
 	// BareProtocol makes every Conn speak the bare protocol layer, without
@@ -84,25 +95,27 @@ type ServerConfig struct {
 
 // Listener is a Cute server: a net.Listener whose Accept returns a *Conn
 // per connected client. Its machinery is netcode's: it binds to the socket
-// engine (internal/engine, whose doc draws the goroutines and locks): one
-// reader per socket, which gives the socket to a Conn's Read that pulls
-// (the read turn), one send queue and writer (internal/sendq), a bounded
-// read queue per Conn (internal/msgconn).
+// engine (internal/engine, whose doc draws the goroutines and locks): per
+// socket (one, or ServerConfig.ReadShards of them), one reader, which
+// gives the socket to a Conn's Read that pulls (the read turn), and one
+// send queue and writer (internal/sendq); a bounded read queue per Conn
+// (internal/msgconn).
 //
 // Lock order: the core's locks (see core.Server) are never held while the
 // Listener acts: every effect comes back in an Output and is acted on after
 // the core returns. The ticker's lock is a leaf. conns is a slice of atomic
 // pointers: the read loop finds a connection without a shared lock.
 type Listener struct {
-	tc    transport.Conn
-	sock  *engine.Socket // the socket's reader and read turn (a Many socket)
-	sq    *sendq.Queue
-	core  *core.Server
-	addr  net.Addr
-	log   *slog.Logger
-	cfg   ServerConfig
-	max   int
-	conns []atomic.Pointer[Conn] // by slot; nil when free
+	// shards are the sockets, each with its reader, read turn and send
+	// queue; the updater's keep-alives and Close's disconnects go through
+	// the first's queue.
+	shards []*shard
+	core   *core.Server
+	addr   net.Addr
+	log    *slog.Logger
+	cfg    ServerConfig
+	max    int
+	conns  []atomic.Pointer[Conn] // by slot; nil when free
 
 	accept  chan *Conn
 	closing chan struct{} // closed by Close
@@ -111,8 +124,20 @@ type Listener struct {
 
 	ticker *engine.Ticker // when the updater runs the core's Update next
 
+	outs sync.Pool // *core.ServerOutput for Close and the updater
+}
+
+// shard is one of a Listener's sockets and its binding to the socket
+// engine (an engine.Socket of role Many, whose Receiver it is): the
+// engine's reader, or a Conn's Read that pulls, hands it what it reads, in
+// the socket's read turn. The Conns whose handshake it heard send through
+// its queue and pull from its socket.
+type shard struct {
+	l    *Listener
+	tc   transport.Conn
+	sq   *sendq.Queue
+	sock *engine.Socket
 	rout core.ServerOutput // the read turn's
-	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
 
 // Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
@@ -131,20 +156,34 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err := c.Messages.check(); err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
 	}
-	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
+	shards := c.ReadShards
+	if shards > 1 && !transport.ReusePortSupported {
+		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
+	}
+	ucs, err := transport.ListenUDPShards(network, address, shards, transport.DefaultSocketBuffer, nil)
 	if err != nil {
 		return nil, err
 	}
-	return newListener(uc, c)
+	pcs := make([]net.PacketConn, len(ucs))
+	for i, uc := range ucs {
+		pcs[i] = uc
+	}
+	return newListener(pcs, c)
 }
 
-// newListener serves the Cute Protocol on pc (tests pass simulated
-// sockets), closing it on failure.
-func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
+// newListener serves the Cute Protocol on pcs, sockets bound to one
+// address (tests pass simulated ones), closing them on failure.
+func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
+	uc := pcs[0]
+	fail := func(err error) (*Listener, error) {
+		for _, pc := range pcs {
+			pc.Close()
+		}
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: err}
+	}
 	addrs, err := transport.ServerAddrs(c.PublicAddr, uc.LocalAddr())
 	if err != nil {
-		uc.Close()
-		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: fmt.Errorf("cute: %w", err)}
+		return fail(fmt.Errorf("cute: %w", err))
 	}
 	maxClients := c.MaxClients
 	if maxClients == 0 {
@@ -162,8 +201,7 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		History:           core.NewHistory(max(maxClients*HistoryPerSlot, 4096), uint64(now.Unix())),
 	})
 	if err != nil {
-		uc.Close()
-		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: err}
+		return fail(err)
 	}
 	if c.AcceptQueue <= 0 {
 		c.AcceptQueue = DefaultAcceptQueue
@@ -172,13 +210,7 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tc := transport.New(uc)
-	// It takes a client's train (a GSO sender's) as one read, where the
-	// kernel can.
-	transport.EnableGRO(tc)
 	l := &Listener{
-		tc:      tc,
-		sq:      sendq.New(tc, isKeepAlive, sendq.Len),
 		core:    srv,
 		addr:    uc.LocalAddr(),
 		log:     log,
@@ -190,43 +222,53 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		ticker:  engine.NewTicker(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
-	l.sock = engine.NewSocket(tc, engine.Many, 64, listenerReceiver{l}, l.closing)
-	l.wg.Add(2)
-	go l.readLoop()
+	for _, pc := range pcs {
+		tc := transport.New(pc)
+		// It takes a client's train (a GSO sender's) as one read, where
+		// the kernel can.
+		transport.EnableGRO(tc)
+		sh := &shard{l: l, tc: tc, sq: sendq.New(tc, isKeepAlive, sendq.Len)}
+		sh.sock = engine.NewSocket(tc, engine.Many, readBatch, sh, l.closing)
+		l.shards = append(l.shards, sh)
+	}
+	l.wg.Add(len(l.shards) + 1)
+	for _, sh := range l.shards {
+		go sh.readLoop()
+	}
 	go l.updater()
 	return l, nil
 }
 
+// readBatch is how many datagrams a Listener's reader takes from its
+// socket at once.
+const readBatch = 64
+
 // readLoop is the socket's reader: the engine's loop (Socket.Run), which
 // gives the socket to a Conn's Read that pulls while one waits.
-func (l *Listener) readLoop() {
+func (sh *shard) readLoop() {
+	l := sh.l
 	defer l.wg.Done()
-	err := l.sock.Run(func(err error) {
+	err := sh.sock.Run(func(err error) {
 		l.log.Debug("cute: read error", "addr", l.addr.String(), "err", err)
 	})
 	if err != nil {
-		l.log.Error("cute: the socket failed; the listener stops reading", "addr", l.addr.String(), "err", err)
+		l.log.Error("cute: the socket failed; the listener stops reading it", "addr", l.addr.String(), "err", err)
 	}
 }
 
-// listenerReceiver is the Listener's binding to its socket
-// (engine.Receiver).
-type listenerReceiver struct{ l *Listener }
-
-// Receive hands a batch to the core and acts on each Output, in the read
-// turn (the reader's, or a pulling Read's).
-func (r listenerReceiver) Receive(ms []transport.Message) {
-	l := r.l
+// Receive is engine.Receiver's: it hands a batch to the core and acts on
+// each Output, in the read turn (the reader's, or a pulling Read's).
+func (sh *shard) Receive(ms []transport.Message) {
 	if len(ms) > 1 {
-		l.sq.Burst() // their replies leave together
+		sh.sq.Burst() // their replies leave together
 	}
 	now := time.Now()
 	for i := range ms {
 		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
-		l.core.Receive(now, from, ms[i].Buf, &l.rout)
+		sh.l.core.Receive(now, from, ms[i].Buf, &sh.rout)
 		// Handshake replies never wait on the socket: the client
 		// resends at 10 Hz.
-		l.act(now, &l.rout, sendq.NoWait)
+		sh.l.act(sh, now, &sh.rout, sendq.NoWait)
 	}
 }
 
@@ -239,21 +281,22 @@ func (l *Listener) updater() {
 	l.ticker.Run(l.closing, core.SendRate, func(now time.Time) time.Time {
 		l.core.Update(now, out)
 		next := out.Next
-		l.act(now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
+		l.act(l.shards[0], now, out, sendq.NoWait) // keepalives: dropped on a full queue, never waited for
 		return next
 	})
 }
 
-// act sends out's datagrams and acts on its events, with no lock held.
-func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct{}) {
+// act sends out's datagrams through sh's send queue and acts on its
+// events, with no lock held: a connection made is sh's.
+func (l *Listener) act(sh *shard, now time.Time, out *core.ServerOutput, stop <-chan struct{}) {
 	if len(out.Datagrams) > 0 {
-		_ = l.sq.Send(out.Datagrams, stop, nil, nil)
+		_ = sh.sq.Send(out.Datagrams, stop, nil, nil)
 	}
 	for i := range out.Events {
 		ev := &out.Events[i]
 		switch ev.Kind {
 		case core.EventConnected:
-			l.connected(now, ev)
+			l.connected(sh, now, ev)
 		case core.EventPayload:
 			if c := l.conns[ev.Index].Load(); c != nil && c.gen == ev.Gen {
 				c.deliver(ev.Payload)
@@ -277,16 +320,17 @@ func (l *Listener) act(now time.Time, out *core.ServerOutput, stop <-chan struct
 	l.ticker.Earlier(out.Next)
 }
 
-// connected makes the Conn of a new connection and queues it for Accept.
-func (l *Listener) connected(now time.Time, ev *core.Event) {
-	e := &serverEndpoint{l: l, index: ev.Index, g: ev.Gen, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
+// connected makes the Conn of a new connection, whose handshake sh heard,
+// and queues it for Accept.
+func (l *Listener) connected(sh *shard, now time.Time, ev *core.Event) {
+	e := &serverEndpoint{l: l, sh: sh, index: ev.Index, g: ev.Gen, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	q := msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue)
-	e.Reader = l.sock.NewReader(q.Len, q.Done(), nil)
+	e.Reader = sh.sock.NewReader(q.Len, q.Done(), nil)
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
 	if !l.cfg.BareProtocol {
-		_ = c.startMessages(now, l.cfg.Messages) // checked by Listen
+		_ = c.startMessages(now, l.cfg.Messages, nil) // checked by Listen
 	}
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
@@ -301,6 +345,7 @@ func (l *Listener) connected(now time.Time, ev *core.Event) {
 // serverEndpoint sends a server Conn's payloads and disconnects.
 type serverEndpoint struct {
 	l     *Listener
+	sh    *shard // the socket that heard its handshake: its queue and reads
 	c     *Conn
 	index int
 	g     uint64           // the connection's generation in its slot
@@ -319,16 +364,40 @@ func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-c
 	}
 	defer e.turn.Give()
 	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
-		return sendq.ErrStopped // the connection ended
+		return sendErr(err)
 	}
-	return e.l.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+	return e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+}
+
+// SendPayloads is msgconn.BatchEndpoint's: it seals ps and hands their
+// packets to the send queue a train at a time (engine.SendTrains), so that
+// the socket sends each train in one system call; it holds the write turn
+// throughout, as SendPayload does.
+func (e *serverEndpoint) SendPayloads(now time.Time, ps [][]byte, stop, deadline <-chan struct{}) (int, error) {
+	return engine.SendTrains(e.turn, ps, payloadOverhead, stop, deadline, func(train [][]byte) (int, error) {
+		n, err := e.l.core.SendConnBatch(now, e.index, e.g, train, &e.out)
+		if err != nil {
+			return 0, sendErr(err)
+		}
+		return n, e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+	})
+}
+
+// sendErr is a server Conn's Write error for the core's: the connection
+// ended (sendq.ErrStopped, which the Conn turns into its end), or a
+// payload too large (which msgconn refuses before).
+func sendErr(err error) error {
+	if errors.Is(err, core.ErrPayloadSize) {
+		return ErrPayloadTooLarge
+	}
+	return sendq.ErrStopped
 }
 
 // ClosePeer disconnects the client, with its DISCONNECT packets.
 func (e *serverEndpoint) ClosePeer() {
 	out := e.l.outs.Get().(*core.ServerOutput)
 	if e.l.core.DisconnectConn(time.Now(), e.index, e.g, true, out) == nil {
-		e.l.act(time.Now(), out, sendq.NoWait) // Close never waits on the socket
+		e.l.act(e.sh, time.Now(), out, sendq.NoWait) // Close never waits on the socket: through the Conn's queue, behind its Writes
 	}
 	e.l.outs.Put(out)
 	e.Stop() // a Read reading the socket does not wait for its next datagram
@@ -384,9 +453,18 @@ func (l *Listener) Stats() Stats {
 		HistoryFull:       s.HistoryFull,
 		TokenReplayed:     s.TokenReplayed,
 		Denied:            s.Denied,
-		KeepAlivesDropped: l.sq.Dropped(),
-		SendErrors:        l.sq.Refused(),
+		KeepAlivesDropped: l.sendCount((*sendq.Queue).Dropped),
+		SendErrors:        l.sendCount((*sendq.Queue).Refused),
 	}
+}
+
+// sendCount sums a counter of the send queues.
+func (l *Listener) sendCount(count func(*sendq.Queue) uint64) uint64 {
+	n := uint64(0)
+	for _, sh := range l.shards {
+		n += count(sh.sq)
+	}
+	return n
 }
 
 // Close disconnects every client (with DISCONNECT packets), stops the
@@ -399,9 +477,13 @@ func (l *Listener) Close() error {
 		close(l.closing)
 		out := l.outs.Get().(*core.ServerOutput)
 		l.core.DisconnectAll(time.Now(), true, out)
-		l.act(time.Now(), out, sendq.NoWait)
-		l.sq.Close() // sends what is queued
-		l.tc.Close()
+		l.act(l.shards[0], time.Now(), out, sendq.NoWait)
+		for _, sh := range l.shards {
+			sh.sq.Close() // sends what is queued
+		}
+		for _, sh := range l.shards {
+			sh.tc.Close()
+		}
 		l.wg.Wait()
 		// A connection the read loop made after DisconnectAll ends too.
 		for i := range l.conns {

@@ -6,10 +6,12 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/layer"
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/engine"
 )
 
 // MaxMessageBytes is the largest message MessageConfig.MaxMessageBytes
@@ -98,15 +100,12 @@ var (
 // each sealed into one PAYLOAD packet by the Conn's bare Write, and every
 // PAYLOAD the bare Conn receives is a layer datagram. The socket's read
 // turn hands each PAYLOAD to the layer (receive), in the reader's batch,
-// with no hand-off to another goroutine. One goroutine per Conn, the pump,
-// runs the layer's Update when it is due: it waits in a Read of the bare
-// Conn whose read deadline is the layer's next due time (so that the
-// socket engine's timers are the only clock), and which ends with the
-// connection. Its Read never reads the socket itself (msgconn's NoPull):
-// a pull would make the pump, one per Conn, the socket's reader, holding
-// the read turn for a read that can only hand the payload on to the
-// user's Read, and on a Listener's socket leaving the other peers'
-// datagrams to the reader's grace once the pump stops.
+// with no hand-off to another goroutine. The layer's Update runs when it
+// is due on the socket engine's deadline mechanism (engine.Due: a timer
+// whose callback, fire, runs only then), so an idle Conn costs no
+// goroutine; nothing of the layer reads the socket. The bare Conn's end
+// (the peer's disconnect, a timeout, Close) ends the layer's Reads, which
+// watch its Done channel.
 //
 // Lock order: sendMu → mu. mu guards the Transport and is held for no
 // I/O: datagrams the layer emits under it are sent after it is released,
@@ -119,24 +118,30 @@ type messages struct {
 	t      *layer.Transport
 	pend   [][]byte // datagrams emitted under mu, sent under sendMu
 	npend  int
-	err    error // why the pump stopped: the bare Conn's end
+	err    error // why the layer stopped (ErrAckTimeout), or nil
 	closed bool  // Close was called
 
-	ready    chan struct{} // a message may be waiting
-	progress chan struct{} // the pump took a datagram or ran Update
-	armed    time.Time     // the bare Conn's read deadline, under mu
-	linger   time.Duration
-	ended    chan struct{} // closed when the pump stops
-	done     chan struct{} // closed when the pump has returned
-	rd       deadline.Deadline
-	buf      [MaxPayloadBytes]byte // the pump's read buffer
+	ready chan struct{} // a message may be waiting
+	// avail: a message waits for Read (set under mu, read without it:
+	// a dialed Conn holds its Writes while one does, see Conn.readable).
+	avail atomic.Bool
+	// flushHeld, on a dialed Conn, sends the Writes it holds for a train
+	// (engine.Held.Flush): a Read that finds no message calls it before
+	// it waits, as a bare Conn's Read does before it pulls.
+	flushHeld func()
+	progress  chan struct{} // the layer took a datagram or ran Update
+	linger    time.Duration
+	ended     chan struct{} // closed when the layer stops (err is set)
+	due       engine.Due    // runs fire when the layer's Update is due
+	rd        deadline.Deadline
 }
 
-// startMessages makes c speak the client/server layer and starts its
-// pump. Call it once the connection exists, before c is handed out.
-func (c *Conn) startMessages(now time.Time, cfg MessageConfig) error {
+// startMessages makes c speak the client/server layer and arms its timer.
+// Call it once the connection exists, before c is handed out; flushHeld
+// (nil for a server Conn) sends the Writes a dialed Conn holds.
+func (c *Conn) startMessages(now time.Time, cfg MessageConfig, flushHeld func()) error {
 	ml := &messages{c: c, ready: make(chan struct{}, 1), progress: make(chan struct{}, 1),
-		ended: make(chan struct{}), done: make(chan struct{}), linger: cfg.Linger}
+		ended: make(chan struct{}), linger: cfg.Linger, flushHeld: flushHeld}
 	if ml.linger == 0 {
 		ml.linger = DefaultLinger
 	}
@@ -145,10 +150,13 @@ func (c *Conn) startMessages(now time.Time, cfg MessageConfig) error {
 		return err
 	}
 	ml.t = t
+	ml.due.Init(nil, c.m.Done(), ml.fire)
 	c.ml = ml
-	c.m.NoPull()
-	go ml.pump()
 	c.feed.Store(ml)
+	ml.drain() // what the bare Conn queued before the feed was set
+	ml.mu.Lock()
+	ml.rearm()
+	ml.mu.Unlock()
 	return nil
 }
 
@@ -161,63 +169,76 @@ func (ml *messages) emit(b []byte) {
 	ml.npend++
 }
 
-// flush sends the datagrams emitted, each as one PAYLOAD. Called under
-// sendMu, without mu.
+// flush sends the datagrams emitted, each as one PAYLOAD, several (a
+// message's fragments, Update's resends) with one batched write a train
+// (the bare Conn's WriteBatch). Called under sendMu, without mu.
 func (ml *messages) flush() error {
 	var err error
-	for i := range ml.npend {
-		if _, werr := ml.c.m.Write(ml.pend[i]); werr != nil && err == nil {
-			err = werr
-		}
+	switch ml.npend {
+	case 0:
+	case 1:
+		_, err = ml.c.m.Write(ml.pend[0])
+	default:
+		_, err = ml.c.m.WriteBatch(ml.pend[:ml.npend])
 	}
 	ml.npend = 0
 	return err
 }
 
-// rearm sets the bare Conn's read deadline, the pump's timer, to the
-// layer's next due time when that is sooner than the one set (a deadline
-// that comes early only runs an Update with nothing to do; resetting it
-// for every message would cost a timer each). The pump, whose deadline
-// passed, forces it. Called under mu, so that the latest due time is the
-// one set.
-func (ml *messages) rearm(force bool) {
-	due := ml.t.NextDue()
-	if !force && (due.IsZero() || !ml.armed.IsZero() && !due.Before(ml.armed)) {
+// rearm arms the timer for the layer's next due time, when that is sooner
+// than the one armed (engine.Due.Schedule: a timer that fires early only
+// runs an Update with nothing to do, and one reset for every message
+// would cost a timer each); fire, whose deadline passed, arms it anew.
+// Called under mu, so that the latest due time is the one armed.
+func (ml *messages) rearm() { ml.due.Schedule(ml.t.NextDue()) }
+
+// fire is the timer's callback: the layer's Update, when it is due. A
+// peer that stopped acknowledging ends the Conn.
+func (ml *messages) fire() {
+	if err := ml.update(); err != nil {
+		ml.stop(ml.c.m.OpErr("read", err))
+		ml.c.m.Close()
 		return
 	}
-	ml.armed = due
-	ml.c.m.SetReadDeadline(due)
+	ml.progressed()
 }
 
-// pump reads the bare Conn and feeds the layer until the connection ends.
-func (ml *messages) pump() {
-	defer close(ml.done)
+// drain gives the layer what the bare Conn queued before the read turn
+// fed the layer (Conn.deliver), if anything.
+func (ml *messages) drain() {
+	var buf [MaxPayloadBytes]byte
 	for {
-		n, err := ml.c.m.Read(ml.buf[:])
-		switch {
-		case err == nil: // queued before the read turn fed the layer
-			ml.receive(ml.buf[:n])
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			if uerr := ml.update(); uerr != nil {
-				ml.stop(ml.c.m.OpErr("read", uerr))
-				ml.c.m.Close()
-				return
-			}
-			ml.progressed()
-		default:
-			ml.stop(err)
+		n, err := ml.c.m.TryRead(buf[:])
+		if err != nil {
 			return
 		}
+		ml.receive(buf[:n])
 	}
+}
+
+// endErr is the error a Read or Write gets once the bare Conn has ended
+// (its Read's: io.EOF after the peer's disconnect), or nil.
+func (ml *messages) endErr(op string) error {
+	select {
+	case <-ml.c.m.Done():
+	default:
+		return nil
+	}
+	err := ml.c.m.Err()
+	if err == io.EOF && op == "read" {
+		return io.EOF // unwrapped, as package net returns it
+	}
+	return ml.c.m.OpErr(op, err)
 }
 
 // receive gives the layer a datagram the peer sent. It is called in the
-// socket's read turn (or by the pump), and holds mu only.
+// socket's read turn, and holds mu only.
 func (ml *messages) receive(p []byte) {
 	ml.mu.Lock()
 	_ = ml.t.Receive(p) // refusals are counted in the layer's Stats
 	_, _, ok := ml.t.Peek()
-	ml.rearm(false)
+	ml.avail.Store(ok)
+	ml.rearm()
 	ml.mu.Unlock()
 	if ok {
 		ml.signal()
@@ -233,7 +254,7 @@ func (ml *messages) update() error {
 	defer ml.sendMu.Unlock()
 	ml.mu.Lock()
 	err := ml.t.Update(time.Now())
-	ml.rearm(true)
+	ml.rearm()
 	ml.mu.Unlock()
 	_ = ml.flush()
 	if errors.Is(err, layer.ErrAckTimeout) {
@@ -242,14 +263,18 @@ func (ml *messages) update() error {
 	return nil
 }
 
-// stop records why the pump stopped and wakes every Read.
+// stop records why the layer stopped and wakes every Read; the first
+// call counts.
 func (ml *messages) stop(err error) {
 	ml.mu.Lock()
-	if ml.err == nil {
+	first := ml.err == nil
+	if first {
 		ml.err = err
 	}
 	ml.mu.Unlock()
-	close(ml.ended)
+	if first {
+		close(ml.ended)
+	}
 }
 
 // signal wakes one waiting Read.
@@ -265,7 +290,7 @@ func (ml *messages) send(b []byte, reliable bool) (int, error) {
 	ml.sendMu.Lock()
 	defer ml.sendMu.Unlock()
 	ml.mu.Lock()
-	if ml.closed || ml.err != nil {
+	if ml.closed || ml.err != nil || ml.endErr("write") != nil {
 		var err error = net.ErrClosed
 		if !ml.closed {
 			switch {
@@ -283,7 +308,7 @@ func (ml *messages) send(b []byte, reliable bool) (int, error) {
 		// Hand the fragments out now rather than at the next Update.
 		err = ml.t.Update(time.Now())
 	}
-	ml.rearm(false)
+	ml.rearm()
 	ml.mu.Unlock()
 	ferr := ml.flush()
 	switch {
@@ -321,7 +346,8 @@ func (ml *messages) read(b []byte) (int, bool, error) {
 			n := copy(b, m)
 			ml.t.Pop()
 			_, _, more := ml.t.Peek()
-			ml.rearm(false)
+			ml.avail.Store(more)
+			ml.rearm()
 			ml.mu.Unlock()
 			if more {
 				ml.signal()
@@ -330,32 +356,43 @@ func (ml *messages) read(b []byte) (int, bool, error) {
 		}
 		err := ml.err
 		ml.mu.Unlock()
+		if err == nil {
+			err = ml.endErr("read")
+		}
 		if err != nil {
 			return 0, false, err
 		}
 		if ml.rd.Expired() {
 			return 0, false, ml.c.m.OpErr("read", os.ErrDeadlineExceeded)
 		}
+		if ml.flushHeld != nil {
+			ml.flushHeld() // the Writes held while messages waited leave now
+		}
 		select {
 		case <-ml.ready:
 		case <-ml.ended:
+		case <-ml.c.m.Done():
 		case <-ml.rd.Wait():
 		}
 	}
 }
 
 // close waits up to the linger for the peer to acknowledge what was
-// sent, then ends the connection and waits for the pump.
+// sent, then ends the connection and stops the timer (waiting for a
+// callback running).
 func (ml *messages) close() error {
 	ml.mu.Lock()
 	was := ml.closed
 	ml.closed = true
 	ml.mu.Unlock()
+	if ml.flushHeld != nil {
+		ml.flushHeld() // what it holds is sent now, not after the linger
+	}
 	if !was && ml.linger > 0 {
 		ml.lingerOn()
 	}
 	err := ml.c.m.Close()
-	<-ml.done
+	ml.due.Stop()
 	ml.rd.Stop()
 	if was {
 		return err
@@ -379,6 +416,8 @@ func (ml *messages) lingerOn() {
 		case <-ml.progress:
 		case <-ml.ended:
 			return
+		case <-ml.c.m.Done():
+			return
 		case <-timer.C:
 			return
 		}
@@ -400,7 +439,7 @@ func (ml *messages) isClosed() bool {
 	return ml.closed
 }
 
-// stopErr is why the pump stopped, or nil.
+// stopErr is why the layer stopped (ErrAckTimeout), or nil.
 func (ml *messages) stopErr() error {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()

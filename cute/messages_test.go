@@ -1,6 +1,7 @@
 package cute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gonetcode/netcode/cute/internal/layer"
+	"github.com/gonetcode/netcode/internal/engine"
 	"github.com/gonetcode/netcode/internal/testing/race"
+	"github.com/gonetcode/netcode/internal/testing/trainconn"
 )
 
 // message is a test message of n bytes whose content depends on seed.
@@ -198,5 +203,146 @@ func TestMessagesReconnect(t *testing.T) {
 		_, err := srv.Read(buf)
 		require.ErrorIs(t, err, io.EOF)
 		require.NoError(t, srv.Close())
+	}
+}
+
+// TestMessagesFragmentsLeaveTogether, over real UDP, IPv4 and IPv6: a
+// reliable message of several fragments leaves as one batched write (the
+// bare Conn's WriteBatch, the engine's trains), on a dialed Conn and on a
+// Listener's, not a system call per fragment; it arrives whole.
+func TestMessagesFragmentsLeaveTogether(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			if f.network == "udp6" && ipv6Probe() != nil {
+				t.Skip("no IPv6 loopback on this machine:", ipv6Probe())
+			}
+			pk, sk := GenerateKeyPair()
+			sc := trainconn.New(t, f.network, f.addr)
+			l, err := newListener([]net.PacketConn{sc}, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: sk})
+			require.NoError(t, err)
+			defer l.Close()
+			s := &server{l, sk}
+			cc := trainconn.New(t, f.network, f.addr)
+			d := Dialer{listenPacket: func(string, string) (net.PacketConn, error) { return cc, nil }}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cli, err := d.DialContext(ctx, s.token(t, 1, nil))
+			require.NoError(t, err)
+			defer cli.Close()
+			srv, err := s.AcceptConn(ctx)
+			require.NoError(t, err)
+			defer srv.Close()
+
+			const fragments = 5
+			msg := message(fragments*1100, 1)
+			buf := make([]byte, len(msg))
+			for _, dir := range []struct {
+				name     string
+				from, to *Conn
+				sock     *trainconn.Conn
+			}{{"client to server", cli, srv, cc}, {"server to client", srv, cli, sc}} {
+				_, err := dir.from.Write(msg)
+				require.NoError(t, err, dir.name)
+				require.NoError(t, dir.to.SetReadDeadline(time.Now().Add(10*time.Second)))
+				n, reliable, err := dir.to.ReadMessage(buf)
+				require.NoError(t, err, dir.name)
+				require.True(t, reliable)
+				require.Equal(t, msg, buf[:n], dir.name)
+				assert.GreaterOrEqual(t, dir.sock.LargestBatch(), fragments, "%s: the fragments left one system call each", dir.name)
+			}
+		})
+	}
+}
+
+// heldWrites is how many datagrams dialed Conn c holds for a train.
+func heldWrites(c *Conn) int { return c.m.Endpoint().(*dialConn).hw.Len() }
+
+// waitingBytes is what c's client/server layer holds of received
+// messages, whole or not: FragmentBytes a fragment.
+func waitingBytes(c *Conn) int {
+	c.ml.mu.Lock()
+	defer c.ml.mu.Unlock()
+	return c.ml.t.Buffered()
+}
+
+// TestMessagesHeldWrites, over real UDP, IPv4 and IPv6: with the
+// client/server layer, a dialed Conn holds a Write made while messages
+// wait for its Reads (for a train, as a bare Conn holds one while
+// payloads wait in its read queue), and the held Write reaches the
+// server whatever sends it: the next Write, which finds no message
+// waiting, a Read that finds none, Close (before it lingers), or, with
+// none of these, the bound on the wait. Each case but the last holds
+// with no bound at all, so that only what it names can send.
+func TestMessagesHeldWrites(t *testing.T) {
+	read := func(t *testing.T, c *Conn, within time.Duration) (string, error) {
+		t.Helper()
+		buf := make([]byte, 64)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
+	cases := []struct {
+		name  string
+		bound time.Duration
+		// after, run on the client once it has read one of two messages
+		// and written "held", makes "held" leave.
+		after func(t *testing.T, cli *Conn)
+	}{
+		{"next Write", time.Hour, func(t *testing.T, cli *Conn) {
+			_, err := read(t, cli, 5*time.Second)
+			require.NoError(t, err)
+			_, err = cli.Write([]byte("after"))
+			require.NoError(t, err)
+			require.Zero(t, heldWrites(cli), "held after a Write that found no message waiting")
+		}},
+		{"Read", time.Hour, func(t *testing.T, cli *Conn) {
+			_, err := read(t, cli, 5*time.Second)
+			require.NoError(t, err)
+			_, err = read(t, cli, time.Millisecond) // nothing comes: it waits, after sending
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.Zero(t, heldWrites(cli), "held after a Read that found no message waiting")
+		}},
+		{"Close", time.Hour, func(t *testing.T, cli *Conn) {
+			require.NoError(t, cli.Close())
+		}},
+		{"bound", 0, func(*testing.T, *Conn) {}},
+	}
+	for _, f := range families {
+		for _, tc := range cases {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				if tc.bound != 0 {
+					was := engine.HoldBound
+					engine.HoldBound = tc.bound
+					defer func() { engine.HoldBound = was }()
+				}
+				s := listen(t, f.network, f.addr, nil)
+				cli, srv := pair(t, s, 1)
+				for i := range 2 {
+					_, err := srv.Write(fmt.Appendf(nil, "to client %d", i))
+					require.NoError(t, err)
+				}
+				require.Eventually(t, func() bool { return waitingBytes(cli) == 2*layer.FragmentBytes }, 5*time.Second, time.Millisecond)
+				_, err := read(t, cli, 5*time.Second)
+				require.NoError(t, err)
+				_, err = cli.Write([]byte("held"))
+				require.NoError(t, err)
+				if tc.bound != 0 {
+					require.Positive(t, heldWrites(cli), "a Write made while a message waits is held (with what the layer sent meanwhile)")
+				}
+				tc.after(t, cli)
+				got, err := read(t, srv, 5*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, "held", got)
+				switch tc.name {
+				case "next Write":
+					got, err = read(t, srv, 5*time.Second)
+					require.NoError(t, err)
+					require.Equal(t, "after", got)
+				case "Close":
+					_, err = read(t, srv, 5*time.Second)
+					require.ErrorIs(t, err, io.EOF)
+				}
+			})
+		}
 	}
 }

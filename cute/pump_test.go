@@ -11,14 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPumpDoesNotPull: the client/server layer's pump, one per Conn
-// (accepted or not), never reads the socket itself: the read turn hands
-// the layer its PAYLOADs. A pump that pulled became the Listener's socket
-// reader whenever it was the one Read waiting, for a payload it could only
-// hand on, and a pump that stopped (its Conn ended) left the socket to the
-// reader's grace with other peers' datagrams waiting (TestDialWakeUpNotLost
-// saw each dial take 40 ms more).
-func TestPumpDoesNotPull(t *testing.T) {
+// TestLayerNeedsNoGoroutine: the client/server layer runs on the socket
+// engine's timer (engine.Due), not on a goroutine per Conn: with layered
+// Conns on both ends, one accepted and read, one never accepted, no
+// goroutine of the layer exists once they are idle (an idle Conn costs no
+// stack), the read turn feeds the layers (nothing of the layer reads the
+// socket), and the timer still runs each layer's Update: the reliable
+// messages, the one read and the one nobody reads, are acknowledged.
+// Before, a pump goroutine per Conn waited in a Read of the bare Conn.
+func TestLayerNeedsNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const latency = 10 * time.Millisecond
 		nw := netsim.New(1, netsim.Config{Latency: latency})
@@ -43,9 +44,14 @@ func TestPumpDoesNotPull(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []byte{0}, b[:n], "the read turn fed the accepted Conn's layer")
 
-		time.Sleep(10 * latency) // every pump is waiting for its next due time
+		time.Sleep(10 * latency) // every layer's Update has run when due
 		synctest.Wait()
-		assert.Equal(t, 4, stacks.Count("cute.(*messages).pump"), "a pump per Conn, both ends")
-		assert.Zero(t, stacks.Count("cute.(*messages).pump", "engine.(*Reader).pull"), "a pump reads the socket")
+		assert.Zero(t, stacks.Count("cute.(*messages)"), "a goroutine of the layer while the Conns are idle")
+		for i, c := range clients {
+			c.ml.mu.Lock()
+			unacked := c.ml.t.Unacked()
+			c.ml.mu.Unlock()
+			assert.Zero(t, unacked, "client %d's reliable message is not acknowledged", i)
+		}
 	})
 }

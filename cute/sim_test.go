@@ -24,7 +24,7 @@ func newSimServer(t *testing.T, nw *netsim.Network) *simServer {
 	require.NoError(t, err)
 	var pk PublicKey
 	pk, s.sk = GenerateKeyPair()
-	s.Listener, err = newListener(pc, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: s.sk})
+	s.Listener, err = newListener([]net.PacketConn{pc}, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: s.sk})
 	require.NoError(t, err)
 	return s
 }

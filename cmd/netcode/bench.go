@@ -95,7 +95,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
 	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode")
-	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards; default 1)")
+	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards, and the Cute phase's cute.ServerConfig.ReadShards; default 1)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
 	fs.BoolVar(&cfg.Light, "light", false, "run the netcode clients on the light generator: the client core, 1024 clients per socket on their own 127.x.y.z addresses, one reader and one keep-alive ticker per socket (Linux; use it from about 4096 clients, where dialed Conns cost the generator more CPU than the server)")
 	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")

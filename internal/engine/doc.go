@@ -46,7 +46,9 @@
 //	Due's timer            per dialed Conn, time.AfterFunc or a relay's
 //	                       timerwheel: its callback (engine.(*Due).fire)
 //	                       runs the binding's update (the core's Update,
-//	                       in the Conn's write turn) when it is due
+//	                       in the Conn's write turn) when it is due; and
+//	                       per Conn of package cute's client/server layer,
+//	                       either side: the layer's Update
 //	Held's dispatch        per dialed Conn with a connected socket, while
 //	                       it holds Writes: a goroutine the first datagram
 //	                       held starts (engine.(*Held).dispatch, no
@@ -72,7 +74,7 @@
 // (TestGoroutineInventory in the root package fails if another runs, and
 // counts timer callbacks while they run):
 //
-//	engine.(*Due).fire       a dialed Conn's timer callback, while it runs: the core's Update when due
+//	engine.(*Due).fire       a dialed Conn's timer callback, or a cute layer's, while it runs: the Update when due
 //	engine.(*Held).dispatch  a dialed Conn's held Writes' train, from the first held to its write
 //
 // Locks, in the order they may be taken: the read turn (a channel,
@@ -95,7 +97,8 @@
 //
 // Files are split by concept, not by length: turn.go is the read turn,
 // socket.go a socket's reader and pulls, held.go held writes, due.go the
-// deadline mechanism (Due, Ticker), locks.go the write turn and the leaf
+// deadline mechanism (Due, Ticker), trains.go a Conn's batched send
+// (SendTrains, in the write turn), locks.go the write turn and the leaf
 // locks, lockrank.go the lock-order check. A file past about 600 lines
 // is a signal to look for its second concept, not a rule to cut at; one
 // type's life stays in one file.

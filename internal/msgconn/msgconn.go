@@ -125,11 +125,13 @@ func (c *Conn) Init(ep Endpoint, rules *Rules, local, remote net.Addr, q *packet
 	c.bulk, _ = ep.(Bulker)
 }
 
-// NoPull makes c's Reads wait on its read queue only, never reading the
-// socket themselves, though its Endpoint is a Puller: for a Conn read by
-// a goroutine of its own (package cute's message pump), whose pulls would
-// only hand each payload over again. Call it before the first Read.
-func (c *Conn) NoPull() { c.pull = nil }
+// TryRead reads one payload queued for Read into b, without waiting: it
+// fails with packetq.ErrEmpty when none is (package cute's client/server
+// layer takes what was queued before it was fed directly).
+func (c *Conn) TryRead(b []byte) (int, error) {
+	n, _, err := c.q.TryReadMessage(b)
+	return n, err
+}
 
 // Endpoint is the Endpoint c sends through (Init's ep).
 func (c *Conn) Endpoint() Endpoint { return c.ep }

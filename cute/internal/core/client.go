@@ -87,6 +87,8 @@ type Client struct {
 	mu   sync.Mutex
 	rand entropy
 	tok  wire.ClientToken
+	// c2s and s2c are the token's keys, ready for packets.
+	c2s, s2c wire.PacketKey
 
 	state  State
 	server int // index of the endpoint being tried
@@ -128,6 +130,8 @@ func NewClient(now time.Time, token []byte, applicationID uint64) (*Client, erro
 		}
 		return c, err
 	}
+	c.c2s = wire.NewPacketKey(&c.tok.ClientToServer)
+	c.s2c = wire.NewPacketKey(&c.tok.ServerToClient)
 	c.state = SendingConnectionRequest
 	c.failed = ConnectionRequestTimedOut
 	c.sendNow = true
@@ -225,7 +229,7 @@ func (c *Client) Receive(now time.Time, from netip.AddrPort, data []byte, out *C
 		return
 	}
 	var p wire.Packet
-	if wire.Open(data, &c.tok.ServerToClient, &c.replay, &p) != nil {
+	if wire.Open(data, &c.s2c, &c.replay, &p) != nil {
 		return
 	}
 	switch c.state {
@@ -354,11 +358,11 @@ func (c *Client) sendDue(now time.Time, out *ClientOutput) {
 		c.seq++ // the C client spends a sequence number on it too
 	case SendingChallengeResponse:
 		c.rand(c.iv[:])
-		buf = wire.AppendChallenge(buf, wire.ChallengeResponse, c.seq, &c.tok.ClientToServer, &c.iv, c.challengeNonce, &c.challengeData)
+		buf = wire.AppendChallenge(buf, wire.ChallengeResponse, c.seq, &c.c2s, &c.iv, c.challengeNonce, &c.challengeData)
 		c.seq++
 	case Connected:
 		c.rand(c.iv[:])
-		buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.tok.ClientToServer, &c.iv)
+		buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.c2s, &c.iv)
 		c.seq++
 	default:
 		return
@@ -377,7 +381,7 @@ func (c *Client) disconnect(now time.Time, s State, send bool, out *ClientOutput
 		for range DisconnectPackets {
 			buf, start := out.mark()
 			c.rand(c.iv[:])
-			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.tok.ClientToServer, &c.iv)
+			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.c2s, &c.iv)
 			c.seq++
 			out.push(buf, start, to)
 		}
@@ -386,25 +390,46 @@ func (c *Client) disconnect(now time.Time, s State, send bool, out *ClientOutput
 	c.state = s
 }
 
+// payloadSizes reports whether every one of ps fits a PAYLOAD packet.
+func payloadSizes(ps [][]byte) bool {
+	for _, p := range ps {
+		if len(p) > wire.MaxPayloadBytes {
+			return false
+		}
+	}
+	return true
+}
+
 // Send seals payload (0..MaxPayloadBytes bytes) into one packet to the
 // server (cn_protocol_client_send). Unlike the C client, which sends in any
 // state, it requires a connection.
 func (c *Client) Send(now time.Time, payload []byte, out *ClientOutput) error {
+	_, err := c.SendBatch(now, [][]byte{payload}, out)
+	return err
+}
+
+// SendBatch is Send for each of ps in order, under one take of the
+// client's lock, their packets in out together (a batched write's). It
+// seals all or none: it fails with ErrPayloadSize if any is too large,
+// ErrNotConnected without a connection.
+func (c *Client) SendBatch(now time.Time, ps [][]byte, out *ClientOutput) (int, error) {
 	c.begin(out)
 	defer c.finish(out)
-	if len(payload) > wire.MaxPayloadBytes {
-		return ErrPayloadSize
+	if !payloadSizes(ps) {
+		return 0, ErrPayloadSize
 	}
 	if c.state != Connected {
-		return ErrNotConnected
+		return 0, ErrNotConnected
 	}
-	buf, start := out.mark()
-	c.rand(c.iv[:])
-	buf = wire.AppendPayload(buf, c.seq, &c.tok.ClientToServer, &c.iv, payload)
-	c.seq++
-	out.push(buf, start, c.tok.Endpoints[c.server])
+	for _, payload := range ps {
+		buf, start := out.mark()
+		c.rand(c.iv[:])
+		buf = wire.AppendPayload(buf, c.seq, &c.c2s, &c.iv, payload)
+		c.seq++
+		out.push(buf, start, c.tok.Endpoints[c.server])
+	}
 	c.lastSend = now
-	return nil
+	return len(ps), nil
 }
 
 // Disconnect ends the connection or the attempt with the redundant

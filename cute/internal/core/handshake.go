@@ -28,7 +28,7 @@ type pending struct {
 	// address sends anything, an amplifier for spoofed sources).
 	owed     bool
 	clientID uint64
-	c2s, s2c wire.Key
+	c2s, s2c wire.PacketKey
 	id       TokenID
 	userData [wire.UserDataBytes]byte
 	// The last challenges sent: a response must echo one of them.
@@ -139,7 +139,9 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		// sending it challenge requests).
 		buf, start := out.mark()
 		s.rand(s.iv[:])
-		buf = wire.AppendEmpty(buf, wire.ConnectionDenied, 0, &t.ServerToClient, &s.iv)
+		s2c := wire.NewPacketKey(&t.ServerToClient)
+		buf = wire.AppendEmpty(buf, wire.ConnectionDenied, 0, &s2c, &s.iv)
+		s2c.Clear()
 		out.push(buf, start, from)
 		s.stats.Denied++
 		return
@@ -167,8 +169,8 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		lastRecv:  s.restart(now),
 		owed:      true,
 		clientID:  t.ClientID,
-		c2s:       t.ClientToServer,
-		s2c:       t.ServerToClient,
+		c2s:       wire.NewPacketKey(&t.ClientToServer),
+		s2c:       wire.NewPacketKey(&t.ServerToClient),
 		id:        t.ID,
 		userData:  t.UserData,
 	})

@@ -51,7 +51,7 @@ func TestReceiverBehaviour(t *testing.T) {
 	// A server with that client in slot 0.
 	s, _ := newServer(t, func(cfg *ServerConfig) { cfg.Addrs = []netip.AddrPort{serverAddr} })
 	s.slots[0].conn = conn{connected: true, confirmed: true, clientID: 1, addr: clientAddr,
-		c2s: p.ClientToServer, s2c: p.ServerToClient, lastRecv: t0, lastSend: t0}
+		c2s: wire.NewPacketKey(&p.ClientToServer), s2c: wire.NewPacketKey(&p.ServerToClient), lastRecv: t0, lastSend: t0}
 	s.count, s.byAddr[clientAddr], s.byID[1] = 1, 0, 0
 
 	for _, tc := range r.Cases {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -517,8 +518,9 @@ func TestChallengeEchoChecked(t *testing.T) {
 	n.step(dt)
 	require.Len(t, n.sent[victim], 1) // the challenge the attacker never sees
 
+	c2s, s2c := wire.NewPacketKey(&ct.ClientToServer), wire.NewPacketKey(&ct.ServerToClient)
 	forge := func(seq, nonce uint64, data [wire.ChallengeDataBytes]byte) []byte {
-		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &ct.ClientToServer, &wire.IV{3}, nonce, &data)
+		return wire.AppendChallenge(nil, wire.ChallengeResponse, seq, &c2s, &wire.IV{3}, nonce, &data)
 	}
 	for seq, nonce := range []uint64{0, 1, 2, 1 << 40} {
 		assert.Empty(t, feed(s, n.now, victim, forge(uint64(seq), nonce, [256]byte{})))
@@ -536,7 +538,7 @@ func TestChallengeEchoChecked(t *testing.T) {
 	n2.step(SendRate)
 	require.Len(t, n2.sent[victim], 2)
 	var p wire.Packet
-	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &ct.ServerToClient, nil, &p))
+	require.NoError(t, wire.Open(append([]byte(nil), n2.sent[victim][0]...), &s2c, nil, &p))
 	out := feed(s2, n2.now, victim, forge(5, p.ChallengeNonce, [256]byte(p.ChallengeData)))
 	assert.Equal(t, 1, s2.ClientCount())
 	assert.Len(t, out, wire.AcceptedBytes)
@@ -623,7 +625,7 @@ func TestRelabelledPacketsNeverReachRead(t *testing.T) {
 	n.run(300*time.Millisecond, dt)
 	require.Equal(t, Connected, c.State())
 	require.Positive(t, c.acceptedSeq)
-	key := c.tok.ServerToClient
+	key := c.s2c
 	var challenge [wire.ChallengeDataBytes]byte
 	challenge[0] = 0xcc
 	long := bytes.Repeat([]byte{0x5a}, 262)
@@ -663,9 +665,69 @@ func TestChallengeNonceNeverReadsAsPayload(t *testing.T) {
 	assert.Equal(t, uint64(3<<16|263), c.challengeNonce)
 	// Each response, relabelled, at a sequence the server has not seen.
 	c.seq += 100
-	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.tok.ClientToServer, &wire.IV{6}, c.challengeNonce, &c.challengeData)
+	resp := wire.AppendChallenge(nil, wire.ChallengeResponse, c.seq, &c.c2s, &wire.IV{6}, c.challengeNonce, &c.challengeData)
 	resp[0] = byte(wire.Payload)
 	var out ServerOutput
 	s.Receive(n.now, addr, resp, &out)
 	assert.Empty(t, out.Events)
 }
+
+// TestSendBatch: a batch of payloads is sealed all or none, on both sides:
+// one too large seals nothing (ErrPayloadSize) and takes no sequence; a
+// batch's packets carry consecutive sequences and each reaches the peer
+// in order; a batch to a connection that ended fails with ErrNoClient.
+func TestSendBatch(t *testing.T) {
+	s, c, n, addr := connectedPair(t, tokenOpts{clientID: 6})
+	var cout ClientOutput
+	var sout ServerOutput
+	ps := [][]byte{[]byte("one"), nil, make([]byte, wire.MaxPayloadBytes)}
+	tooLarge := [][]byte{[]byte("one"), make([]byte, wire.MaxPayloadBytes+1)}
+
+	k, err := c.SendBatch(n.now, tooLarge, &cout)
+	assert.ErrorIs(t, err, ErrPayloadSize)
+	assert.Zero(t, k)
+	assert.Empty(t, cout.Datagrams)
+	k, err = s.SendConnBatch(n.now, 0, s.slots[0].gen, tooLarge, &sout)
+	assert.ErrorIs(t, err, ErrPayloadSize)
+	assert.Zero(t, k)
+	assert.Empty(t, sout.Datagrams)
+
+	k, err = c.SendBatch(n.now, ps, &cout)
+	require.NoError(t, err)
+	require.Equal(t, len(ps), k)
+	require.Len(t, cout.Datagrams, len(ps))
+	n.deliver(addr, cout.datagrams)
+	k, err = s.SendConnBatch(n.now, 0, s.slots[0].gen, ps, &sout)
+	require.NoError(t, err)
+	require.Equal(t, len(ps), k)
+	require.Len(t, sout.Datagrams, len(ps))
+	seq := wireSeq(sout.Datagrams[0].Buf)
+	for i, d := range sout.Datagrams {
+		assert.Equal(t, seq+uint64(i), wireSeq(d.Buf), "consecutive sequences")
+	}
+	n.deliver(testServer, sout.datagrams)
+
+	// The server hears the client's batch in order, and the client the
+	// server's.
+	n.events = nil
+	n.step(time.Millisecond)
+	var got [][]byte
+	for _, ev := range n.events {
+		if ev.Kind == EventPayload {
+			got = append(got, ev.Payload)
+		}
+	}
+	require.Len(t, got, len(ps))
+	for i, p := range ps {
+		assert.Equal(t, len(p), len(got[i]), "payload %d", i)
+	}
+
+	gen := s.slots[0].gen
+	require.NoError(t, s.Disconnect(n.now, 0, false, &sout))
+	k, err = s.SendConnBatch(n.now, 0, gen, ps, &sout)
+	assert.ErrorIs(t, err, ErrNoClient)
+	assert.Zero(t, k)
+}
+
+// wireSeq is a packet's sequence (its bytes 1 to 8).
+func wireSeq(b []byte) uint64 { return binary.LittleEndian.Uint64(b[1:9]) }

@@ -83,7 +83,7 @@ type conn struct {
 
 	confirmed bool // a KEEPALIVE or PAYLOAD arrived from it
 	seq       uint64
-	c2s, s2c  wire.Key
+	c2s, s2c  wire.PacketKey
 	replay    wire.Replay
 	lastRecv  time.Time
 	lastSend  time.Time
@@ -485,40 +485,53 @@ func (s *Server) Send(now time.Time, i int, payload []byte, out *ServerOutput) e
 	if !ok {
 		return ErrNoClient
 	}
-	return s.send(now, ref, payload, out)
+	_, err := s.send(now, ref, [][]byte{payload}, out)
+	return err
 }
 
 // SendConn is Send to the connection of generation gen in slot i (an
 // Event's Index and Gen): it fails with ErrNoClient once that connection
 // has ended, even if another client holds the slot since.
 func (s *Server) SendConn(now time.Time, i int, gen uint64, payload []byte, out *ServerOutput) error {
-	out.reset()
-	if i < 0 || i >= len(s.slots) {
-		return ErrNoClient
-	}
-	return s.send(now, slotRef{i, gen}, payload, out)
+	_, err := s.SendConnBatch(now, i, gen, [][]byte{payload}, out)
+	return err
 }
 
-func (s *Server) send(now time.Time, ref slotRef, payload []byte, out *ServerOutput) error {
-	if len(payload) > wire.MaxPayloadBytes {
-		return ErrPayloadSize
+// SendConnBatch is SendConn for each of ps in order, under one take of the
+// connection's lock, their packets in out together (a batched write's). It
+// seals all or none: it fails with ErrPayloadSize if any is too large,
+// ErrNoClient once the connection has ended.
+func (s *Server) SendConnBatch(now time.Time, i int, gen uint64, ps [][]byte, out *ServerOutput) (int, error) {
+	out.reset()
+	if i < 0 || i >= len(s.slots) {
+		return 0, ErrNoClient
+	}
+	return s.send(now, slotRef{i, gen}, ps, out)
+}
+
+// send seals each of ps to the connection ref under its lock.
+func (s *Server) send(now time.Time, ref slotRef, ps [][]byte, out *ServerOutput) (int, error) {
+	if !payloadSizes(ps) {
+		return 0, ErrPayloadSize
 	}
 	c := &s.slots[ref.i]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.connected || c.gen != ref.gen {
-		return ErrNoClient
+		return 0, ErrNoClient
 	}
 	if !c.confirmed {
 		s.sendAccepted(&c.conn, out)
 	}
-	buf, start := out.mark()
-	s.rand(c.iv[:])
-	buf = wire.AppendPayload(buf, c.seq, &c.s2c, &c.iv, payload)
-	c.seq++
-	out.push(buf, start, c.addr)
+	for _, payload := range ps {
+		buf, start := out.mark()
+		s.rand(c.iv[:])
+		buf = wire.AppendPayload(buf, c.seq, &c.s2c, &c.iv, payload)
+		c.seq++
+		out.push(buf, start, c.addr)
+	}
 	c.lastSend = now
-	return nil
+	return len(ps), nil
 }
 
 // Disconnect ends the connection in slot i, with the redundant

@@ -27,6 +27,19 @@ func TestSealOpenAlloc(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per seal and open, want 0", allocs)
 	}
+	var bk BoxKey
+	bk.Set(&key, &testCtx)
+	var iv [IVBytes]byte
+	allocs = testing.AllocsPerRun(100, func() {
+		id++
+		bk.SealIV(box, msg, id, &iv)
+		if bk.Open(out, box, id) != nil {
+			t.Fatal("open failed")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per seal and open with a BoxKey, want 0", allocs)
+	}
 }
 
 func BenchmarkSeal(b *testing.B) {
@@ -40,6 +53,37 @@ func BenchmarkSeal(b *testing.B) {
 			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
 				Seal(box, msg, uint64(i), &testCtx, &key)
+			}
+		})
+	}
+}
+
+// BenchmarkBoxKey is BenchmarkSeal and BenchmarkOpen with the key's
+// states computed once, as a connection's packet keys are.
+func BenchmarkBoxKey(b *testing.B) {
+	for _, n := range []int{0, 100, 1207} {
+		var bk BoxKey
+		bk.Set(&[KeyBytes]byte{}, &testCtx)
+		msg := make([]byte, n)
+		box := make([]byte, n+HeaderBytes)
+		var iv [IVBytes]byte
+		b.Run("seal/"+strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for i := 0; b.Loop(); i++ {
+				bk.SealIV(box, msg, uint64(i), &iv)
+			}
+		})
+		bk.SealIV(box, msg, 1, &iv)
+		b.Run("open/"+strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				if bk.Open(msg, box, 1) != nil {
+					b.Fatal("open failed")
+				}
 			}
 		})
 	}

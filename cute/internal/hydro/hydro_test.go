@@ -187,6 +187,19 @@ func TestSecretboxVectors(t *testing.T) {
 		assert.Equal(t, []byte(c.Out), buf)
 		require.NoError(t, Open(buf[:len(c.Msg)], buf, c.MsgID, ctx, key))
 		assert.Equal(t, []byte(c.Msg), buf[:len(c.Msg)])
+
+		// The same with the key's states computed once (BoxKey), twice
+		// over: a BoxKey is not changed by its seals and opens.
+		var bk BoxKey
+		bk.Set(key, ctx)
+		for range 2 {
+			clear(box)
+			bk.SealIV(box, c.Msg, c.MsgID, (*[IVBytes]byte)(c.IV))
+			assert.Equal(t, []byte(c.Out), box, "case %d, BoxKey", i)
+			clear(msg)
+			assert.Equal(t, c.Decrypts, bk.Open(msg, box, c.MsgID) == nil)
+			assert.Equal(t, []byte(c.Msg), msg)
+		}
 	}
 	require.Len(t, sb.Seeded, 3)
 	for _, c := range sb.Seeded {
@@ -200,6 +213,11 @@ func TestSecretboxVectors(t *testing.T) {
 		msg := bytes.Repeat([]byte{0xaa}, n)
 		err := Open(msg, c.Ciphertext, c.MsgID, ctxOf(t, c.Ctx), (*[KeyBytes]byte)(c.Key))
 		assert.Equal(t, c.Accepted, err == nil, c.What)
+		var bk BoxKey
+		bk.Set((*[KeyBytes]byte)(c.Key), ctxOf(t, c.Ctx))
+		again := bytes.Repeat([]byte{0xaa}, n)
+		assert.Equal(t, err == nil, bk.Open(again, c.Ciphertext, c.MsgID) == nil, "%s, BoxKey", c.What)
+		assert.Equal(t, msg, again, "%s, BoxKey", c.What)
 		if c.Accepted {
 			assert.Equal(t, []byte(c.Plaintext), msg, c.What)
 		} else {

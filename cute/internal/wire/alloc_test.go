@@ -12,7 +12,7 @@ func TestPacketAlloc(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector changes what escapes to the heap (a stack IV passed to crypto/rand does); .ci/run runs this test without -race")
 	}
-	var key Key
+	pk := packetKey(make([]byte, KeyBytes))
 	var iv IV
 	payload := make([]byte, MaxPayloadBytes)
 	buf := make([]byte, 0, MaxPacketBytes)
@@ -21,8 +21,8 @@ func TestPacketAlloc(t *testing.T) {
 	seq := uint64(0)
 	allocs := testing.AllocsPerRun(100, func() {
 		seq++
-		b := AppendPayload(buf[:0], seq, &key, &iv, payload)
-		if Open(b, &key, &r, &p) != nil {
+		b := AppendPayload(buf[:0], seq, pk, &iv, payload)
+		if Open(b, pk, &r, &p) != nil {
 			t.Fatal("open failed")
 		}
 	})
@@ -32,7 +32,7 @@ func TestPacketAlloc(t *testing.T) {
 }
 
 func BenchmarkPayloadRoundTrip(b *testing.B) {
-	var key Key
+	pk := packetKey(make([]byte, KeyBytes))
 	var iv IV
 	payload := make([]byte, 100)
 	buf := make([]byte, 0, MaxPacketBytes)
@@ -40,8 +40,8 @@ func BenchmarkPayloadRoundTrip(b *testing.B) {
 	var p Packet
 	b.ReportAllocs()
 	for i := uint64(0); b.Loop(); i++ {
-		pkt := AppendPayload(buf[:0], i, &key, &iv, payload)
-		if Open(pkt, &key, &r, &p) != nil {
+		pkt := AppendPayload(buf[:0], i, pk, &iv, payload)
+		if Open(pkt, pk, &r, &p) != nil {
 			b.Fatal("open failed")
 		}
 	}

@@ -75,12 +75,13 @@ func FuzzReadClientToken(f *testing.F) {
 func FuzzOpen(f *testing.F) {
 	var key Key
 	key[0] = 3
+	pk := packetKey(key[:])
 	for _, b := range [][]byte{
-		AppendEmpty(nil, KeepAlive, 1, &key, &IV{}),
-		AppendAccepted(nil, 2, &key, &IV{}, 7, 32, 10),
-		AppendChallenge(nil, ChallengeRequest, 3, &key, &IV{}, 4, &[ChallengeDataBytes]byte{}),
-		AppendPayload(nil, 4, &key, &IV{}, []byte("hello")),
-		AppendPayload(nil, 5, &key, &IV{}, nil),
+		AppendEmpty(nil, KeepAlive, 1, pk, &IV{}),
+		AppendAccepted(nil, 2, pk, &IV{}, 7, 32, 10),
+		AppendChallenge(nil, ChallengeRequest, 3, pk, &IV{}, 4, &[ChallengeDataBytes]byte{}),
+		AppendPayload(nil, 4, pk, &IV{}, []byte("hello")),
+		AppendPayload(nil, 5, pk, &IV{}, nil),
 	} {
 		f.Add(b)
 	}
@@ -88,11 +89,11 @@ func FuzzOpen(f *testing.F) {
 		var r Replay
 		var p Packet
 		data := bytes.Clone(b)
-		if Open(data, &key, &r, &p) == nil {
+		if Open(data, pk, &r, &p) == nil {
 			if len(p.Payload) > MaxPayloadBytes || (p.Type == Payload && len(p.Payload)+HeaderBytes+2 != len(b)) {
 				t.Fatalf("payload of %d bytes from %d", len(p.Payload), len(b))
 			}
-			if Open(bytes.Clone(b), &key, &r, &p) == nil {
+			if Open(bytes.Clone(b), pk, &r, &p) == nil {
 				t.Fatal("the same packet opened twice with one replay buffer")
 			}
 		}

@@ -6,6 +6,19 @@ import "github.com/gonetcode/netcode/cute/internal/hydro"
 // the client, its server-to-client key for packets from the server.
 type Key = [KeyBytes]byte
 
+// PacketKey is a Key ready to seal and open packets: the secretbox states
+// the key and the protocol's Context give, computed once (NewPacketKey),
+// so that no packet repeats those permutations (hydro.BoxKey). A
+// connection keeps its two keys this way.
+type PacketKey = hydro.BoxKey
+
+// NewPacketKey returns k ready for packets.
+func NewPacketKey(k *Key) PacketKey {
+	var pk PacketKey
+	pk.Set(k, &Context)
+	return pk
+}
+
 // IV is the random input of one seal. It is never sent; it only makes the
 // SIV, and so the keystream, unique even when a sequence repeats.
 type IV = [hydro.IVBytes]byte
@@ -35,13 +48,13 @@ func grow(dst []byte, n int) []byte {
 
 // seal encrypts the body of the packet p (SIV ‖ MAC ‖ ciphertext from offset
 // 37), with the sequence as the message id.
-func seal(p []byte, seq uint64, key *Key, iv *IV) {
-	hydro.SealIV(p[sealAt:], p[HeaderBytes:], seq, &Context, key, iv)
+func seal(p []byte, seq uint64, key *PacketKey, iv *IV) {
+	key.SealIV(p[sealAt:], p[HeaderBytes:], seq, iv)
 }
 
 // AppendEmpty appends a sealed packet with an empty body: ConnectionDenied,
 // KeepAlive or Disconnect (73 bytes).
-func AppendEmpty(dst []byte, t Type, seq uint64, key *Key, iv *IV) []byte {
+func AppendEmpty(dst []byte, t Type, seq uint64, key *PacketKey, iv *IV) []byte {
 	dst, at := begin(dst, t, seq, 0)
 	seal(dst[at:], seq, key, iv)
 	return dst
@@ -50,7 +63,7 @@ func AppendEmpty(dst []byte, t Type, seq uint64, key *Key, iv *IV) []byte {
 // AppendAccepted appends a sealed ConnectionAccepted (89 bytes): the client
 // id from the token, the server's slot count and its connection timeout in
 // seconds.
-func AppendAccepted(dst []byte, seq uint64, key *Key, iv *IV, clientID uint64, maxClients, timeout uint32) []byte {
+func AppendAccepted(dst []byte, seq uint64, key *PacketKey, iv *IV, clientID uint64, maxClients, timeout uint32) []byte {
 	dst, at := begin(dst, ConnectionAccepted, seq, 16)
 	b := dst[at+HeaderBytes:]
 	le.PutUint64(b[0:], clientID)
@@ -62,7 +75,7 @@ func AppendAccepted(dst []byte, seq uint64, key *Key, iv *IV, clientID uint64, m
 
 // AppendChallenge appends a sealed ChallengeRequest or ChallengeResponse
 // (337 bytes): the challenge nonce and the 256 challenge bytes.
-func AppendChallenge(dst []byte, t Type, seq uint64, key *Key, iv *IV, nonce uint64, data *[ChallengeDataBytes]byte) []byte {
+func AppendChallenge(dst []byte, t Type, seq uint64, key *PacketKey, iv *IV, nonce uint64, data *[ChallengeDataBytes]byte) []byte {
 	dst, at := begin(dst, t, seq, 8+ChallengeDataBytes)
 	b := dst[at+HeaderBytes:]
 	le.PutUint64(b, nonce)
@@ -74,7 +87,7 @@ func AppendChallenge(dst []byte, t Type, seq uint64, key *Key, iv *IV, nonce uin
 // AppendPayload appends a sealed Payload: a u16 length and the payload,
 // 0..MaxPayloadBytes bytes (the code sends empty payloads too). It panics
 // on a longer payload; callers check first.
-func AppendPayload(dst []byte, seq uint64, key *Key, iv *IV, payload []byte) []byte {
+func AppendPayload(dst []byte, seq uint64, key *PacketKey, iv *IV, payload []byte) []byte {
 	if len(payload) > MaxPayloadBytes {
 		panic("cute/wire: payload larger than MaxPayloadBytes")
 	}
@@ -114,7 +127,7 @@ type Packet struct {
 // 74-byte datagram or an over-long field makes it copy bytes from outside
 // the plaintext). The type byte is not authenticated: a packet relabelled to
 // another type of the same size opens as that type; only the sizes tell.
-func Open(data []byte, key *Key, replay *Replay, p *Packet) error {
+func Open(data []byte, key *PacketKey, replay *Replay, p *Packet) error {
 	if len(data) < HeaderBytes {
 		return ErrPacketSize
 	}
@@ -145,7 +158,7 @@ func Open(data []byte, key *Key, replay *Replay, p *Packet) error {
 		return ErrReplayed
 	}
 	body := data[sealAt : n-hydro.HeaderBytes]
-	if hydro.Open(body, data[sealAt:], seq, &Context, key) != nil {
+	if key.Open(body, data[sealAt:], seq) != nil {
 		return ErrDecrypt
 	}
 	*p = Packet{Type: t, Sequence: seq}

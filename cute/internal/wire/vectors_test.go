@@ -316,13 +316,13 @@ func loadPackets(t testing.TB) *packetVectors {
 	return &v
 }
 
-func keyOf(t testing.TB, name string, c2s, s2c hx) *Key {
+func keyOf(t testing.TB, name string, c2s, s2c hx) *PacketKey {
 	t.Helper()
 	switch name {
 	case "client_to_server_key":
-		return (*Key)(c2s)
+		return packetKey(c2s)
 	case "server_to_client_key":
-		return (*Key)(s2c)
+		return packetKey(s2c)
 	}
 	t.Fatalf("key %q", name)
 	return nil
@@ -338,7 +338,7 @@ func TestPacketVectors(t *testing.T) {
 			if c.Type == ConnectToken {
 				require.Len(t, c.Bytes, TokenPacketBytes)
 				var p Packet
-				assert.ErrorIs(t, Open(bytes.Clone(c.Bytes), &Key{}, nil, &p), ErrPacketType)
+				assert.ErrorIs(t, Open(bytes.Clone(c.Bytes), packetKey(make([]byte, KeyBytes)), nil, &p), ErrPacketType)
 				return
 			}
 			key := keyOf(t, c.Key, v.Keys.C2S, v.Keys.S2C)
@@ -479,9 +479,15 @@ func TestReplayVectors(t *testing.T) {
 	var r Replay
 	for _, st := range v.ThroughOpen.Steps {
 		var p Packet
-		err := Open(bytes.Clone(st.Bytes), (*Key)(v.ThroughOpen.Key), &r, &p)
+		err := Open(bytes.Clone(st.Bytes), packetKey(v.ThroughOpen.Key), &r, &p)
 		assert.Equal(t, st.Accepted, err == nil, st.What)
 		assert.Equal(t, st.MaxAfter, r.Max(), st.What)
 		assert.Equal(t, st.SlotAfter, r.Slot(10), st.What)
 	}
+}
+
+// packetKey is the 32-byte key b ready for packets.
+func packetKey(b []byte) *PacketKey {
+	pk := NewPacketKey((*Key)(b))
+	return &pk
 }

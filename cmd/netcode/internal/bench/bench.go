@@ -100,7 +100,7 @@ type Config struct {
 	Child []string `json:"-"`
 
 	MaxClients      int           // server slots; default Clients
-	ReadShards      int           // server sockets read in parallel (ServerConfig.Socket.ReadShards)
+	ReadShards      int           // server sockets read in parallel (ServerConfig.Socket.ReadShards; cute.ServerConfig.ReadShards in the Cute phase)
 	DialConcurrency int           // handshakes in flight at once; default 256
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
 	TimeoutSeconds  int32         // the tokens' connection timeout; default 10

@@ -242,6 +242,7 @@ func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServe
 			SecretKey:     sk,
 			MaxClients:    min(cfg.MaxClients, cute.MaxMaxClients),
 			MaxPending:    min(cfg.DialConcurrency, 4096),
+			ReadShards:    cfg.ReadShards, // as netcode's phase
 			Logger:        cfg.Logger,
 			// The bench measures the protocol layer, payload for payload,
 			// as it does netcode's.
