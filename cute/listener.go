@@ -111,6 +111,8 @@ type Listener struct {
 
 	ticker *engine.Ticker // when the updater runs the core's Update next
 
+	received sendq.Traffic // datagrams the reader and pulling Reads took from the socket
+
 	rout core.ServerOutput // the read turn's
 	outs sync.Pool         // *core.ServerOutput for Close and the updater
 }
@@ -220,6 +222,7 @@ func (r listenerReceiver) Receive(ms []transport.Message) {
 	if len(ms) > 1 {
 		l.sq.Burst() // their replies leave together
 	}
+	l.received.AddAll(ms)
 	now := time.Now()
 	for i := range ms {
 		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
@@ -354,40 +357,6 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 
 // ClientCount returns the number of connected clients.
 func (l *Listener) ClientCount() int { return l.core.ClientCount() }
-
-// Stats are a Listener's counters since it started: what it refused and
-// why (see the README's security table), and what it holds now.
-type Stats struct {
-	Connected         int    // clients connected now
-	Pending           int    // handshakes in progress now
-	PendingFull       uint64 // tokens refused because the handshake table was full
-	PendingExpired    uint64 // handshakes dropped by HalfOpenTimeout, handshake timeout or token expiry
-	TokenInUse        uint64 // tokens refused because the same token is handshaking from another address
-	TokenUnanswered   uint64 // tokens refused because a handshake with them went unanswered (until they expire)
-	HistoryFull       uint64 // connections refused because the token history was full
-	TokenReplayed     uint64 // tokens refused because they were consumed already
-	Denied            uint64 // CONNECTION_DENIED sent (server full)
-	KeepAlivesDropped uint64 // keepalives dropped by a full send queue
-	SendErrors        uint64 // datagrams the socket refused to send
-}
-
-// Stats returns a snapshot of the server's counters.
-func (l *Listener) Stats() Stats {
-	s := l.core.Stats()
-	return Stats{
-		Connected:         l.core.ClientCount(),
-		Pending:           l.core.PendingCount(),
-		PendingFull:       s.PendingFull,
-		PendingExpired:    s.PendingExpired,
-		TokenInUse:        s.TokenInUse,
-		TokenUnanswered:   s.TokenUnanswered,
-		HistoryFull:       s.HistoryFull,
-		TokenReplayed:     s.TokenReplayed,
-		Denied:            s.Denied,
-		KeepAlivesDropped: l.sq.Dropped(),
-		SendErrors:        l.sq.Refused(),
-	}
-}
 
 // Close disconnects every client (with DISCONNECT packets), stops the
 // read loop and the writer, and closes the socket. Conns end with

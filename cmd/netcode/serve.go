@@ -19,6 +19,7 @@ import (
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/fleet"
 	netserver "github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/metrics"
 )
 
 // serveReady, if set, is told the server's address once it listens (tests).
@@ -86,7 +87,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients, "token_history", l.Stats().HistoryLimit)
 	var ops *opsServer // nil without -metrics
 	if *metricsAddr != "" {
-		if ops, err = startOps(*metricsAddr, l, log); err != nil {
+		if ops, err = startOps(*metricsAddr, metrics.NewCollector(l, nil), log); err != nil {
 			l.Close()
 			return err
 		}
@@ -115,7 +116,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ops.setDraining()
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	drain(l, *drainFor, again, log)
+	drain(netcodeDrain{l}, *drainFor, again, log)
 	signal.Stop(again)
 	err = errors.Join(reg.close(), l.Close())
 	wg.Wait()
