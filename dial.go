@@ -81,13 +81,14 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	laddr := d.LocalAddr
 	log := discardIfNil(d.Logger)
 	var pc net.PacketConn
+	opts := d.Socket.options(log)
 	if d.ListenPacket != nil {
-		if d.Socket.Control != nil {
-			return nil, opError("dial", nil, first, errControlTransport)
+		if err := opts.CallerTransport(); err != nil {
+			return nil, opError("dial", nil, first, err)
 		}
 		pc, err = d.ListenPacket(ctx, network, laddr)
 		if err == nil {
-			if err = d.Socket.applyTo(pc, log); err != nil {
+			if err = opts.Apply(pc); err != nil {
 				pc.Close()
 			}
 		}
@@ -95,9 +96,9 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		if laddr == "" {
 			laddr = ":0"
 		}
-		pc, err = transport.ListenUDP(network, laddr, d.Socket.Buffer, d.Socket.Control)
-		if err == nil && d.Socket.PacketTagging {
-			tagSocket(pc, log)
+		var ucs []*net.UDPConn
+		if ucs, err = opts.Listen(network, laddr, 1); err == nil {
+			pc = ucs[0]
 		}
 	}
 	if err != nil {

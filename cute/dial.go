@@ -36,8 +36,17 @@ type Dialer struct {
 	BareProtocol bool
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
-
-	listenPacket func(network, laddr string) (net.PacketConn, error) // tests: the socket; nil: UDP
+	// ListenPacket, if set, opens the datagram transport the client uses
+	// instead of a UDP socket (an in-memory network in tests, or a
+	// tunnel), as netcode's Dialer.ListenPacket does. network is "udp",
+	// "udp4" or "udp6" as the token's addresses need; the Conn owns the
+	// result and closes it. Socket applies to it as SocketConfig says for
+	// a caller's transport.
+	ListenPacket func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
+	// Socket sets up the Conn's UDP socket: its buffers, packet tagging
+	// and a Control hook. With ListenPacket, only what SocketConfig says
+	// applies to a caller's transport does.
+	Socket SocketConfig
 }
 
 // Dial connects with a 1114-byte connect token, trying its servers in
@@ -94,14 +103,27 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: fmt.Errorf("%w: %w", stateErr(cc.State()), err)}
 	}
 	laddr := d.LocalAddr
-	if laddr == "" {
-		laddr = ":0"
-	}
+	network := transport.NetworkFor(ct.ServerAddrs)
+	opts := d.Socket.options(d.Logger)
 	var uc net.PacketConn
-	if d.listenPacket != nil {
-		uc, err = d.listenPacket(transport.NetworkFor(ct.ServerAddrs), laddr)
+	if d.ListenPacket != nil {
+		if err := opts.CallerTransport(); err != nil {
+			return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
+		}
+		uc, err = d.ListenPacket(ctx, network, laddr)
+		if err == nil {
+			if err = opts.Apply(uc); err != nil {
+				uc.Close()
+			}
+		}
 	} else {
-		uc, err = transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0, nil)
+		if laddr == "" {
+			laddr = ":0"
+		}
+		var ucs []*net.UDPConn
+		if ucs, err = opts.Listen(network, laddr, 1); err == nil {
+			uc = ucs[0]
+		}
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
@@ -132,9 +154,11 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 
 	select {
 	case <-dc.connected:
-		// The socket is the Dialer's own: fix its peer to the server
-		// (transport.Connect), which lets Writes be held for a train.
-		dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
+		if d.ListenPacket == nil {
+			// The socket is the Dialer's own: fix its peer to the server
+			// (transport.Connect), which lets Writes be held for a train.
+			dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
+		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()

@@ -80,6 +80,9 @@ type ServerConfig struct {
 	BareProtocol bool
 	// Logger receives the server's logs; nil is silent.
 	Logger *slog.Logger
+	// Socket sets up the server's UDP socket: its buffers, packet tagging
+	// and a Control hook.
+	Socket SocketConfig
 }
 
 // Listener is a Cute server: a net.Listener whose Accept returns a *Conn
@@ -120,32 +123,61 @@ type Listener struct {
 // Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
 // serves the Cute Protocol on it.
 func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
+	c, err := checkServerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ucs, err := c.Socket.options(c.Logger).Listen(network, address, 1)
+	if err != nil {
+		return nil, err
+	}
+	l, err := newListener(ucs[0], c)
+	if err != nil {
+		ucs[0].Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// NewListener serves the Cute Protocol on any datagram transport. The
+// Listener owns pc: Close closes it. On an error pc is left open.
+// cfg.Socket applies to pc as SocketConfig says: Buffer and PacketTagging
+// if pc is a *net.UDPConn; a Control hook is refused.
+func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
+	c, err := checkServerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Socket.options(c.Logger).Apply(pc); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: pc.LocalAddr(), Err: err}
+	}
+	return newListener(pc, c)
+}
+
+// checkServerConfig refuses a configuration no server should run with,
+// and returns a copy of it.
+func checkServerConfig(cfg *ServerConfig) (ServerConfig, error) {
 	if cfg == nil {
 		cfg = &ServerConfig{}
 	}
 	c := *cfg
 	if err := c.SecretKey.check(); err != nil {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: err}
 	}
 	if c.SecretKey.Public() != c.PublicKey {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
 	}
 	if err := c.Messages.check(); err != nil {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: err}
 	}
-	uc, err := transport.ListenUDP(network, address, transport.DefaultSocketBuffer, nil)
-	if err != nil {
-		return nil, err
-	}
-	return newListener(uc, c)
+	return c, nil
 }
 
-// newListener serves the Cute Protocol on pc (tests pass simulated
-// sockets), closing it on failure.
+// newListener serves the Cute Protocol on uc, checked by
+// checkServerConfig; on an error uc is left open.
 func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 	addrs, err := transport.ServerAddrs(c.PublicAddr, uc.LocalAddr())
 	if err != nil {
-		uc.Close()
 		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: fmt.Errorf("cute: %w", err)}
 	}
 	maxClients := c.MaxClients
@@ -164,7 +196,6 @@ func newListener(uc net.PacketConn, c ServerConfig) (*Listener, error) {
 		History:           core.NewHistory(max(maxClients*HistoryPerSlot, 4096), uint64(now.Unix())),
 	})
 	if err != nil {
-		uc.Close()
 		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: err}
 	}
 	if c.AcceptQueue <= 0 {
