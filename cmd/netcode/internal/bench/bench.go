@@ -107,8 +107,9 @@ type Config struct {
 	ProtocolID      uint64        // default DefaultProtocolID
 	// Dialect "cute" measures the Cute Protocol dialect too (package
 	// cute), in the same run right after netcode, reported beside it;
-	// "" or "netcode" measures netcode only. Cute's server runs in this
-	// process (ServerProcess applies to netcode's).
+	// "" or "netcode" measures netcode only. With ServerProcess, Cute's
+	// server runs in a child process too; Light and ReadShards apply to
+	// netcode only (Cute has no light generator, nor read shards).
 	Dialect string
 
 	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
@@ -508,9 +509,7 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	if cfg.ProfileConnect {
 		winProfile = nil
 	}
-	if dialect == "netcode" {
-		r.datagrams = srv.datagrams
-	}
+	r.datagrams = srv.datagrams
 	if srv.child != nil {
 		r.wakes = srv.wakes
 	}
