@@ -78,29 +78,8 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	network := transport.NetworkFor(tok.ServerAddrs)
 	// Errors name the server tried: the first until the handshake moves on.
 	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
-	laddr := d.LocalAddr
 	log := discardIfNil(d.Logger)
-	var pc net.PacketConn
-	opts := d.Socket.options(log)
-	if d.ListenPacket != nil {
-		if err := opts.CallerTransport(); err != nil {
-			return nil, opError("dial", nil, first, err)
-		}
-		pc, err = d.ListenPacket(ctx, network, laddr)
-		if err == nil {
-			if err = opts.Apply(pc); err != nil {
-				pc.Close()
-			}
-		}
-	} else {
-		if laddr == "" {
-			laddr = ":0"
-		}
-		var ucs []*net.UDPConn
-		if ucs, err = opts.Listen(network, laddr, 1); err == nil {
-			pc = ucs[0]
-		}
-	}
+	pc, err := d.Socket.options(log).Dial(ctx, network, d.LocalAddr, d.ListenPacket)
 	if err != nil {
 		return nil, opError("dial", nil, first, err)
 	}

@@ -102,29 +102,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: fmt.Errorf("%w: %w", stateErr(cc.State()), err)}
 	}
-	laddr := d.LocalAddr
-	network := transport.NetworkFor(ct.ServerAddrs)
-	opts := d.Socket.options(d.Logger)
-	var uc net.PacketConn
-	if d.ListenPacket != nil {
-		if err := opts.CallerTransport(); err != nil {
-			return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
-		}
-		uc, err = d.ListenPacket(ctx, network, laddr)
-		if err == nil {
-			if err = opts.Apply(uc); err != nil {
-				uc.Close()
-			}
-		}
-	} else {
-		if laddr == "" {
-			laddr = ":0"
-		}
-		var ucs []*net.UDPConn
-		if ucs, err = opts.Listen(network, laddr, 1); err == nil {
-			uc = ucs[0]
-		}
-	}
+	uc, err := d.Socket.options(d.Logger).Dial(ctx, transport.NetworkFor(ct.ServerAddrs), d.LocalAddr, d.ListenPacket)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
 	}

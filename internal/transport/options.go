@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -38,6 +39,39 @@ func (o *Options) Listen(network, address string, n int) ([]*net.UDPConn, error)
 		}
 	}
 	return ucs, nil
+}
+
+// ListenPacket is a Dialer's ListenPacket hook (netcode's, cute's): it
+// opens the datagram transport a dialed Conn uses instead of a UDP socket.
+type ListenPacket = func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
+
+// Dial opens a dialed Conn's socket on network: the caller's transport
+// from listenPacket, set up by Apply (closed if Apply refuses it), or,
+// with listenPacket nil, a UDP socket on laddr (":0" if empty) set up as
+// Listen sets one up.
+func (o *Options) Dial(ctx context.Context, network, laddr string, listenPacket ListenPacket) (net.PacketConn, error) {
+	if listenPacket != nil {
+		if err := o.CallerTransport(); err != nil {
+			return nil, err
+		}
+		pc, err := listenPacket(ctx, network, laddr)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Apply(pc); err != nil {
+			pc.Close()
+			return nil, err
+		}
+		return pc, nil
+	}
+	if laddr == "" {
+		laddr = ":0"
+	}
+	ucs, err := o.Listen(network, laddr, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ucs[0], nil
 }
 
 // CallerTransport refuses a Control hook for a transport the caller
