@@ -19,6 +19,7 @@ import (
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
+	"github.com/gonetcode/netcode/fleet"
 	"github.com/gonetcode/netcode/metrics"
 )
 
@@ -179,6 +180,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	verbose := fs.Bool("v", false, "log connections to stderr")
 	bare := fs.Bool("bare", false, "speak the bare protocol layer, without Cute Framework's client/server layer")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
+	regFlags := addRegistryFlags(fs) // the registry's protocol id is -app
 	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -188,6 +190,9 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := checkAddrs(map[string]string{"-addr": *addr, "-public-addr": *public, "-metrics": *metricsAddr}); err != nil {
+		return err
+	}
+	if err := regFlags.check(); err != nil {
 		return err
 	}
 	level := slog.LevelInfo
@@ -211,6 +216,14 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
+	reg, err := regFlags.register(ctx, fleet.CuteSource(l), *app, *public, log)
+	if err != nil {
+		l.Close()
+		return errors.Join(err, ops.close())
+	}
+	if reg != nil {
+		ops.collect(fleet.NewServerCollector(reg.srv, nil))
+	}
 	if serveReady != nil {
 		serveReady(l.Addr())
 	}
@@ -218,19 +231,18 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	go func() { served <- cuteEchoServe(l) }()
 	select {
 	case err = <-served: // the socket failed
-		l.Close()
+		err = errors.Join(err, reg.close(), l.Close())
 		return errors.Join(err, ops.close())
 	case <-ctx.Done():
 	}
 	// Deny first, then report not ready, as serve does.
-	l.Drain()
+	reg.drain(l) // the Listener, and the registry's entry
 	ops.setDraining()
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	drain(cuteDrain{l}, *drainFor, again, log)
 	signal.Stop(again)
-	l.Close()
-	err = errors.Join(<-served, ops.close())
+	err = errors.Join(reg.close(), l.Close(), <-served, ops.close())
 	st := l.Stats()
 	log.Info("cute echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimedOut, "denied", st.Denied)
 	return err
