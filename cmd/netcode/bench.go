@@ -76,7 +76,9 @@ process, Go WebTransport clients: webtransport.DialRelay, or a netcode
 client over webtransport.Dial), with the same report. -bridge wire and
 wt-wire measure the wire (package bridge/wire) in the bridge's process,
 between netcode clients over transport.Dial or webtransport.Dial at
-/wire/<port> and the netcode echo server on UDP in the server's process.
+/wire/<port> and the netcode echo server on UDP in the server's process;
+with -dialect cute, between Cute clients (the bare protocol layer) and a
+Cute echo server, as Cute Framework's web builds reach their servers.
 
 -bridge websocket measures the floor the others pay on the browser's
 side: a plain coder/websocket echo server in a child process (no netcode,
@@ -97,7 +99,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
-	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode")
+	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode (with -bridge wire or wt-wire: Cute clients and a Cute server instead of netcode's)")
 	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards; default 1; netcode's server only)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
 	fs.BoolVar(&cfg.Light, "light", false, "run the netcode clients on the light generator: the client core, 1024 clients per socket on their own 127.x.y.z addresses, one reader and one keep-alive ticker per socket (Linux; use it from about 4096 clients, where dialed Conns cost the generator more CPU than the server)")
@@ -135,6 +137,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			TimeoutSeconds:  int32(*timeout),
 			ProtocolID:      uint64(proto),
 			CPUProfile:      *cpuprofile,
+			Dialect:         cfg.Dialect,
 		}
 		if !set["size"] {
 			bc.Size = bench.DefaultBridgeSize
