@@ -283,7 +283,11 @@ func cuteServerConfig(app uint64, sk cute.SecretKey, maxClients, maxPending int,
 		SecretKey:     sk,
 		MaxClients:    maxClients,
 		MaxPending:    maxPending,
-		Logger:        log,
+		// Every client may wait for Accept, as netcode's AcceptBacklog
+		// defaults to: a burst of dials must not find the queue (64 by
+		// default) full and be disconnected.
+		AcceptQueue: maxClients,
+		Logger:      log,
 		// The bench measures the protocol layer, payload for payload,
 		// as it does netcode's.
 		BareProtocol: true,
