@@ -11,10 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
@@ -235,13 +233,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errors.Join(err, ops.close())
 	case <-ctx.Done():
 	}
-	// Deny first, then report not ready, as serve does.
-	reg.drain(l) // the Listener, and the registry's entry
-	ops.setDraining()
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	drain(cuteDrain{l}, *drainFor, again, log)
-	signal.Stop(again)
+	stopServing(reg, ops, cuteDrain{l}, *drainFor, log)
 	err = errors.Join(reg.close(), l.Close(), <-served, ops.close())
 	st := l.Stats()
 	log.Info("cute echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimedOut, "denied", st.Denied)

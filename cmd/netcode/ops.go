@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -120,6 +122,20 @@ type (
 
 func (l netcodeDrain) connected() int { return l.Stats().Connected }
 func (l cuteDrain) connected() int    { return l.Stats().Connected }
+
+// stopServing is what serve and cute serve do once told to stop: deny new
+// clients first (the Listener and the registry's entry), then report not
+// ready, so that whoever sees /readyz turn 503 can rely on new clients
+// being denied; then wait for the connected ones for up to d, or until a
+// second signal.
+func stopServing(reg *registration, ops *opsServer, l drainable, d time.Duration, log *slog.Logger) {
+	reg.drain(l)
+	ops.setDraining()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	drain(l, d, again, log)
+	signal.Stop(again)
+}
 
 // drain denies new clients and waits until the connected ones have left,
 // for at most d or until a second signal arrives on stop.

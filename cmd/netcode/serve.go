@@ -8,12 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode"
@@ -110,14 +107,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		echoServe(l, log, *chat)
 	}()
 	<-ctx.Done()
-	// Deny first, then report not ready: whoever sees /readyz turn 503
-	// can rely on new clients being denied.
-	reg.drain(l) // the Listener, and the registry's entry
-	ops.setDraining()
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	drain(netcodeDrain{l}, *drainFor, again, log)
-	signal.Stop(again)
+	stopServing(reg, ops, netcodeDrain{l}, *drainFor, log)
 	err = errors.Join(reg.close(), l.Close())
 	wg.Wait()
 	err = errors.Join(err, ops.close())
