@@ -1,10 +1,7 @@
 package netcode
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"syscall"
 	"time"
 
@@ -124,28 +121,10 @@ type SocketConfig struct {
 	Control func(network, address string, c syscall.RawConn) error
 }
 
-// errControlTransport refuses a Control hook for a transport the caller
-// opened: the hook could never run.
-var errControlTransport = errors.New("netcode: SocketConfig.Control applies only to sockets netcode opens, not to NewListener's or Dialer.ListenPacket's transport")
-
-// applyTo applies the settings that can apply to a transport the caller
-// opened, pc: Buffer (a *net.UDPConn only; 0 leaves its buffers alone) and
-// PacketTagging. It refuses Control.
-func (s *SocketConfig) applyTo(pc net.PacketConn, log *slog.Logger) error {
-	if s.Control != nil {
-		return errControlTransport
-	}
-	if s.Buffer > 0 {
-		uc, ok := pc.(*net.UDPConn)
-		if !ok {
-			return fmt.Errorf("netcode: SocketConfig.Buffer needs a UDP socket; the transport is a %T", pc)
-		}
-		transport.SetBuffers(uc, s.Buffer)
-	}
-	if s.PacketTagging {
-		tagSocket(pc, log)
-	}
-	return nil
+// options is how the transport sets sockets up by s (one mechanism for
+// both dialects: transport.Options), with log for a refused tagging.
+func (s *SocketConfig) options(log *slog.Logger) *transport.Options {
+	return &transport.Options{Buffer: s.Buffer, PacketTagging: s.PacketTagging, Control: s.Control, Log: log, Dialect: "netcode"}
 }
 
 // discardIfNil returns log, or a silent logger for nil.

@@ -78,28 +78,8 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	network := transport.NetworkFor(tok.ServerAddrs)
 	// Errors name the server tried: the first until the handshake moves on.
 	first := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tok.ServerAddrs[0].Addr().Unmap(), tok.ServerAddrs[0].Port()))
-	laddr := d.LocalAddr
 	log := discardIfNil(d.Logger)
-	var pc net.PacketConn
-	if d.ListenPacket != nil {
-		if d.Socket.Control != nil {
-			return nil, opError("dial", nil, first, errControlTransport)
-		}
-		pc, err = d.ListenPacket(ctx, network, laddr)
-		if err == nil {
-			if err = d.Socket.applyTo(pc, log); err != nil {
-				pc.Close()
-			}
-		}
-	} else {
-		if laddr == "" {
-			laddr = ":0"
-		}
-		pc, err = transport.ListenUDP(network, laddr, d.Socket.Buffer, d.Socket.Control)
-		if err == nil && d.Socket.PacketTagging {
-			tagSocket(pc, log)
-		}
-	}
+	pc, err := d.Socket.options(log).Dial(ctx, network, d.LocalAddr, d.ListenPacket)
 	if err != nil {
 		return nil, opError("dial", nil, first, err)
 	}
@@ -447,15 +427,7 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 		}
 	}
 	dc.hw.Received(payloads, now)
-	switch {
-	case next.IsZero():
-	case !now.Before(next):
-		// Due at once (the answer to a challenge, a denial to act
-		// on): no need to wait for the timer.
-		dc.update()
-	default:
-		dc.due.Schedule(next)
-	}
+	dc.due.Settle(now, next)
 }
 
 // Bulk is msgconn.Bulker's: package reliable attached (a Stream or a

@@ -77,16 +77,13 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if shards > 1 && !transport.ReusePortSupported {
 		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
 	}
-	ucs, err := transport.ListenUDPShards(network, address, shards, sock.Buffer, sock.Control)
+	ucs, err := sock.options(discardIfNil(cfg.Logger)).Listen(network, address, shards)
 	if err != nil {
 		return nil, err
 	}
 	pcs := make([]net.PacketConn, len(ucs))
 	for i, uc := range ucs {
 		pcs[i] = uc
-		if sock.PacketTagging {
-			tagSocket(uc, discardIfNil(cfg.Logger))
-		}
 	}
 	l, err := newListener(pcs, cfg)
 	if err != nil {
@@ -106,7 +103,7 @@ func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Socket.applyTo(pc, discardIfNil(cfg.Logger)); err != nil {
+	if err := cfg.Socket.options(discardIfNil(cfg.Logger)).Apply(pc); err != nil {
 		return nil, err
 	}
 	return newListener([]net.PacketConn{pc}, cfg)
@@ -200,14 +197,6 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	}
 	go l.tickLoop()
 	return l, nil
-}
-
-// tagSocket turns packet tagging on for pc, and logs the operating
-// system's refusal as the reference does.
-func tagSocket(pc net.PacketConn, log *slog.Logger) {
-	if err := transport.SetTrafficClass(pc, transport.ExpeditedForwarding); err != nil {
-		log.Warn("netcode: packet tagging refused; packets go untagged", "addr", pc.LocalAddr().String(), "err", err)
-	}
 }
 
 // tickLoop sends keep-alives and applies timeouts and the core's sweeps,

@@ -2,476 +2,104 @@ package netcode_test
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/bridge/transport"
-	"github.com/gonetcode/netcode/internal/testing/netsim"
-	"github.com/gonetcode/netcode/internal/testing/race"
-	"github.com/gonetcode/netcode/token"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gonetcode/netcode"
+	"github.com/gonetcode/netcode/internal/testing/soak"
+	"github.com/gonetcode/netcode/token"
 )
 
 var soakFor = flag.Duration("soak", 0, "wall-clock duration of the long soak test (0: the short CI version)")
 
-// soakClients is how many clients TestSoakNetsim runs: 64, or 16 under the
-// race detector. It makes every goroutine many times slower, and 64
-// clients' traffic (keep-alives 10 times a second each way, the echoes)
-// then needs more CPU than a busy 2-core machine gives the test: the
-// process falls seconds behind its own traffic, and sessions of a
-// real-time protocol with 5 s timeouts time out by the dozen, against the
-// oracle (2 runs in 8 at load 18; none in 8 with 16 clients, in the same
-// interleaved runs). 16 clients keep the concurrency the race detector
-// needs: the restarts close live connections, every side still races.
-var soakClients = map[bool]int{false: 64, true: 16}[race.Enabled]
-
-// soakEnd is what TestSoakNetsim's oracle knows when a session ends.
-type soakEnd struct {
-	ws        bool // the client reaches the server over the WebSocket transport (a transport.Mux)
-	restarted bool // the listener was closed (and a new one opened) since the client began dialing, or was closing then
-	wsLost    bool // the dial's WebSocket ended from the server's side before the dial did
-	kicked    bool // the server closed this client's conn (client side: its server conn)
-	asked     bool // the client closed its conn (server side)
-	closed    bool // the listener that accepted it was closed (server side)
-}
-
-// soakRule is one way a session can end: an error (matched with
-// errors.Is) on one side in one phase, and the rule that allows it.
-type soakRule struct {
-	side  string // "dial", "client" (a connected client's Read or Write) or "server" (a server conn's Read)
-	err   error
-	rule  string
-	allow func(e soakEnd) bool // nil: never allowed
-}
-
-// soakNetsimEnds is TestSoakNetsim's oracle: every way a session can end,
-// with the rule that allows it; an end it does not list fails the test.
-// Some can never happen in the soak; they are listed with the reason.
-var soakNetsimEnds = []soakRule{
-	{"dial", io.EOF, "the listener closed after accepting our response, before its keep-alive reached us: " +
-		"its disconnects reached us in sending connection response", func(e soakEnd) bool { return e.restarted }},
-	{"dial", netcode.ErrConnectionResponseTimedOut, "the listener restarted between its challenge and our response: " +
-		"the new one cannot open the old one's challenge token (as in the reference), and nothing tells the client", func(e soakEnd) bool { return e.restarted }},
-	{"dial", netcode.ErrConnectionRequestTimedOut, "over the WebSocket transport, the listener (and its Mux) closed during the dial, " +
-		"or was closing as it began and its Mux admitted the dial's WebSocket just before its Close, " +
-		"ending the dial's WebSocket: the client hears nothing more until its timeout; never over UDP, where a new listener is up " +
-		"within milliseconds of a Close", func(e soakEnd) bool { return e.ws && e.restarted && e.wsLost }},
-	{"dial", netcode.ErrConnectionDenied, "never: there is a slot for every client", nil},
-	{"dial", netcode.ErrConnectTokenExpired, "never: tokens are fresh and valid for 30 s", nil},
-	{"dial", netcode.ErrInvalidConnectToken, "never: tokens are minted valid", nil},
-	{"dial", context.DeadlineExceeded, "never: the dial deadline is far beyond the protocol's 5 s timeouts", nil},
-	{"client", io.EOF, "the server kicked us, or its listener closed", func(e soakEnd) bool { return e.kicked || e.restarted }},
-	{"client", netcode.ErrConnectionTimedOut, "never: a server that forgets a client says so with disconnect packets", nil},
-	{"client", net.ErrClosed, "never: a client closes its conn only after its session", nil},
-	{"server", io.EOF, "the client closed its conn", func(e soakEnd) bool { return e.asked }},
-	{"server", net.ErrClosed, "the listener closed (a restart, or the end)", func(e soakEnd) bool { return e.closed }},
-	{"server", netcode.ErrConnectionTimedOut, "never: a client that leaves says so with disconnect packets", nil},
-}
-
-// judgeSoakEnd returns "" if err ends a session on side by a rule, else
-// what went wrong; and the rule's error, to count ends by kind.
-func judgeSoakEnd(side string, err error, e soakEnd) (bad string, kind error) {
-	for _, r := range soakNetsimEnds {
-		if r.side != side || !errors.Is(err, r.err) {
-			continue
-		}
-		if r.allow != nil && r.allow(e) {
-			return "", r.err
-		}
-		return fmt.Sprintf("%s: %v, against the rule %q (%+v)", side, err, r.rule, e), r.err
-	}
-	return fmt.Sprintf("%s: %v, which the oracle does not list", side, err), err
+// soakErrors are netcode's sentinels for the soak's oracle (soak.Ends).
+var soakErrors = soak.Errors{
+	RequestTimedOut:  netcode.ErrConnectionRequestTimedOut,
+	ResponseTimedOut: netcode.ErrConnectionResponseTimedOut,
+	Denied:           netcode.ErrConnectionDenied,
+	TokenExpired:     netcode.ErrConnectTokenExpired,
+	InvalidToken:     netcode.ErrInvalidConnectToken,
+	TimedOut:         netcode.ErrConnectionTimedOut,
 }
 
 func TestSoakNetsimOracle(t *testing.T) {
 	tests := []struct {
 		side string
 		err  error
-		e    soakEnd
+		e    soak.End
 		ok   bool
 	}{
-		{"client", &net.OpError{Op: "read", Err: io.EOF}, soakEnd{kicked: true}, true},
-		{"client", io.EOF, soakEnd{asked: true, closed: true}, false},
-		{"dial", netcode.ErrConnectionResponseTimedOut, soakEnd{restarted: true}, true},
-		{"dial", netcode.ErrConnectionResponseTimedOut, soakEnd{kicked: true}, false},
-		{"client", netcode.ErrConnectionTimedOut, soakEnd{restarted: true, kicked: true}, false},
-		{"server", io.ErrUnexpectedEOF, soakEnd{asked: true, closed: true}, false},
-		{"server", io.EOF, soakEnd{closed: true}, false},
-		{"server", net.ErrClosed, soakEnd{closed: true}, true},
-		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{restarted: true}, false},
-		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{ws: true, restarted: true, wsLost: true}, true},
-		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{ws: true, restarted: true}, false},
-		{"dial", netcode.ErrConnectionRequestTimedOut, soakEnd{ws: true, wsLost: true}, false},
+		{"client", &net.OpError{Op: "read", Err: io.EOF}, soak.End{Kicked: true}, true},
+		{"client", io.EOF, soak.End{Asked: true, Closed: true}, false},
+		{"dial", netcode.ErrConnectionResponseTimedOut, soak.End{Restarted: true}, true},
+		{"dial", netcode.ErrConnectionResponseTimedOut, soak.End{Kicked: true}, false},
+		{"client", netcode.ErrConnectionTimedOut, soak.End{Restarted: true, Kicked: true}, false},
+		{"server", io.ErrUnexpectedEOF, soak.End{Asked: true, Closed: true}, false},
+		{"server", io.EOF, soak.End{Closed: true}, false},
+		{"server", net.ErrClosed, soak.End{Closed: true}, true},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soak.End{Restarted: true}, false},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soak.End{WS: true, Restarted: true, WSLost: true}, true},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soak.End{WS: true, Restarted: true}, false},
+		{"dial", netcode.ErrConnectionRequestTimedOut, soak.End{WS: true, WSLost: true}, false},
 	}
+	ends := soak.Ends(soakErrors)
 	for _, tt := range tests {
-		bad, _ := judgeSoakEnd(tt.side, tt.err, tt.e)
+		bad, _ := soak.Judge(ends, tt.side, tt.err, tt.e)
 		require.Equal(t, tt.ok, bad == "", "%s %v %+v: %s", tt.side, tt.err, tt.e, bad)
 	}
 }
 
-// TestSoakNetsim runs the real Listener and Dialer, with all their
-// goroutines, over an in-memory network with 10% loss, jitter, duplication
-// and reordering; and over the WebSocket transport (a transport.Mux on the
-// in-memory network, WebSockets on loopback, 10% of the datagrams lost at
-// the clients). 64 clients (soakClients) connect with fresh tokens, exchange payloads,
-// disconnect and reconnect at random, and the server kicks some. A quarter
-// in (or, on a slow machine, once a client is connected), and every 20 s of
-// a long run, the listener is closed while clients are connected and a new
-// one listens on the same address; the clients reconnect to it with fresh
-// tokens. Every session's end, on both sides, is judged by the oracle
-// above; every slot must be free at the end, and TestMain's goleak check
-// proves every goroutine exited. A starved machine makes the run longer,
-// not failing: it goes on past its time until it has done what the test
-// checks (a restart closing live connections, more sessions than clients,
-// sessions with the new listener), or gives up a minute later.
+// TestSoakNetsim runs the shared adapter-level soak (internal/testing/soak)
+// on netcode's real Listener and Dialer, with all their goroutines, over
+// an in-memory network with 10% loss, jitter, duplication and reordering;
+// and over the WebSocket transport (a transport.Mux on the in-memory
+// network, WebSockets on loopback, 10% of the datagrams lost at the
+// clients). 64 clients (soak.Clients) connect with fresh tokens, exchange
+// payloads, disconnect and reconnect at random, and the server kicks some;
+// the listener restarts while clients are connected. Every session's end,
+// on both sides, is judged by the soak's oracle; every slot must be free at
+// the end, and TestMain's goleak check proves every goroutine exited.
+// package cute's TestSoakNetsim runs the same on the Cute dialect.
 func TestSoakNetsim(t *testing.T) {
-	for _, ws := range []bool{false, true} {
-		name := map[bool]string{false: "udp", true: "websocket"}[ws]
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			soakNetsim(t, ws)
-		})
-	}
-}
-
-// soakNetsim is TestSoakNetsim over UDP on netsim, or with ws over the
-// WebSocket transport.
-func soakNetsim(t *testing.T, ws bool) {
 	run := 4 * time.Second
 	if *soakFor > 0 {
 		run = *soakFor
 	}
-	// The first restart comes early, so that dials stuck by it (see the
-	// oracle) end soon after the run; a long run restarts every 20 s.
-	const restartEvery = 20 * time.Second
-	firstRestart := min(run/4, restartEvery)
-	nw := netsim.New(3, netsim.Config{
-		Latency:      15 * time.Millisecond,
-		Jitter:       10 * time.Millisecond,
-		Loss:         0.10,
-		Duplicate:    0.05,
-		Reorder:      0.05,
-		ReorderDelay: 20 * time.Millisecond,
-	})
-	defer nw.Close()
-	srvAP := netip.MustParseAddrPort("10.9.0.1:40000")
-
-	var (
-		servers  sync.WaitGroup
-		failures = make(chan string, 1024)
-		kicks    atomic.Int64
-		sessions atomic.Int64
-		echoed   atomic.Int64
-		nextPort atomic.Uint32
-		accepted atomic.Int64
-		gen      atomic.Int64 // listener generation: a restart increments it before the Close
-		kicked   sync.Map     // client id → true: the server closed its conn
-		asked    sync.Map     // client id → true: the client closed its conn
-		ended    = map[string]int{}
-		endedMu  sync.Mutex
-	)
-	// up is the generation of the listener surely serving: a restart sets
-	// it once the new listener is up (and its Mux is the HTTP server's).
-	// While a restart is in progress it lags gen: a dial that begins then
-	// may still reach the closing listener, over the transport by a
-	// WebSocket that its Mux admits just before its Close ends it.
-	var up atomic.Int64
-	fail := func(format string, args ...any) {
-		select {
-		case failures <- fmt.Sprintf(format, args...):
-		default:
-		}
-	}
-	judge := func(side string, err error, e soakEnd) {
-		bad, kind := judgeSoakEnd(side, err, e)
-		if bad != "" {
-			fail("%s", bad)
-			return
-		}
-		endedMu.Lock()
-		ended[fmt.Sprintf("%s: %v", side, kind)]++
-		endedMu.Unlock()
-	}
-	// serve runs one listener: it echoes, and kicks one connection in 50
-	// after 20 payloads.
-	serve := func(l *netcode.Listener, closed *atomic.Bool) {
-		var conns sync.WaitGroup
-		defer conns.Wait()
-		for {
-			c, err := l.AcceptConn(context.Background())
-			if err != nil {
-				return
-			}
-			kick := accepted.Add(1)%50 == 49
-			conns.Go(func() {
-				defer c.Close()
-				buf := make([]byte, netcode.MaxPayloadBytes)
-				for j := 0; ; j++ {
-					n, err := c.Read(buf)
-					if err != nil {
-						_, a := asked.Load(c.ClientID())
-						judge("server", err, soakEnd{asked: a, closed: closed.Load()})
-						return
-					}
-					if kick && j == 20 {
-						kicked.Store(c.ClientID(), true)
-						kicks.Add(1)
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
-						fail("server write: %v", err)
-						return
-					}
-				}
-			})
-		}
-	}
-	// Over the transport, one HTTP server stays up across restarts and
-	// hands its WebSockets to the Mux of the listener of the moment.
-	var (
-		mux   atomic.Pointer[transport.Mux]
-		wsURL string
-	)
-	if ws {
-		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mux.Load().Handler().ServeHTTP(w, r)
-		}))
-		defer hs.Close()
-		wsURL = "ws" + strings.TrimPrefix(hs.URL, "http")
-	}
-	listen := func() (*netcode.Listener, *atomic.Bool) {
-		spc, err := nw.Listen(srvAP)
-		require.NoError(t, err)
-		if ws {
-			m := transport.NewMux(spc, &transport.MuxConfig{})
-			mux.Store(m)
-			spc = m
-		}
-		l, err := netcode.NewListener(spc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64})
-		require.NoError(t, err)
-		closed := new(atomic.Bool)
-		servers.Go(func() { serve(l, closed) })
-		return l, closed
-	}
-	l, closed := listen()
-
-	deadline := time.Now().Add(run)
-	giveUp := deadline.Add(time.Minute)
-	var renewed atomic.Int64 // sessions whose dial began with a new listener up
-	more := func() bool {
-		now := time.Now()
-		return now.Before(deadline) || now.Before(giveUp) && (sessions.Load() <= int64(soakClients) || renewed.Load() == 0)
-	}
-	var clients sync.WaitGroup
-	for i := range soakClients {
-		clients.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(i), 99))
-			for g := 0; more(); g++ {
-				port := 10000 + uint16(nextPort.Add(1))
-				var lc *lossyConn // the dial's transport, over WebSockets
-				d := netcode.Dialer{ListenPacket: func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
-					return nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, 1, byte(i)}), port))
-				}}
-				if ws {
-					d.ListenPacket = func(ctx context.Context, network, laddr string) (net.PacketConn, error) {
-						pc, err := dialTransport(ctx, wsURL)
-						if err != nil {
-							return nil, err
-						}
-						lc = &lossyConn{PacketConn: pc, rng: rand.New(rand.NewPCG(uint64(i), uint64(g))), loss: 0.10}
-						return lc, nil
-					}
-				}
-				id := uint64(i)<<32 | uint64(g)
-				// Not mint: it calls require, which must not run outside
-				// the test goroutine. A fresh token for every session.
-				tok, err := soakToken(srvAP, id)
-				if err != nil {
-					fail("client %d gen %d: token: %v", i, g, err)
-					return
-				}
-				g0, up0 := gen.Load(), up.Load()
-				// A generous deadline: the rules, not a starved CI
-				// machine, decide.
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				c, err := d.DialContext(ctx, tok)
-				cancel()
-				if err != nil {
-					// Against up0, not g0: a restart in progress when the
-					// dial began counts.
-					judge("dial", err, soakEnd{ws: ws, restarted: gen.Load() != up0, wsLost: lc != nil && lc.lost.Load()})
-					continue
-				}
-				sessions.Add(1)
-				if up0 > 0 {
-					renewed.Add(1)
-				}
-				msgs := 10 + rng.IntN(60)
-				buf := make([]byte, netcode.MaxPayloadBytes)
-				var end error
-				for m := 0; m < msgs && end == nil; m++ {
-					msg := fmt.Appendf(nil, "%d/%d/%d", i, g, m)
-					if _, err := c.Write(msg); err != nil {
-						end = err
-						break
-					}
-					// Payloads may be lost: wait a little for the echo, not forever.
-					_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-					n, err := c.Read(buf)
-					switch {
-					case err == nil:
-						if got := string(buf[:n]); got != string(msg) && !isEcho(got, i, g) {
-							fail("client %d got %q for %q", i, got, msg)
-						}
-						echoed.Add(1)
-					case errors.Is(err, os.ErrDeadlineExceeded):
-						// The payload or its echo was lost: send the next.
-					default:
-						end = err
-					}
-				}
-				if end != nil {
-					_, k := kicked.Load(id)
-					judge("client", end, soakEnd{ws: ws, restarted: gen.Load() != g0, kicked: k})
-				}
-				asked.Store(id, true)
-				c.Close()
-				time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
-			}
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "udp", true: "websocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			soak.Run(t, soakDialect, ws, run)
 		})
 	}
-	clientsDone := make(chan struct{})
-	go func() {
-		clients.Wait()
-		close(clientsDone)
-	}()
-
-	// Restart the listener while clients play: Close disconnects its
-	// clients, and a new Listen takes the same address.
-	restarts, closedLive := 0, 0
-	restart := time.NewTimer(firstRestart)
-wait:
-	for {
-		select {
-		case <-clientsDone:
-			break wait
-		case <-restart.C:
-			if restarts > 0 && !time.Now().Before(deadline) {
-				continue
-			}
-			live := l.Stats().Connected
-			if restarts == 0 && live == 0 {
-				// No client is connected yet (a starved machine): the
-				// first restart must close some.
-				restart.Reset(10 * time.Millisecond)
-				continue
-			}
-			restart.Reset(restartEvery)
-			gen.Add(1)
-			closed.Store(true)
-			require.NoError(t, l.Close())
-			l, closed = listen()
-			up.Store(gen.Load())
-			restarts++
-			closedLive += live
-		}
-	}
-	restart.Stop()
-
-	// Every slot frees once the clients' disconnect packets arrive.
-	require.Eventually(t, func() bool { return l.Stats().Connected == 0 }, 10*time.Second, 20*time.Millisecond, "slots still taken: %+v", l.Stats())
-	closed.Store(true)
-	require.NoError(t, l.Close())
-	servers.Wait()
-	close(failures)
-	var all []string
-	for f := range failures {
-		all = append(all, f)
-	}
-	t.Logf("%d sessions, %d server kicks, %d echoes, %d listener restarts closing %d live connections; ends %v; netsim %+v; last server %+v",
-		sessions.Load(), kicks.Load(), echoed.Load(), restarts, closedLive, ended, nw.Stats(), l.Stats())
-	require.Empty(t, all, "sessions ended other than by the rules")
-	require.Greater(t, sessions.Load(), int64(soakClients))
-	require.Positive(t, echoed.Load())
-	require.Positive(t, restarts)
-	require.Positive(t, closedLive, "no client was connected when the listener closed")
-	require.Positive(t, l.Stats().ConnectionsOpened, "no client reconnected to the new listener")
 }
 
-// dialTransport opens a WebSocket of the transport to url. A restart
-// closes the Mux behind url for a moment, so a failed attempt is retried a
-// few times: opening the WebSocket is not part of a netcode session.
-func dialTransport(ctx context.Context, url string) (*transport.Conn, error) {
-	var err error
-	for range 50 {
-		var c *transport.Conn
-		if c, err = transport.Dial(ctx, url, nil); err == nil {
-			return c, nil
-		}
-		select {
-		case <-ctx.Done():
+// soakDialect is netcode for the soak.
+var soakDialect = soak.Dialect{
+	Listen: func(pc net.PacketConn) (soak.Listener, error) {
+		l, err := netcode.NewListener(pc, &netcode.ServerConfig{ProtocolID: testProtocolID, PrivateKey: testKey, MaxClients: 64})
+		if err != nil {
 			return nil, err
-		case <-time.After(20 * time.Millisecond):
 		}
-	}
-	return nil, err
-}
-
-// lossyConn loses a share of the datagrams a client sends and receives, as
-// a lossy network would: a WebSocket itself loses nothing. It records
-// whether its WebSocket ended from the server's side (reads failed before
-// Close).
-type lossyConn struct {
-	net.PacketConn
-	mu      sync.Mutex
-	rng     *rand.Rand
-	loss    float64
-	closing atomic.Bool // Close was called
-	lost    atomic.Bool // a read failed before Close
-}
-
-func (c *lossyConn) lose() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rng.Float64() < c.loss
-}
-
-func (c *lossyConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	for {
-		n, a, err := c.PacketConn.ReadFrom(b)
-		if err != nil && !c.closing.Load() {
-			c.lost.Store(true)
+		return soak.Adapt(l, func(s netcode.ServerStats) int { return s.Connected }, func(s netcode.ServerStats) uint64 { return s.ConnectionsOpened }), nil
+	},
+	Token: soakToken,
+	Dial: func(ctx context.Context, tok []byte, listenPacket func(context.Context, string, string) (net.PacketConn, error)) (soak.Conn, error) {
+		d := netcode.Dialer{ListenPacket: listenPacket}
+		c, err := d.DialContext(ctx, tok)
+		if err != nil {
+			return nil, err
 		}
-		if err != nil || !c.lose() {
-			return n, a, err
-		}
-	}
-}
-
-func (c *lossyConn) Close() error {
-	c.closing.Store(true)
-	return c.PacketConn.Close()
-}
-
-func (c *lossyConn) WriteTo(b []byte, a net.Addr) (int, error) {
-	if c.lose() {
-		return len(b), nil
-	}
-	return c.PacketConn.WriteTo(b, a)
+		return c, nil
+	},
+	MaxMessage: netcode.MaxPayloadBytes,
+	Errors:     soakErrors,
 }
 
 // soakToken mints a connect token as mint does, for the given client id and
@@ -488,12 +116,4 @@ func soakToken(server netip.AddrPort, clientID uint64) ([]byte, error) {
 	}
 	copy(p.UserData[:], "hello user data")
 	return token.Generate(&p)
-}
-
-// isEcho reports whether got is an earlier echo of this client's session
-// (a late one, after a read deadline passed).
-func isEcho(got string, i, gen int) bool {
-	var gi, gg, gm int
-	_, err := fmt.Sscanf(got, "%d/%d/%d", &gi, &gg, &gm)
-	return err == nil && gi == i && gg == gen
 }

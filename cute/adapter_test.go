@@ -433,14 +433,14 @@ func TestManyClients(t *testing.T) {
 }
 
 // TestReadShards: a Listener reading several SO_REUSEPORT sockets
-// (ServerConfig.ReadShards) serves every client, over IPv4 and IPv6, each
+// (SocketConfig.ReadShards) serves every client, over IPv4 and IPv6, each
 // Conn through the socket that heard its handshake, so that the clients,
 // spread by the kernel, are answered from several sockets; Close ends
 // every client with io.EOF and stops every reader and writer (goleak).
 func TestReadShards(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			s := listen(t, f.network, f.addr, func(c *ServerConfig) { c.ReadShards = 4 })
+			s := listen(t, f.network, f.addr, func(c *ServerConfig) { c.Socket.ReadShards = 4 })
 			want := 4
 			if !transport.ReusePortSupported {
 				want = 1

@@ -36,8 +36,17 @@ type Dialer struct {
 	BareProtocol bool
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
-
-	listenPacket func(network, laddr string) (net.PacketConn, error) // tests: the socket; nil: UDP
+	// ListenPacket, if set, opens the datagram transport the client uses
+	// instead of a UDP socket (an in-memory network in tests, or a
+	// tunnel), as netcode's Dialer.ListenPacket does. network is "udp",
+	// "udp4" or "udp6" as the token's addresses need; the Conn owns the
+	// result and closes it. Socket applies to it as SocketConfig says for
+	// a caller's transport.
+	ListenPacket func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
+	// Socket sets up the Conn's UDP socket: its buffers, packet tagging
+	// and a Control hook. With ListenPacket, only what SocketConfig says
+	// applies to a caller's transport does.
+	Socket SocketConfig
 }
 
 // Dial connects with a 1114-byte connect token, trying its servers in
@@ -93,16 +102,7 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: fmt.Errorf("%w: %w", stateErr(cc.State()), err)}
 	}
-	laddr := d.LocalAddr
-	if laddr == "" {
-		laddr = ":0"
-	}
-	var uc net.PacketConn
-	if d.listenPacket != nil {
-		uc, err = d.listenPacket(transport.NetworkFor(ct.ServerAddrs), laddr)
-	} else {
-		uc, err = transport.ListenUDP(transport.NetworkFor(ct.ServerAddrs), laddr, 0, nil)
-	}
+	uc, err := d.Socket.options(d.Logger).Dial(ctx, transport.NetworkFor(ct.ServerAddrs), d.LocalAddr, d.ListenPacket)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "cute", Addr: first, Err: err}
 	}
@@ -132,9 +132,11 @@ func (d *Dialer) DialContext(ctx context.Context, connectToken []byte) (*Conn, e
 
 	select {
 	case <-dc.connected:
-		// The socket is the Dialer's own: fix its peer to the server
-		// (transport.Connect), which lets Writes be held for a train.
-		dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
+		if d.ListenPacket == nil {
+			// The socket is the Dialer's own: fix its peer to the server
+			// (transport.Connect), which lets Writes be held for a train.
+			dc.hw.Enable(transport.Connect(tc, cc.ServerAddr()))
+		}
 		dc.conn.m.SetRemote(net.UDPAddrFromAddrPort(cc.ServerAddr()))
 		dc.conn.clientID = cc.ClientID()
 		dc.conn.maxClients = cc.MaxClients()
@@ -246,19 +248,18 @@ func (r dialReceiver) Receive(ms []transport.Message) {
 	out := &dc.rout
 	now := time.Now()
 	var next time.Time
+	payloads := 0
 	for i := range ms {
 		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
 		dc.core.Receive(now, from, ms[i].Buf, out)
+		if out.Payload != nil {
+			payloads++
+		}
 		dc.act(out)
 		next = out.Next
 	}
-	switch {
-	case next.IsZero():
-	case !now.Before(next):
-		dc.update() // due at once: no need to wait for the timer
-	default:
-		dc.due.Schedule(next)
-	}
+	dc.hw.Received(payloads, now)
+	dc.due.Settle(now, next)
 }
 
 // update runs the core's Update in the write turn, writes what it sealed,
@@ -300,7 +301,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		}
 		return dc.notConnected()
 	}
-	err := dc.hw.Write(out.Datagrams, dc.conn.readable())
+	err := dc.hw.Send(out.Datagrams, dc.conn.readable(), now)
 	next := out.Next
 	dc.turn.Give()
 	// The payload put the next keep-alive off: the timer moves later

@@ -39,6 +39,12 @@
 // reads the socket itself, its send queue, the Conn machinery and the
 // token history.
 //
+// Operations are netcode's, through the same code: Listener.Drain denies
+// new clients for a deploy (and fleet.CuteSource registers and drains a
+// Listener in a fleet), Listener.Stats feeds metrics.NewCuteCollector's
+// Prometheus series, and SocketConfig sets packet tagging, buffers and a
+// Control hook on the sockets (docs/cute.md, "Operating a Cute server").
+//
 // Every goroutine, by the function it runs (TestGoroutineInventory in the
 // root package fails if another runs); Close stops those it owns:
 //

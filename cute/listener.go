@@ -72,16 +72,6 @@ type ServerConfig struct {
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
 	// DefaultAcceptQueue. A client that finds it full is disconnected.
 	AcceptQueue int
-	// ReadShards is how many sockets Listen opens on the address, each
-	// with its own reader and send queue, so that that many cores decrypt
-	// at once; 0 or 1 means one. With more than one (Linux only; elsewhere
-	// Listen opens one), the sockets share the port with SO_REUSEPORT and
-	// the kernel spreads clients over them by address, each client always
-	// to the same socket, whose reader, send queue and pulling Reads serve
-	// its Conn. SO_REUSEPORT lets another process of the same user bind
-	// the port too. As netcode's SocketConfig.ReadShards: set it to the
-	// cores the server may use (runtime.NumCPU()).
-	ReadShards int
 	// Messages tunes the client/server layer every Conn speaks (see Conn).
 	Messages MessageConfig
 	// BareProtocol makes every Conn speak the bare protocol layer, without
@@ -91,6 +81,9 @@ type ServerConfig struct {
 	BareProtocol bool
 	// Logger receives the server's logs; nil is silent.
 	Logger *slog.Logger
+	// Socket sets up the server's UDP socket: its buffers, packet tagging
+	// and a Control hook.
+	Socket SocketConfig
 }
 
 // Listener is a Cute server: a net.Listener whose Accept returns a *Conn
@@ -124,7 +117,8 @@ type Listener struct {
 
 	ticker *engine.Ticker // when the updater runs the core's Update next
 
-	outs sync.Pool // *core.ServerOutput for Close and the updater
+	received sendq.Traffic // datagrams the readers and pulling Reads took from the sockets
+	outs     sync.Pool     // *core.ServerOutput for Close and the updater
 }
 
 // shard is one of a Listener's sockets and its binding to the socket
@@ -143,24 +137,15 @@ type shard struct {
 // Listen opens a UDP socket on address ("udp", "udp4" or "udp6") and
 // serves the Cute Protocol on it.
 func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
-	if cfg == nil {
-		cfg = &ServerConfig{}
+	c, err := checkServerConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
-	c := *cfg
-	if err := c.SecretKey.check(); err != nil {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
-	}
-	if c.SecretKey.Public() != c.PublicKey {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
-	}
-	if err := c.Messages.check(); err != nil {
-		return nil, &net.OpError{Op: "listen", Net: "cute", Err: err}
-	}
-	shards := c.ReadShards
+	shards := c.Socket.ReadShards
 	if shards > 1 && !transport.ReusePortSupported {
 		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
 	}
-	ucs, err := transport.ListenUDPShards(network, address, shards, transport.DefaultSocketBuffer, nil)
+	ucs, err := c.Socket.options(c.Logger).Listen(network, address, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -168,17 +153,56 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	for i, uc := range ucs {
 		pcs[i] = uc
 	}
-	return newListener(pcs, c)
-}
-
-// newListener serves the Cute Protocol on pcs, sockets bound to one
-// address (tests pass simulated ones), closing them on failure.
-func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
-	uc := pcs[0]
-	fail := func(err error) (*Listener, error) {
+	l, err := newListener(pcs, c)
+	if err != nil {
 		for _, pc := range pcs {
 			pc.Close()
 		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// NewListener serves the Cute Protocol on any datagram transport. The
+// Listener owns pc: Close closes it. On an error pc is left open.
+// cfg.Socket applies to pc as SocketConfig says: Buffer and PacketTagging
+// if pc is a *net.UDPConn; a Control hook is refused.
+func NewListener(pc net.PacketConn, cfg *ServerConfig) (*Listener, error) {
+	c, err := checkServerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Socket.options(c.Logger).Apply(pc); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: pc.LocalAddr(), Err: err}
+	}
+	return newListener([]net.PacketConn{pc}, c)
+}
+
+// checkServerConfig refuses a configuration no server should run with,
+// and returns a copy of it.
+func checkServerConfig(cfg *ServerConfig) (ServerConfig, error) {
+	if cfg == nil {
+		cfg = &ServerConfig{}
+	}
+	c := *cfg
+	if err := c.SecretKey.check(); err != nil {
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: err}
+	}
+	if c.SecretKey.Public() != c.PublicKey {
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: ErrKeyMismatch}
+	}
+	if err := c.Messages.check(); err != nil {
+		return c, &net.OpError{Op: "listen", Net: "cute", Err: err}
+	}
+	return c, nil
+}
+
+// newListener serves the Cute Protocol on pcs, sockets bound to one
+// address (tests pass simulated ones), checked by checkServerConfig; on an
+// error pcs are left open.
+func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
+	uc := pcs[0]
+	fail := func(err error) (*Listener, error) {
 		return nil, &net.OpError{Op: "listen", Net: "cute", Addr: uc.LocalAddr(), Err: err}
 	}
 	addrs, err := transport.ServerAddrs(c.PublicAddr, uc.LocalAddr())
@@ -262,6 +286,7 @@ func (sh *shard) Receive(ms []transport.Message) {
 	if len(ms) > 1 {
 		sh.sq.Burst() // their replies leave together
 	}
+	sh.l.received.AddAll(ms)
 	now := time.Now()
 	for i := range ms {
 		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
@@ -423,40 +448,6 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 
 // ClientCount returns the number of connected clients.
 func (l *Listener) ClientCount() int { return l.core.ClientCount() }
-
-// Stats are a Listener's counters since it started: what it refused and
-// why (see the README's security table), and what it holds now.
-type Stats struct {
-	Connected         int    // clients connected now
-	Pending           int    // handshakes in progress now
-	PendingFull       uint64 // tokens refused because the handshake table was full
-	PendingExpired    uint64 // handshakes dropped by HalfOpenTimeout, handshake timeout or token expiry
-	TokenInUse        uint64 // tokens refused because the same token is handshaking from another address
-	TokenUnanswered   uint64 // tokens refused because a handshake with them went unanswered (until they expire)
-	HistoryFull       uint64 // connections refused because the token history was full
-	TokenReplayed     uint64 // tokens refused because they were consumed already
-	Denied            uint64 // CONNECTION_DENIED sent (server full)
-	KeepAlivesDropped uint64 // keepalives dropped by a full send queue
-	SendErrors        uint64 // datagrams the socket refused to send
-}
-
-// Stats returns a snapshot of the server's counters.
-func (l *Listener) Stats() Stats {
-	s := l.core.Stats()
-	return Stats{
-		Connected:         l.core.ClientCount(),
-		Pending:           l.core.PendingCount(),
-		PendingFull:       s.PendingFull,
-		PendingExpired:    s.PendingExpired,
-		TokenInUse:        s.TokenInUse,
-		TokenUnanswered:   s.TokenUnanswered,
-		HistoryFull:       s.HistoryFull,
-		TokenReplayed:     s.TokenReplayed,
-		Denied:            s.Denied,
-		KeepAlivesDropped: l.sendCount((*sendq.Queue).Dropped),
-		SendErrors:        l.sendCount((*sendq.Queue).Refused),
-	}
-}
 
 // sendCount sums a counter of the send queues.
 func (l *Listener) sendCount(count func(*sendq.Queue) uint64) uint64 {

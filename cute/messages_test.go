@@ -223,7 +223,7 @@ func TestMessagesFragmentsLeaveTogether(t *testing.T) {
 			defer l.Close()
 			s := &server{l, sk}
 			cc := trainconn.New(t, f.network, f.addr)
-			d := Dialer{listenPacket: func(string, string) (net.PacketConn, error) { return cc, nil }}
+			d := Dialer{ListenPacket: func(context.Context, string, string) (net.PacketConn, error) { return cc, nil }}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			cli, err := d.DialContext(ctx, s.token(t, 1, nil))
@@ -271,8 +271,9 @@ func waitingBytes(c *Conn) int {
 // payloads wait in its read queue), and the held Write reaches the
 // server whatever sends it: the next Write, which finds no message
 // waiting, a Read that finds none, Close (before it lingers), or, with
-// none of these, the bound on the wait. Each case but the last holds
-// with no bound at all, so that only what it names can send.
+// none of these, its writer's next wait (engine.Held's dispatch). Each
+// case but the last runs without the dispatch, so that only what it
+// names can send.
 func TestMessagesHeldWrites(t *testing.T) {
 	read := func(t *testing.T, c *Conn, within time.Duration) (string, error) {
 		t.Helper()
@@ -282,38 +283,37 @@ func TestMessagesHeldWrites(t *testing.T) {
 		return string(buf[:n]), err
 	}
 	cases := []struct {
-		name  string
-		bound time.Duration
+		name     string
+		dispatch bool
 		// after, run on the client once it has read one of two messages
 		// and written "held", makes "held" leave.
 		after func(t *testing.T, cli *Conn)
 	}{
-		{"next Write", time.Hour, func(t *testing.T, cli *Conn) {
+		{"next Write", false, func(t *testing.T, cli *Conn) {
 			_, err := read(t, cli, 5*time.Second)
 			require.NoError(t, err)
 			_, err = cli.Write([]byte("after"))
 			require.NoError(t, err)
 			require.Zero(t, heldWrites(cli), "held after a Write that found no message waiting")
 		}},
-		{"Read", time.Hour, func(t *testing.T, cli *Conn) {
+		{"Read", false, func(t *testing.T, cli *Conn) {
 			_, err := read(t, cli, 5*time.Second)
 			require.NoError(t, err)
 			_, err = read(t, cli, time.Millisecond) // nothing comes: it waits, after sending
 			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 			require.Zero(t, heldWrites(cli), "held after a Read that found no message waiting")
 		}},
-		{"Close", time.Hour, func(t *testing.T, cli *Conn) {
+		{"Close", false, func(t *testing.T, cli *Conn) {
 			require.NoError(t, cli.Close())
 		}},
-		{"bound", 0, func(*testing.T, *Conn) {}},
+		{"writer waits", true, func(*testing.T, *Conn) {}},
 	}
 	for _, f := range families {
 		for _, tc := range cases {
 			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
-				if tc.bound != 0 {
-					was := engine.HoldBound
-					engine.HoldBound = tc.bound
-					defer func() { engine.HoldBound = was }()
+				if !tc.dispatch {
+					engine.SetDispatch(false)
+					defer engine.SetDispatch(true)
 				}
 				s := listen(t, f.network, f.addr, nil)
 				cli, srv := pair(t, s, 1)
@@ -326,7 +326,7 @@ func TestMessagesHeldWrites(t *testing.T) {
 				require.NoError(t, err)
 				_, err = cli.Write([]byte("held"))
 				require.NoError(t, err)
-				if tc.bound != 0 {
+				if !tc.dispatch {
 					require.Positive(t, heldWrites(cli), "a Write made while a message waits is held (with what the layer sent meanwhile)")
 				}
 				tc.after(t, cli)

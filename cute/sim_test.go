@@ -24,7 +24,7 @@ func newSimServer(t *testing.T, nw *netsim.Network) *simServer {
 	require.NoError(t, err)
 	var pk PublicKey
 	pk, s.sk = GenerateKeyPair()
-	s.Listener, err = newListener([]net.PacketConn{pc}, ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: s.sk})
+	s.Listener, err = NewListener(pc, &ServerConfig{ApplicationID: testApp, PublicKey: pk, SecretKey: s.sk})
 	require.NoError(t, err)
 	return s
 }
@@ -34,7 +34,7 @@ func (s *simServer) dial(t *testing.T, nw *netsim.Network, i int) *Conn {
 	t.Helper()
 	tok, err := GenerateToken(&TokenParams{ApplicationID: testApp, ClientID: uint64(i + 1), SecretKey: s.sk, ServerAddrs: []netip.AddrPort{s.addr}})
 	require.NoError(t, err)
-	d := Dialer{listenPacket: func(string, string) (net.PacketConn, error) {
+	d := Dialer{ListenPacket: func(context.Context, string, string) (net.PacketConn, error) {
 		return nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 8, 1, byte(i)}), 5000))
 	}}
 	c, err := d.DialContext(context.Background(), tok)

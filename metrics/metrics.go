@@ -1,5 +1,6 @@
 // Package metrics exports a netcode server's counters (Listener.Stats) to
-// Prometheus.
+// Prometheus, and those of a Cute server (cute.Listener.Stats,
+// NewCuteCollector) and of a wire relay (NewWireCollector).
 //
 //	reg := prometheus.NewRegistry()
 //	reg.MustRegister(metrics.NewCollector(listener, nil))
@@ -26,16 +27,17 @@ type StatsSource interface {
 	Stats() netcode.ServerStats
 }
 
-// metric is one exported figure of netcode.ServerStats.
-type metric struct {
+// metric is one exported figure of a dialect's server Stats, S
+// (netcode.ServerStats, cute.Stats).
+type metric[S any] struct {
 	name, help string
 	kind       prometheus.ValueType
-	value      func(*netcode.ServerStats) float64
+	value      func(*S) float64
 }
 
 // metrics lists every field of netcode.ServerStats (a test checks that none
 // is missing), named by Prometheus conventions.
-var metrics = []metric{
+var metrics = []metric[netcode.ServerStats]{
 	{"netcode_server_clients", "Clients connected now (ServerStats.Connected).", prometheus.GaugeValue,
 		func(s *netcode.ServerStats) float64 { return float64(s.Connected) }},
 	{"netcode_server_mappings", "Encryption mappings held now: clients connected or in the handshake (ServerStats.Mappings).", prometheus.GaugeValue,
@@ -96,12 +98,25 @@ func boolValue(b bool) float64 {
 // the program was built with), as Prometheus's own build_info metrics do.
 const buildInfoName = "netcode_build_info"
 
-// collector is the prometheus.Collector of one server's Stats, and of
-// buildInfoName.
-type collector struct {
-	src       StatsSource
+// collector is the prometheus.Collector of one server's Stats, S, read
+// by stats at every scrape, and of buildInfoName. Both dialects' Listeners
+// are exported by it (NewCollector, NewCuteCollector).
+type collector[S any] struct {
+	stats     func() S
+	metrics   []metric[S]
 	descs     []*prometheus.Desc
 	buildInfo *prometheus.Desc
+}
+
+// newCollector returns the collector of ms, read from stats.
+func newCollector[S any](stats func() S, ms []metric[S], constLabels prometheus.Labels) *collector[S] {
+	c := &collector[S]{stats: stats, metrics: ms, descs: make([]*prometheus.Desc, len(ms))}
+	for i, m := range ms {
+		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
+	}
+	c.buildInfo = prometheus.NewDesc(buildInfoName, "The netcode release and Go version the server was built with; always 1.",
+		[]string{"version", "goversion"}, constLabels)
+	return c
 }
 
 // NewCollector returns a collector of src's Stats and of
@@ -111,17 +126,11 @@ type collector struct {
 // example {"server": "eu-1"} when one process runs several Listeners); nil
 // adds none.
 func NewCollector(src StatsSource, constLabels prometheus.Labels) prometheus.Collector {
-	c := &collector{src: src, descs: make([]*prometheus.Desc, len(metrics))}
-	for i, m := range metrics {
-		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
-	}
-	c.buildInfo = prometheus.NewDesc(buildInfoName, "The netcode release and Go version the server was built with; always 1.",
-		[]string{"version", "goversion"}, constLabels)
-	return c
+	return newCollector(src.Stats, metrics, constLabels)
 }
 
 // Describe sends the descriptions of every metric.
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector[S]) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
@@ -129,9 +138,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the server's Stats once and sends every metric.
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.src.Stats()
-	for i, m := range metrics {
+func (c *collector[S]) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for i, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&st))
 	}
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, netcode.Version, runtime.Version())

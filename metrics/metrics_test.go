@@ -22,6 +22,7 @@ import (
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 	"github.com/gonetcode/netcode/internal/testing/loopback"
 	"github.com/gonetcode/netcode/metrics"
 	nctoken "github.com/gonetcode/netcode/token"
@@ -36,7 +37,16 @@ func (f fixed) Stats() netcode.ServerStats { return netcode.ServerStats(f) }
 // TestEveryField: every ServerStats field is exported, by a metric whose
 // help names it, with the field's value.
 func TestEveryField(t *testing.T) {
-	var st netcode.ServerStats
+	checkEveryField(t, "ServerStats.", func(st netcode.ServerStats, labels prometheus.Labels) prometheus.Collector {
+		return metrics.NewCollector(fixed(st), labels)
+	})
+}
+
+// checkEveryField gives every field of a Stats type S a value of its own,
+// and checks that the collector newC makes exports each, by a metric whose
+// help names it ("(" + prefix + field + ")."), with that value.
+func checkEveryField[S any](t *testing.T, prefix string, newC func(S, prometheus.Labels) prometheus.Collector) {
+	var st S
 	v := reflect.ValueOf(&st).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
@@ -48,11 +58,11 @@ func TestEveryField(t *testing.T) {
 		case reflect.Bool:
 			f.SetBool(true)
 		default:
-			t.Fatalf("ServerStats.%s has kind %s: teach the collector", v.Type().Field(i).Name, f.Kind())
+			t.Fatalf("%s%s has kind %s: teach the collector", prefix, v.Type().Field(i).Name, f.Kind())
 		}
 	}
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(metrics.NewCollector(fixed(st), prometheus.Labels{"server": "eu-1"})))
+	require.NoError(t, reg.Register(newC(st, prometheus.Labels{"server": "eu-1"})))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	got := map[string]float64{}
@@ -70,13 +80,13 @@ func TestEveryField(t *testing.T) {
 			val = m.GetCounter().GetValue()
 		}
 		help := mf.GetHelp()
-		_, field, ok := strings.Cut(help, "(ServerStats.")
+		_, field, ok := strings.Cut(help, "("+prefix)
 		require.True(t, ok, "help of %s names no field", mf.GetName())
 		got[strings.TrimSuffix(field, ").")] = val
 	}
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
-		require.Contains(t, got, name, "ServerStats.%s is not exported", name)
+		require.Contains(t, got, name, "%s%s is not exported", prefix, name)
 		want := float64(100 + i)
 		if v.Field(i).Kind() == reflect.Bool {
 			want = 1
@@ -99,16 +109,7 @@ func TestListener(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			c := metrics.NewCollector(l, nil)
 			reg.MustRegister(c)
-			hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-			defer hs.Close()
-			scrape := func() string {
-				resp, err := http.Get(hs.URL)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				b, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				return string(b)
-			}
+			scrape := scraper(t, reg)
 			assert.Contains(t, scrape(), "netcode_server_clients 0\n")
 			families, err := reg.Gather()
 			require.NoError(t, err)
@@ -133,6 +134,20 @@ func TestListener(t *testing.T) {
 			l.Drain()
 			assert.Contains(t, scrape(), "netcode_server_draining 1\n")
 		})
+	}
+}
+
+// scraper serves reg over HTTP until t ends, and returns what scrapes it.
+func scraper(t *testing.T, reg *prometheus.Registry) func() string {
+	hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(hs.Close)
+	return func() string {
+		resp, err := http.Get(hs.URL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
 	}
 }
 
@@ -163,10 +178,11 @@ func TestBuildInfo(t *testing.T) {
 }
 
 // TestPromlint: every metric passes Prometheus's own linter (names, units,
-// counters' _total, help text).
+// counters' _total, help text), netcode's and Cute's.
 func TestPromlint(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, prometheus.Labels{"dialect": "netcode"})))
+	require.NoError(t, reg.Register(metrics.NewCuteCollector(fixedCute{}, prometheus.Labels{"dialect": "cute"})))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	problems, err := promlint.NewWithMetricFamilies(families).Lint()
@@ -175,16 +191,23 @@ func TestPromlint(t *testing.T) {
 }
 
 // TestNamesDocumented: the documentation of each ServerStats field (in
-// stats.go) names the metric that exports it, so that a reader of
-// either finds the other.
+// stats.go) and each cute.Stats field (in cute/stats.go) names the metric
+// that exports it, so that a reader of either finds the other.
 func TestNamesDocumented(t *testing.T) {
+	checkNamesDocumented(t, "../stats.go", "ServerStats", reflect.TypeFor[netcode.ServerStats]().NumField(), metrics.NewCollector(fixed{}, nil))
+	checkNamesDocumented(t, "../cute/stats.go", "Stats", reflect.TypeFor[cute.Stats]().NumField(), metrics.NewCuteCollector(fixedCute{}, nil))
+}
+
+// checkNamesDocumented checks that the doc of each field of the struct
+// typeName in file names the metric of c whose help names the field.
+func checkNamesDocumented(t *testing.T, file, typeName string, fields int, c prometheus.Collector) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "../stats.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(fset, file, nil, parser.ParseComments)
 	require.NoError(t, err)
 	docs := map[string]string{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		ts, ok := n.(*ast.TypeSpec)
-		if !ok || ts.Name.Name != "ServerStats" {
+		if !ok || ts.Name.Name != typeName {
 			return true
 		}
 		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
@@ -194,29 +217,31 @@ func TestNamesDocumented(t *testing.T) {
 		}
 		return false
 	})
-	require.Len(t, docs, reflect.TypeFor[netcode.ServerStats]().NumField())
+	require.Len(t, docs, fields)
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
+	require.NoError(t, reg.Register(c))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range families {
-		_, field, ok := strings.Cut(mf.GetHelp(), "(ServerStats.")
+		_, field, ok := strings.Cut(mf.GetHelp(), "Stats.")
 		if !ok {
 			continue
 		}
 		field = strings.TrimSuffix(field, ").")
-		assert.Contains(t, strings.Join(strings.Fields(docs[field]), " "), mf.GetName(), "the documentation of ServerStats.%s", field)
+		assert.Contains(t, strings.Join(strings.Fields(docs[field]), " "), mf.GetName(), "the documentation of %s.%s", typeName, field)
 	}
 }
 
 // TestReadmeListsEverySeries: the Observability page (docs/observability.md)
-// names every series the collectors serve, the server's and the wire's.
+// names every series the collectors serve: netcode's server's, Cute's and
+// the wire's.
 func TestReadmeListsEverySeries(t *testing.T) {
 	readme, err := os.ReadFile("../docs/observability.md")
 	require.NoError(t, err)
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, nil)))
-	require.NoError(t, reg.Register(metrics.NewWireCollector(fixedWire{}, nil)))
+	require.NoError(t, reg.Register(metrics.NewCollector(fixed{}, prometheus.Labels{"dialect": "netcode"})))
+	require.NoError(t, reg.Register(metrics.NewWireCollector(fixedWire{}, prometheus.Labels{"dialect": "netcode"})))
+	require.NoError(t, reg.Register(metrics.NewCuteCollector(fixedCute{}, prometheus.Labels{"dialect": "cute"})))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range families {

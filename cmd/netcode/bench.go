@@ -33,7 +33,8 @@ With -server-process the echo server runs in a child process of this
 executable, so that it shares its Go scheduler with no client goroutine,
 as a server in production does: the server's CPU is then the child's, the
 process CPU is both processes', and the server's packets are counted as
-two per echo received. The server's counters are not printed then.
+two per echo received. The server's counters are not printed then. With
+-dialect cute, Cute's echo server runs in a child process of its own too.
 
 With -light the netcode clients run on a light generator: each is the
 I/O-free client core of the library rather than a dialed netcode.Conn, 1024
@@ -46,7 +47,9 @@ what falls due together (sendmmsg), at each client's own phase. The
 server sees the same protocol and one address per client. At 4096 clients
 and more, dialed Conns (a socket, a goroutine and a timer each) cost the
 generator more CPU than the server it measures; the light generator lets
-the server's own cost be measured there, with -server-process.
+the server's own cost be measured there, with -server-process. It runs
+netcode's clients only: with -dialect cute, Cute's clients are dialed
+cute.Conns (the Cute client core is internal to package cute).
 
 A packet is one payload datagram: a round trip is two. With -rate, each
 client sends at its own phase of the period (client i of N at i/N of it),
@@ -73,7 +76,9 @@ process, Go WebTransport clients: webtransport.DialRelay, or a netcode
 client over webtransport.Dial), with the same report. -bridge wire and
 wt-wire measure the wire (package bridge/wire) in the bridge's process,
 between netcode clients over transport.Dial or webtransport.Dial at
-/wire/<port> and the netcode echo server on UDP in the server's process.
+/wire/<port> and the netcode echo server on UDP in the server's process;
+with -dialect cute, between Cute clients (the bare protocol layer) and a
+Cute echo server, as Cute Framework's web builds reach their servers.
 
 -bridge websocket measures the floor the others pay on the browser's
 side: a plain coder/websocket echo server in a child process (no netcode,
@@ -94,8 +99,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the run (netcode then raw) this many times and report the median round")
 	fs.IntVar(&cfg.RawReaders, "raw-readers", 0, "goroutines serving the raw UDP echo socket (default: GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxClients, "max-clients", 0, "server slots (default: -clients)")
-	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode")
-	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards, and the Cute phase's cute.ServerConfig.ReadShards; default 1)")
+	fs.StringVar(&cfg.Dialect, "dialect", "netcode", "netcode, or cute: also measure the Cute Protocol dialect in the same run, reported beside netcode (with -bridge wire or wt-wire: Cute clients and a Cute server instead of netcode's)")
+	fs.IntVar(&cfg.ReadShards, "read-shards", 0, "server sockets read in parallel, SO_REUSEPORT on Linux (ServerConfig.Socket.ReadShards, and the Cute phase's cute.SocketConfig.ReadShards; default 1)")
 	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", 256, "handshakes in flight at once")
 	fs.BoolVar(&cfg.Light, "light", false, "run the netcode clients on the light generator: the client core, 1024 clients per socket on their own 127.x.y.z addresses, one reader and one keep-alive ticker per socket (Linux; use it from about 4096 clients, where dialed Conns cost the generator more CPU than the server)")
 	fs.DurationVar(&cfg.ServerTick, "server-tick", 0, "server tick interval (ServerConfig.TickInterval; default: the library's)")
@@ -132,6 +137,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			TimeoutSeconds:  int32(*timeout),
 			ProtocolID:      uint64(proto),
 			CPUProfile:      *cpuprofile,
+			Dialect:         cfg.Dialect,
 		}
 		if !set["size"] {
 			bc.Size = bench.DefaultBridgeSize

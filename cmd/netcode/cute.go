@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gonetcode/netcode/crypto"
 	"github.com/gonetcode/netcode/cute"
+	"github.com/gonetcode/netcode/fleet"
+	"github.com/gonetcode/netcode/metrics"
 )
 
 // cuteCommands are the Cute Protocol dialect's commands: "netcode cute
@@ -173,6 +177,9 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	public := fs.String("public-addr", "", "host:port the tokens name this server by (default: the bound address)")
 	verbose := fs.Bool("v", false, "log connections to stderr")
 	bare := fs.Bool("bare", false, "speak the bare protocol layer, without Cute Framework's client/server layer")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, and /healthz and /readyz (off if empty)")
+	regFlags := addRegistryFlags(fs) // the registry's protocol id is -app
+	drainFor := fs.Duration("drain", 25*time.Second, "on SIGTERM or SIGINT, deny new clients and give connected ones up to this long to leave before closing (a second signal closes at once)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -180,29 +187,72 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if err := checkAddrs(map[string]string{"-addr": *addr, "-public-addr": *public, "-metrics": *metricsAddr}); err != nil {
+		return err
+	}
+	if err := regFlags.check(); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := &cute.ServerConfig{ApplicationID: *app, PublicKey: sk.Public(), SecretKey: sk, MaxClients: *maxClients, PublicAddr: *public, BareProtocol: *bare}
 	if *verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = log
 	}
 	l, err := cute.Listen(*network, *addr, cfg)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", l.Addr())
-	go func() {
-		<-ctx.Done()
-		l.Close()
-	}()
-	for {
-		c, err := l.AcceptConn(context.Background())
-		if err != nil {
+	var ops *opsServer // nil without -metrics
+	if *metricsAddr != "" {
+		if ops, err = startOps(*metricsAddr, metrics.NewCuteCollector(l, nil), log); err != nil {
 			l.Close()
-			if ctx.Err() != nil {
-				return nil
-			}
 			return err
 		}
-		go func() {
+	}
+	reg, err := regFlags.register(ctx, fleet.CuteSource(l), *app, *public, log)
+	if err != nil {
+		l.Close()
+		return errors.Join(err, ops.close())
+	}
+	if reg != nil {
+		ops.collect(fleet.NewServerCollector(reg.srv, nil))
+	}
+	if serveReady != nil {
+		serveReady(l.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- cuteEchoServe(l) }()
+	select {
+	case err = <-served: // the socket failed
+		err = errors.Join(err, reg.close(), l.Close())
+		return errors.Join(err, ops.close())
+	case <-ctx.Done():
+	}
+	stopServing(reg, ops, cuteDrain{l}, *drainFor, log)
+	err = errors.Join(reg.close(), l.Close(), <-served, ops.close())
+	st := l.Stats()
+	log.Info("cute echo server stopped", "opened", st.ConnectionsOpened, "timed_out", st.ConnectionsTimedOut, "denied", st.Denied)
+	return err
+}
+
+// cuteEchoServe accepts clients and sends every message back as it came,
+// until the Listener closes (nil) or fails.
+func cuteEchoServe(l *cute.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.AcceptConn(context.Background())
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		wg.Go(func() {
 			defer c.Close()
 			b := make([]byte, cute.DefaultMaxMessageBytes)
 			for {
@@ -214,7 +264,7 @@ func runCuteServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 					return
 				}
 			}
-		}()
+		})
 	}
 }
 

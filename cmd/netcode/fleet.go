@@ -16,7 +16,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/fleet"
 )
 
@@ -41,10 +40,11 @@ type registration struct {
 	log *slog.Logger
 }
 
-// register adds l to the registry the flags name; nil without -registry.
-// Redis being unreachable is not an error: the server serves, and the
-// heartbeat registers it once Redis answers.
-func (f *registryFlags) register(ctx context.Context, l *netcode.Listener, proto uint64, public string, log *slog.Logger) (*registration, error) {
+// register adds l (a *netcode.Listener, or a Cute one through
+// fleet.CuteSource) to the registry the flags name; nil without
+// -registry. Redis being unreachable is not an error: the server serves,
+// and the heartbeat registers it once Redis answers.
+func (f *registryFlags) register(ctx context.Context, l fleet.Source, proto uint64, public string, log *slog.Logger) (*registration, error) {
 	if f.url == "" {
 		return nil, nil
 	}
@@ -75,8 +75,8 @@ func (f *registryFlags) register(ctx context.Context, l *netcode.Listener, proto
 }
 
 // drain marks the server draining in the registry (and drains the
-// Listener); without a registration it drains l.
-func (r *registration) drain(l *netcode.Listener) {
+// Listener); without a registration it drains l, either dialect's.
+func (r *registration) drain(l interface{ Drain() }) {
 	if r == nil {
 		l.Drain()
 		return

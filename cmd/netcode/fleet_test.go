@@ -19,6 +19,20 @@ import (
 	"github.com/gonetcode/netcode/internal/testing/redistest"
 )
 
+// registryRow is the row of server id in what "netcode fleet" lists of
+// the registry at url (with args), or "", and the whole listing.
+func registryRow(t *testing.T, url, id string, args ...string) (string, string) {
+	t.Helper()
+	code, out, errs := cli(t, append([]string{"fleet", "-registry", url}, args...)...)
+	require.Equal(t, 0, code, errs)
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == id {
+			return line, out
+		}
+	}
+	return "", out
+}
+
 // TestServeRegistryAndFleet: `serve -registry` registers the server with
 // its region and tags, `fleet` lists it, a signal marks it draining while
 // a client stays, and it leaves the registry when it stops.
@@ -50,14 +64,7 @@ func TestServeRegistryAndFleet(t *testing.T) {
 	}
 	fleetRow := func(args ...string) (string, string) {
 		t.Helper()
-		code, out, errs := cli(t, append([]string{"fleet", "-registry", redisSrv.URL()}, args...)...)
-		require.Equal(t, 0, code, errs)
-		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[1] == "s1" {
-				return line, out
-			}
-		}
-		return "", out
+		return registryRow(t, redisSrv.URL(), "s1", args...)
 	}
 	row, out := fleetRow()
 	require.NotEmpty(t, row, "registered before serve is ready:\n%s", out)

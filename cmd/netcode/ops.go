@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gonetcode/netcode"
-	"github.com/gonetcode/netcode/metrics"
+	"github.com/gonetcode/netcode/cute"
 )
 
 // opsReady, if set, is told the address of serve's -metrics endpoint once it
@@ -41,11 +43,12 @@ func (o *opsServer) collect(c prometheus.Collector) {
 	}
 }
 
-// startOps serves the endpoint on addr for l.
-func startOps(addr string, l *netcode.Listener, log *slog.Logger) (*opsServer, error) {
+// startOps serves the endpoint on addr for a server whose Stats stats
+// exports (metrics.NewCollector's, or NewCuteCollector's).
+func startOps(addr string, stats prometheus.Collector, log *slog.Logger) (*opsServer, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		metrics.NewCollector(l, nil),
+		stats,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -104,14 +107,44 @@ func (o *opsServer) close() error {
 	return err
 }
 
+// drainable is a server serve and cute serve drain: a *netcode.Listener
+// (netcodeDrain) or a *cute.Listener (cuteDrain).
+type drainable interface {
+	Drain()
+	connected() int
+}
+
+// netcodeDrain and cuteDrain are the dialects' Listeners as drainable.
+type (
+	netcodeDrain struct{ *netcode.Listener }
+	cuteDrain    struct{ *cute.Listener }
+)
+
+func (l netcodeDrain) connected() int { return l.Stats().Connected }
+func (l cuteDrain) connected() int    { return l.Stats().Connected }
+
+// stopServing is what serve and cute serve do once told to stop: deny new
+// clients first (the Listener and the registry's entry), then report not
+// ready, so that whoever sees /readyz turn 503 can rely on new clients
+// being denied; then wait for the connected ones for up to d, or until a
+// second signal.
+func stopServing(reg *registration, ops *opsServer, l drainable, d time.Duration, log *slog.Logger) {
+	reg.drain(l)
+	ops.setDraining()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	drain(l, d, again, log)
+	signal.Stop(again)
+}
+
 // drain denies new clients and waits until the connected ones have left,
 // for at most d or until a second signal arrives on stop.
-func drain(l *netcode.Listener, d time.Duration, stop <-chan os.Signal, log *slog.Logger) {
+func drain(l drainable, d time.Duration, stop <-chan os.Signal, log *slog.Logger) {
 	l.Drain()
 	if d <= 0 {
 		return
 	}
-	n := l.Stats().Connected
+	n := l.connected()
 	log.Info("draining: new clients are denied", "clients", n, "for", d)
 	if n == 0 {
 		log.Info("drained: every client has left")
@@ -124,13 +157,13 @@ func drain(l *netcode.Listener, d time.Duration, stop <-chan os.Signal, log *slo
 	for {
 		select {
 		case <-deadline.C:
-			log.Info("drain time is up: closing", "clients", l.Stats().Connected)
+			log.Info("drain time is up: closing", "clients", l.connected())
 			return
 		case <-stop:
-			log.Info("second signal: closing", "clients", l.Stats().Connected)
+			log.Info("second signal: closing", "clients", l.connected())
 			return
 		case <-poll.C:
-			if l.Stats().Connected == 0 {
+			if l.connected() == 0 {
 				log.Info("drained: every client has left")
 				return
 			}

@@ -8,17 +8,15 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gonetcode/netcode"
 	"github.com/gonetcode/netcode/fleet"
 	netserver "github.com/gonetcode/netcode/internal/server"
+	"github.com/gonetcode/netcode/metrics"
 )
 
 // serveReady, if set, is told the server's address once it listens (tests).
@@ -86,7 +84,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("netcode "+mode+" server listening", "addr", l.Addr(), "protocol", proto.String(), "max_clients", *maxClients, "token_history", l.Stats().HistoryLimit)
 	var ops *opsServer // nil without -metrics
 	if *metricsAddr != "" {
-		if ops, err = startOps(*metricsAddr, l, log); err != nil {
+		if ops, err = startOps(*metricsAddr, metrics.NewCollector(l, nil), log); err != nil {
 			l.Close()
 			return err
 		}
@@ -109,14 +107,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		echoServe(l, log, *chat)
 	}()
 	<-ctx.Done()
-	// Deny first, then report not ready: whoever sees /readyz turn 503
-	// can rely on new clients being denied.
-	reg.drain(l) // the Listener, and the registry's entry
-	ops.setDraining()
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	drain(l, *drainFor, again, log)
-	signal.Stop(again)
+	stopServing(reg, ops, netcodeDrain{l}, *drainFor, log)
 	err = errors.Join(reg.close(), l.Close())
 	wg.Wait()
 	err = errors.Join(err, ops.close())

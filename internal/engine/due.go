@@ -58,6 +58,20 @@ func (d *Due) fire() {
 	}
 }
 
+// Settle is Schedule for a deadline the read turn reports at now, after a
+// batch: f runs at once, on the caller's goroutine, if next is due (the
+// answer to a challenge, a denial to act on: no need to wait for the
+// timer); else the timer makes sure it runs at next.
+func (d *Due) Settle(now, next time.Time) {
+	switch {
+	case next.IsZero():
+	case !now.Before(next):
+		d.f()
+	default:
+		d.Schedule(next)
+	}
+}
+
 // Schedule makes sure f runs at next (the zero Time: never). A timer
 // armed for no later than next is left alone: when it fires, f reports
 // the real next deadline.

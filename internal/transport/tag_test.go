@@ -12,6 +12,27 @@ import (
 // PacketConn that hides its socket is refused with ErrTagUnsupported, not
 // a panic.
 func TestTrafficClass(t *testing.T) {
+	forFamilies(t, func(t *testing.T, network, addr string) {
+		pc, err := net.ListenPacket(network, addr)
+		require.NoError(t, err)
+		defer pc.Close()
+		uc := pc.(*net.UDPConn)
+		for _, pc := range []net.PacketConn{uc, apOnly{uc}} {
+			require.NoError(t, SetTrafficClass(pc, ExpeditedForwarding), "%T", pc)
+			got, err := TrafficClass(pc)
+			require.NoError(t, err, "%T", pc)
+			assert.Equal(t, ExpeditedForwarding, got, "%T", pc)
+		}
+		h := hidden{uc}
+		assert.ErrorIs(t, SetTrafficClass(h, ExpeditedForwarding), ErrTagUnsupported)
+		_, err = TrafficClass(h)
+		assert.ErrorIs(t, err, ErrTagUnsupported)
+	})
+}
+
+// forFamilies runs test on IPv4 and on IPv6 loopback, each a subtest;
+// the IPv6 one skips on a machine that has none.
+func forFamilies(t *testing.T, test func(t *testing.T, network, addr string)) {
 	for _, tt := range []struct{ name, network, addr string }{
 		{"ipv4", "udp4", "127.0.0.1:0"},
 		{"ipv6", "udp6", "[::1]:0"},
@@ -24,20 +45,7 @@ func TestTrafficClass(t *testing.T) {
 				}
 				probe.Close()
 			}
-			pc, err := net.ListenPacket(tt.network, tt.addr)
-			require.NoError(t, err)
-			defer pc.Close()
-			uc := pc.(*net.UDPConn)
-			for _, pc := range []net.PacketConn{uc, apOnly{uc}} {
-				require.NoError(t, SetTrafficClass(pc, ExpeditedForwarding), "%T", pc)
-				got, err := TrafficClass(pc)
-				require.NoError(t, err, "%T", pc)
-				assert.Equal(t, ExpeditedForwarding, got, "%T", pc)
-			}
-			h := hidden{uc}
-			assert.ErrorIs(t, SetTrafficClass(h, ExpeditedForwarding), ErrTagUnsupported)
-			_, err = TrafficClass(h)
-			assert.ErrorIs(t, err, ErrTagUnsupported)
+			test(t, tt.network, tt.addr)
 		})
 	}
 }

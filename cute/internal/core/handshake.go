@@ -92,7 +92,7 @@ func (s *Server) receivePending(now time.Time, from netip.AddrPort, data []byte,
 	if _, taken := s.byID[p.clientID]; taken {
 		return
 	}
-	if s.count == len(s.slots) {
+	if s.full() {
 		s.deny(pi, out)
 		return
 	}
@@ -128,7 +128,7 @@ func (s *Server) receiveToken(now time.Time, from netip.AddrPort, data []byte, o
 		return
 	}
 	pi, ok := s.pendAddr[from]
-	if s.count == len(s.slots) {
+	if s.full() {
 		if ok {
 			s.deny(pi, out)
 			return
@@ -194,7 +194,7 @@ func (s *Server) refusedEarly(from netip.AddrPort, id *TokenID) bool {
 	}
 	_, pending := s.pendAddr[from]
 	_, connected := s.byAddr[from]
-	if len(s.pend) >= s.cfg.MaxPending && !pending && !connected && s.count < len(s.slots) {
+	if len(s.pend) >= s.cfg.MaxPending && !pending && !connected && !s.full() {
 		s.stats.PendingFull++
 		return true
 	}
@@ -218,8 +218,9 @@ func (s *Server) refusedLocked(from netip.AddrPort, id *TokenID) bool {
 	return false
 }
 
-// deny answers a handshake with CONNECTION_DENIED (the server is full) and
-// forgets it, so that nothing more is sent to the address. Call with mu.
+// deny answers a handshake with CONNECTION_DENIED (the server is full or
+// draining) and forgets it, so that nothing more is sent to the address.
+// Call with mu.
 func (s *Server) deny(pi int, out *ServerOutput) {
 	p := &s.pend[pi]
 	buf, start := out.mark()
@@ -286,6 +287,7 @@ func (s *Server) connect(now time.Time, pi int, out *ServerOutput) {
 		userData:  p.userData,
 	}
 	s.count++
+	s.stats.ConnectionsOpened++
 	s.byAddr[c.addr] = i
 	s.byID[c.clientID] = i
 	s.removePending(pi)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gonetcode/netcode/cute/internal/hydro"
@@ -131,8 +132,9 @@ type Server struct {
 	// advance after the receive loop), so timers restarted by a packet
 	// start at the previous update, which keeps the keepalive schedule
 	// packet for packet.
-	last  time.Time
-	stats ServerStats
+	last     time.Time
+	stats    ServerStats
+	draining atomic.Bool // deny every new connection (Drain)
 
 	iv        wire.IV // handshake packets, under mu
 	challenge [wire.ChallengeDataBytes]byte
@@ -451,7 +453,9 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 	if timedOut {
 		for _, ref := range s.due {
 			if ref.gen != 0 {
-				s.dropRef(ref, true, ReasonTimeout, out)
+				if s.dropRef(ref, true, ReasonTimeout, out) {
+					s.stats.ConnectionsTimedOut++
+				}
 			}
 		}
 	}

@@ -104,7 +104,7 @@ type ServerStats struct {
 	PendingFull    uint64 // tokens refused because the handshake table was full
 	HistoryFull    uint64 // connections refused because the token history was full
 	TokenReplayed  uint64 // tokens refused because they were consumed
-	Denied         uint64 // CONNECTION_DENIED sent (server full)
+	Denied         uint64 // CONNECTION_DENIED sent (server full or draining)
 	PendingExpired uint64 // handshakes dropped by handshake timeout or token expiry
 	// TokenInUse counts tokens refused because the same token is
 	// handshaking from another address: one handshake per token.
@@ -112,4 +112,9 @@ type ServerStats struct {
 	// TokenUnanswered counts tokens refused because a handshake with them
 	// went unanswered for HalfOpenTimeout (until the token expires).
 	TokenUnanswered uint64
+	// ConnectionsOpened counts handshakes completed: connections made.
+	ConnectionsOpened uint64
+	// ConnectionsTimedOut counts connections ended because the client
+	// fell silent for ConnectionTimeout.
+	ConnectionsTimedOut uint64
 }

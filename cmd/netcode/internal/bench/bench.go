@@ -100,15 +100,16 @@ type Config struct {
 	Child []string `json:"-"`
 
 	MaxClients      int           // server slots; default Clients
-	ReadShards      int           // server sockets read in parallel (ServerConfig.Socket.ReadShards; cute.ServerConfig.ReadShards in the Cute phase)
+	ReadShards      int           // server sockets read in parallel (ServerConfig.Socket.ReadShards; cute.SocketConfig.ReadShards in the Cute phase)
 	DialConcurrency int           // handshakes in flight at once; default 256
 	ServerTick      time.Duration // ServerConfig.TickInterval; 0 = the library default
 	TimeoutSeconds  int32         // the tokens' connection timeout; default 10
 	ProtocolID      uint64        // default DefaultProtocolID
 	// Dialect "cute" measures the Cute Protocol dialect too (package
 	// cute), in the same run right after netcode, reported beside it;
-	// "" or "netcode" measures netcode only. Cute's server runs in this
-	// process (ServerProcess applies to netcode's).
+	// "" or "netcode" measures netcode only. With ServerProcess, Cute's
+	// server runs in a child process too; ReadShards applies to both
+	// servers; Light to netcode only (Cute has no light generator).
 	Dialect string
 
 	Progress      io.Writer     `json:"-"` // progress lines (nil: none)
@@ -508,9 +509,7 @@ func runDialect(ctx context.Context, cfg *Config, dialect string) (*Phase, error
 	if cfg.ProfileConnect {
 		winProfile = nil
 	}
-	if dialect == "netcode" {
-		r.datagrams = srv.datagrams
-	}
+	r.datagrams = srv.datagrams
 	if srv.child != nil {
 		r.wakes = srv.wakes
 	}

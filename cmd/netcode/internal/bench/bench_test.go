@@ -131,6 +131,7 @@ func TestRunSmall(t *testing.T) {
 		{"light, two sockets", Config{Clients: lightGroupSize + 3, Size: 64, Rate: 5, Duration: time.Second, Warmup: -1, Light: true}},
 		{"light flat out, server process", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Light: true, ServerProcess: true}},
 		{"cute beside netcode", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Dialect: "cute"}},
+		{"cute beside netcode, server processes", Config{Clients: 4, Size: 100, Duration: 500 * time.Millisecond, Warmup: -1, Dialect: "cute", ServerProcess: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,6 +157,12 @@ func TestRunSmall(t *testing.T) {
 				assert.Greater(t, c.RoundTrips, uint64(0))
 				assert.Greater(t, c.EchoesPerCPUSecond, 0.0)
 				assert.Contains(t, out.String(), "== cute")
+				if tc.cfg.ServerProcess {
+					// Cute's server is a child process too: its CPU is
+					// measured, its datagrams counted there.
+					assert.Greater(t, c.ServerCPU, time.Duration(0))
+					assert.Greater(t, c.ServerPackets, uint64(0))
+				}
 			} else {
 				assert.Nil(t, res.Cute)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/transport"
 	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 )
 
 // Bridge load modes.
@@ -86,9 +88,14 @@ type BridgeConfig struct {
 	// bridge's idle timeout (bridge.DefaultIdleTimeout), which ends relay
 	// sessions that say nothing.
 	Idle            time.Duration
-	DialConcurrency int    // browsers connecting at once; default 256
-	TimeoutSeconds  int32  // the tokens' connection timeout; default 10
-	ProtocolID      uint64 // default DefaultProtocolID
+	DialConcurrency int   // browsers connecting at once; default 256
+	TimeoutSeconds  int32 // the tokens' connection timeout; default 10
+	// Dialect "cute" makes the browsers Cute clients (cute.Conn, the bare
+	// protocol layer, over the same transports) and the server a Cute
+	// echo server, in the wire modes only (the wire is what Cute
+	// Framework's web builds dial); "" or "netcode" is netcode.
+	Dialect    string
+	ProtocolID uint64 // default DefaultProtocolID
 	// CPUProfile, if set, is the prefix of the files that receive the
 	// child processes' CPU profiles of the measured window: the prefix
 	// followed by ".relay" and ".server", ".websocket" for the floor, or
@@ -130,9 +137,19 @@ func (c *BridgeConfig) fill() error {
 	case c.Idle < 0 || c.Idle >= bridge.DefaultIdleTimeout:
 		return fmt.Errorf("bench: the idle phase must be shorter than the bridge's idle timeout (%v)", bridge.DefaultIdleTimeout)
 	}
+	switch {
+	case c.Dialect == "" || c.Dialect == "netcode":
+	case c.Dialect != "cute":
+		return fmt.Errorf("bench: unknown dialect %q (netcode or cute)", c.Dialect)
+	case !wireMode(c.Mode):
+		return fmt.Errorf("bench: -dialect cute with -bridge %s: Cute's clients reach a server through the wire only (%s, %s)", c.Mode, ModeWire, ModeWTWire)
+	}
 	fillShared(&c.Warmup, &c.DialConcurrency, &c.TimeoutSeconds, &c.ProtocolID, &c.ProgressEvery)
 	return nil
 }
+
+// cute reports whether the run's browsers speak Cute.
+func (c *BridgeConfig) cute() bool { return c.Dialect == "cute" }
 
 // BridgeResult is what a run of the bridge load mode measured.
 type BridgeResult struct {
@@ -247,6 +264,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (*BridgeResult, error) {
 		return nil, err
 	}
 	b := &bridgeRun{cfg: &cfg, res: &BridgeResult{Config: cfg}}
+	if cfg.cute() {
+		_, b.cuteKey = cute.GenerateKeyPair()
+	}
 	defer b.stopChildren()
 	if err := b.startChildren(key); err != nil {
 		return nil, err
@@ -275,6 +295,7 @@ type bridgeRun struct {
 	udp            netip.AddrPort        // invalid in websocket mode (no netcode)
 	bridge, server *childProc            // server is nil in transport mode (Shared) and websocket mode
 	stopped        bool
+	cuteKey        cute.SecretKey // with Dialect "cute": the tokens' and the server's
 }
 
 func (b *bridgeRun) startChildren(key crypto.Key) error {
@@ -302,7 +323,12 @@ func (b *bridgeRun) startChildren(key crypto.Key) error {
 			return err
 		}
 	} else {
-		if b.server, err = startChild(cfg.Child, "server", roleServer, keyLine, common...); err != nil {
+		srvRole, line, args := roleServer, keyLine, common
+		if cfg.cute() {
+			srvRole, line = roleCute, hex.EncodeToString(b.cuteKey[:])
+			args = slices.Concat(common, []string{"-max-pending", strconv.Itoa(min(cfg.DialConcurrency, 4096))})
+		}
+		if b.server, err = startChild(cfg.Child, "server", srvRole, line, args...); err != nil {
 			return err
 		}
 		role := roleRelay
@@ -393,7 +419,12 @@ func (b *bridgeRun) run(ctx context.Context, key crypto.Key) error {
 	var tokens [][]byte
 	if cfg.Mode != ModeWebSocket {
 		var err error
-		if tokens, err = mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp); err != nil {
+		if cfg.cute() {
+			tokens, err = mintCuteTokens(cfg.Clients, cfg.ProtocolID, b.cuteKey, b.udp)
+		} else {
+			tokens, err = mintTokens(cfg.Clients, cfg.ProtocolID, cfg.TimeoutSeconds, key, b.udp)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -561,9 +592,14 @@ func (b *bridgeRun) connect(ctx context.Context, tokens [][]byte) {
 	if b.cfg.Mode == ModeWTTransport || b.cfg.Mode == ModeWTWire {
 		dialer.ListenPacket = webtransport.ListenPacket(b.url, b.wtOpts)
 	}
+	// The protocol layer, as the server speaks it.
+	cuteDialer := &cute.Dialer{ListenPacket: dialer.ListenPacket, BareProtocol: true}
 	cs := b.r.connectAll(ctx, b.cfg.DialConcurrency, func(ctx context.Context, i int) (endpoint, error) {
 		switch b.cfg.Mode {
 		case ModeTransport, ModeWTTransport, ModeWire, ModeWTWire:
+			if b.cfg.cute() {
+				return cuteDialer.DialContext(ctx, tokens[i])
+			}
 			return dialer.DialContext(ctx, tokens[i])
 		case ModeWTRelay:
 			return webtransport.DialRelay(ctx, b.url, tokens[i], b.wtOpts)

@@ -127,6 +127,9 @@ func TestBridgeConfigFill(t *testing.T) {
 		{"wt-transport defaults", BridgeConfig{Mode: ModeWTTransport}, true},
 		{"wire defaults", BridgeConfig{Mode: ModeWire}, true},
 		{"wt-wire defaults", BridgeConfig{Mode: ModeWTWire}, true},
+		{"cute through the wire", BridgeConfig{Mode: ModeWire, Dialect: "cute"}, true},
+		{"cute through the relay", BridgeConfig{Mode: ModeRelay, Dialect: "cute"}, false},
+		{"unknown dialect", BridgeConfig{Mode: ModeWire, Dialect: "quic"}, false},
 		{"no mode", BridgeConfig{}, false},
 		{"unknown mode", BridgeConfig{Mode: "udp"}, false},
 		{"negative clients", BridgeConfig{Mode: ModeRelay, Clients: -1}, false},
@@ -156,14 +159,22 @@ func TestBridgeConfigFill(t *testing.T) {
 // checks that the report is filled in and consistent, never how fast
 // anything was.
 func TestRunBridge(t *testing.T) {
-	for _, mode := range []string{ModeRelay, ModeTransport, ModeWTRelay, ModeWTTransport, ModeWire, ModeWTWire, ModeWebSocket} {
-		t.Run(mode, func(t *testing.T) {
+	type variant struct{ mode, dialect string }
+	variants := []variant{{ModeRelay, ""}, {ModeTransport, ""}, {ModeWTRelay, ""}, {ModeWTTransport, ""}, {ModeWire, ""}, {ModeWTWire, ""}, {ModeWebSocket, ""},
+		// Cute clients through the wire, as Cute Framework's web builds
+		// (over WebSocket: wt-wire/cute differs only in the transport
+		// the Dialer is given, which wt-wire runs).
+		{ModeWire, "cute"}}
+	for _, v := range variants {
+		mode := v.mode
+		t.Run(strings.TrimSuffix(mode+"/"+v.dialect, "/"), func(t *testing.T) {
 			floor := mode == ModeWebSocket // no netcode server
 			var progress, out bytes.Buffer
 			prof := filepath.Join(t.TempDir(), "cpu")
 			cfg := BridgeConfig{
 				CPUProfile:    prof,
 				Mode:          mode,
+				Dialect:       v.dialect,
 				Clients:       8,
 				Duration:      time.Second,
 				Warmup:        200 * time.Millisecond,
@@ -247,6 +258,8 @@ func TestRunBridge(t *testing.T) {
 				roles = []string{roleTransport}
 			case mode == ModeWebSocket:
 				roles = []string{roleWebSocket}
+			case wireMode(mode) && v.dialect == "cute":
+				roles = []string{roleWire, roleCute}
 			case wireMode(mode):
 				roles = []string{roleWire, roleServer}
 			}

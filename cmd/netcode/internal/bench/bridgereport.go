@@ -15,8 +15,12 @@ import (
 // per session).
 func (r *BridgeResult) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "bridge %s: %d browsers, %d-byte messages at %g/s each, window %v after %v warm-up, idle phase %v, GOMAXPROCS %d\n",
-		c.Mode, c.Clients, c.Size, c.Rate, c.Duration, c.Warmup, c.Idle, gomaxprocs())
+	dialect := ""
+	if c.cute() {
+		dialect = " (Cute clients and server)"
+	}
+	fmt.Fprintf(w, "bridge %s%s: %d browsers, %d-byte messages at %g/s each, window %v after %v warm-up, idle phase %v, GOMAXPROCS %d\n",
+		c.Mode, dialect, c.Clients, c.Size, c.Rate, c.Duration, c.Warmup, c.Idle, gomaxprocs())
 	fmt.Fprintf(w, "  connect:     %d/%d connected in %v: %.0f connects/s\n",
 		r.Connected, c.Clients, r.ConnectTime.Round(time.Millisecond), r.ConnectsPerSec)
 	for _, k := range SortedKeys(r.DialErrors) {
@@ -58,7 +62,7 @@ func (r *BridgeResult) Print(w io.Writer) {
 						p.RunsPerEcho, p.SwitchesPerEcho, whole)
 				}
 				if p.DatagramsPerEcho > 0 {
-					fmt.Fprintf(w, "    datagrams: %.2f received and sent by the netcode server per echo (2: the payload and its echo; the rest keep-alives)\n",
+					fmt.Fprintf(w, "    datagrams: %.2f received and sent by the server per echo (2: the payload and its echo; the rest keep-alives)\n",
 						p.DatagramsPerEcho)
 				}
 				if !(r.Shared && p == &r.Server) {

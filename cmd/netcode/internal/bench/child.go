@@ -30,6 +30,7 @@ import (
 	"github.com/gonetcode/netcode/bridge/webtransport"
 	"github.com/gonetcode/netcode/bridge/wire"
 	"github.com/gonetcode/netcode/crypto"
+	"github.com/gonetcode/netcode/cute"
 )
 
 // ChildArg, as the first argument of "netcode bench", runs one process of
@@ -42,6 +43,7 @@ const ChildArg = "-bridge-child"
 // Roles of a child process.
 const (
 	roleServer    = "server"    // a netcode echo server on UDP (relay mode's server)
+	roleCute      = "cute"      // a Cute echo server on UDP (the bare protocol layer), -dialect cute's
 	roleRelay     = "relay"     // the relay (bridge.Handler) on an http.Server
 	roleTransport = "transport" // a netcode echo server on a transport.Mux, and the Mux's http.Server
 	roleWebSocket = "websocket" // a plain coder/websocket echo server (the floor)
@@ -107,18 +109,27 @@ type childStats struct {
 func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench "+ChildArg, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	role := fs.String("role", "", "server, relay, wire, transport or websocket")
+	role := fs.String("role", "", "server, cute, relay, wire, transport or websocket")
 	proto := fs.Uint64("protocol", DefaultProtocolID, "protocol id")
 	maxN := fs.Int("max", 1, "server slots and bridge sessions")
 	allow := fs.String("allow", "", "relay, wire: the server's UDP address")
-	shards := fs.Int("read-shards", 0, "server: sockets read in parallel (ServerConfig.Socket.ReadShards)")
+	shards := fs.Int("read-shards", 0, "server, cute: sockets read in parallel (ServerConfig.Socket.ReadShards, cute.SocketConfig.ReadShards)")
+	maxPending := fs.Int("max-pending", 0, "cute: handshakes in progress at once (cute.ServerConfig.MaxPending; 0: its default)")
 	wt := fs.Bool("webtransport", false, "relay, transport: serve WebTransport sessions too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt}
+	c := &child{proto: *proto, max: *maxN, shards: *shards, wt: *wt, maxPending: *maxPending}
 	in := bufio.NewReader(stdin)
-	if *role != roleRelay && *role != roleWebSocket && *role != roleWire {
+	if *role == roleCute {
+		// The Cute secret key, as netcode's below.
+		line, err := in.ReadString('\n')
+		k, herr := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil || herr != nil || len(k) != cute.SecretKeyBytes {
+			return errors.New("bench child: the first line of stdin must be the Cute secret key in hex")
+		}
+		copy(c.cuteKey[:], k)
+	} else if *role != roleRelay && *role != roleWebSocket && *role != roleWire {
 		// The private key comes first on stdin, not on the command line,
 		// where every user of the machine could read it.
 		line, err := in.ReadString('\n')
@@ -132,6 +143,8 @@ func RunChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch *role {
 	case roleServer:
 		err = c.startServer()
+	case roleCute:
+		err = c.startCute()
 	case roleRelay:
 		var a netip.AddrPort
 		if a, err = netip.ParseAddrPort(*allow); err != nil {
@@ -196,11 +209,15 @@ type child struct {
 	key    crypto.Key
 	proto  uint64
 	max    int
-	shards int // ServerConfig.Socket.ReadShards
+	shards int // ServerConfig.Socket.ReadShards, cute.SocketConfig.ReadShards
 	wt     bool
 	ready  childReady
 
+	cuteKey    cute.SecretKey // cute
+	maxPending int            // cute: cute.ServerConfig.MaxPending
+
 	l     *netcode.Listener // server, transport
+	cl    *cute.Listener    // cute
 	mux   *transport.Mux    // transport
 	relay *bridge.Handler   // relay
 	wire  *wire.Handler     // wire
@@ -211,8 +228,8 @@ type child struct {
 
 	echoes sync.WaitGroup
 	mu     sync.Mutex
-	conns  map[*netcode.Conn]struct{} // for their Dropped counts
-	gone   uint64                     // Dropped of the conns that ended
+	conns  map[echoConn]struct{} // for their Dropped counts
+	gone   uint64                // Dropped of the conns that ended
 
 	prof bytes.Buffer // the CPU profile in progress
 }
@@ -227,7 +244,21 @@ func (c *child) startServer() error {
 		c.l, err = netcode.Listen("udp4", "127.0.0.1:0", c.serverConfig())
 		if err == nil {
 			c.ready.UDP = c.l.Addr().String()
-			c.startEcho()
+			startEcho(c, c.l.AcceptConn)
+		}
+	})
+	return err
+}
+
+// startCute serves the Cute echo of -dialect cute: the bare protocol
+// layer, payload for payload, as the bench's Cute server in its process.
+func (c *child) startCute() error {
+	var err error
+	labelled(context.Background(), SideServer, func(context.Context) {
+		c.cl, err = cute.Listen("udp4", "127.0.0.1:0", cuteServerConfig(c.proto, c.cuteKey, c.max, c.maxPending, c.shards, nil))
+		if err == nil {
+			c.ready.UDP = c.cl.Addr().String()
+			startEcho(c, c.cl.AcceptConn)
 		}
 	})
 	return err
@@ -274,7 +305,7 @@ func (c *child) startTransport() error {
 	labelled(context.Background(), SideServer, func(context.Context) {
 		if c.l, err = netcode.NewListener(c.mux, c.serverConfig()); err == nil {
 			c.ready.UDP = c.l.Addr().String()
-			c.startEcho()
+			startEcho(c, c.l.AcceptConn)
 		}
 	})
 	if err != nil {
@@ -409,15 +440,22 @@ func (c *child) startWebTransport(cfg *webtransport.Config, path string) error {
 	return nil
 }
 
-// startEcho accepts clients and echoes every payload to its sender, as
-// "netcode serve" does. It runs in the caller's pprof labels.
-func (c *child) startEcho() {
-	c.conns = make(map[*netcode.Conn]struct{})
+// echoConn is a server connection the child echoes on: a *netcode.Conn or
+// a *cute.Conn.
+type echoConn interface {
+	io.ReadWriteCloser
+	Dropped() uint64
+}
+
+// startEcho accepts clients with accept and echoes every payload to its
+// sender, as "netcode serve" does. It runs in the caller's pprof labels.
+func startEcho[C echoConn](c *child, accept func(context.Context) (C, error)) {
+	c.conns = make(map[echoConn]struct{})
 	c.echoes.Add(1)
 	go func() {
 		defer c.echoes.Done()
 		for {
-			conn, err := c.l.AcceptConn(context.Background())
+			conn, err := accept(context.Background())
 			if err != nil {
 				return
 			}
@@ -430,7 +468,7 @@ func (c *child) startEcho() {
 	}()
 }
 
-func (c *child) echo(conn *netcode.Conn) {
+func (c *child) echo(conn echoConn) {
 	defer c.echoes.Done()
 	defer func() {
 		conn.Close()
@@ -439,7 +477,7 @@ func (c *child) echo(conn *netcode.Conn) {
 		c.gone += conn.Dropped()
 		c.mu.Unlock()
 	}()
-	buf := make([]byte, netcode.MaxPayloadBytes)
+	buf := make([]byte, cute.MaxPayloadBytes) // netcode's 1200 and Cute's 1205
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
@@ -464,6 +502,9 @@ func (c *child) close() {
 	}
 	if c.l != nil {
 		c.l.Close() // closes the Mux too, which ends its sessions
+	}
+	if c.cl != nil {
+		c.cl.Close()
 	}
 	if c.wts != nil {
 		c.wts.Close()
@@ -545,6 +586,8 @@ func (c *child) answer(req string) childStats {
 		st.Dropped += c.mux.Dropped()
 	case c.l != nil:
 		st.Sessions = c.l.Stats().Connected
+	case c.cl != nil:
+		st.Sessions = c.cl.Stats().Connected
 	}
 	st.Datagrams = c.datagrams()
 	return st
@@ -570,12 +613,16 @@ func goroutineRuns() uint64 {
 	return n * schedSamplePeriod
 }
 
-// datagrams are the datagrams the netcode server received and sent so
-// far; 0 in the relay.
+// datagrams are the datagrams the netcode or Cute server received and
+// sent so far; 0 in the relay.
 func (c *child) datagrams() uint64 {
-	if c.l == nil {
-		return 0
+	switch {
+	case c.l != nil:
+		s := c.l.Stats()
+		return s.PacketsReceived + s.PacketsSent
+	case c.cl != nil:
+		s := c.cl.Stats()
+		return s.PacketsReceived + s.PacketsSent
 	}
-	s := c.l.Stats()
-	return s.PacketsReceived + s.PacketsSent
+	return 0
 }

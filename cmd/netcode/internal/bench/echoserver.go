@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strconv"
 	"time"
@@ -32,24 +33,11 @@ func startEchoServer(ctx context.Context, r *run, key crypto.Key) (*echoServer, 
 	cfg := r.cfg
 	s := &echoServer{r: r}
 	if cfg.ServerProcess {
-		argv := cfg.Child
-		if argv == nil {
-			var err error
-			if argv, err = defaultChild(); err != nil {
-				return nil, err
-			}
-		}
-		c, err := startChild(argv, "server", roleServer, hex.EncodeToString(key[:]),
+		if err := s.startChild(roleServer, hex.EncodeToString(key[:]),
 			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(cfg.MaxClients),
-			"-read-shards", strconv.Itoa(cfg.ReadShards))
-		if err != nil {
+			"-read-shards", strconv.Itoa(cfg.ReadShards)); err != nil {
 			return nil, err
 		}
-		if s.addr, err = netip.ParseAddrPort(c.ready.UDP); err != nil {
-			c.stop()
-			return nil, fmt.Errorf("bench: the server process's address: %w", err)
-		}
-		s.child = c
 		return s, nil
 	}
 	var err error
@@ -74,6 +62,28 @@ func startEchoServer(ctx context.Context, r *run, key crypto.Key) (*echoServer, 
 	}
 	s.addr = netip.MustParseAddrPort(s.l.Addr().String())
 	return s, nil
+}
+
+// startChild starts s's server in a child process of role, which reads
+// keyHex (its key) first on its stdin.
+func (s *echoServer) startChild(role, keyHex string, args ...string) error {
+	argv := s.r.cfg.Child
+	if argv == nil {
+		var err error
+		if argv, err = defaultChild(); err != nil {
+			return err
+		}
+	}
+	c, err := startChild(argv, "server", role, keyHex, args...)
+	if err != nil {
+		return err
+	}
+	if s.addr, err = netip.ParseAddrPort(c.ready.UDP); err != nil {
+		c.stop()
+		return fmt.Errorf("bench: the server process's address: %w", err)
+	}
+	s.child = c
+	return nil
 }
 
 // close stops the server and waits for its goroutines or its process.
@@ -155,12 +165,16 @@ func (s *echoServer) packets() uint64 {
 	return 2 * s.r.serverRecv()
 }
 
-// datagrams returns the datagrams of every kind the netcode server
-// received and sent so far.
+// datagrams returns the datagrams of every kind the server (netcode's
+// or Cute's) received and sent so far.
 func (s *echoServer) datagrams() uint64 {
 	if s.child != nil {
 		st, _ := s.child.request(reqCPU)
 		return st.Datagrams
+	}
+	if s.cl != nil {
+		st := s.cl.Stats()
+		return st.PacketsReceived + st.PacketsSent
 	}
 	st := s.l.Stats()
 	return st.PacketsReceived + st.PacketsSent
@@ -230,24 +244,23 @@ func mintTokens(n int, protocolID uint64, timeoutSeconds int32, key crypto.Key, 
 	return tokens, nil
 }
 
-// startCuteServer starts the Cute phase's echo server in this process.
+// startCuteServer starts the Cute phase's echo server: in this process,
+// or with Config.ServerProcess in a child process of its own.
 func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServer, error) {
 	cfg := r.cfg
 	s := &echoServer{r: r, accepted: make(chan struct{}, cfg.Clients)}
+	maxClients, maxPending := min(cfg.MaxClients, cute.MaxMaxClients), min(cfg.DialConcurrency, 4096)
+	if cfg.ServerProcess {
+		if err := s.startChild(roleCute, hex.EncodeToString(sk[:]),
+			"-protocol", strconv.FormatUint(cfg.ProtocolID, 10), "-max", strconv.Itoa(maxClients),
+			"-max-pending", strconv.Itoa(maxPending), "-read-shards", strconv.Itoa(cfg.ReadShards)); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	var err error
 	labelled(ctx, SideServer, func(ctx context.Context) {
-		s.cl, err = cute.Listen("udp4", "127.0.0.1:0", &cute.ServerConfig{
-			ApplicationID: cfg.ProtocolID,
-			PublicKey:     sk.Public(),
-			SecretKey:     sk,
-			MaxClients:    min(cfg.MaxClients, cute.MaxMaxClients),
-			MaxPending:    min(cfg.DialConcurrency, 4096),
-			ReadShards:    cfg.ReadShards, // as netcode's phase
-			Logger:        cfg.Logger,
-			// The bench measures the protocol layer, payload for payload,
-			// as it does netcode's.
-			BareProtocol: true,
-		})
+		s.cl, err = cute.Listen("udp4", "127.0.0.1:0", cuteServerConfig(cfg.ProtocolID, sk, maxClients, maxPending, cfg.ReadShards, cfg.Logger))
 		if err != nil {
 			return
 		}
@@ -259,6 +272,27 @@ func startCuteServer(ctx context.Context, r *run, sk cute.SecretKey) (*echoServe
 	}
 	s.addr = netip.MustParseAddrPort(s.cl.Addr().String())
 	return s, nil
+}
+
+// cuteServerConfig is the Cute echo server's configuration, in this
+// process or a child's.
+func cuteServerConfig(app uint64, sk cute.SecretKey, maxClients, maxPending, shards int, log *slog.Logger) *cute.ServerConfig {
+	return &cute.ServerConfig{
+		ApplicationID: app,
+		PublicKey:     sk.Public(),
+		SecretKey:     sk,
+		MaxClients:    maxClients,
+		MaxPending:    maxPending,
+		// Every client may wait for Accept, as netcode's AcceptBacklog
+		// defaults to: a burst of dials must not find the queue (64 by
+		// default) full and be disconnected.
+		AcceptQueue: maxClients,
+		Socket:      cute.SocketConfig{ReadShards: shards}, // as netcode's phase
+		Logger:      log,
+		// The bench measures the protocol layer, payload for payload,
+		// as it does netcode's.
+		BareProtocol: true,
+	}
 }
 
 // mintCuteTokens makes one Cute connect token per client (client ids 1 to
