@@ -73,26 +73,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	sock := &cfg.Socket
-	shards := sock.ReadShards
-	if shards > 1 && !transport.ReusePortSupported {
-		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
-	}
-	ucs, err := sock.options(discardIfNil(cfg.Logger)).Listen(network, address, shards)
-	if err != nil {
-		return nil, err
-	}
-	pcs := make([]net.PacketConn, len(ucs))
-	for i, uc := range ucs {
-		pcs[i] = uc
-	}
-	l, err := newListener(pcs, cfg)
-	if err != nil {
-		for _, pc := range pcs {
-			pc.Close()
-		}
-		return nil, err
-	}
-	return l, nil
+	return transport.ListenServer(sock.options(discardIfNil(cfg.Logger)), network, address, sock.ReadShards, func(pcs []net.PacketConn) (*Listener, error) {
+		return newListener(pcs, cfg)
+	})
 }
 
 // NewListener makes a netcode server on any datagram transport. The

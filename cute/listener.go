@@ -141,26 +141,9 @@ func Listen(network, address string, cfg *ServerConfig) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	shards := c.Socket.ReadShards
-	if shards > 1 && !transport.ReusePortSupported {
-		shards = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
-	}
-	ucs, err := c.Socket.options(c.Logger).Listen(network, address, shards)
-	if err != nil {
-		return nil, err
-	}
-	pcs := make([]net.PacketConn, len(ucs))
-	for i, uc := range ucs {
-		pcs[i] = uc
-	}
-	l, err := newListener(pcs, c)
-	if err != nil {
-		for _, pc := range pcs {
-			pc.Close()
-		}
-		return nil, err
-	}
-	return l, nil
+	return transport.ListenServer(c.Socket.options(c.Logger), network, address, c.Socket.ReadShards, func(pcs []net.PacketConn) (*Listener, error) {
+		return newListener(pcs, c)
+	})
 }
 
 // NewListener serves the Cute Protocol on any datagram transport. The

@@ -41,6 +41,31 @@ func (o *Options) Listen(network, address string, n int) ([]*net.UDPConn, error)
 	return ucs, nil
 }
 
+// ListenServer opens a Listener's read shards on address as Listen does,
+// n sockets where SO_REUSEPORT allows (one elsewhere), and makes the
+// Listener of them with serve, closing them if serve fails: the Listen of
+// netcode's and cute's.
+func ListenServer[L any](o *Options, network, address string, n int, serve func([]net.PacketConn) (L, error)) (L, error) {
+	if n > 1 && !ReusePortSupported {
+		n = 1 // SO_REUSEPORT read shards are Linux's; one reader elsewhere
+	}
+	var l L
+	ucs, err := o.Listen(network, address, n)
+	if err != nil {
+		return l, err
+	}
+	pcs := make([]net.PacketConn, len(ucs))
+	for i, uc := range ucs {
+		pcs[i] = uc
+	}
+	if l, err = serve(pcs); err != nil {
+		for _, pc := range pcs {
+			pc.Close()
+		}
+	}
+	return l, err
+}
+
 // ListenPacket is a Dialer's ListenPacket hook (netcode's, cute's): it
 // opens the datagram transport a dialed Conn uses instead of a UDP socket.
 type ListenPacket = func(ctx context.Context, network, localAddr string) (net.PacketConn, error)
