@@ -111,20 +111,12 @@ func NewHandler(config *Config) *Handler {
 	if config != nil {
 		cfg = *config
 	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = defaultMaxSessions
-	}
+	wsbridge.SetDefaults(&cfg.MaxSessions, &cfg.IdleTimeout, &cfg.WriteTimeout)
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = defaultHandshakeTimeout
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	h := &Handler{
 		cfg:      cfg,
@@ -140,7 +132,7 @@ func NewHandler(config *Config) *Handler {
 	if h.dialer == nil {
 		sb := cfg.SocketBuffer
 		if sb <= 0 {
-			sb = defaultSocketBuffer
+			sb = wsbridge.DefaultSocketBuffer
 		}
 		h.dialer = &netcode.Dialer{Socket: netcode.SocketConfig{Buffer: sb}}
 	} else {

@@ -19,9 +19,9 @@ func TestRelaySocketBuffer(t *testing.T) {
 		cfg  Config
 		want int
 	}{
-		{"default", Config{}, defaultSocketBuffer},
+		{"default", Config{}, 256 << 10},
 		{"set", Config{SocketBuffer: 64 << 10}, 64 << 10},
-		{"negative is the default", Config{SocketBuffer: -1}, defaultSocketBuffer},
+		{"negative is the default", Config{SocketBuffer: -1}, 256 << 10},
 		{"dialer given", Config{Dialer: given, SocketBuffer: 64 << 10}, 1 << 20},
 	}
 	for _, tt := range tests {

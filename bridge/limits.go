@@ -15,14 +15,10 @@ import (
 // heartbeat by it.
 const DefaultIdleTimeout = wsbridge.DefaultIdleTimeout
 
-// Defaults for the other zero fields of Config, stated there too.
+// Defaults for the relay's own zero fields of Config, stated there too
+// (those of MaxSessions, WriteTimeout and SocketBuffer are every bridge's:
+// wsbridge.SetDefaults, wsbridge.DefaultSocketBuffer).
 const (
-	defaultMaxSessions      = wsbridge.DefaultMaxSessions // 1024
 	defaultHandshakeTimeout = 5 * time.Second
 	defaultDialTimeout      = 30 * time.Second
-	defaultWriteTimeout     = wsbridge.DefaultWriteTimeout // 10 s
-	// defaultSocketBuffer is the default of Config.SocketBuffer: a
-	// relayed session carries one browser's traffic, far from what the
-	// 4 MiB of a dialed netcode client's socket are for.
-	defaultSocketBuffer = 256 << 10
 )

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gonetcode/netcode/bridge/wire"
+	"github.com/gonetcode/netcode/internal/scrape"
 )
 
 // WireStatsSource is what NewWireCollector reads: a *wire.Handler.
@@ -11,35 +12,35 @@ type WireStatsSource interface {
 	Stats() wire.Stats
 }
 
-// wireMetric is one exported figure of wire.Stats.
-type wireMetric struct {
-	name, help string
-	kind       prometheus.ValueType
-	value      func(*wire.Stats) float64
-}
-
-// wireMetrics lists every field of wire.Stats but the refusals, which
-// netcode_wire_refused_total exports with a label each (a test checks that
-// none is missing).
-var wireMetrics = []wireMetric{
-	{"netcode_wire_sessions", "Wire sessions open now (wire.Stats.Sessions).", prometheus.GaugeValue,
-		func(s *wire.Stats) float64 { return float64(s.Sessions) }},
-	{"netcode_wire_sessions_opened_total", "Wire sessions admitted (wire.Stats.SessionsOpened).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.SessionsOpened) }},
-	{"netcode_wire_to_target_datagrams_total", "Datagrams the wire sent to its targets (wire.Stats.DatagramsToTarget).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.DatagramsToTarget) }},
-	{"netcode_wire_to_target_bytes_total", "Bytes of the datagrams the wire sent to its targets (wire.Stats.BytesToTarget).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.BytesToTarget) }},
-	{"netcode_wire_to_browser_datagrams_total", "Datagrams the wire sent to browsers (wire.Stats.DatagramsToBrowser).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.DatagramsToBrowser) }},
-	{"netcode_wire_to_browser_bytes_total", "Bytes of the datagrams the wire sent to browsers, framing aside (wire.Stats.BytesToBrowser).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.BytesToBrowser) }},
-	{"netcode_wire_rate_dropped_datagrams_total", "Browsers' datagrams dropped over MaxDatagramsPerSecond (wire.Stats.DroppedRate).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.DroppedRate) }},
-	{"netcode_wire_too_large_dropped_datagrams_total", "Targets' datagrams dropped as larger than their session carries (wire.Stats.DroppedTooLarge).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.DroppedTooLarge) }},
-	{"netcode_wire_idle_timeouts_total", "Wire sessions ended by their idle timeout (wire.Stats.IdleTimeouts).", prometheus.CounterValue,
-		func(s *wire.Stats) float64 { return float64(s.IdleTimeouts) }},
+// wireMetrics lists every field of wire.Stats, the refusals in
+// netcode_wire_refused_total with a label each (a test checks that none is
+// missing).
+var wireMetrics = []scrape.Metric[wire.Stats]{
+	scrape.Gauge("netcode_wire_sessions", "Wire sessions open now (wire.Stats.Sessions).",
+		func(s *wire.Stats) float64 { return float64(s.Sessions) }),
+	scrape.Counter("netcode_wire_sessions_opened_total", "Wire sessions admitted (wire.Stats.SessionsOpened).",
+		func(s *wire.Stats) float64 { return float64(s.SessionsOpened) }),
+	scrape.Counter("netcode_wire_to_target_datagrams_total", "Datagrams the wire sent to its targets (wire.Stats.DatagramsToTarget).",
+		func(s *wire.Stats) float64 { return float64(s.DatagramsToTarget) }),
+	scrape.Counter("netcode_wire_to_target_bytes_total", "Bytes of the datagrams the wire sent to its targets (wire.Stats.BytesToTarget).",
+		func(s *wire.Stats) float64 { return float64(s.BytesToTarget) }),
+	scrape.Counter("netcode_wire_to_browser_datagrams_total", "Datagrams the wire sent to browsers (wire.Stats.DatagramsToBrowser).",
+		func(s *wire.Stats) float64 { return float64(s.DatagramsToBrowser) }),
+	scrape.Counter("netcode_wire_to_browser_bytes_total", "Bytes of the datagrams the wire sent to browsers, framing aside (wire.Stats.BytesToBrowser).",
+		func(s *wire.Stats) float64 { return float64(s.BytesToBrowser) }),
+	scrape.Counter("netcode_wire_rate_dropped_datagrams_total", "Browsers' datagrams dropped over MaxDatagramsPerSecond (wire.Stats.DroppedRate).",
+		func(s *wire.Stats) float64 { return float64(s.DroppedRate) }),
+	scrape.Counter("netcode_wire_too_large_dropped_datagrams_total", "Targets' datagrams dropped as larger than their session carries (wire.Stats.DroppedTooLarge).",
+		func(s *wire.Stats) float64 { return float64(s.DroppedTooLarge) }),
+	scrape.Counter("netcode_wire_idle_timeouts_total", "Wire sessions ended by their idle timeout (wire.Stats.IdleTimeouts).",
+		func(s *wire.Stats) float64 { return float64(s.IdleTimeouts) }),
+	scrape.Labelled("netcode_wire_refused_total", "Wire sessions refused, by reason (wire.Stats.Refused*).",
+		prometheus.CounterValue, []string{"reason"},
+		func(s *wire.Stats, send func(float64, ...string)) {
+			for _, r := range wireRefusals {
+				send(float64(r.value(s)), r.reason)
+			}
+		}),
 }
 
 // wireRefusals are the values of netcode_wire_refused_total's label
@@ -56,43 +57,11 @@ var wireRefusals = []struct {
 	{"closed", func(s *wire.Stats) uint64 { return s.RefusedClosed }},
 }
 
-// wireCollector is the prometheus.Collector of one wire's Stats.
-type wireCollector struct {
-	src     WireStatsSource
-	descs   []*prometheus.Desc
-	refused *prometheus.Desc
-}
-
 // NewWireCollector returns a collector of src's Stats (package
 // bridge/wire), read at each scrape: sessions, datagrams and bytes each
 // way, drops, and refusals by reason in netcode_wire_refused_total
 // {reason="origin"|"path"|"not_allowed"|"full"|"source_full"|"closed"}.
 // constLabels are added to every metric; nil adds none.
 func NewWireCollector(src WireStatsSource, constLabels prometheus.Labels) prometheus.Collector {
-	c := &wireCollector{src: src, descs: make([]*prometheus.Desc, len(wireMetrics))}
-	for i, m := range wireMetrics {
-		c.descs[i] = prometheus.NewDesc(m.name, m.help, nil, constLabels)
-	}
-	c.refused = prometheus.NewDesc("netcode_wire_refused_total",
-		"Wire sessions refused, by reason (wire.Stats.Refused*).", []string{"reason"}, constLabels)
-	return c
-}
-
-// Describe sends the descriptions of every metric.
-func (c *wireCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-	ch <- c.refused
-}
-
-// Collect reads the wire's Stats once and sends every metric.
-func (c *wireCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.src.Stats()
-	for i, m := range wireMetrics {
-		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&st))
-	}
-	for _, r := range wireRefusals {
-		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(r.value(&st)), r.reason)
-	}
+	return scrape.New(src.Stats, wireMetrics, constLabels)
 }

@@ -135,15 +135,7 @@ func NewMux(udp net.PacketConn, config *MuxConfig) *Mux {
 	if config != nil {
 		cfg = *config
 	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = wsbridge.DefaultMaxSessions
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = wsbridge.DefaultIdleTimeout
-	}
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = wsbridge.DefaultWriteTimeout
-	}
+	wsbridge.SetDefaults(&cfg.MaxSessions, &cfg.IdleTimeout, &cfg.WriteTimeout)
 	if cfg.ReadQueue <= 0 {
 		cfg.ReadQueue = max(defaultMuxReadQueue, defaultMuxReadQueuePerSession*cfg.MaxSessions)
 	}

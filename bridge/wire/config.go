@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gonetcode/netcode/bridge/internal/wsbridge"
 )
 
 // Config configures a Handler. The zero value refuses every session: name
@@ -65,14 +63,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Defaults of Config's zero fields.
+// Defaults of the wire's own zero fields of Config (those of MaxSessions,
+// IdleTimeout, WriteTimeout and SocketBuffer are every bridge's:
+// wsbridge.SetDefaults, wsbridge.DefaultSocketBuffer).
 const (
-	defaultMaxSessions          = wsbridge.DefaultMaxSessions // 1024
 	defaultMaxSessionsPerSource = 16
-	defaultIdleTimeout          = wsbridge.DefaultIdleTimeout  // 30 s
-	defaultWriteTimeout         = wsbridge.DefaultWriteTimeout // 10 s
 	defaultDatagramsPerSecond   = 1000
-	defaultSocketBuffer         = 256 << 10
 )
 
 // The largest UDP payloads: of an IPv4 datagram (65,535 less the IPv4 and

@@ -95,17 +95,9 @@ func NewHandler(config *Config) *Handler {
 		cfg = *config
 	}
 	cfg.Allow = append([]Range(nil), cfg.Allow...)
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = defaultMaxSessions
-	}
+	wsbridge.SetDefaults(&cfg.MaxSessions, &cfg.IdleTimeout, &cfg.WriteTimeout)
 	if cfg.MaxSessionsPerSource <= 0 {
 		cfg.MaxSessionsPerSource = defaultMaxSessionsPerSource
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = defaultIdleTimeout
-	}
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	if cfg.MaxDatagram <= 0 || cfg.MaxDatagram > MaxUDP6 {
 		cfg.MaxDatagram = MaxUDP6
@@ -114,7 +106,7 @@ func NewHandler(config *Config) *Handler {
 		cfg.MaxDatagramsPerSecond = defaultDatagramsPerSecond
 	}
 	if cfg.SocketBuffer <= 0 {
-		cfg.SocketBuffer = defaultSocketBuffer
+		cfg.SocketBuffer = wsbridge.DefaultSocketBuffer
 	}
 	h := &Handler{
 		cfg:      cfg,

@@ -97,11 +97,10 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	scheme := "ws"
 	var tlsCfg *tls.Config
 	if *certFile != "" || *keyFile != "" {
-		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
-		if err != nil {
-			return fmt.Errorf("-tls-cert and -tls-key: %w", err)
+		var err error
+		if tlsCfg, err = loadCert(*certFile, *keyFile); err != nil {
+			return err
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		scheme = "wss"
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -180,25 +179,15 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var wts *webtransport.Server
 	if *wtAddr != "" {
-		var err error
-		if wts, err = webtransport.NewServer(&wtCfg); err != nil {
+		var (
+			wtServing []any
+			err       error
+		)
+		if wts, _, wtServing, err = serveWebTransport(&wtCfg, *wtAddr, mux, &wg); err != nil {
 			closeSessions()
 			return err
 		}
-		pc, err := net.ListenPacket("udp", *wtAddr)
-		if err != nil {
-			closeSessions()
-			return fmt.Errorf("-webtransport: %w", err)
-		}
-		wg.Go(func() { _ = wts.Serve(pc) })
-		mux.Handle("/webtransport", wts.InfoHandler())
-		serving = append(serving, "webtransport", pc.LocalAddr().String())
-		if tlsCfg == nil {
-			hashes, _ := wts.CertificateHashes()
-			for _, h := range hashes {
-				serving = append(serving, "cert_sha256", base64.StdEncoding.EncodeToString(h[:]))
-			}
-		}
+		serving = append(serving, wtServing...)
 	}
 	mux.Handle("/", noPage(*path))
 	ln, err := net.Listen("tcp", *addr)
@@ -243,6 +232,44 @@ func closeBridge(closeSessions func() error, wts *webtransport.Server) {
 	if wts != nil {
 		wts.Close()
 	}
+}
+
+// loadCert returns the TLS configuration of the flags -tls-cert and
+// -tls-key: the certificate and key in those PEM files.
+func loadCert(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert and -tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// serveWebTransport serves cfg's WebTransport sessions on a UDP socket
+// bound to addr (the flag -webtransport), in a goroutine of wg, and their
+// information at /webtransport on mux. It returns the server, which the
+// caller closes, the socket's address, and the attributes that name them
+// in the log line of what serves: the address and, with development
+// certificates (cfg.TLSConfig nil), the certificates' hashes.
+func serveWebTransport(cfg *webtransport.Config, addr string, mux *http.ServeMux, wg *sync.WaitGroup) (*webtransport.Server, net.Addr, []any, error) {
+	wts, err := webtransport.NewServer(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		wts.Close()
+		return nil, nil, nil, fmt.Errorf("-webtransport: %w", err)
+	}
+	wg.Go(func() { _ = wts.Serve(pc) })
+	mux.Handle("/webtransport", wts.InfoHandler())
+	serving := []any{"webtransport", pc.LocalAddr().String()}
+	if cfg.TLSConfig == nil {
+		hashes, _ := wts.CertificateHashes()
+		for _, h := range hashes {
+			serving = append(serving, "cert_sha256", base64.StdEncoding.EncodeToString(h[:]))
+		}
+	}
+	return wts, pc.LocalAddr(), serving, nil
 }
 
 // stringList is a repeatable string flag.

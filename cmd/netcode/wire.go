@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -144,11 +143,8 @@ func (f *wireFlags) check() error {
 func (f *wireFlags) tlsConfig() (*tls.Config, http.Handler, error) {
 	switch {
 	case f.certFile != "":
-		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("-tls-cert and -tls-key: %w", err)
-		}
-		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil, nil
+		cfg, err := loadCert(f.certFile, f.keyFile)
+		return cfg, nil, err
 	case len(f.acmeDomains) > 0:
 		cache := f.acmeCache
 		if cache == "" {
@@ -193,32 +189,22 @@ func (f *wireFlags) run(ctx context.Context, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle(wire.DefaultPath, w)
 	serving := []any{"allow", f.allow.String()}
-	var wts *webtransport.Server
 	var udpAddr net.Addr
 	if f.wtAddr != "off" {
 		wtAddr := f.wtAddr
 		if wtAddr == "" {
 			wtAddr = ln.Addr().String()
 		}
-		wts, err = webtransport.NewServer(&webtransport.Config{Wire: w, TLSConfig: tlsCfg, DevHosts: f.devHosts, Logger: f.cfg.Logger})
+		var (
+			wts       *webtransport.Server
+			wtServing []any
+		)
+		wts, udpAddr, wtServing, err = serveWebTransport(&webtransport.Config{Wire: w, TLSConfig: tlsCfg, DevHosts: f.devHosts, Logger: f.cfg.Logger}, wtAddr, mux, &wg)
 		if err != nil {
 			return err
 		}
-		pc, err := net.ListenPacket("udp", wtAddr)
-		if err != nil {
-			return err
-		}
-		udpAddr = pc.LocalAddr()
-		wg.Go(func() { _ = wts.Serve(pc) })
 		defer wts.Close()
-		mux.Handle("/webtransport", wts.InfoHandler())
-		serving = append(serving, "webtransport", udpAddr.String())
-		if tlsCfg == nil {
-			hashes, _ := wts.CertificateHashes()
-			for _, h := range hashes {
-				serving = append(serving, "cert_sha256", base64.StdEncoding.EncodeToString(h[:]))
-			}
-		}
+		serving = append(serving, wtServing...)
 	}
 	web := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
 	servers := []*http.Server{web}

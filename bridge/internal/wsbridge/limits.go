@@ -6,13 +6,35 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Defaults both bridges share; package bridge exports them for its
-// Config, and package bridge/transport documents them for its MuxConfig.
+// Defaults every bridge shares (the relay's Handler, the transport's Mux,
+// the wire's Handler): package bridge exports DefaultIdleTimeout for its
+// Config, and each package documents them for its configuration.
 const (
 	DefaultMaxSessions  = 1024
 	DefaultIdleTimeout  = 30 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultSocketBuffer is the receive and send buffer size of each
+	// session's UDP socket (the relay's and the wire's): a session
+	// carries one browser's traffic, far from what the 4 MiB of a dialed
+	// netcode client's socket are for.
+	DefaultSocketBuffer = 256 << 10
 )
+
+// SetDefaults gives the caps of every bridge's configuration their
+// defaults: DefaultMaxSessions to a maxSessions of 0 or less, and
+// DefaultIdleTimeout and DefaultWriteTimeout to a zero idle or write
+// timeout (a negative one disables it).
+func SetDefaults(maxSessions *int, idle, write *time.Duration) {
+	if *maxSessions <= 0 {
+		*maxSessions = DefaultMaxSessions
+	}
+	if *idle == 0 {
+		*idle = DefaultIdleTimeout
+	}
+	if *write == 0 {
+		*write = DefaultWriteTimeout
+	}
+}
 
 // CodeIdleTimeout is the close code of a session of either bridge through
 // which nothing went within its idle timeout (package bridge exports it).
