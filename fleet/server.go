@@ -89,7 +89,7 @@ type Server struct {
 	draining   atomic.Bool
 	beatMu     sync.Mutex    // serializes beats: the loop's and Drain's
 	shards     atomic.Int32  // the region's shard count, as last learnt
-	left       string        // the shard moved from, to leave at the next beat; guarded by beatMu
+	left       []string      // the shards moved from, to leave at a later beat; guarded by beatMu
 	beats      atomic.Uint64 // heartbeats written
 	failures   atomic.Uint64 // heartbeats that failed
 	conflicts  atomic.Uint64 // heartbeats that replaced another instance's entry
@@ -259,15 +259,18 @@ func (s *Server) beat(ctx context.Context) error {
 	if err == nil && shards != 0 && shards != int(s.shards.Load()) {
 		s.shards.Store(int32(shards))
 		if moved := s.key(); moved != key {
-			if other, _, err = s.write(ctx, moved, body); err == nil {
-				s.left = key
+			// The entry leaves key at a later beat whether or not this
+			// write succeeds: the next beat writes it in its new shard
+			// (key() says which) either way. Every shard moved from is
+			// kept until left, so that moves in a row leave none behind.
+			if !slices.Contains(s.left, key) {
+				s.left = append(s.left, key)
 			}
+			other, _, err = s.write(ctx, moved, body)
 			s.log.Info("netcode/fleet: moved to another shard", "shards", shards, "key", moved, "err", err)
 		}
-	} else if err == nil && s.left != "" && s.left != key {
-		if err = s.c.HDel(ctx, s.left, s.info.ID).Err(); err == nil {
-			s.left = ""
-		}
+	} else if err == nil && len(s.left) > 0 {
+		err = s.leave(ctx, key)
 	}
 	if err != nil {
 		reloadOnFailure(s.c, err)
@@ -286,6 +289,25 @@ func (s *Server) beat(ctx context.Context) error {
 	s.conflicted.Store(other)
 	s.beats.Add(1)
 	return nil
+}
+
+// leave removes the entry from the shards it moved from, but the one it
+// is in now (key: it may have moved back), keeping those it could not
+// for the next beat.
+func (s *Server) leave(ctx context.Context, key string) error {
+	var err error
+	kept := s.left[:0]
+	for _, k := range s.left {
+		if k == key {
+			continue
+		}
+		if derr := s.c.HDel(ctx, k, s.info.ID).Err(); derr != nil {
+			kept = append(kept, k)
+			err = cmp.Or(err, derr)
+		}
+	}
+	s.left = kept
+	return err
 }
 
 // write runs the heartbeat script on key; it reports whether the entry
@@ -409,10 +431,7 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout())
 	defer cancel()
 	s.beatMu.Lock()
-	keys := []string{s.key()}
-	if s.left != "" {
-		keys = append(keys, s.left) // in a Cluster, another slot: another call
-	}
+	keys := append([]string{s.key()}, s.left...) // in a Cluster, other slots: a call each
 	s.beatMu.Unlock()
 	var err error
 	for _, k := range keys {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,4 +175,64 @@ func TestReshard(t *testing.T) {
 	after := ch.Stats().Reads
 	waitFor(t, 10*time.Second, "a read begun after the last move", func() bool { return ch.Stats().Reads >= after+2 })
 	assert.Len(t, ch.Servers("test"), servers)
+}
+
+// failFirstWrite fails, once, the first heartbeat script run on key: a
+// write to a server's new shard lost to a Redis call's timeout.
+type failFirstWrite struct {
+	key    string
+	failed atomic.Bool
+}
+
+func (h *failFirstWrite) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failFirstWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		switch cmd.Name() {
+		case "evalsha", "eval":
+			if slices.Contains(cmd.Args(), any(h.key)) && h.failed.CompareAndSwap(false, true) {
+				cmd.SetErr(context.DeadlineExceeded)
+				return context.DeadlineExceeded
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failFirstWrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestReshardWriteFails: a server whose write to its new shard fails
+// (a call's timeout, on a loaded Redis) still leaves its old shard once
+// a later beat has written the new one, and moves that follow each
+// other leave no entry behind. Before, the failed write lost the old
+// shard's name, and the entry stayed there for good (TestReshard failed
+// so under load: "every server moved to 1 shards").
+func TestReshardWriteFails(t *testing.T) {
+	redisSrv, rdb := startRedis(t)
+	ctx := context.Background()
+	id := "s1"
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	to := int(h.Sum32() % 4)
+	require.NotZero(t, to, "the test wants s1 to move from shard 0")
+	hook := &failFirstWrite{key: shardKey(to)}
+	hooked := redis.NewClient(&redis.Options{Addr: redisSrv.Addr()})
+	hooked.AddHook(hook)
+	defer hooked.Close()
+	simFleet(t, hooked, 1, 42001, 0)
+	waitFor(t, 10*time.Second, "s1 in shard 0", func() bool { return shardCounts(t, rdb, 1)[0] == 1 })
+
+	require.NoError(t, fleet.SetShards(ctx, rdb, "", "test", 4))
+	waitFor(t, 10*time.Second, "the write to the new shard failed once", hook.failed.Load)
+	waitFor(t, 10*time.Second, fmt.Sprintf("s1 in shard %d alone", to), func() bool {
+		counts := shardCounts(t, rdb, 8)
+		return counts[to] == 1 && slices.Equal(slices.Delete(slices.Clone(counts), to, to+1), make([]int, 7))
+	})
+	require.NoError(t, fleet.SetShards(ctx, rdb, "", "test", 1))
+	waitFor(t, 10*time.Second, "s1 back in shard 0 alone", func() bool {
+		counts := shardCounts(t, rdb, 8)
+		return counts[0] == 1 && slices.Equal(counts[1:], make([]int, 7))
+	})
 }
