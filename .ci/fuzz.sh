@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in the module for FUZZTIME each (default 6s).
+# Runs every fuzz target in the module for FUZZTIME each (default 6s;
+# .ci/run gives 3s).
 # go test -fuzz takes one target in one package at a time, and builds and
 # links the package's instrumented test binary each time; so each package
 # with a fuzz target is built once (go test -c -fuzz), and its binary lists
