@@ -192,6 +192,16 @@ func (ml *messages) flush() error {
 // Called under mu, so that the latest due time is the one armed.
 func (ml *messages) rearm() { ml.due.Schedule(ml.t.NextDue()) }
 
+// settle, after the layer took a datagram or gave a message out, records
+// whether a message waits for Read (avail) and arms the timer for its
+// next due time; it reports whether one waits. Called under mu.
+func (ml *messages) settle() bool {
+	_, _, ok := ml.t.Peek()
+	ml.avail.Store(ok)
+	ml.rearm()
+	return ok
+}
+
 // fire is the timer's callback: the layer's Update, when it is due. A
 // peer that stopped acknowledging ends the Conn.
 func (ml *messages) fire() {
@@ -236,9 +246,7 @@ func (ml *messages) endErr(op string) error {
 func (ml *messages) receive(p []byte) {
 	ml.mu.Lock()
 	_ = ml.t.Receive(p) // refusals are counted in the layer's Stats
-	_, _, ok := ml.t.Peek()
-	ml.avail.Store(ok)
-	ml.rearm()
+	ok := ml.settle()
 	ml.mu.Unlock()
 	if ok {
 		ml.signal()
@@ -345,9 +353,7 @@ func (ml *messages) read(b []byte) (int, bool, error) {
 			}
 			n := copy(b, m)
 			ml.t.Pop()
-			_, _, more := ml.t.Peek()
-			ml.avail.Store(more)
-			ml.rearm()
+			more := ml.settle()
 			ml.mu.Unlock()
 			if more {
 				ml.signal()
