@@ -118,9 +118,6 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 	if c.MaxClients < 1 || c.MaxClients > server.MaxMaxClients {
 		return nil, fmt.Errorf("netcode: MaxClients %d out of range 1..%d", c.MaxClients, server.MaxMaxClients)
 	}
-	if c.AcceptBacklog <= 0 {
-		c.AcceptBacklog = c.MaxClients
-	}
 	log := discardIfNil(c.Logger)
 	addrs, err := transport.ServerAddrs(c.PublicAddr, pc.LocalAddr())
 	if err != nil {
@@ -142,7 +139,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		cfg:     c,
 		log:     log,
 		addr:    tc.LocalAddr(),
-		accept:  make(chan *Conn, c.AcceptBacklog),
+		accept:  msgconn.NewAcceptQueue[*Conn](c.AcceptBacklog, c.MaxClients),
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
 	}

@@ -549,3 +549,37 @@ func TestAcceptQueueFull(t *testing.T) {
 	require.Equal(t, uint64(1), srv.ClientID())
 	echo(t, first, srv, []byte("still here"), make([]byte, 16))
 }
+
+// TestAcceptQueueHoldsEverySlot: with AcceptQueue unset, every slot may
+// wait for Accept, as netcode's backlog does: a server of 80 slots, more
+// than the 64 the queue held before, keeps all 80 clients that connect
+// while no Accept runs (none is disconnected), then hands each over,
+// connected. Before, the 65th and later were disconnected as they
+// connected.
+func TestAcceptQueueHoldsEverySlot(t *testing.T) {
+	const clients = 80
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			s := listen(t, f.network, f.addr, func(c *ServerConfig) { c.MaxClients = clients })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			dialed := make(map[uint64]*Conn, clients)
+			for id := uint64(1); id <= clients; id++ {
+				c, err := DialContext(ctx, s.token(t, id, nil))
+				require.NoError(t, err, "client %d", id)
+				defer c.Close()
+				dialed[id] = c
+			}
+			buf := make([]byte, 16)
+			for range clients {
+				srv, err := s.AcceptConn(ctx)
+				require.NoError(t, err)
+				c := dialed[srv.ClientID()]
+				require.NotNil(t, c, "client %d accepted twice", srv.ClientID())
+				delete(dialed, srv.ClientID())
+				echo(t, c, srv, []byte("still here"), buf)
+				require.NoError(t, srv.Close())
+			}
+		})
+	}
+}

@@ -31,8 +31,6 @@ const (
 	// after its token first arrived, however often the token is resent;
 	// the token may then not start another handshake until it expires.
 	HalfOpenTimeout = core.HalfOpenTimeout
-	// DefaultAcceptQueue is how many connected clients wait for Accept.
-	DefaultAcceptQueue = 64
 	// HistoryPerSlot is how many consumed tokens the server remembers per
 	// slot (at least 4096 in all), each until it expires.
 	HistoryPerSlot = 32
@@ -70,7 +68,8 @@ type ServerConfig struct {
 	// 0 means DefaultReadQueue.
 	ReadQueue int
 	// AcceptQueue is how many connected clients wait for Accept; 0 means
-	// DefaultAcceptQueue. A client that finds it full is disconnected.
+	// MaxClients (every slot), as netcode's AcceptBacklog. A client that
+	// finds it full is disconnected.
 	AcceptQueue int
 	// Messages tunes the client/server layer every Conn speaks (see Conn).
 	Messages MessageConfig
@@ -210,9 +209,6 @@ func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if c.AcceptQueue <= 0 {
-		c.AcceptQueue = DefaultAcceptQueue
-	}
 	log := c.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -224,7 +220,7 @@ func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
 		cfg:     c,
 		max:     maxClients,
 		conns:   make([]atomic.Pointer[Conn], maxClients),
-		accept:  make(chan *Conn, c.AcceptQueue),
+		accept:  msgconn.NewAcceptQueue[*Conn](c.AcceptQueue, maxClients),
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
 	}

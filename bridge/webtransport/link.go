@@ -26,6 +26,15 @@ type link struct {
 	conn *quic.Conn
 	ctx  context.Context // the session's: done once it has ended
 
+	// read is Read's context, done once the link's Close or Cut has
+	// ended it (stopRead), so that no read outlives the link. It is not
+	// the session's: quic-go's ReceiveDatagram looks at its context
+	// before its queue, and the session's would drop the datagrams still
+	// queued as the session ended (a client's disconnect packets, sent
+	// just before it closes).
+	read     context.Context
+	stopRead context.CancelFunc
+
 	stream *wt.Stream // the relay's token stream, once accepted (by ReadToken only)
 
 	deadline atomic.Int64 // CloseBy's bound (internal/monoclock); 0 before
@@ -38,6 +47,7 @@ type link struct {
 
 func newLink(sess *wt.Session, conn *quic.Conn) *link {
 	l := &link{sess: sess, conn: conn, ctx: sess.Context()}
+	l.read, l.stopRead = context.WithCancel(context.Background())
 	l.max.init(sess.SendDatagram, monoclock.Now())
 	return l
 }
@@ -46,8 +56,15 @@ var _ wsbridge.RelayLink = (*link)(nil)
 
 // Read implements wsbridge.Link: one datagram. quic-go hands over each
 // datagram in a buffer of its own; Read copies it into buf.
+//
+// The datagrams that reached the session before it ended are all read,
+// in order, and then the end: once the session has ended, however it
+// ended (a side closed it, or its connection is gone), quic-go's queue of
+// its datagrams (32 at most) takes no more, and ReceiveDatagram returns
+// what the queue still holds before that end's error. A Read waits while
+// the session lasts, or until the link's Close or Cut.
 func (l *link) Read(buf []byte) (int, error) {
-	p, err := l.sess.ReceiveDatagram(l.ctx)
+	p, err := l.sess.ReceiveDatagram(l.read)
 	if err != nil {
 		return 0, err
 	}
@@ -103,8 +120,19 @@ func (l *link) Flush() error { return nil }
 func (l *link) Release() {}
 
 // ReadEnd implements wsbridge.Link: a session the client closed ends with
-// its code and reason (0, WebTransport's default, is 1000).
+// its code and reason (0, WebTransport's default, is 1000). Read's error
+// is that of the session's queue, which does not carry them: the session
+// says them once it has ended.
 func (l *link) ReadEnd(err error) (websocket.StatusCode, string) {
+	if l.ctx.Err() != nil {
+		// Ended: its stream maps return why at once, and hold no
+		// stream to take.
+		if _, e := l.sess.AcceptUniStream(l.ctx); e != nil {
+			if _, ok := errors.AsType[*wt.SessionError](e); ok {
+				err = e
+			}
+		}
+	}
 	return endOf(err)
 }
 
@@ -171,6 +199,7 @@ func (l *link) Close(code websocket.StatusCode, reason string) {
 		t.Stop()
 	}
 	_ = l.conn.CloseWithError(0, "")
+	l.stopRead()
 }
 
 // tell sends a page the close code and reason in a message of its own, on
@@ -211,6 +240,7 @@ func (l *link) tell(code websocket.StatusCode, reason string, bound time.Time) {
 // Cut implements wsbridge.Link: it closes the QUIC connection at once.
 func (l *link) Cut() {
 	_ = l.conn.CloseWithError(codeCut, "netcode/bridge: connection cut")
+	l.stopRead()
 }
 
 // codeCut is the QUIC application error code of a connection the bridge

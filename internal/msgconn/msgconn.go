@@ -432,6 +432,19 @@ func (c *Conn) Done() <-chan struct{} { return c.q.Done() }
 // Err is nil while the connection is up, and afterwards why it ended.
 func (c *Conn) Err() error { return c.q.Err() }
 
+// NewAcceptQueue returns a Listener's accept queue, the one rule of both
+// dialects: n connected clients wait for Accept, or, for n of 0 or less,
+// maxClients (every slot). A client that connects while the queue is full
+// is disconnected, so the default turns no client away while the server
+// has a slot for it, however long Accept lags behind a burst of players
+// (a match's start).
+func NewAcceptQueue[C any](n, maxClients int) chan C {
+	if n <= 0 {
+		n = maxClients
+	}
+	return make(chan C, n)
+}
+
 // Accept takes the next connection from a Listener's accept queue,
 // preferring one already queued to a close or a cancelled ctx. Once
 // closing is closed it fails with net.ErrClosed, and when ctx ends with its
