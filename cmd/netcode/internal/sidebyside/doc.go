@@ -12,6 +12,7 @@
 //	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
 //	NETCODE_C_SRC=dir go run . cref -server-only # the servers alone, under the same Go clients
 //	NETCODE_C_SRC=dir go run . cref -api # and the public-API client harness, one process
+//	NETCODE_C_SRC=dir go run . cref -api-floor # and its shape on raw UDP, and GOMAXPROCS=1
 //	CUTE_NET_SRC=dir go run . cute  # Cute Framework's cute_net.h vs package cute
 //	NETCODE_C_SRC=dir go run . tables -before REV -after HEAD # the README's tables, before and after
 //
@@ -85,6 +86,21 @@
 // Writes the next payload. netcode bench writes from the reader itself,
 // so its Writes are held for a train; a writer goroutine's are not.
 // -api-cpuprofile writes each run's CPU profile.
+//
+// cref -api-floor (which implies -api) measures, in the same rounds, how
+// much of the public-API harness's cost is netcode's and how much is the
+// Go runtime's with that goroutine shape. It runs the harness again with
+// GOMAXPROCS=1 (one thread runs Go code, so readying the writer wakes no
+// idle thread), and the same shape on raw UDP (apiecho -transport udp):
+// per client a connected net.UDPConn with the same reader and writer
+// goroutines and credit channel, datagrams of the size netcode's would
+// be, and an echo server of one goroutine on one socket
+// (ReadFromUDPAddrPort, WriteToUDPAddrPort), with the runtime's
+// GOMAXPROCS and with 1. Its table gives each one's echoes per
+// CPU-second, its ratio to C, netcode over raw UDP at each GOMAXPROCS,
+// and CPU µs per echo:
+//
+//	NETCODE_C_SRC=dir go run . cref -api-floor -configs 1x1x100,1x8x100
 //
 // cute builds cuteref/cutebench.c against cute_net.h from the directory
 // CUTE_NET_SRC names (libraries/cute of github.com/RandyGaul/cute_framework,

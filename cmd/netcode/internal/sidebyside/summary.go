@@ -170,6 +170,9 @@ type crefResult struct {
 	C, Go  []echoFigures
 	Floor  []echoFigures // the bare Go UDP ping-pong (cref -floor)
 	API    []echoFigures // the public-API harness (cref -api)
+	// cref -api-floor: the public-API harness with GOMAXPROCS=1, and its
+	// shape on raw UDP with the runtime's default and with GOMAXPROCS=1.
+	API1, Raw, Raw1 []echoFigures
 }
 
 func (r crefResult) last() string {
@@ -183,6 +186,14 @@ func (r crefResult) last() string {
 	if len(r.API) > 0 {
 		a := r.API[len(r.API)-1]
 		s += fmt.Sprintf("; public API %.0f echoes per CPU-s, p50 %v", a.PerCPU, a.P50)
+	}
+	for _, v := range []struct {
+		name string
+		fs   []echoFigures
+	}{{"public API GOMAXPROCS=1", r.API1}, {"raw UDP", r.Raw}, {"raw UDP GOMAXPROCS=1", r.Raw1}} {
+		if len(v.fs) > 0 {
+			s += fmt.Sprintf("; %s %.0f", v.name, v.fs[len(v.fs)-1].PerCPU)
+		}
 	}
 	return s
 }
@@ -287,5 +298,41 @@ func printAPITable(w io.Writer, rs []crefResult) {
 		}
 		fmt.Fprintf(w, "  rounds: public API [%s], public API / C [%s]\n", rounds(values(r.API, perCPU), kilo),
 			rounds(ratios, func(x float64) string { return fmt.Sprintf("%.2f", x) }))
+	}
+}
+
+// printAPIFloorTable writes, for the configurations that ran cref
+// -api-floor, echoes per CPU-second (medians) of C, of the public-API
+// harness's shape on raw UDP and of netcode's, each Go harness with the
+// runtime's default GOMAXPROCS and with 1; each one's ratio to C; netcode
+// over raw UDP at each GOMAXPROCS (what the library costs beyond the
+// shape's floor); the CPU µs per echo of the medians, and the rounds.
+func printAPIFloorTable(w io.Writer, rs []crefResult) {
+	header := false
+	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	for _, r := range rs {
+		if len(r.Raw) == 0 || len(r.C) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\n| clients, window, payload | C | raw Go | raw Go, GOMAXPROCS=1 | netcode | netcode, GOMAXPROCS=1 | / C: raw, raw 1, netcode, netcode 1 | netcode / raw: default, 1 | µs of CPU per echo: C, raw, raw 1, netcode, netcode 1 |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+			header = true
+		}
+		cols := [][]echoFigures{r.C, r.Raw, r.Raw1, r.API, r.API1}
+		m := make([]float64, len(cols))
+		for i, col := range cols {
+			m[i] = median(values(col, perCPU))
+		}
+		two := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+		us := func(x float64) string { return fmt.Sprintf("%.1f", 1e6/x) }
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %s | %s | %s %s %s %s | %s %s | %s %s %s %s %s |\n", r.Config,
+			kilo(m[0]), kilo(m[1]), kilo(m[2]), kilo(m[3]), kilo(m[4]),
+			two(m[1]/m[0]), two(m[2]/m[0]), two(m[3]/m[0]), two(m[4]/m[0]),
+			two(m[3]/m[1]), two(m[4]/m[2]),
+			us(m[0]), us(m[1]), us(m[2]), us(m[3]), us(m[4]))
+		fmt.Fprintf(w, "  rounds: C [%s] raw Go [%s] raw Go 1 [%s] netcode [%s] netcode 1 [%s]\n",
+			rounds(values(r.C, perCPU), kilo), rounds(values(r.Raw, perCPU), kilo), rounds(values(r.Raw1, perCPU), kilo),
+			rounds(values(r.API, perCPU), kilo), rounds(values(r.API1, perCPU), kilo))
 	}
 }
