@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,20 +62,22 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured exchange before the window")
 	cpuprofile := fs.String("cpuprofile", "", "write the measured window's CPU profile to this file")
 	transport := fs.String("transport", "netcode", "netcode, or udp: the same goroutines on raw UDP (net.UDPConn, no protocol), the floor of this shape")
-	procs := fs.Int("gomaxprocs", 0, "run with runtime.GOMAXPROCS(N) (0: the runtime's default)")
+	procs := procsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *clients < 1 || *clients > maxServerClients || *window < 1 || *size < 16 || *size > netcode.MaxPayloadBytes || *duration <= 0 || *warmup < 0 || *procs < 0 {
-		return fmt.Errorf("%s: 1..%d -clients, a -window of 1 or more, a -size of 16..%d, a positive -duration and a -gomaxprocs of 0 or more",
+	if *clients < 1 || *clients > maxServerClients || *window < 1 || *size < 16 || *size > netcode.MaxPayloadBytes || *duration <= 0 || *warmup < 0 {
+		return fmt.Errorf("%s: 1..%d -clients, a -window of 1 or more, a -size of 16..%d and a positive -duration",
 			apiechoArg, maxServerClients, netcode.MaxPayloadBytes)
 	}
 	if !slices.Contains(apiTransports, *transport) {
 		return fmt.Errorf("%s: -transport %q: want one of %v", apiechoArg, *transport, apiTransports)
 	}
-	if *procs > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*procs))
+	restore, err := setProcs(*procs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", apiechoArg, err)
 	}
+	defer restore()
 	key, err := netcodeKey()
 	if err != nil {
 		return err

@@ -104,7 +104,9 @@ rounds, echoes per CPU-s:
 // TestPingpongRun runs the bare Go UDP ping-pong briefly and reads its
 // result line as cref does. It asserts no figure of speed.
 func TestPingpongRun(t *testing.T) {
-	checkResultLine(t, runPingpong, "-size", "100", "-duration", "200ms")
+	for _, procs := range []string{"0", "1"} {
+		checkResultLine(t, runPingpong, "-size", "100", "-duration", "200ms", "-gomaxprocs", procs)
+	}
 }
 
 // checkResultLine runs a hidden command that prints a result line in
@@ -225,6 +227,9 @@ func TestAPIEchoRun(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := runAPIEcho([]string{"-transport", "quic"}, &out, &errb); err == nil {
 		t.Error("an unknown transport ran")
+	}
+	if err := runAPIEcho([]string{"-gomaxprocs", "-1"}, &out, &errb); err == nil {
+		t.Error("a negative -gomaxprocs ran")
 	}
 }
 

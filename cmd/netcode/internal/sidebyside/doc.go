@@ -14,6 +14,7 @@
 //	NETCODE_C_SRC=dir go run . cref -api # and the public-API client harness, one process
 //	NETCODE_C_SRC=dir go run . cref -api-floor # and its shape on raw UDP, and GOMAXPROCS=1
 //	CUTE_NET_SRC=dir go run . cute  # Cute Framework's cute_net.h vs package cute
+//	CUTE_NET_SRC=dir go run . cute -floor -configs 1x1x100 # and the raw UDP floor at window 1
 //	NETCODE_C_SRC=dir go run . tables -before REV -after HEAD # the README's tables, before and after
 //
 // # Method
@@ -116,6 +117,16 @@
 // goroutine per connection and per client a reader goroutine that Sends
 // the next payload on each echo, as the bench drives bare Conns. C and Go
 // alternate, in an order that changes from run to run.
+//
+// cute -floor does for package cute at window 1 what cref -api-floor does
+// for the public API: at each one-client window-1 configuration it also
+// runs, interleaved, package cute's harness (cuteecho, in mode proto too,
+// where the main table's Go figure is the bench's) with GOMAXPROCS=1, and
+// the raw UDP floor of that shape, the ping-pong of cref -floor (one
+// client goroutine writing then reading, one server goroutine), with the
+// runtime's GOMAXPROCS and with 1. Its table gives each one's echoes per
+// CPU-second, its ratio to Cute Framework and CPU µs per echo: whether
+// the gap at window 1 is the runtime's, the crypto's or the library's.
 //
 // tables reruns every figure of the README's Performance tables for two
 // revisions of this repository (-before, -after; default HEAD) in one

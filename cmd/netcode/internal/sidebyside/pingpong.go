@@ -31,12 +31,18 @@ func runPingpong(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(pingpongArg, stderr)
 	size := fs.Int("size", 100, "payload bytes (the datagram carries what netcode would add)")
 	duration := fs.Duration("duration", 3*time.Second, "measured window")
+	procs := procsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *size < 1 || *duration <= 0 {
 		return errors.New("pingpong: a positive -size and -duration")
 	}
+	restore, err := setProcs(*procs)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	defer restore()
 	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return err

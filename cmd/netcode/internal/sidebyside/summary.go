@@ -308,31 +308,61 @@ func printAPITable(w io.Writer, rs []crefResult) {
 // over raw UDP at each GOMAXPROCS (what the library costs beyond the
 // shape's floor); the CPU µs per echo of the medians, and the rounds.
 func printAPIFloorTable(w io.Writer, rs []crefResult) {
-	header := false
-	perCPU := func(f echoFigures) float64 { return f.PerCPU }
+	var rows []floorRow
 	for _, r := range rs {
 		if len(r.Raw) == 0 || len(r.C) == 0 {
 			continue
 		}
-		if !header {
-			fmt.Fprintln(w, "\n| clients, window, payload | C | raw Go | raw Go, GOMAXPROCS=1 | netcode | netcode, GOMAXPROCS=1 | / C: raw, raw 1, netcode, netcode 1 | netcode / raw: default, 1 | µs of CPU per echo: C, raw, raw 1, netcode, netcode 1 |")
-			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-			header = true
+		row := floorRow{label: r.Config.String(), names: []string{"C", "raw Go", "raw Go 1", "netcode", "netcode 1"},
+			cols: [][]echoFigures{r.C, r.Raw, r.Raw1, r.API, r.API1}}
+		m := row.medians()
+		row.extra = fmt.Sprintf(" %.2f %.2f |", m[3]/m[1], m[4]/m[2])
+		rows = append(rows, row)
+	}
+	writeFloorTable(w, "| clients, window, payload | C | raw Go | raw Go, GOMAXPROCS=1 | netcode | netcode, GOMAXPROCS=1 | / C: raw, raw 1, netcode, netcode 1 | netcode / raw: default, 1 | µs of CPU per echo: C, raw, raw 1, netcode, netcode 1 |", rows)
+}
+
+// floorRow is one row of a floor table (cref -api-floor, cute -floor): its
+// first cells (label), the columns of rounds (C's first) and their names
+// for the rounds line, and cells after the ratios to C (extra, each
+// ending in "|").
+type floorRow struct {
+	label string
+	names []string
+	cols  [][]echoFigures
+	extra string
+}
+
+// medians returns the medians of echoes per CPU-second of each column.
+func (r floorRow) medians() []float64 {
+	m := make([]float64, len(r.cols))
+	for i, col := range r.cols {
+		m[i] = median(values(col, func(f echoFigures) float64 { return f.PerCPU }))
+	}
+	return m
+}
+
+// writeFloorTable writes header and rows, if any: each row's medians,
+// each one's ratio to C's, its extra cells, CPU µs per echo of each, and
+// a line of the rounds.
+func writeFloorTable(w io.Writer, header string, rows []floorRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n"+header)
+	fmt.Fprintln(w, strings.Repeat("|---", strings.Count(header, "|")-1)+"|")
+	for _, r := range rows {
+		m := r.medians()
+		var cells, ratios, micros, rs []string
+		for i, x := range m {
+			cells = append(cells, kilo(x))
+			if i > 0 {
+				ratios = append(ratios, fmt.Sprintf("%.2f", x/m[0]))
+			}
+			micros = append(micros, fmt.Sprintf("%.1f", 1e6/x))
+			rs = append(rs, fmt.Sprintf("%s [%s]", r.names[i], rounds(values(r.cols[i], func(f echoFigures) float64 { return f.PerCPU }), kilo)))
 		}
-		cols := [][]echoFigures{r.C, r.Raw, r.Raw1, r.API, r.API1}
-		m := make([]float64, len(cols))
-		for i, col := range cols {
-			m[i] = median(values(col, perCPU))
-		}
-		two := func(x float64) string { return fmt.Sprintf("%.2f", x) }
-		us := func(x float64) string { return fmt.Sprintf("%.1f", 1e6/x) }
-		fmt.Fprintf(w, "| %v | %s | %s | %s | %s | %s | %s %s %s %s | %s %s | %s %s %s %s %s |\n", r.Config,
-			kilo(m[0]), kilo(m[1]), kilo(m[2]), kilo(m[3]), kilo(m[4]),
-			two(m[1]/m[0]), two(m[2]/m[0]), two(m[3]/m[0]), two(m[4]/m[0]),
-			two(m[3]/m[1]), two(m[4]/m[2]),
-			us(m[0]), us(m[1]), us(m[2]), us(m[3]), us(m[4]))
-		fmt.Fprintf(w, "  rounds: C [%s] raw Go [%s] raw Go 1 [%s] netcode [%s] netcode 1 [%s]\n",
-			rounds(values(r.C, perCPU), kilo), rounds(values(r.Raw, perCPU), kilo), rounds(values(r.Raw1, perCPU), kilo),
-			rounds(values(r.API, perCPU), kilo), rounds(values(r.API1, perCPU), kilo))
+		fmt.Fprintf(w, "| %s | %s | %s |%s %s |\n", r.label, strings.Join(cells, " | "), strings.Join(ratios, " "), r.extra, strings.Join(micros, " "))
+		fmt.Fprintf(w, "  rounds: %s\n", strings.Join(rs, " "))
 	}
 }
