@@ -105,7 +105,7 @@ rounds, echoes per CPU-s:
 // result line as cref does. It asserts no figure of speed.
 func TestPingpongRun(t *testing.T) {
 	for _, procs := range []string{"0", "1"} {
-		checkResultLine(t, runPingpong, "-size", "100", "-duration", "200ms", "-gomaxprocs", procs)
+		checkResultLine(t, runPingpong, "-size", "100", "-warmup", "50ms", "-duration", "200ms", "-gomaxprocs", procs)
 	}
 }
 
