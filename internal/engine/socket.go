@@ -154,18 +154,25 @@ func (s *Socket) readerDeadline() {
 // deadline is rdl: rdl on a One socket; on a Many one, rdl or pullBound
 // from now if that is sooner, a deadline already set being kept while
 // more than half of pullBound is left. s.dmu is held.
-func (s *Socket) pullDeadline(rdl, now time.Time) time.Time {
+//
+// It reads the clock only on a Many socket, and there only the monotonic
+// clock (time.Until) unless the deadline moves: this runs at every pull,
+// once per payload at one payload in flight, where time.Now's two clock
+// reads (the wall clock and the monotonic one) were a tenth of the
+// library's clock reads per echo.
+func (s *Socket) pullDeadline(rdl time.Time) time.Time {
 	if s.role == One {
 		return rdl
 	}
-	bound := now.Add(pullBound)
-	if !rdl.IsZero() && !rdl.After(bound) {
+	if !rdl.IsZero() && time.Until(rdl) <= pullBound {
 		return rdl
 	}
-	if cur := s.sockDL; cur.After(now.Add(pullBound/2)) && !cur.After(bound) && (rdl.IsZero() || !cur.After(rdl)) {
-		return cur
+	if cur := s.sockDL; !cur.IsZero() && (rdl.IsZero() || !cur.After(rdl)) {
+		if left := time.Until(cur); left > pullBound/2 && left <= pullBound {
+			return cur
+		}
 	}
-	return bound
+	return time.Now().Add(pullBound)
 }
 
 // Reader is one Conn's reads of a socket: it is the msgconn.Puller of the
@@ -245,7 +252,7 @@ func (r *Reader) pullOne() (bool, error)  { return r.pull() }
 func (r *Reader) pull() (bool, error) {
 	s := r.s
 	s.dmu.Lock()
-	if dl := s.pullDeadline(r.rdl, time.Now()); !dl.Equal(s.sockDL) {
+	if dl := s.pullDeadline(r.rdl); !dl.Equal(s.sockDL) {
 		if err := s.conn.SetReadDeadline(dl); err != nil {
 			// A caller's transport without read deadlines: a Read
 			// cannot wait on it, the reader reads it from now on.
@@ -300,7 +307,7 @@ func (r *Reader) SetReadDeadline(t time.Time) {
 	s.dmu.Lock()
 	r.rdl = t
 	if s.puller == r {
-		dl := s.pullDeadline(t, time.Now())
+		dl := s.pullDeadline(t)
 		_ = s.conn.SetReadDeadline(dl)
 		s.sockDL = dl
 	}

@@ -9,12 +9,23 @@ package main
 // the usual game loop's shape, a receive loop and a send loop, where
 // `netcode bench` writes the next payload from the reader itself and so
 // pays no hand-off between goroutines.
+//
+// With -transport udp it runs the same shape on raw UDP, no protocol: the
+// floor of this shape in Go. Each client is a connected net.UDPConn with
+// the same reader and writer goroutines and the same credit channel,
+// sending datagrams of the size netcode's would be (pingpongOverhead
+// more than the payload), and the server is one goroutine on one socket
+// (ReadFromUDPAddrPort, WriteToUDPAddrPort). With -gomaxprocs 1 either
+// transport runs on one thread of Go code, so the runtime wakes no idle
+// thread to look for work when the reader readies the writer.
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,11 +37,15 @@ import (
 // process of its own, so that its CPU time is its own.
 const apiechoArg = "apiecho"
 
+// apiTransports are the public-API harness's -transport values: netcode's
+// dialed Conns and Listener, or raw UDP of the same shape.
+var apiTransports = []string{"netcode", "udp"}
+
 // apiClient is one client of the public-API harness.
 type apiClient struct {
-	conn    *netcode.Conn
-	credits chan struct{} // the reader hands the writer one per echo
-	echoes  atomic.Uint64 // echoes in the measured window
+	conn    io.ReadWriteCloser // a *netcode.Conn, or a connected *net.UDPConn
+	credits chan struct{}      // the reader hands the writer one per echo
+	echoes  atomic.Uint64      // echoes in the measured window
 	rtts    []time.Duration
 }
 
@@ -46,6 +61,8 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 3*time.Second, "measured window, after the warm-up")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured exchange before the window")
 	cpuprofile := fs.String("cpuprofile", "", "write the measured window's CPU profile to this file")
+	transport := fs.String("transport", "netcode", "netcode, or udp: the same goroutines on raw UDP (net.UDPConn, no protocol), the floor of this shape")
+	procs := procsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,11 +70,25 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: 1..%d -clients, a -window of 1 or more, a -size of 16..%d and a positive -duration",
 			apiechoArg, maxServerClients, netcode.MaxPayloadBytes)
 	}
+	if !slices.Contains(apiTransports, *transport) {
+		return fmt.Errorf("%s: -transport %q: want one of %v", apiechoArg, *transport, apiTransports)
+	}
+	restore, err := setProcs(*procs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", apiechoArg, err)
+	}
+	defer restore()
 	key, err := netcodeKey()
 	if err != nil {
 		return err
 	}
-	addr, stop, err := serveDatagrams("netcode", key)
+	var addr string
+	var stop func()
+	if *transport == "udp" {
+		addr, stop, err = serveUDPEcho(1)
+	} else {
+		addr, stop, err = serveDatagrams("netcode", key)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,12 +104,12 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
+	msgSize := *size
+	if *transport == "udp" {
+		msgSize += pingpongOverhead
+	}
 	for i := range cs {
-		tok, err := mint(key, addr, uint64(i+1))
-		if err != nil {
-			return err
-		}
-		conn, err := netcode.DialContext(ctx, tok)
+		conn, err := dialAPI(ctx, *transport, key, addr, uint64(i+1))
 		if err != nil {
 			return fmt.Errorf("%s: client %d: %w", apiechoArg, i+1, err)
 		}
@@ -94,7 +125,7 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 		}
 		c.rtts = make([]time.Duration, 0, 1<<16)
 		wg.Go(func() { // the writer
-			buf := make([]byte, *size)
+			buf := make([]byte, msgSize)
 			var seq uint64
 			for range c.credits {
 				seq++
@@ -107,7 +138,7 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 		})
 		wg.Go(func() { // the reader
 			defer close(c.credits)
-			buf := make([]byte, netcode.MaxPayloadBytes)
+			buf := make([]byte, udpBufBytes)
 			for {
 				n, err := c.conn.Read(buf)
 				if err != nil {
@@ -142,4 +173,22 @@ func runAPIEcho(args []string, stdout, stderr io.Writer) error {
 		rtts = append(rtts, c.rtts...)
 	}
 	return printEchoResult(stdout, apiechoArg, *clients, *window, *size, echoes, cpu, wall, rtts)
+}
+
+// dialAPI returns client id's connection to the harness's server at addr:
+// a dialed netcode.Conn (a token minted with key), or for transport udp a
+// net.UDPConn connected to it.
+func dialAPI(ctx context.Context, transport string, key []byte, addr string, id uint64) (io.ReadWriteCloser, error) {
+	if transport == "udp" {
+		ua, err := net.ResolveUDPAddr("udp4", addr)
+		if err != nil {
+			return nil, err
+		}
+		return net.DialUDP("udp4", nil, ua)
+	}
+	tok, err := mint(key, addr, id)
+	if err != nil {
+		return nil, err
+	}
+	return netcode.DialContext(ctx, tok)
 }

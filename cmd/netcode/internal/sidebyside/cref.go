@@ -176,9 +176,11 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	serverOnly := fs.Bool("server-only", false, "measure the servers alone: the same Go clients (dialed netcode.Conns) drive the C reference's echo server (cref/cserver.c, a poll() loop, a process of its own) and a netcode.Listen echo server (a process of its own, built from this module's netcode), interleaved; server CPU per echo from /proc")
 	api := fs.Bool("api", false, "also run, interleaved, the public-API harness (apiecho.go): a netcode.Listen echo server with a goroutine per connection and dialed netcode.Conns with a reader goroutine and a writer goroutine each, in one process")
 	apiProfile := fs.String("api-cpuprofile", "", "with -api: write each public-API run's CPU profile (the measured window) to this prefix plus -CLIENTSxWINDOWxSIZE-rROUND.pprof")
+	apiFloor := fs.Bool("api-floor", false, "-api, and also run, interleaved, the public-API harness's shape on raw UDP (net.UDPConn clients with the same reader and writer goroutines and credit channel, a one-goroutine raw UDP echo server), and both with GOMAXPROCS=1: how much of the public API's cost is netcode's and how much the Go runtime's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	*api = *api || *apiFloor
 	cs, self, repo, dir, err := comparisonSetup("cref", *configs, *worktree, *rounds, *duration)
 	if err != nil {
 		return err
@@ -238,6 +240,21 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				}
 				res[i].API = append(res[i].API, f)
 			}
+			if *apiFloor {
+				for _, v := range []struct {
+					to    *[]echoFigures
+					extra []string
+				}{
+					{&res[i].API1, []string{"-gomaxprocs", "1"}},
+					{&res[i].Raw, []string{"-transport", "udp"}},
+					{&res[i].Raw1, []string{"-transport", "udp", "-gomaxprocs", "1"}},
+				} {
+					if f, err = runAPI(ctx, c, secs, "", v.extra...); err != nil {
+						return err
+					}
+					*v.to = append(*v.to, f)
+				}
+			}
 			if *floor && c.Clients == 1 && c.Window == 1 {
 				if f, err = runFloor(ctx, c, secs); err != nil {
 					return err
@@ -253,6 +270,7 @@ func runCref(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	printCrefTable(stdout, res)
 	printFloorTable(stdout, res)
 	printAPITable(stdout, res)
+	printAPIFloorTable(stdout, res)
 	fmt.Fprintf(stdout, "uptime after: %s\n", uptime())
 	return nil
 }
@@ -311,14 +329,15 @@ func runFloor(ctx context.Context, c crefConfig, secs string) (echoFigures, erro
 }
 
 // runAPI runs the public-API harness (apiecho.go) at c in a process of
-// its own. With profile it writes the window's CPU profile there.
-func runAPI(ctx context.Context, c crefConfig, secs, profile string) (echoFigures, error) {
+// its own, with extra flags (-transport, -gomaxprocs). With profile it
+// writes the window's CPU profile there.
+func runAPI(ctx context.Context, c crefConfig, secs, profile string, extra ...string) (echoFigures, error) {
 	args := []string{apiechoArg, "-clients", strconv.Itoa(c.Clients), "-window", strconv.Itoa(c.Window),
 		"-size", strconv.Itoa(c.Size), "-duration", secs + "s"}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile)
 	}
-	return runSelf(ctx, args...)
+	return runSelf(ctx, append(args, extra...)...)
 }
 
 // runSelf runs this executable with args (a hidden command that prints a

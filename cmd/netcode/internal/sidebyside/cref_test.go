@@ -104,7 +104,9 @@ rounds, echoes per CPU-s:
 // TestPingpongRun runs the bare Go UDP ping-pong briefly and reads its
 // result line as cref does. It asserts no figure of speed.
 func TestPingpongRun(t *testing.T) {
-	checkResultLine(t, runPingpong, "-size", "100", "-duration", "200ms")
+	for _, procs := range []string{"0", "1"} {
+		checkResultLine(t, runPingpong, "-size", "100", "-warmup", "50ms", "-duration", "200ms", "-gomaxprocs", procs)
+	}
 }
 
 // checkResultLine runs a hidden command that prints a result line in
@@ -207,10 +209,53 @@ func TestCrefServerRun(t *testing.T) {
 	}
 }
 
-// TestAPIEchoRun runs the public-API harness briefly and reads its result
-// line as cref -api does. It asserts no figure of speed.
+// TestAPIEchoRun runs the public-API harness briefly, on netcode and on
+// raw UDP (cref -api-floor's floor), with the runtime's GOMAXPROCS and
+// with 1, and reads its result line as cref -api does. It asserts no
+// figure of speed.
 func TestAPIEchoRun(t *testing.T) {
-	for _, window := range []string{"1", "4"} {
-		checkResultLine(t, runAPIEcho, "-clients", "2", "-window", window, "-size", "100", "-warmup", "50ms", "-duration", "200ms")
+	for _, tr := range apiTransports {
+		for _, procs := range []string{"0", "1"} {
+			t.Run(tr+"/gomaxprocs="+procs, func(t *testing.T) {
+				for _, window := range []string{"1", "4"} {
+					checkResultLine(t, runAPIEcho, "-transport", tr, "-gomaxprocs", procs,
+						"-clients", "2", "-window", window, "-size", "100", "-warmup", "50ms", "-duration", "200ms")
+				}
+			})
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := runAPIEcho([]string{"-transport", "quic"}, &out, &errb); err == nil {
+		t.Error("an unknown transport ran")
+	}
+	if err := runAPIEcho([]string{"-gomaxprocs", "-1"}, &out, &errb); err == nil {
+		t.Error("a negative -gomaxprocs ran")
+	}
+}
+
+// TestAPIFloorTable checks cref -api-floor's table: the medians of C, raw
+// UDP and netcode with each GOMAXPROCS, their ratios to C, netcode over
+// raw UDP, CPU µs per echo, and that it leaves out the configurations
+// that ran no raw UDP or no C.
+func TestAPIFloorTable(t *testing.T) {
+	f := func(perCPU float64) echoFigures { return echoFigures{PerCPU: perCPU} }
+	rs := []crefResult{
+		{Config: crefConfig{1, 1, 100}, C: []echoFigures{f(100e3), f(80e3), f(90e3)}, Go: []echoFigures{f(60e3)},
+			API: []echoFigures{f(40e3), f(45e3), f(50e3)}, API1: []echoFigures{f(50e3), f(60e3), f(55e3)},
+			Raw: []echoFigures{f(60e3), f(50e3), f(70e3)}, Raw1: []echoFigures{f(80e3), f(75e3), f(125e3)}},
+		{Config: crefConfig{1, 8, 100}, C: []echoFigures{f(100e3)}, Go: []echoFigures{f(150e3)}, API: []echoFigures{f(90e3)}},
+		{Config: crefConfig{512, 8, 100}, Go: []echoFigures{f(100e3)}, API: []echoFigures{f(60e3)}, API1: []echoFigures{f(60e3)},
+			Raw: []echoFigures{f(60e3)}, Raw1: []echoFigures{f(60e3)}},
+	}
+	var b bytes.Buffer
+	printAPIFloorTable(&b, rs)
+	want := `
+| clients, window, payload | C | raw Go | raw Go, GOMAXPROCS=1 | netcode | netcode, GOMAXPROCS=1 | / C: raw, raw 1, netcode, netcode 1 | netcode / raw: default, 1 | µs of CPU per echo: C, raw, raw 1, netcode, netcode 1 |
+|---|---|---|---|---|---|---|---|---|
+| 1, 1, 100 B | 90.0k | 60.0k | 80.0k | 45.0k | 55.0k | 0.67 0.89 0.50 0.61 | 0.75 0.69 | 11.1 16.7 12.5 22.2 18.2 |
+  rounds: C [100.0k 80.0k 90.0k] raw Go [60.0k 50.0k 70.0k] raw Go 1 [80.0k 75.0k 125.0k] netcode [40.0k 45.0k 50.0k] netcode 1 [50.0k 60.0k 55.0k]
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }

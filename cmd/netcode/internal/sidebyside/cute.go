@@ -47,6 +47,10 @@ type cuteResult struct {
 	Config         crefConfig
 	Mode           string
 	C, Go, Netcode []echoFigures
+	// cute -floor, at one client and window 1: package cute's harness
+	// (cuteecho, in mode proto too) with the runtime's GOMAXPROCS and
+	// with 1, and the raw UDP ping-pong of its shape with each.
+	Echo, Echo1, Raw, Raw1 []echoFigures
 }
 
 func runCute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,6 +62,7 @@ func runCute(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	worktree := fs.String("worktree", "", "the netcode repository whose cmd/netcode to measure in mode proto (default: the one this module is in)")
 	cc := fs.String("cc", "cc", "the C compiler")
 	profile := fs.String("cpuprofile", "", "write each Go client/server-layer run's CPU profile (the measured window) to this prefix plus -MODE-CLIENTSxWINDOWxSIZE-rROUND.pprof")
+	floor := fs.Bool("floor", false, "at each one-client window-1 configuration, also run package cute's harness (cuteecho, in mode proto too) with GOMAXPROCS=1, and the raw UDP floor of its shape (pingpong: one client goroutine writing then reading, one server goroutine) with the runtime's GOMAXPROCS and with 1, interleaved: whether the gap at window 1 is the runtime's or the library's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,10 +132,16 @@ func runCute(ctx context.Context, args []string, stdout, stderr io.Writer) error
 					r.Go = append(r.Go, f)
 				}
 			}
-			fmt.Fprintf(stderr, "round %d: %v, %s: %s\n", round+1, c, r.Mode, crefResult{C: r.C, Go: r.Go}.last())
+			if *floor && c.Clients == 1 && c.Window == 1 {
+				if err := runCuteFloor(ctx, r, secs); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(stderr, "round %d: %v, %s: %s\n", round+1, c, r.Mode, crefResult{C: r.C, Go: r.Go, Floor: r.Raw}.last())
 		}
 	}
 	printCuteTable(stdout, res)
+	printCuteFloorTable(stdout, res)
 	fmt.Fprintf(stdout, "uptime after: %s\n", uptime())
 	return nil
 }
@@ -170,4 +181,49 @@ func printCuteTable(w io.Writer, rs []cuteResult) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// runCuteFloor runs cute -floor's Go sides of r's round at one client and
+// window 1: package cute's harness with the runtime's GOMAXPROCS (in mode
+// proto, where the round's Go figure is the bench's; else that figure)
+// and with 1, and the raw UDP ping-pong with each.
+func runCuteFloor(ctx context.Context, r *cuteResult, secs string) error {
+	size := strconv.Itoa(r.Config.Size)
+	echo := []string{cuteechoArg, "-mode", r.Mode, "-clients", "1", "-window", "1", "-size", size, "-duration", secs + "s"}
+	ping := []string{pingpongArg, "-size", size, "-duration", secs + "s"}
+	one := []string{"-gomaxprocs", "1"}
+	type run struct {
+		to   *[]echoFigures
+		args []string
+	}
+	runs := []run{{&r.Echo1, slices.Concat(echo, one)}, {&r.Raw, ping}, {&r.Raw1, slices.Concat(ping, one)}}
+	if r.Mode == "proto" {
+		runs = append(runs, run{&r.Echo, echo})
+	} else {
+		r.Echo = append(r.Echo, r.Go[len(r.Go)-1])
+	}
+	for _, v := range runs {
+		f, err := runSelf(ctx, v.args...)
+		if err != nil {
+			return fmt.Errorf("cute -floor, %s %v: %w", r.Mode, r.Config, err)
+		}
+		*v.to = append(*v.to, f)
+	}
+	return nil
+}
+
+// printCuteFloorTable writes, for the rows that ran cute -floor, echoes
+// per CPU-second (medians) of Cute Framework, package cute's harness and
+// the raw UDP ping-pong, each Go side with the runtime's GOMAXPROCS and
+// with 1; each one's ratio to C, and CPU µs per echo.
+func printCuteFloorTable(w io.Writer, rs []cuteResult) {
+	var rows []floorRow
+	for _, r := range rs {
+		if len(r.Raw) == 0 || len(r.C) == 0 {
+			continue
+		}
+		rows = append(rows, floorRow{label: r.Config.String() + " | " + r.Mode, names: []string{"C", "cute", "cute 1", "raw Go", "raw Go 1"},
+			cols: [][]echoFigures{r.C, r.Echo, r.Echo1, r.Raw, r.Raw1}})
+	}
+	writeFloorTable(w, "| clients, window, payload | layer | Cute Framework | package cute | package cute, GOMAXPROCS=1 | raw Go | raw Go, GOMAXPROCS=1 | / C: cute, cute 1, raw, raw 1 | µs of CPU per echo: C, cute, cute 1, raw, raw 1 |", rows)
 }

@@ -15,6 +15,9 @@ func TestCuteEchoRun(t *testing.T) {
 			checkResultLine(t, runCuteEcho, "-mode", mode, "-clients", "2", "-window", "2", "-warmup", "50ms", "-duration", "200ms")
 		})
 	}
+	t.Run("proto/gomaxprocs=1", func(t *testing.T) {
+		checkResultLine(t, runCuteEcho, "-mode", "proto", "-gomaxprocs", "1", "-clients", "1", "-window", "1", "-warmup", "50ms", "-duration", "200ms")
+	})
 	var out, errb bytes.Buffer
 	if err := runCuteEcho([]string{"-mode", "stream"}, &out, &errb); err == nil {
 		t.Error("an unknown mode ran")
@@ -64,6 +67,33 @@ func TestAPITable(t *testing.T) {
 |---|---|---|---|---|---|---|
 | 1, 8, 100 B | 90.0k | 80.0k | 160.0k | 0.89 | 1.78 | 0 µs / 0 µs |
   rounds: public API [80.0k 80.0k 99.0k], public API / C [0.80 1.00 1.10]
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCuteFloorTable checks cute -floor's table: the medians of Cute
+// Framework, package cute's harness and the raw ping-pong with each
+// GOMAXPROCS, their ratios to C, CPU µs per echo, and that it leaves out
+// the rows that ran no floor or no C.
+func TestCuteFloorTable(t *testing.T) {
+	f := func(perCPU float64) echoFigures { return echoFigures{PerCPU: perCPU} }
+	rs := []cuteResult{
+		{Config: crefConfig{1, 1, 100}, Mode: "proto", C: []echoFigures{f(60e3), f(70e3), f(66e3)}, Go: []echoFigures{f(50e3)},
+			Echo: []echoFigures{f(55e3), f(50e3), f(60e3)}, Echo1: []echoFigures{f(57e3)},
+			Raw: []echoFigures{f(80e3), f(88e3), f(90e3)}, Raw1: []echoFigures{f(88e3)}},
+		{Config: crefConfig{1, 8, 100}, Mode: "proto", C: []echoFigures{f(60e3)}, Go: []echoFigures{f(90e3)}},
+		{Config: crefConfig{1, 1, 100}, Mode: "reliable", Go: []echoFigures{f(30e3)}, Echo: []echoFigures{f(30e3)},
+			Echo1: []echoFigures{f(30e3)}, Raw: []echoFigures{f(80e3)}, Raw1: []echoFigures{f(80e3)}},
+	}
+	var b bytes.Buffer
+	printCuteFloorTable(&b, rs)
+	want := `
+| clients, window, payload | layer | Cute Framework | package cute | package cute, GOMAXPROCS=1 | raw Go | raw Go, GOMAXPROCS=1 | / C: cute, cute 1, raw, raw 1 | µs of CPU per echo: C, cute, cute 1, raw, raw 1 |
+|---|---|---|---|---|---|---|---|---|
+| 1, 1, 100 B | proto | 66.0k | 55.0k | 57.0k | 88.0k | 88.0k | 0.83 0.86 1.33 1.33 | 15.2 18.2 17.5 11.4 11.4 |
+  rounds: C [60.0k 70.0k 66.0k] cute [55.0k 50.0k 60.0k] cute 1 [57.0k] raw Go [80.0k 88.0k 90.0k] raw Go 1 [88.0k]
 `
 	if got := b.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)

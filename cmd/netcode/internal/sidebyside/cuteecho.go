@@ -44,12 +44,18 @@ func runCuteEcho(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured exchange before the window")
 	duration := fs.Duration("duration", 3*time.Second, "measured window")
 	cpuprofile := fs.String("cpuprofile", "", "write the measured window's CPU profile to this file")
+	procs := procsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if !slices.Contains(cuteModes, *mode) {
 		return fmt.Errorf("%s: -mode %q is not one of %v", cuteechoArg, *mode, cuteModes)
 	}
+	restore, err := setProcs(*procs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cuteechoArg, err)
+	}
+	defer restore()
 	if *clients < 1 || *clients > cute.MaxMaxClients || *window < 1 || *size < 16 || *size > cute.MaxPayloadBytes || *duration <= 0 || *warmup < 0 {
 		return fmt.Errorf("%s: 1..%d -clients, a -window of 1 or more, a -size of 16..%d and a positive -duration",
 			cuteechoArg, cute.MaxMaxClients, cute.MaxPayloadBytes)

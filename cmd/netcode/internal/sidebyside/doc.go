@@ -12,7 +12,9 @@
 //	NETCODE_C_SRC=dir go run . cref # the C reference vs netcode bench, one process each
 //	NETCODE_C_SRC=dir go run . cref -server-only # the servers alone, under the same Go clients
 //	NETCODE_C_SRC=dir go run . cref -api # and the public-API client harness, one process
+//	NETCODE_C_SRC=dir go run . cref -api-floor # and its shape on raw UDP, and GOMAXPROCS=1
 //	CUTE_NET_SRC=dir go run . cute  # Cute Framework's cute_net.h vs package cute
+//	CUTE_NET_SRC=dir go run . cute -floor -configs 1x1x100 # and the raw UDP floor at window 1
 //	NETCODE_C_SRC=dir go run . tables -before REV -after HEAD # the README's tables, before and after
 //
 // # Method
@@ -86,6 +88,21 @@
 // so its Writes are held for a train; a writer goroutine's are not.
 // -api-cpuprofile writes each run's CPU profile.
 //
+// cref -api-floor (which implies -api) measures, in the same rounds, how
+// much of the public-API harness's cost is netcode's and how much is the
+// Go runtime's with that goroutine shape. It runs the harness again with
+// GOMAXPROCS=1 (one thread runs Go code, so readying the writer wakes no
+// idle thread), and the same shape on raw UDP (apiecho -transport udp):
+// per client a connected net.UDPConn with the same reader and writer
+// goroutines and credit channel, datagrams of the size netcode's would
+// be, and an echo server of one goroutine on one socket
+// (ReadFromUDPAddrPort, WriteToUDPAddrPort), with the runtime's
+// GOMAXPROCS and with 1. Its table gives each one's echoes per
+// CPU-second, its ratio to C, netcode over raw UDP at each GOMAXPROCS,
+// and CPU µs per echo:
+//
+//	NETCODE_C_SRC=dir go run . cref -api-floor -configs 1x1x100,1x8x100
+//
 // cute builds cuteref/cutebench.c against cute_net.h from the directory
 // CUTE_NET_SRC names (libraries/cute of github.com/RandyGaul/cute_framework,
 // which this repository does not hold) with the framework's own flags,
@@ -100,6 +117,16 @@
 // goroutine per connection and per client a reader goroutine that Sends
 // the next payload on each echo, as the bench drives bare Conns. C and Go
 // alternate, in an order that changes from run to run.
+//
+// cute -floor does for package cute at window 1 what cref -api-floor does
+// for the public API: at each one-client window-1 configuration it also
+// runs, interleaved, package cute's harness (cuteecho, in mode proto too,
+// where the main table's Go figure is the bench's) with GOMAXPROCS=1, and
+// the raw UDP floor of that shape, the ping-pong of cref -floor (one
+// client goroutine writing then reading, one server goroutine), with the
+// runtime's GOMAXPROCS and with 1. Its table gives each one's echoes per
+// CPU-second, its ratio to Cute Framework and CPU µs per echo: whether
+// the gap at window 1 is the runtime's, the crypto's or the library's.
 //
 // tables reruns every figure of the README's Performance tables for two
 // revisions of this repository (-before, -after; default HEAD) in one

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,27 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sidebyside "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
+}
+
+// procsFlag adds -gomaxprocs to a hidden command's flags: its harness runs
+// with runtime.GOMAXPROCS(N), 0 leaving the runtime's default (cref
+// -api-floor and cute -floor run each Go side again with 1, so that
+// readying a goroutine wakes no idle thread to look for work).
+func procsFlag(fs *flag.FlagSet) *int {
+	return fs.Int("gomaxprocs", 0, "run with runtime.GOMAXPROCS(N) (0: the runtime's default)")
+}
+
+// setProcs applies -gomaxprocs n (0: nothing) and returns what restores
+// the setting before (the tests run the hidden commands in their process).
+func setProcs(n int) (restore func(), err error) {
+	if n < 0 {
+		return nil, errors.New("-gomaxprocs 0 or more")
+	}
+	if n == 0 {
+		return func() {}, nil
+	}
+	old := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(old) }, nil
 }
 
 // intList parses a comma-separated list of positive integers.

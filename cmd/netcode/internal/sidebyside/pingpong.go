@@ -25,18 +25,25 @@ const pingpongArg = "pingpong"
 // datagrams of the size a netcode payload of -size makes.
 const pingpongOverhead = 1 + 8 + 16
 
-// runPingpong measures the ping-pong for -duration after a 1 s warm-up and
+// runPingpong measures the ping-pong for -duration after a -warmup and
 // prints one result line in cbench's format (parseCbench).
 func runPingpong(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(pingpongArg, stderr)
 	size := fs.Int("size", 100, "payload bytes (the datagram carries what netcode would add)")
 	duration := fs.Duration("duration", 3*time.Second, "measured window")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured exchange before the window")
+	procs := procsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *size < 1 || *duration <= 0 {
+	if *size < 1 || *duration <= 0 || *warmup < 0 {
 		return errors.New("pingpong: a positive -size and -duration")
 	}
+	restore, err := setProcs(*procs)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	defer restore()
 	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return err
@@ -79,7 +86,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) error {
 		}
 		return n, nil
 	}
-	if _, err := exchange(time.Second, false); err != nil {
+	if _, err := exchange(*warmup, false); err != nil {
 		return err
 	}
 	rtts = make([]time.Duration, 0, 1<<20)

@@ -79,31 +79,41 @@ func clientTLS() *tls.Config {
 // defaults.
 func quicDatagramConfig() *quic.Config { return &quic.Config{EnableDatagrams: true} }
 
+// udpBufBytes is the raw UDP echoes' read buffer: more than any datagram
+// the harnesses send.
+const udpBufBytes = 2048
+
+// serveUDPEcho starts a plain UDP echo server on 127.0.0.1: one socket,
+// readers goroutines reading it, a read and a write system call per
+// datagram. It returns its address and a function that stops it.
+func serveUDPEcho(readers int) (string, func(), error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return "", nil, err
+	}
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			buf := make([]byte, udpBufBytes)
+			for {
+				n, from, err := c.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					return
+				}
+				c.WriteToUDPAddrPort(buf[:n], from)
+			}
+		})
+	}
+	return c.LocalAddr().String(), func() { c.Close(); wg.Wait() }, nil
+}
+
 // serveDatagrams starts an echo server of transport kind on 127.0.0.1 and
 // returns its address and a function that stops it.
 func serveDatagrams(kind string, key []byte) (string, func(), error) {
 	var wg sync.WaitGroup
 	switch kind {
 	case "udp":
-		// Plain UDP: one socket, GOMAXPROCS goroutines reading it, a
-		// read and a write system call per datagram.
-		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return "", nil, err
-		}
-		for range runtime.GOMAXPROCS(0) {
-			wg.Go(func() {
-				buf := make([]byte, 2048)
-				for {
-					n, from, err := c.ReadFromUDPAddrPort(buf)
-					if err != nil {
-						return
-					}
-					c.WriteToUDPAddrPort(buf[:n], from)
-				}
-			})
-		}
-		return c.LocalAddr().String(), func() { c.Close(); wg.Wait() }, nil
+		return serveUDPEcho(runtime.GOMAXPROCS(0))
 	case "netcode":
 		cfg, err := serverConfig(key, maxServerClients)
 		if err != nil {

@@ -170,6 +170,9 @@ type crefResult struct {
 	C, Go  []echoFigures
 	Floor  []echoFigures // the bare Go UDP ping-pong (cref -floor)
 	API    []echoFigures // the public-API harness (cref -api)
+	// cref -api-floor: the public-API harness with GOMAXPROCS=1, and its
+	// shape on raw UDP with the runtime's default and with GOMAXPROCS=1.
+	API1, Raw, Raw1 []echoFigures
 }
 
 func (r crefResult) last() string {
@@ -183,6 +186,14 @@ func (r crefResult) last() string {
 	if len(r.API) > 0 {
 		a := r.API[len(r.API)-1]
 		s += fmt.Sprintf("; public API %.0f echoes per CPU-s, p50 %v", a.PerCPU, a.P50)
+	}
+	for _, v := range []struct {
+		name string
+		fs   []echoFigures
+	}{{"public API GOMAXPROCS=1", r.API1}, {"raw UDP", r.Raw}, {"raw UDP GOMAXPROCS=1", r.Raw1}} {
+		if len(v.fs) > 0 {
+			s += fmt.Sprintf("; %s %.0f", v.name, v.fs[len(v.fs)-1].PerCPU)
+		}
 	}
 	return s
 }
@@ -287,5 +298,71 @@ func printAPITable(w io.Writer, rs []crefResult) {
 		}
 		fmt.Fprintf(w, "  rounds: public API [%s], public API / C [%s]\n", rounds(values(r.API, perCPU), kilo),
 			rounds(ratios, func(x float64) string { return fmt.Sprintf("%.2f", x) }))
+	}
+}
+
+// printAPIFloorTable writes, for the configurations that ran cref
+// -api-floor, echoes per CPU-second (medians) of C, of the public-API
+// harness's shape on raw UDP and of netcode's, each Go harness with the
+// runtime's default GOMAXPROCS and with 1; each one's ratio to C; netcode
+// over raw UDP at each GOMAXPROCS (what the library costs beyond the
+// shape's floor); the CPU µs per echo of the medians, and the rounds.
+func printAPIFloorTable(w io.Writer, rs []crefResult) {
+	var rows []floorRow
+	for _, r := range rs {
+		if len(r.Raw) == 0 || len(r.C) == 0 {
+			continue
+		}
+		row := floorRow{label: r.Config.String(), names: []string{"C", "raw Go", "raw Go 1", "netcode", "netcode 1"},
+			cols: [][]echoFigures{r.C, r.Raw, r.Raw1, r.API, r.API1}}
+		m := row.medians()
+		row.extra = fmt.Sprintf(" %.2f %.2f |", m[3]/m[1], m[4]/m[2])
+		rows = append(rows, row)
+	}
+	writeFloorTable(w, "| clients, window, payload | C | raw Go | raw Go, GOMAXPROCS=1 | netcode | netcode, GOMAXPROCS=1 | / C: raw, raw 1, netcode, netcode 1 | netcode / raw: default, 1 | µs of CPU per echo: C, raw, raw 1, netcode, netcode 1 |", rows)
+}
+
+// floorRow is one row of a floor table (cref -api-floor, cute -floor): its
+// first cells (label), the columns of rounds (C's first) and their names
+// for the rounds line, and cells after the ratios to C (extra, each
+// ending in "|").
+type floorRow struct {
+	label string
+	names []string
+	cols  [][]echoFigures
+	extra string
+}
+
+// medians returns the medians of echoes per CPU-second of each column.
+func (r floorRow) medians() []float64 {
+	m := make([]float64, len(r.cols))
+	for i, col := range r.cols {
+		m[i] = median(values(col, func(f echoFigures) float64 { return f.PerCPU }))
+	}
+	return m
+}
+
+// writeFloorTable writes header and rows, if any: each row's medians,
+// each one's ratio to C's, its extra cells, CPU µs per echo of each, and
+// a line of the rounds.
+func writeFloorTable(w io.Writer, header string, rows []floorRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n"+header)
+	fmt.Fprintln(w, strings.Repeat("|---", strings.Count(header, "|")-1)+"|")
+	for _, r := range rows {
+		m := r.medians()
+		var cells, ratios, micros, rs []string
+		for i, x := range m {
+			cells = append(cells, kilo(x))
+			if i > 0 {
+				ratios = append(ratios, fmt.Sprintf("%.2f", x/m[0]))
+			}
+			micros = append(micros, fmt.Sprintf("%.1f", 1e6/x))
+			rs = append(rs, fmt.Sprintf("%s [%s]", r.names[i], rounds(values(r.cols[i], func(f echoFigures) float64 { return f.PerCPU }), kilo)))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |%s %s |\n", r.label, strings.Join(cells, " | "), strings.Join(ratios, " "), r.extra, strings.Join(micros, " "))
+		fmt.Fprintf(w, "  rounds: %s\n", strings.Join(rs, " "))
 	}
 }
