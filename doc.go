@@ -144,7 +144,8 @@
 //
 // and the engine's timer callbacks, listed in its package doc:
 // engine.(*Due).fire runs a dialed Conn's Update; engine.(*Held).dispatch
-// writes its held Writes once its writer stops.
+// writes a Conn's held Writes (a dialed Conn's or a server Conn's) once
+// its writer stops.
 package netcode
 
 // Review rule for this module's files (not a test: a count cuts types

@@ -1,8 +1,8 @@
 // Package engine is the socket engine the dialects bind to (DESIGN.md
 // section 12): per socket, in the manner of quic-go's Transport, the
 // reader goroutine's loop, the read turn and the pulling Reads that share
-// it (Socket, Reader), and the held-write policy of a connected socket
-// (Held). A dialect (netcode's Listener and dialed Conn in the root
+// it (Socket, Reader), and the held-write policy of a Conn with one peer
+// (Held: a dialed Conn's connected socket, a server Conn's send queue). A dialect (netcode's Listener and dialed Conn in the root
 // package) is a binding: a Receiver that hands each datagram to its
 // I/O-free core ("datagram from A at t") and carries out the core's
 // Output, plus its Conn type and errors. Server and client sockets differ
@@ -49,8 +49,9 @@
 //	                       in the Conn's write turn) when it is due; and
 //	                       per Conn of package cute's client/server layer,
 //	                       either side: the layer's Update
-//	Held's dispatch        per dialed Conn with a connected socket, while
-//	                       it holds Writes: a goroutine the first datagram
+//	Held's dispatch        per Conn with one peer (a dialed Conn with a
+//	                       connected socket, a server Conn of a send
+//	                       queue), while it holds Writes: a goroutine the first datagram
 //	                       held starts (engine.(*Held).dispatch, no
 //	                       allocation); it runs when the writing goroutine
 //	                       yields its thread or another thread takes it
@@ -67,15 +68,18 @@
 // the Conns' Writes go through it, grouped by peer into GSO trains; a
 // Write finds it idle and writes at once, else it queues (bounded: a
 // full queue drops keep-alives, and makes a Write wait until its deadline
-// or Close). A dialed Conn writes directly, in its write turn, through
-// Held.
+// or Close). A server Conn's Writes go to it through Held, in the Conn's
+// write turn: those held while the Conn's read queue holds payloads leave
+// as one send of several, which an idle queue writes at once from the
+// writing goroutine, one GSO train to the peer (a Held's sink, InitQueue).
+// A dialed Conn writes directly, in its write turn, through Held (Init).
 //
 // Every goroutine the engine runs of its own, by the function it runs
 // (TestGoroutineInventory in the root package fails if another runs, and
 // counts timer callbacks while they run):
 //
 //	engine.(*Due).fire       a dialed Conn's timer callback, or a cute layer's, while it runs: the Update when due
-//	engine.(*Held).dispatch  a dialed Conn's held Writes' train, from the first held to its write
+//	engine.(*Held).dispatch  a Conn's held Writes' train (dialed or a server's), from the first held to its write
 //
 // Locks, in the order they may be taken: the read turn (a channel,
 // readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding

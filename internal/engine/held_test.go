@@ -69,7 +69,7 @@ func newHeldWriter(conn transport.Conn) *heldWriter {
 
 func (w *heldWriter) send(t *testing.T, p string, queued bool) {
 	require.True(t, w.turn.Take(w.stop, nil))
-	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now()))
+	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now(), nil))
 	w.turn.Give()
 }
 
@@ -153,7 +153,7 @@ func TestHeldStopsAtClose(t *testing.T) {
 		w := newHeldWriter(log)
 		w.h.Received(4, time.Now())
 		require.True(t, w.turn.Take(w.stop, nil))
-		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now()))
+		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now(), nil))
 		close(w.stop) // the Conn ends while the writer holds the turn
 		require.NoError(t, w.h.Write([]transport.Message{{Buf: []byte("bye"), Addr: heldPeer}}, false))
 		w.turn.Give()
