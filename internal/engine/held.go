@@ -6,7 +6,9 @@ package engine
 // UDP_SEGMENT, which the peer's socket reads coalesced), where each would
 // have been a system call and a pass through the kernel's send path of
 // its own, and, on a server, a hand-off to the send queue's writer
-// goroutine on another thread. The train goes to the Held's sink: a
+// goroutine on another thread (whose wake-up the dispatch's start below
+// costs as much, while a core is idle: docs/performance.md, "Server Conns
+// hold a burst's answers until their writer waits"). The train goes to the Held's sink: a
 // dialed Conn's connected socket, written directly (Init), or a server
 // Conn's socket's send queue (InitQueue), which an idle queue writes at
 // once from the calling goroutine as one batched write, one GSO train to
@@ -226,8 +228,9 @@ func (h *Held) dispatch() {
 }
 
 // Enable lets Writes be held (on: the Conn's datagrams go to its one
-// peer: a connected socket, or a server Conn's send queue) or not. It may run beside Write: a dispatch writes in the write
-// turn as a Dial that connects its socket enables it.
+// peer: a connected socket, or a server Conn's send queue) or not. It
+// may run beside Write: a dispatch writes in the write turn as a Dial
+// that connects its socket enables it.
 func (h *Held) Enable(on bool) { h.on.Store(on) }
 
 // Len is how many datagrams are held.
