@@ -4,8 +4,13 @@ import (
 	"github.com/gonetcode/netcode/internal/engine"
 )
 
-// NoHeldDispatch keeps a Conn's held datagrams from leaving when
-// its writer stops writing (engine.SetDispatch), so that only the other
+// HeldFallback is how long at most a server Conn's held Writes wait for
+// its Listener's fallback (engine.HeldFallback).
+const HeldFallback = engine.HeldFallback
+
+// NoHeldDispatch keeps a Conn's held datagrams from leaving when its
+// writer stops writing (a dialed Conn's dispatch) or by the Listener's
+// fallback (a server Conn's) (engine.SetDispatch), so that only the other
 // ways out send them, and returns a func that restores it.
 func NoHeldDispatch() (restore func()) {
 	engine.SetDispatch(false)

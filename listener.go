@@ -62,6 +62,9 @@ type Listener struct {
 	// the slot: Close sends the Writes each holds (engine.Held) before
 	// the disconnects. No Write or Read uses it.
 	conns []atomic.Pointer[serverEndpoint]
+	// fb sends the Conns' held Writes whose writer waits on something
+	// else than the Conn, at most engine.HeldFallback after the first.
+	fb *engine.Fallback
 
 	received traffic     // datagrams the readers took from the sockets
 	draining atomic.Bool // Drain was called
@@ -152,6 +155,7 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
 		conns:   make([]atomic.Pointer[serverEndpoint], c.MaxClients),
+		fb:      engine.NewFallback(),
 	}
 	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
@@ -275,6 +279,7 @@ func (l *Listener) Close() error {
 	l.once.Do(func() {
 		first = true
 		close(l.closing)
+		l.fb.Close()
 		// The Writes the Conns hold leave before the disconnects (a Write
 		// that races Close may follow them, as it may fail).
 		for i := range l.conns {
@@ -355,7 +360,7 @@ var endErrors = [...]error{
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
 	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
-	e.hw.InitQueue(sh.q, e.wake, e.turn, sc.Queue().Done())
+	e.hw.InitQueue(sh.q, e.wake, e.turn, sc.Queue().Done(), l.fb)
 	e.hw.Enable(!now) // a pushing socket's peer is written at once
 	e.Reader = sh.sock.NewReader(sc.Queue().Len, sc.Queue().Done(), e.hw.Flush)
 	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())

@@ -116,6 +116,9 @@ type Listener struct {
 	wg      sync.WaitGroup
 
 	ticker *engine.Ticker // when the updater runs the core's Update next
+	// fb sends the Conns' held Writes whose writer waits on something
+	// else than the Conn, at most engine.HeldFallback after the first.
+	fb *engine.Fallback
 
 	received sendq.Traffic // datagrams the readers and pulling Reads took from the sockets
 	outs     sync.Pool     // *core.ServerOutput for Close and the updater
@@ -227,6 +230,7 @@ func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
 		accept:  make(chan *Conn, c.AcceptQueue),
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
+		fb:      engine.NewFallback(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
 	for _, pc := range pcs {
@@ -335,7 +339,7 @@ func (l *Listener) connected(sh *shard, now time.Time, ev *core.Event) {
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	q := msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue)
-	e.hw.InitQueue(sh.sq, e.wake, e.turn, q.Done())
+	e.hw.InitQueue(sh.sq, e.wake, e.turn, q.Done(), l.fb)
 	e.hw.Enable(true)
 	e.Reader = sh.sock.NewReader(q.Len, q.Done(), e.hw.Flush)
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
@@ -461,6 +465,7 @@ func (l *Listener) Close() error {
 	l.once.Do(func() {
 		first = true
 		close(l.closing)
+		l.fb.Close()
 		// The Writes the Conns hold leave before the disconnects (a
 		// Write that races Close may follow them, as it may fail).
 		for i := range l.conns {

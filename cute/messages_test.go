@@ -363,9 +363,10 @@ func TestMessagesHeldWrites(t *testing.T) {
 // would find something at once (a payload queued, or a whole message),
 // and the held Write reaches the client, before what follows it,
 // whatever sends it: the next Write, a Read that finds nothing, the
-// Conn's Close or the Listener's (before the disconnects), or its
-// writer's next wait. Each case but the last runs without the dispatch,
-// so that only what it names can send.
+// Conn's Close or the Listener's (before the disconnects), or, its
+// writer waiting on something else, the Listener's fallback
+// (engine.HeldFallback later). Each case but the last runs without the
+// fallback (engine.SetDispatch), so that only what it names can send.
 func TestServerHeldWrites(t *testing.T) {
 	cases := []struct {
 		name string
