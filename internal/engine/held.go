@@ -46,12 +46,16 @@ package engine
 //     every train registered with it. A dispatch per train costs a server
 //     the thread wake-up the train saves (the runtime wakes an idle core
 //     for the goroutine it readies: docs/performance.md, "Server Conns
-//     hold a burst's answers until their writer waits"), and a server's
-//     held trains leave by the ways above in every usual pattern (a Conn
-//     echoed by the goroutine that reads it, a game loop that reads each
-//     Conn until empty and answers); the Fallback bounds the rest, a
-//     writer that holds and then waits on something other than the Conn
-//     (TestServerHeldLeaveWhenWriterWaits in the root package).
+//     hold a burst's answers, bounded by one fallback per Listener"), and
+//     a server's held trains leave by the ways above in every usual
+//     pattern (a Conn echoed by the goroutine that reads it, a game loop
+//     that reads each Conn until empty and answers); the Fallback bounds
+//     the rest, a writer that holds and then waits on something other
+//     than the Conn (TestServerHeldLeaveWhenWriterWaits in the root
+//     package). Without the dispatch a server's CPU per packet at one
+//     client fell from 3.7-4.2 µs to 2.8-3.0; on loopback a Write held on
+//     that rare path reached the client about 1.2 ms after Write returned
+//     (p50), against 40-60 µs with the dispatch.
 //
 // Only a Conn with one peer holds writes: a dialed Conn whose socket is
 // connected to it (the recvmmsg/sendmmsg path: transport.Connect), or a
