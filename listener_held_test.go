@@ -21,9 +21,10 @@ import (
 // while the Conn's read queue still holds a payload is held; if its writer
 // then waits on something else than the Conn (a channel, a WaitGroup, a
 // game loop's sleep to its next tick), the Listener's fallback sends it
-// exactly HeldFallback later, and not before; if the writer's own next Read
-// finds the read queue empty, that Read sends it with no simulated time
-// passing. Without the fallback the first three would stay held.
+// exactly HeldFallback later, and not before; if a Read of the Conn, the
+// writer's own or another goroutine's, finds the read queue empty, that
+// Read sends it with no simulated time passing. Without the fallback the
+// first three would stay held.
 func TestServerHeldLeaveWhenWriterWaits(t *testing.T) {
 	cases := []struct {
 		name string
@@ -44,6 +45,19 @@ func TestServerHeldLeaveWhenWriterWaits(t *testing.T) {
 			}
 			_, _ = srv.Read(buf) // waits until the Conn closes
 		}, 0},
+		{"on a channel, while a reader goroutine's Reads find the read queue empty", func(srv *netcode.Conn, release <-chan struct{}, _ *sync.WaitGroup) {
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				buf := make([]byte, netcode.MaxPayloadBytes)
+				if _, err := srv.Read(buf); err != nil {
+					panic(err) // the second payload was queued
+				}
+				_, _ = srv.Read(buf) // waits until the Conn closes
+			}()
+			<-release
+			<-read
+		}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,14 +72,17 @@ func TestServerHeldLeaveWhenWriterWaits(t *testing.T) {
 				var others sync.WaitGroup
 				others.Add(1)
 				start := time.Now()
+				held := make(chan int)
 				var wg sync.WaitGroup
 				wg.Go(func() { // the writer
 					writeHeld(srv)
+					held <- netcode.HeldWrites(srv)
 					tc.wait(srv, release, &others)
 				})
+				require.Equal(t, 1, <-held, "a Write while a payload waits in the read queue is held")
 				synctest.Wait() // the writer waits: nothing else can run
 				if tc.after > 0 {
-					require.Equal(t, 1, netcode.HeldWrites(srv), "a Write while a payload waits in the read queue is held")
+					require.Equal(t, 1, netcode.HeldWrites(srv), "held while its writer waits")
 					time.Sleep(tc.after - time.Nanosecond)
 					synctest.Wait()
 					require.Equal(t, 1, netcode.HeldWrites(srv), "held until the fallback")
