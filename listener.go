@@ -403,9 +403,9 @@ type serverEndpoint struct {
 	out server.Output
 	// hw holds the Writes made while the Conn's read queue still holds
 	// payloads (a burst being answered) and sends them as one train
-	// through q when their writer next waits (the engine's Held, as a
-	// dialed Conn's); in the write turn. Not enabled for a pushing
-	// socket's peer.
+	// through q with the burst's last Write, a Read that finds the queue
+	// empty, or at the latest by the Listener's fallback (fb); in the
+	// write turn. Not enabled for a pushing socket's peer.
 	hw engine.Held
 }
 

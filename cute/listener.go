@@ -368,8 +368,9 @@ type serverEndpoint struct {
 	out   core.ServerOutput
 	// hw holds the Writes made while a Read would find something at once
 	// (Conn.readable: a burst being answered) and sends them as one
-	// train through the send queue when their writer next waits (the
-	// engine's Held, as a dialed Conn's and netcode's server Conns').
+	// train through the send queue with the burst's last Write, a Read
+	// that finds nothing, or at the latest by the Listener's fallback
+	// (the engine's Held, as netcode's server Conns').
 	hw engine.Held
 	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
 	// the engine's.

@@ -289,7 +289,7 @@ func read(t *testing.T, c *Conn, within time.Duration) (string, error) {
 // payloads wait in its read queue), and the held Write reaches the
 // server whatever sends it: the next Write, which finds no message
 // waiting, a Read that finds none, Close (before it lingers), or, with
-// none of these, its writer's next wait (engine.Held's dispatch). Each
+// none of these, its writer's next wait (a dialed Conn's dispatch). Each
 // case but the last runs without the dispatch, so that only what it
 // names can send.
 func TestMessagesHeldWrites(t *testing.T) {
