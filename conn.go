@@ -132,6 +132,23 @@ func (c *Conn) Read(b []byte) (int, error) { return c.m.Read(b) }
 // server's Read 19-27 µs (p50) after Write returned, as a Write sent at
 // once did (21-26 µs); 300 trials, load average 9-10. See
 // internal/engine (Held).
+//
+// A server Conn (not a bridge Mux's WebSocket peer, whose Writes go at
+// once) holds a Write made while payloads still wait in its read queue
+// (a burst being answered by the goroutine that reads it) in the same
+// way, by the same mechanism, and its held Writes leave through the
+// Listener's send queue as one train to the client, one GSO send from the
+// writing goroutine when the queue is idle: with the Write that finds the
+// read queue empty, when a Read finds it empty, when 16 are held, before
+// WriteBatch and Close (the Conn's or the Listener's, before the
+// disconnects), and at the latest 1 ms after the first was held, by the
+// Listener's one fallback timer for all its Conns, if the writer then
+// waits on something other than the Conn (a game loop's writer whose
+// reader has not yet drained the read queue). A server Conn starts no
+// goroutine per train, as a dialed Conn does: on a server that goroutine's
+// wake-up of an idle core cost what the train saved. A server counts no
+// answers owed: Writes from goroutines other than the reader's meet in
+// the send queue, which batches them across clients.
 func (c *Conn) Write(b []byte) (int, error) { return c.m.Write(b) }
 
 // Close ends the connection: the peer is told with the protocol's redundant

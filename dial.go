@@ -285,7 +285,7 @@ func (dc *dialConn) send(now time.Time, p []byte, stop, deadline <-chan struct{}
 	err := dc.core.Send(now, p, out)
 	if err != nil {
 		_ = dc.hw.Write(out.Datagrams, false)
-	} else if werr := dc.hw.Send(out.Datagrams, dc.conn.m.Buffered() > 0, now); werr != nil {
+	} else if werr := dc.hw.Send(out.Datagrams, dc.conn.m.Buffered() > 0, now, nil); werr != nil {
 		err = fmt.Errorf("%w: %d-byte payload: %w", ErrPayloadTooLarge, len(p), werr)
 	}
 	dc.turn.Give()

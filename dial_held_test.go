@@ -128,63 +128,72 @@ func echoByTwo(c net.Conn) {
 }
 
 // TestHeldWritesBurst, over real UDP, IPv4 and IPv6, on every path: a
-// client answering a burst of payloads one by one, from the goroutine that
-// reads them or from another, gets every answer to the server in order,
-// and the Conn keeps working at one payload at a time after. A Write from
-// the writer goroutine is held while more payloads were received than
-// answered, and the last answer sends the train.
+// Conn answering a burst of payloads one by one, a client's or a
+// server's, from the goroutine that reads them or from another, gets
+// every answer to its peer complete and in order, and the Conn keeps
+// working at one payload at a time after. A Write from the reading
+// goroutine is held while the read queue holds more; on a client, a
+// Write from the writer goroutine while more payloads were received than
+// answered; the last answer sends the train.
 func TestHeldWritesBurst(t *testing.T) {
-	echoedOnEachPath(t, func(t *testing.T, srv *netcode.Conn) {
+	echoedOnEachPath(t, func(t *testing.T, peer *netcode.Conn) {
 		for round := range 3 {
 			const burst = 40 // more than a train holds
 			for i := range burst {
-				_, err := srv.Write([]byte(fmt.Sprint(round, "/", i)))
+				_, err := peer.Write([]byte(fmt.Sprint(round, "/", i)))
 				require.NoError(t, err)
 			}
 			for i := range burst {
-				got, err := readWithin(t, srv, 5*time.Second)
+				got, err := readWithin(t, peer, 5*time.Second)
 				require.NoError(t, err)
 				require.Equal(t, fmt.Sprint(round, "/", i), string(got))
 			}
-			send(t, srv, srv, []byte("one at a time"))
+			send(t, peer, peer, []byte("one at a time"))
 		}
 	})
 }
 
-// echoedOnEachPath runs test, for each of echoShapes and on every path
-// (onEachPath), with the server side srv of a pair whose client echoes
-// in that shape.
-func echoedOnEachPath(t *testing.T, test func(t *testing.T, srv *netcode.Conn)) {
-	for _, shape := range echoShapes {
-		t.Run(shape.name, func(t *testing.T) {
-			onEachPath(t, func(t *testing.T, network, addr string) {
-				l := listen(t, network, addr, nil)
-				cli, srv := pair(t, l)
-				go shape.echo(cli)
-				test(t, srv)
+// echoedOnEachPath runs test, with the client echoing and with the
+// server Conn echoing, for each of echoShapes and on every path
+// (onEachPath), with the other side of the pair, peer, which sends the
+// bursts.
+func echoedOnEachPath(t *testing.T, test func(t *testing.T, peer *netcode.Conn)) {
+	for _, echoer := range []string{"client", "server"} {
+		for _, shape := range echoShapes {
+			t.Run(echoer+" echoes/"+shape.name, func(t *testing.T) {
+				onEachPath(t, func(t *testing.T, network, addr string) {
+					l := listen(t, network, addr, nil)
+					cli, srv := pair(t, l)
+					if echoer == "server" {
+						cli, srv = srv, cli
+					}
+					go shape.echo(cli)
+					test(t, srv)
+				})
 			})
-		})
+		}
 	}
 }
 
 // TestHeldWritesAllocations checks that held Writes keep the hot path's
-// promise: once warm, a burst answered through held Writes costs no
-// allocation (counted for the whole process), on every path, whichever
-// goroutine answers (the train's dispatch goroutine included).
+// promise: once warm, a burst answered through held Writes, a client's
+// or a server Conn's, costs no allocation (counted for the whole
+// process), on every path, whichever goroutine answers (the train's
+// dispatch goroutine included).
 func TestHeldWritesAllocations(t *testing.T) {
 	race.Skip(t)
-	echoedOnEachPath(t, func(t *testing.T, srv *netcode.Conn) {
+	echoedOnEachPath(t, func(t *testing.T, peer *netcode.Conn) {
 		const burst = 8
 		msg := make([]byte, 100)
 		buf := make([]byte, netcode.MaxPayloadBytes)
 		round := func() {
 			for range burst {
-				if _, err := srv.Write(msg); err != nil {
+				if _, err := peer.Write(msg); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for range burst {
-				if _, err := srv.Read(buf); err != nil {
+				if _, err := peer.Read(buf); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -144,7 +144,9 @@
 //
 // and the engine's timer callbacks, listed in its package doc:
 // engine.(*Due).fire runs a dialed Conn's Update; engine.(*Held).dispatch
-// writes its held Writes once its writer stops.
+// writes a dialed Conn's held Writes once its writer stops;
+// engine.(*Fallback).fire writes a Listener's server Conns' held Writes
+// that nothing else sent within engine.HeldFallback.
 package netcode
 
 // Review rule for this module's files (not a test: a count cuts types

@@ -4,8 +4,13 @@ import (
 	"github.com/gonetcode/netcode/internal/engine"
 )
 
-// NoHeldDispatch keeps a dialed Conn's held datagrams from leaving when
-// its writer stops writing (engine.SetDispatch), so that only the other
+// HeldFallback is how long at most a server Conn's held Writes wait for
+// its Listener's fallback (engine.HeldFallback).
+const HeldFallback = engine.HeldFallback
+
+// NoHeldDispatch keeps a Conn's held datagrams from leaving when its
+// writer stops writing (a dialed Conn's dispatch) or by the Listener's
+// fallback (a server Conn's) (engine.SetDispatch), so that only the other
 // ways out send them, and returns a func that restores it.
 func NoHeldDispatch() (restore func()) {
 	engine.SetDispatch(false)
@@ -21,16 +26,18 @@ func HoldWriteTurn(c *Conn) (release func()) {
 	return func() { dc.turn.Give() }
 }
 
-// HeldWrites is how many datagrams of Writes the dialed Conn c holds for
-// a train (0 for a server Conn).
+// HeldWrites is how many datagrams of Writes the Conn c, dialed or a
+// server's, holds for a train.
 func HeldWrites(c *Conn) int {
 	pe, ok := c.m.Endpoint().(pullEndpoint)
 	if !ok {
 		return 0
 	}
-	dc, ok := pe.socketEndpoint.(*dialConn)
-	if !ok {
-		return 0
+	switch e := pe.socketEndpoint.(type) {
+	case *dialConn:
+		return e.hw.Len()
+	case *serverEndpoint:
+		return e.hw.Len()
 	}
-	return dc.hw.Len()
+	return 0
 }

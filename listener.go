@@ -57,6 +57,15 @@ type Listener struct {
 	// Listener.Close, loopback ends).
 	outs sync.Pool
 
+	// conns are the server Conns by client slot (server.Client.Index),
+	// from their handshake's end to their Close, or to the next client in
+	// the slot: Close sends the Writes each holds (engine.Held) before
+	// the disconnects. No Write or Read uses it.
+	conns []atomic.Pointer[serverEndpoint]
+	// fb sends the Conns' held Writes whose writer waits on something
+	// else than the Conn, at most engine.HeldFallback after the first.
+	fb *engine.Fallback
+
 	received traffic     // datagrams the readers took from the sockets
 	draining atomic.Bool // Drain was called
 }
@@ -142,6 +151,8 @@ func newListener(pcs []net.PacketConn, cfg *ServerConfig) (*Listener, error) {
 		accept:  msgconn.NewAcceptQueue[*Conn](c.AcceptBacklog, c.MaxClients),
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
+		conns:   make([]atomic.Pointer[serverEndpoint], c.MaxClients),
+		fb:      engine.NewFallback(),
 	}
 	l.outs.New = func() any { return new(server.Output) }
 	core, err := server.New(server.Config{
@@ -208,11 +219,17 @@ func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan
 	if len(out.Datagrams) > 0 {
 		err = q.Send(out.Datagrams, stop, deadline, wake)
 	}
+	l.logOut(out)
+	return err
+}
+
+// logOut logs out's records, if any, and empties out: its datagrams were
+// sent.
+func (l *Listener) logOut(out *server.Output) {
 	if len(out.Records) > 0 {
 		l.core.Log(out)
 	}
 	out.Reset()
-	return err
 }
 
 // actNow is actOn for datagrams to a peer of a pushing socket (a Mux's
@@ -223,10 +240,7 @@ func (l *Listener) actNow(q *sendQueue, out *server.Output) {
 	if len(out.Datagrams) > 0 {
 		q.WriteNow(out.Datagrams)
 	}
-	if len(out.Records) > 0 {
-		l.core.Log(out)
-	}
-	out.Reset()
+	l.logOut(out)
 }
 
 // getOut and putOut lend an Output for a call into the core outside the
@@ -262,6 +276,14 @@ func (l *Listener) Close() error {
 	l.once.Do(func() {
 		first = true
 		close(l.closing)
+		l.fb.Close()
+		// The Writes the Conns hold leave before the disconnects (a Write
+		// that races Close may follow them, as it may fail).
+		for i := range l.conns {
+			if e := l.conns[i].Load(); e != nil {
+				e.hw.Flush()
+			}
+		}
 		// The goroutines may be inside the core; Close serialises with them
 		// and leaves the core ignoring everything.
 		out := l.getOut()
@@ -335,15 +357,19 @@ var endErrors = [...]error{
 func (l *Listener) connected(sc *server.Client, out *server.Output, sh *shard, now bool) {
 	ap := sc.Addr()
 	e := &serverEndpoint{l: l, c: sc, q: sh.q, now: now, turn: engine.NewWriteTurn(), wake: make(chan struct{}, 1)}
-	e.Reader = sh.sock.NewReader(sc.Queue().Len, sc.Queue().Done(), nil)
+	e.hw.InitQueue(sh.q, e.wake, e.turn, sc.Queue().Done(), l.fb)
+	e.hw.Enable(!now) // a pushing socket's peer is written at once
+	e.Reader = sh.sock.NewReader(sc.Queue().Len, sc.Queue().Done(), e.hw.Flush)
 	c := newConn(e, l.addr, net.UDPAddrFromAddrPort(ap), sc.Queue())
 	c.clientID = sc.ID()
 	c.clientIndex = sc.Index()
 	c.maxClients = sc.MaxClients()
 	c.userData = sc.UserData()
+	l.conns[sc.Index()].Store(e)
 	select {
 	case l.accept <- c:
 	default:
+		l.conns[sc.Index()].CompareAndSwap(e, nil)
 		l.log.Warn("netcode: accept backlog full; disconnecting client", "addr", ap)
 		l.core.Disconnect(sc, out)
 	}
@@ -372,22 +398,33 @@ type serverEndpoint struct {
 	// used in the turn, so that Writes waiting for room hold no shared
 	// buffer (and a pool emptied by a collection makes no new ones).
 	out server.Output
+	// hw holds the Writes made while the Conn's read queue still holds
+	// payloads (a burst being answered) and sends them as one train
+	// through q with the burst's last Write, a Read that finds the queue
+	// empty, or at the latest by the Listener's fallback (fb); in the
+	// write turn. Not enabled for a pushing socket's peer.
+	hw engine.Held
 }
 
 // send seals p under the client's send lock (the core's, released when
-// Send returns), then hands the packet to the send queue; a full queue
-// makes it wait until stop (the Conn's end: Close or the client leaving)
-// or deadline. It holds the Conn's write turn throughout, and no other
-// lock.
+// Send returns), then hands the packet to the send queue, or holds it for
+// a train while the Conn's read queue holds payloads (engine.Held); a full
+// queue makes it wait until stop (the Conn's end: Close or the client
+// leaving) or deadline. It holds the Conn's write turn throughout, and no
+// other lock.
 func (e *serverEndpoint) send(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
 	if !e.turn.Take(stop, deadline) {
 		return engine.TurnErr(stop)
 	}
 	out := &e.out
 	err := e.c.Send(now, p, out)
-	if err == nil {
+	switch {
+	case err == nil && !e.now:
+		err = e.hw.Send(out.Datagrams, e.c.Queue().Len() > 0, now, deadline)
+		e.l.logOut(out)
+	case err == nil:
 		err = e.act(out, stop, deadline)
-	} else {
+	default:
 		out.Reset()
 	}
 	e.turn.Give()
@@ -422,23 +459,30 @@ func (e *serverEndpoint) sendBatch(now time.Time, ps [][]byte, stop, deadline <-
 	return n, err
 }
 
-// act sends what a call into the core for e's client put in out: at
-// once for a pushing socket's peer, else through the send queue, waiting
-// for room until stop or deadline.
+// act sends what a call into the core for e's client put in out, in the
+// write turn: at once for a pushing socket's peer, else through the send
+// queue behind the datagrams held, waiting for room until stop or
+// deadline.
 func (e *serverEndpoint) act(out *server.Output, stop, deadline <-chan struct{}) error {
 	if e.now {
 		e.l.actNow(e.q, out)
 		return nil
 	}
-	return e.l.actOn(e.q, out, stop, deadline, e.wake)
+	err := e.hw.WriteUntil(out.Datagrams, false, stop, deadline)
+	e.l.logOut(out)
+	return err
 }
 
 func (e *serverEndpoint) close() {
 	out := e.l.getOut()
+	e.turn.Wait() // the Writes waiting for it gave up: the Conn ended
 	e.l.core.Disconnect(e.c, out)
-	// Through the Conn's own queue, behind its Writes and the keep-alive
-	// that confirmed it; Close never waits on the socket.
+	// Through the Conn's own queue, behind its Writes, those held among
+	// them, and the keep-alive that confirmed it; Close never waits on
+	// the socket.
 	e.act(out, noWait, nil)
+	e.turn.Give()
 	e.l.putOut(out)
+	e.l.conns[e.c.Index()].CompareAndSwap(e, nil)
 	e.Stop() // a Read reading the socket does not wait for its next datagram
 }

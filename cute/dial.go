@@ -301,7 +301,7 @@ func (dc *dialConn) SendPayload(now time.Time, p []byte, stop, deadline <-chan s
 		}
 		return dc.notConnected()
 	}
-	err := dc.hw.Send(out.Datagrams, dc.conn.readable(), now)
+	err := dc.hw.Send(out.Datagrams, dc.conn.readable(), now, nil)
 	next := out.Next
 	dc.turn.Give()
 	// The payload put the next keep-alive off: the timer moves later

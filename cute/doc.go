@@ -59,5 +59,6 @@
 // client/server layer's Update of a Conn on either side (the layer has no
 // goroutine: the read turn hands it its PAYLOADs, and its Due runs it when
 // due); engine.(*Held).dispatch writes a dialed Conn's held Writes once its
-// writer stops.
+// writer stops; engine.(*Fallback).fire writes a Listener's server Conns'
+// held Writes that nothing else sent within engine.HeldFallback.
 package cute

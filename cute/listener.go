@@ -115,6 +115,9 @@ type Listener struct {
 	wg      sync.WaitGroup
 
 	ticker *engine.Ticker // when the updater runs the core's Update next
+	// fb sends the Conns' held Writes whose writer waits on something
+	// else than the Conn, at most engine.HeldFallback after the first.
+	fb *engine.Fallback
 
 	received sendq.Traffic // datagrams the readers and pulling Reads took from the sockets
 	outs     sync.Pool     // *core.ServerOutput for Close and the updater
@@ -223,6 +226,7 @@ func newListener(pcs []net.PacketConn, c ServerConfig) (*Listener, error) {
 		accept:  msgconn.NewAcceptQueue[*Conn](c.AcceptQueue, maxClients),
 		closing: make(chan struct{}),
 		ticker:  engine.NewTicker(),
+		fb:      engine.NewFallback(),
 	}
 	l.outs.New = func() any { return new(core.ServerOutput) }
 	for _, pc := range pcs {
@@ -331,10 +335,12 @@ func (l *Listener) connected(sh *shard, now time.Time, ev *core.Event) {
 	c := &Conn{clientID: ev.ClientID, index: ev.Index, gen: ev.Gen, maxClients: l.max, userData: ev.UserData}
 	e.c = c
 	q := msgconn.NewQueue(l.cfg.ReadQueue, DefaultReadQueue)
-	e.Reader = sh.sock.NewReader(q.Len, q.Done(), nil)
+	e.hw.InitQueue(sh.sq, e.wake, e.turn, q.Done(), l.fb)
+	e.hw.Enable(true)
+	e.Reader = sh.sock.NewReader(q.Len, q.Done(), e.hw.Flush)
 	c.m.Init(e, &connRules, l.addr, net.UDPAddrFromAddrPort(ev.Addr), q)
 	if !l.cfg.BareProtocol {
-		_ = c.startMessages(now, l.cfg.Messages, nil) // checked by Listen
+		_ = c.startMessages(now, l.cfg.Messages, e.hw.Flush) // checked by Listen
 	}
 	l.conns[ev.Index].Store(c)
 	l.log.Debug("cute: client connected", "addr", ev.Addr.String(), "client", ev.ClientID, "slot", ev.Index)
@@ -356,12 +362,19 @@ type serverEndpoint struct {
 	turn  engine.WriteTurn // the write turn: one Write seals and queues at a time
 	wake  chan struct{}    // the send queue's room signal for this Conn
 	out   core.ServerOutput
+	// hw holds the Writes made while a Read would find something at once
+	// (Conn.readable: a burst being answered) and sends them as one
+	// train through the send queue with the burst's last Write, a Read
+	// that finds nothing, or at the latest by the Listener's fallback
+	// (the engine's Held, as netcode's server Conns').
+	hw engine.Held
 	// Reader is the Conn's pulling Reads of the socket (msgconn.Puller):
 	// the engine's.
 	*engine.Reader
 }
 
-// SendPayload seals p and queues it, in sequence order.
+// SendPayload seals p and queues it, in sequence order, or holds it for a
+// train while a Read would find something at once (engine.Held).
 func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-chan struct{}) error {
 	if !e.turn.Take(stop, deadline) {
 		return engine.TurnErr(stop)
@@ -370,7 +383,7 @@ func (e *serverEndpoint) SendPayload(now time.Time, p []byte, stop, deadline <-c
 	if err := e.l.core.SendConn(now, e.index, e.g, p, &e.out); err != nil {
 		return sendErr(err)
 	}
-	return e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+	return e.hw.Send(e.out.Datagrams, e.c.readable(), now, deadline)
 }
 
 // SendPayloads is msgconn.BatchEndpoint's: it seals ps and hands their
@@ -383,7 +396,7 @@ func (e *serverEndpoint) SendPayloads(now time.Time, ps [][]byte, stop, deadline
 		if err != nil {
 			return 0, sendErr(err)
 		}
-		return n, e.sh.sq.Send(e.out.Datagrams, stop, deadline, e.wake)
+		return n, e.hw.WriteUntil(e.out.Datagrams, false, stop, deadline) // behind those held
 	})
 }
 
@@ -397,8 +410,12 @@ func sendErr(err error) error {
 	return sendq.ErrStopped
 }
 
-// ClosePeer disconnects the client, with its DISCONNECT packets.
+// ClosePeer disconnects the client, with its DISCONNECT packets, behind
+// the Writes held.
 func (e *serverEndpoint) ClosePeer() {
+	e.turn.Wait() // the Writes waiting for it gave up: the Conn ended
+	_ = e.hw.WriteUntil(nil, false, sendq.NoWait, nil)
+	e.turn.Give()
 	out := e.l.outs.Get().(*core.ServerOutput)
 	if e.l.core.DisconnectConn(time.Now(), e.index, e.g, true, out) == nil {
 		e.l.act(e.sh, time.Now(), out, sendq.NoWait) // Close never waits on the socket: through the Conn's queue, behind its Writes
@@ -445,6 +462,16 @@ func (l *Listener) Close() error {
 	l.once.Do(func() {
 		first = true
 		close(l.closing)
+		l.fb.Close()
+		// The Writes the Conns hold leave before the disconnects (a
+		// Write that races Close may follow them, as it may fail).
+		for i := range l.conns {
+			if c := l.conns[i].Load(); c != nil {
+				if e, ok := c.m.Endpoint().(*serverEndpoint); ok {
+					e.hw.Flush()
+				}
+			}
+		}
 		out := l.outs.Get().(*core.ServerOutput)
 		l.core.DisconnectAll(time.Now(), true, out)
 		l.act(l.shards[0], time.Now(), out, sendq.NoWait)

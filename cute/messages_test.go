@@ -254,8 +254,17 @@ func TestMessagesFragmentsLeaveTogether(t *testing.T) {
 	}
 }
 
-// heldWrites is how many datagrams dialed Conn c holds for a train.
-func heldWrites(c *Conn) int { return c.m.Endpoint().(*dialConn).hw.Len() }
+// heldWrites is how many datagrams Conn c, dialed or a server's, holds
+// for a train.
+func heldWrites(c *Conn) int {
+	switch e := c.m.Endpoint().(type) {
+	case *dialConn:
+		return e.hw.Len()
+	case *serverEndpoint:
+		return e.hw.Len()
+	}
+	return 0
+}
 
 // waitingBytes is what c's client/server layer holds of received
 // messages, whole or not: FragmentBytes a fragment.
@@ -265,23 +274,25 @@ func waitingBytes(c *Conn) int {
 	return c.ml.t.Buffered()
 }
 
+// read reads one payload or message of c within the given time.
+func read(t *testing.T, c *Conn, within time.Duration) (string, error) {
+	t.Helper()
+	buf := make([]byte, 64)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
+	n, err := c.Read(buf)
+	return string(buf[:n]), err
+}
+
 // TestMessagesHeldWrites, over real UDP, IPv4 and IPv6: with the
 // client/server layer, a dialed Conn holds a Write made while messages
 // wait for its Reads (for a train, as a bare Conn holds one while
 // payloads wait in its read queue), and the held Write reaches the
 // server whatever sends it: the next Write, which finds no message
 // waiting, a Read that finds none, Close (before it lingers), or, with
-// none of these, its writer's next wait (engine.Held's dispatch). Each
+// none of these, its writer's next wait (a dialed Conn's dispatch). Each
 // case but the last runs without the dispatch, so that only what it
 // names can send.
 func TestMessagesHeldWrites(t *testing.T) {
-	read := func(t *testing.T, c *Conn, within time.Duration) (string, error) {
-		t.Helper()
-		buf := make([]byte, 64)
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
-		n, err := c.Read(buf)
-		return string(buf[:n]), err
-	}
 	cases := []struct {
 		name     string
 		dispatch bool
@@ -343,6 +354,97 @@ func TestMessagesHeldWrites(t *testing.T) {
 					require.ErrorIs(t, err, io.EOF)
 				}
 			})
+		}
+	}
+}
+
+// TestServerHeldWrites, over real UDP, IPv4 and IPv6, bare and with the
+// client/server layer: a server Conn holds a Write made while a Read
+// would find something at once (a payload queued, or a whole message),
+// and the held Write reaches the client, before what follows it,
+// whatever sends it: the next Write, a Read that finds nothing, the
+// Conn's Close or the Listener's (before the disconnects), or, its
+// writer waiting on something else, the Listener's fallback
+// (engine.HeldFallback later). Each case but the last runs without the
+// fallback (engine.SetDispatch), so that only what it names can send.
+func TestServerHeldWrites(t *testing.T) {
+	cases := []struct {
+		name string
+		// after, run on the server once it has read one of two payloads
+		// and written "held", makes "held" leave; then the client reads
+		// next, and end (if any) after it.
+		after func(t *testing.T, s *server, srv *Conn)
+		next  string
+		end   error
+	}{
+		{"next Write", func(t *testing.T, _ *server, srv *Conn) {
+			_, err := read(t, srv, 5*time.Second)
+			require.NoError(t, err)
+			_, err = srv.Write([]byte("after"))
+			require.NoError(t, err)
+			require.Zero(t, heldWrites(srv), "held after a Write that found nothing to read")
+		}, "after", nil},
+		{"Read", func(t *testing.T, _ *server, srv *Conn) {
+			_, err := read(t, srv, 5*time.Second)
+			require.NoError(t, err)
+			_, err = read(t, srv, time.Millisecond) // nothing comes: it waits, after sending
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.Zero(t, heldWrites(srv), "held after a Read that found nothing")
+		}, "", nil},
+		{"Close", func(t *testing.T, _ *server, srv *Conn) {
+			require.NoError(t, srv.Close())
+		}, "", io.EOF},
+		{"Listener Close", func(t *testing.T, s *server, _ *Conn) {
+			require.NoError(t, s.Close())
+		}, "", io.EOF},
+		{"writer waits", nil, "", nil},
+	}
+	layers := []struct {
+		name string
+		edit func(*ServerConfig)
+	}{{"bare", bare}, {"messages", nil}}
+	for _, f := range families {
+		for _, ly := range layers {
+			for _, tc := range cases {
+				t.Run(f.name+"/"+ly.name+"/"+tc.name, func(t *testing.T) {
+					if tc.after != nil {
+						engine.SetDispatch(false)
+						defer engine.SetDispatch(true)
+					}
+					s := listen(t, f.network, f.addr, ly.edit)
+					cli, srv := pair(t, s, 1)
+					for i := range 2 {
+						_, err := cli.Write(fmt.Appendf(nil, "to server %d", i))
+						require.NoError(t, err)
+					}
+					require.Eventually(t, func() bool {
+						if srv.Bare() {
+							return srv.m.Buffered() == 2
+						}
+						return waitingBytes(srv) == 2*layer.FragmentBytes
+					}, 5*time.Second, time.Millisecond)
+					_, err := read(t, srv, 5*time.Second)
+					require.NoError(t, err)
+					_, err = srv.Write([]byte("held"))
+					require.NoError(t, err)
+					if tc.after != nil {
+						require.Positive(t, heldWrites(srv), "a Write made while a Read would find something is held")
+						tc.after(t, s, srv)
+					}
+					got, err := read(t, cli, 5*time.Second)
+					require.NoError(t, err)
+					require.Equal(t, "held", got)
+					if tc.next != "" {
+						got, err = read(t, cli, 5*time.Second)
+						require.NoError(t, err)
+						require.Equal(t, tc.next, got)
+					}
+					if tc.end != nil {
+						_, err = read(t, cli, 5*time.Second)
+						require.ErrorIs(t, err, tc.end)
+					}
+				})
+			}
 		}
 	}
 }

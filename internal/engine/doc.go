@@ -1,9 +1,10 @@
 // Package engine is the socket engine the dialects bind to (DESIGN.md
 // section 12): per socket, in the manner of quic-go's Transport, the
 // reader goroutine's loop, the read turn and the pulling Reads that share
-// it (Socket, Reader), and the held-write policy of a connected socket
-// (Held). A dialect (netcode's Listener and dialed Conn in the root
-// package) is a binding: a Receiver that hands each datagram to its
+// it (Socket, Reader), and the held-write policy of a Conn with one peer
+// (Held: a dialed Conn's connected socket, a server Conn's send queue,
+// bounded by a Listener's Fallback). A dialect (netcode's Listener and
+// dialed Conn in the root package) is a binding: a Receiver that hands each datagram to its
 // I/O-free core ("datagram from A at t") and carries out the core's
 // Output, plus its Conn type and errors. Server and client sockets differ
 // to the engine only in demultiplexing, their Role: Many peers by
@@ -59,6 +60,18 @@
 //	                       train. No timer: a held datagram leaves by the
 //	                       writer's next wait, with no time passing on a
 //	                       simulated clock (held.go says when else)
+//	Fallback's timer       per Listener (netcode's and cute's), in place
+//	                       of Held's dispatch for its server Conns: a
+//	                       Conn whose first datagram is held registers
+//	                       once; time.AfterFunc, armed while any Conn is
+//	                       registered, at most once per HeldFallback (1
+//	                       ms); its callback (engine.(*Fallback).fire)
+//	                       takes each registered Conn's write turn if it
+//	                       is free (else looks again next time) and sends
+//	                       its train, never waiting on the send queue.
+//	                       The common ways out (the burst's last Write, a
+//	                       Read finding nothing) send first, with no
+//	                       goroutine woken; this bounds the rest
 //	readTurn's timers      idle and grace, the reader's own: it waits on
 //	                       their channels (no callback)
 //
@@ -67,8 +80,12 @@
 // the Conns' Writes go through it, grouped by peer into GSO trains; a
 // Write finds it idle and writes at once, else it queues (bounded: a
 // full queue drops keep-alives, and makes a Write wait until its deadline
-// or Close). A dialed Conn writes directly, in its write turn, through
-// Held.
+// or Close). A server Conn's Writes go to it through Held, in the Conn's
+// write turn: those held while the Conn's read queue holds payloads leave
+// as one send of several, which an idle queue writes at once from the
+// writing goroutine, one GSO train to the peer (a Held's sink, InitQueue),
+// or at the latest by the Listener's Fallback.
+// A dialed Conn writes directly, in its write turn, through Held (Init).
 //
 // Every goroutine the engine runs of its own, by the function it runs
 // (TestGoroutineInventory in the root package fails if another runs, and
@@ -76,12 +93,16 @@
 //
 //	engine.(*Due).fire       a dialed Conn's timer callback, or a cute layer's, while it runs: the Update when due
 //	engine.(*Held).dispatch  a dialed Conn's held Writes' train, from the first held to its write
+//	engine.(*Fallback).fire  a Listener's server Conns' held trains, HeldFallback after the first registered, while it runs
 //
 // Locks, in the order they may be taken: the read turn (a channel,
 // readTurn.tok) → a Conn's write turn (WriteTurn, a channel the binding
-// owns; Held's dispatch and Flush and the binding's update take it) → the
-// core's locks → packetq.Queue's lock. Socket.dmu (the socket's read
-// deadline and its puller), Due.mu and Ticker.mu are leaves (leafMutex);
+// owns; Held's dispatch and Flush and the binding's update take it, and
+// the Fallback's sweep only if it is free, holding nothing) → the core's
+// locks → packetq.Queue's lock. Socket.dmu (the socket's read deadline
+// and its puller), Due.mu, Ticker.mu and Fallback.mu (taken in a write
+// turn to register, and by the sweep with nothing held) are leaves
+// (leafMutex);
 // the send queue's lock is a leaf, never held across a socket write. No
 // engine lock is held across a call into the binding but the read turn
 // (Receive), and Due's and Ticker's call their update with none held.

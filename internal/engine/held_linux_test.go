@@ -36,7 +36,7 @@ func BenchmarkHeldTrain(b *testing.B) {
 				w.h.Received(8, now)
 				for range 8 {
 					w.turn.Take(w.stop, nil)
-					_ = w.h.Send(m, false, now)
+					_ = w.h.Send(m, false, now, nil)
 					w.turn.Give()
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -69,7 +70,7 @@ func newHeldWriter(conn transport.Conn) *heldWriter {
 
 func (w *heldWriter) send(t *testing.T, p string, queued bool) {
 	require.True(t, w.turn.Take(w.stop, nil))
-	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now()))
+	require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte(p), Addr: heldPeer}}, queued, time.Now(), nil))
 	w.turn.Give()
 }
 
@@ -153,7 +154,7 @@ func TestHeldStopsAtClose(t *testing.T) {
 		w := newHeldWriter(log)
 		w.h.Received(4, time.Now())
 		require.True(t, w.turn.Take(w.stop, nil))
-		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now()))
+		require.NoError(t, w.h.Send([]transport.Message{{Buf: []byte("held"), Addr: heldPeer}}, false, time.Now(), nil))
 		close(w.stop) // the Conn ends while the writer holds the turn
 		require.NoError(t, w.h.Write([]transport.Message{{Buf: []byte("bye"), Addr: heldPeer}}, false))
 		w.turn.Give()
@@ -162,4 +163,76 @@ func TestHeldStopsAtClose(t *testing.T) {
 		require.Equal(t, []int{2}, calls)
 		require.Equal(t, []string{"held", "bye"}, sent)
 	})
+}
+
+// TestFallback runs a server Conn's held Writes, bounded by its Listener's
+// Fallback, on simulated time: the train leaves exactly HeldFallback
+// after the first datagram held, as one send, and not before; a sweep
+// that finds the Conn's write turn taken (its own Write) neither waits
+// for it nor sends, and looks again one HeldFallback later; a Conn over
+// is forgotten; and the timer is armed only while a Conn is registered.
+func TestFallback(t *testing.T) {
+	cases := []struct {
+		name     string
+		turnHeld bool // the Conn's own Write has the turn at the first sweep
+		over     bool // the Conn ends before the first sweep
+		calls    []int
+		left     time.Duration // when the train left
+	}{
+		{"sweeps the train", false, false, []int{2}, HeldFallback},
+		{"its own Write has the turn", true, false, []int{2}, 2 * HeldFallback},
+		{"the Conn over", false, true, nil, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log := &sendLog{}
+				q := sendq.New(log, nil, 64)
+				defer q.Close()
+				fb := NewFallback()
+				defer fb.Close()
+				w := &heldWriter{turn: NewWriteTurn(), stop: make(chan struct{})}
+				w.h.InitQueue(q, make(chan struct{}, 1), w.turn, w.stop, fb)
+				w.h.Enable(true)
+				start := time.Now()
+				w.send(t, "a", true)
+				w.send(t, "b", true)
+				if tc.turnHeld {
+					w.turn.Wait()
+				}
+				if tc.over {
+					close(w.stop)
+				}
+				time.Sleep(HeldFallback - time.Nanosecond)
+				synctest.Wait()
+				calls, _ := log.get()
+				require.Empty(t, calls, "held until the fallback")
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if tc.turnHeld {
+					calls, _ = log.get()
+					require.Empty(t, calls, "the sweep neither waits for the turn nor sends")
+					require.Equal(t, 2, w.h.Len())
+					w.turn.Give()
+					synctest.Wait()
+					calls, _ = log.get()
+					require.Empty(t, calls, "no sweep waited for the turn: the next one sends")
+					time.Sleep(HeldFallback)
+					synctest.Wait()
+				}
+				calls, sent := log.get()
+				require.Equal(t, tc.calls, calls)
+				if tc.left > 0 {
+					require.Equal(t, tc.left, time.Since(start), "when the train left")
+					require.Equal(t, []string{"a", "b"}, sent)
+					require.Zero(t, w.h.Len())
+				}
+				fb.mu.Lock()
+				armed, listed := fb.armed, len(fb.list)
+				fb.mu.Unlock()
+				require.False(t, armed, "nothing registered: the timer is not armed")
+				require.Zero(t, listed)
+			})
+		})
+	}
 }

@@ -26,11 +26,8 @@ func NewWriteTurn() WriteTurn { return make(WriteTurn, 1) }
 // it reports whether it has it. The turn is free almost always: that case
 // costs one channel send.
 func (w WriteTurn) Take(stop, deadline <-chan struct{}) bool {
-	select {
-	case w <- struct{}{}:
-		acquire(rankWriteTurn)
+	if w.TryTake() {
 		return true
-	default:
 	}
 	select {
 	case w <- struct{}{}:
@@ -40,6 +37,17 @@ func (w WriteTurn) Take(stop, deadline <-chan struct{}) bool {
 	case <-deadline:
 	}
 	return false
+}
+
+// TryTake takes the turn if it is free, and reports whether it did.
+func (w WriteTurn) TryTake() bool {
+	select {
+	case w <- struct{}{}:
+		acquire(rankWriteTurn)
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait takes the turn, however long it takes (Close, once the Writes
