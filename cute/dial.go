@@ -13,6 +13,7 @@ import (
 
 	"github.com/gonetcode/netcode/cute/internal/core"
 	"github.com/gonetcode/netcode/internal/engine"
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/timerwheel"
@@ -246,7 +247,7 @@ type dialReceiver struct{ dc *dialConn }
 func (r dialReceiver) Receive(ms []transport.Message) {
 	dc := r.dc
 	out := &dc.rout
-	now := time.Now()
+	now := monoclock.TimeNow() // a packet's path: one clock read
 	var next time.Time
 	payloads := 0
 	for i := range ms {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gonetcode/netcode/cute/internal/core"
 	"github.com/gonetcode/netcode/internal/engine"
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/internal/msgconn"
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
@@ -270,7 +271,7 @@ func (sh *shard) Receive(ms []transport.Message) {
 		sh.sq.Burst() // their replies leave together
 	}
 	sh.l.received.AddAll(ms)
-	now := time.Now()
+	now := monoclock.TimeNow() // a packet's path: one clock read
 	for i := range ms {
 		from := netip.AddrPortFrom(ms[i].Addr.Addr().Unmap(), ms[i].Addr.Port())
 		sh.l.core.Receive(now, from, ms[i].Buf, &sh.rout)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gonetcode/netcode/internal/deadline"
+	"github.com/gonetcode/netcode/internal/monoclock"
 	"github.com/gonetcode/netcode/internal/packetq"
 	"github.com/gonetcode/netcode/internal/sendq"
 )
@@ -214,7 +215,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if err := c.writable(); err != nil {
 		return 0, err
 	}
-	if err := c.ep.SendPayload(time.Now(), b, c.q.Done(), c.wd.Wait()); err != nil {
+	if err := c.ep.SendPayload(monoclock.TimeNow(), b, c.q.Done(), c.wd.Wait()); err != nil {
 		return 0, c.writeErr(err)
 	}
 	return len(b), nil
@@ -243,7 +244,7 @@ func (c *Conn) WriteBatch(ps [][]byte) (int, error) {
 	if err := c.writable(); err != nil {
 		return 0, err
 	}
-	n, err := c.batch.SendPayloads(time.Now(), ps, c.q.Done(), c.wd.Wait())
+	n, err := c.batch.SendPayloads(monoclock.TimeNow(), ps, c.q.Done(), c.wd.Wait())
 	if err != nil {
 		return n, c.writeErr(err)
 	}

@@ -86,7 +86,10 @@ func (o *ClientOutput) Changed() bool { return o.From != o.To }
 type Client struct {
 	mu   sync.Mutex
 	rand entropy
-	tok  wire.ClientToken
+	ivs  ivSource
+	// ivDirect draws the IVs from rand itself (tests only).
+	ivDirect bool
+	tok      wire.ClientToken
 	// c2s and s2c are the token's keys, ready for packets.
 	c2s, s2c wire.PacketKey
 
@@ -357,11 +360,11 @@ func (c *Client) sendDue(now time.Time, out *ClientOutput) {
 		buf = append(buf, c.tok.Packet[:]...)
 		c.seq++ // the C client spends a sequence number on it too
 	case SendingChallengeResponse:
-		c.rand(c.iv[:])
+		c.ivs.draw(c.rand, c.ivDirect, &c.iv)
 		buf = wire.AppendChallenge(buf, wire.ChallengeResponse, c.seq, &c.c2s, &c.iv, c.challengeNonce, &c.challengeData)
 		c.seq++
 	case Connected:
-		c.rand(c.iv[:])
+		c.ivs.draw(c.rand, c.ivDirect, &c.iv)
 		buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.c2s, &c.iv)
 		c.seq++
 	default:
@@ -380,7 +383,7 @@ func (c *Client) disconnect(now time.Time, s State, send bool, out *ClientOutput
 		to := c.tok.Endpoints[c.server]
 		for range DisconnectPackets {
 			buf, start := out.mark()
-			c.rand(c.iv[:])
+			c.ivs.draw(c.rand, c.ivDirect, &c.iv)
 			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.c2s, &c.iv)
 			c.seq++
 			out.push(buf, start, to)
@@ -423,7 +426,7 @@ func (c *Client) SendBatch(now time.Time, ps [][]byte, out *ClientOutput) (int, 
 	}
 	for _, payload := range ps {
 		buf, start := out.mark()
-		c.rand(c.iv[:])
+		c.ivs.draw(c.rand, c.ivDirect, &c.iv)
 		buf = wire.AppendPayload(buf, c.seq, &c.c2s, &c.iv, payload)
 		c.seq++
 		out.push(buf, start, c.tok.Endpoints[c.server])

@@ -32,6 +32,7 @@ func (s *scripted) read(b []byte) {
 	hydro.RandomBufDeterministic(b, &s.seed)
 }
 
-// setEntropy replaces a core's random source, for tests only.
-func (c *Client) setEntropy(e entropy) { c.rand = e }
-func (s *Server) setEntropy(e entropy) { s.rand = e }
+// setEntropy replaces a core's random source, for tests only: the IVs
+// too are drawn from it, each as it is needed.
+func (c *Client) setEntropy(e entropy) { c.rand, c.ivDirect = e, true }
+func (s *Server) setEntropy(e entropy) { s.rand, s.ivDirect = e, true }

@@ -69,7 +69,8 @@ type TokenHistory interface {
 
 // slot is a client slot: its lock and the connection it holds.
 type slot struct {
-	mu sync.Mutex
+	mu  sync.Mutex
+	ivs ivSource // the slot's connections' IVs, kept from one to the next
 	conn
 }
 
@@ -109,11 +110,13 @@ type conn struct {
 // Lock order: tick → mu → slot.mu. A goroutine holding slot.mu alone
 // releases it before taking mu.
 type Server struct {
-	tick    sync.Mutex
-	mu      sync.RWMutex
-	cfg     ServerConfig
-	rand    entropy // safe for concurrent use (crypto/rand)
-	timeout uint32  // seconds, as sent
+	tick sync.Mutex
+	mu   sync.RWMutex
+	cfg  ServerConfig
+	rand entropy // safe for concurrent use (crypto/rand)
+	// ivDirect draws the slots' IVs from rand itself (tests only).
+	ivDirect bool
+	timeout  uint32 // seconds, as sent
 
 	slots    []slot
 	count    int
@@ -347,7 +350,7 @@ func (s *Server) drop(i int, notify bool, reason string, out *ServerOutput) {
 	if notify {
 		for range DisconnectPackets {
 			buf, start := out.mark()
-			s.rand(c.iv[:])
+			c.ivs.draw(s.rand, s.ivDirect, &c.iv)
 			buf = wire.AppendEmpty(buf, wire.Disconnect, c.seq, &c.s2c, &c.iv)
 			c.seq++
 			out.push(buf, start, c.addr)
@@ -434,7 +437,7 @@ func (s *Server) Update(now time.Time, out *ServerOutput) {
 				s.sendAccepted(&c.conn, out)
 			}
 			buf, start := out.mark()
-			s.rand(c.iv[:])
+			c.ivs.draw(s.rand, s.ivDirect, &c.iv)
 			buf = wire.AppendEmpty(buf, wire.KeepAlive, c.seq, &c.s2c, &c.iv)
 			c.seq++
 			out.push(buf, start, c.addr)
@@ -529,7 +532,7 @@ func (s *Server) send(now time.Time, ref slotRef, ps [][]byte, out *ServerOutput
 	}
 	for _, payload := range ps {
 		buf, start := out.mark()
-		s.rand(c.iv[:])
+		c.ivs.draw(s.rand, s.ivDirect, &c.iv)
 		buf = wire.AppendPayload(buf, c.seq, &c.s2c, &c.iv, payload)
 		c.seq++
 		out.push(buf, start, c.addr)
