@@ -69,13 +69,14 @@ func TestTokenFloodLocksNoOneOut(t *testing.T) {
 			assert.Zero(t, st.History, "no token recorded before its challenge is answered")
 			assert.Zero(t, st.HistoryFull-start.HistoryFull)
 
-			// Then each socket sends its last token again every 500 ms
-			// while a fresh client dials: 32 sockets against 16 mappings
-			// keep the table full, and each handshake in progress has
-			// 4 x MaxClients / R = 16 / (64/s) = 250 ms before a request
-			// drops it (docs/security.md), ample for a loopback handshake
-			// even on a loaded machine. At 100 ms (50 ms a handshake) a
-			// client delayed by load lost its mapping now and then.
+			// Then each socket sends its last token again every 500 ms,
+			// all 32 in a burst, while a fresh client dials: 32 sockets
+			// against 16 mappings keep the table full, and a handshake
+			// begun after a burst has until the next, 500 ms, before the
+			// burst's requests drop it (4 x MaxClients / R on average,
+			// docs/security.md), ample for a loopback handshake even on a
+			// loaded machine. At 100 ms a client delayed by load lost its
+			// mapping now and then.
 			done := make(chan struct{})
 			var wg sync.WaitGroup
 			defer wg.Wait()
@@ -94,7 +95,18 @@ func TestTokenFloodLocksNoOneOut(t *testing.T) {
 					}
 				}
 			})
-			require.Eventually(t, func() bool { return l.Stats().MappingsFull > st.MappingsFull }, 10*time.Second, time.Millisecond, "the resent requests fill the mappings")
+			// The client dials once the first burst is handled whole: a
+			// request of its own that arrived amid the burst would be the
+			// newest mapping while the burst's last requests each dropped
+			// the oldest, and a client whose mapping is gone after its
+			// challenge sends responses the server cannot read until it
+			// gives up (this failed a run in ten under -race when the
+			// client dialed at the burst's first drop). Every request,
+			// resent or not, is answered with a challenge.
+			require.Eventually(t, func() bool {
+				now := l.Stats()
+				return now.MappingsFull > st.MappingsFull && now.ChallengesSent-st.ChallengesSent >= sockets
+			}, 10*time.Second, time.Millisecond, "the resent requests fill the mappings")
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
