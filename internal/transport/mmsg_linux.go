@@ -247,8 +247,8 @@ func (b *batch) recvOne(fd uintptr) (uintptr, syscall.Errno) {
 // with Syscall, woke sysmon once per burst, which then slept in 20 µs
 // steps until the process was idle again (docs/performance.md, "The
 // server at one client without waking sysmon": nanosleep 0.08 -> 0.003,
-// futex 0.09 -> 0.04, context switches 0.30 -> 0.15 per echo). A held
-// Conn's trains are at most 16 (engine's hold limit); longer ones, the send
+// futex 0.10 -> 0.04, context switches 0.31 -> 0.17 per echo). A held
+// Conn's trains are at most 16 (engine.HeldTrain); longer ones, the send
 // queue's trains of up to 64 KiB, which the kernel may take tens of
 // microseconds to deliver on loopback, keep Syscall, so that a thread the
 // kernel preempts in one does not keep its P from the scheduler.
