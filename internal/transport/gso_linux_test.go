@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"syscall"
@@ -275,5 +276,42 @@ func TestGROSegment(t *testing.T) {
 		{"short header", gro[:4], 0},
 	} {
 		assert.Equal(t, tc.want, groSegment(tc.p), tc.name)
+	}
+}
+
+// TestGSOOneTrain: a train to one peer is one header, sent by sendmsg;
+// trains up to rawTrain go as a raw system call, longer ones through
+// Syscall. Each length on either side of the bound arrives whole and in
+// order, on IPv4 and IPv6.
+func TestGSOOneTrain(t *testing.T) {
+	for _, fam := range []struct{ network, addr string }{{"udp4", "127.0.0.1:0"}, {"udp6", "[::1]:0"}} {
+		for _, n := range []int{2, rawTrain, rawTrain + 1, MaxTrainSegments} {
+			t.Run(fmt.Sprintf("%s/%d", fam.network, n), func(t *testing.T) {
+				tx := onPath(PathBest)(listenUDP(t, fam.network, fam.addr))
+				defer tx.Close()
+				rx := onPath(PathMmsg)(listenUDP(t, fam.network, fam.addr))
+				defer rx.Close()
+				ms := make([]Message, n)
+				for i := range ms {
+					ms[i] = Message{Buf: bytes.Repeat([]byte{byte(i)}, 100), Addr: addrOf(t, rx)}
+				}
+				k, err := tx.WriteBatch(ms)
+				require.NoError(t, err)
+				require.Equal(t, n, k)
+				in := newMsgs(8)
+				require.NoError(t, rx.SetReadDeadline(time.Now().Add(5*time.Second)))
+				for got := 0; got < n; {
+					for j := range in {
+						in[j].Buf = in[j].Buf[:cap(in[j].Buf)]
+					}
+					k, err := rx.ReadBatch(in)
+					require.NoError(t, err, "after %d of %d", got, n)
+					for _, m := range in[:k] {
+						require.Equal(t, ms[got].Buf, m.Buf, "datagram %d of %d", got, n)
+						got++
+					}
+				}
+			})
+		}
 	}
 }

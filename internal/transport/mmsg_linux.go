@@ -238,6 +238,22 @@ func (b *batch) recvOne(fd uintptr) (uintptr, syscall.Errno) {
 	return 1, 0
 }
 
+// rawTrain is the longest train (datagrams in one sendmsg) sent as a raw
+// system call, as recv's reads and a lone sendto are: the socket does not
+// block, so the call needs none of the scheduler's bookkeeping for one
+// that may. That bookkeeping is what wakes the runtime's sysmon thread
+// from its deep sleep (entersyscall, when every P was idle): a server at
+// one client goes idle between bursts, and its burst's one train, sent
+// with Syscall, woke sysmon once per burst, which then slept in 20 µs
+// steps until the process was idle again (docs/performance.md, "The
+// server at one client without waking sysmon": nanosleep 0.08 -> 0.003,
+// futex 0.10 -> 0.04, context switches 0.31 -> 0.17 per echo). A held
+// Conn's trains are at most 16 (engine.HeldTrain); longer ones, the send
+// queue's trains of up to 64 KiB, which the kernel may take tens of
+// microseconds to deliver on loopback, keep Syscall, so that a thread the
+// kernel preempts in one does not keep its P from the scheduler.
+const rawTrain = 16
+
 func (b *batch) send(fd uintptr) bool {
 	if gsoFault != 0 && b.done < b.n && b.segs[b.done] > 1 {
 		b.errno = gsoFault // a test's stand-in for the kernel's refusal
@@ -258,6 +274,8 @@ func (b *batch) send(fd uintptr) bool {
 				// not block.
 				_, _, e = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b.iovs[0].Base)), uintptr(b.iovs[0].Len),
 					0, name, uintptr(h.Namelen))
+			} else if b.segs[0] <= rawTrain {
+				_, _, e = unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(h)), 0)
 			} else {
 				_, _, e = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(h)), 0)
 			}
