@@ -209,15 +209,17 @@ func (l *Listener) tickLoop() {
 // the datagrams through the first socket's send queue (waiting for room
 // until stop or deadline), logs the records, and empties out.
 func (l *Listener) act(out *server.Output, stop, deadline <-chan struct{}) error {
-	return l.actOn(l.sends[0], out, stop, deadline, nil)
+	return l.actOn(l.sends[0], out, stop, deadline)
 }
 
-// actOn is act with the datagrams sent through q, and wake the channel
-// the send queue signals a waiting sender on (nil: made if needed).
-func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}, wake chan struct{}) error {
+// actOn is act with the datagrams sent through q. (A Conn's Writes go
+// through its Held, which passes the send queue the Conn's own wake
+// channel; a call into the core here has none, and the queue makes one if
+// it must wait.)
+func (l *Listener) actOn(q *sendQueue, out *server.Output, stop, deadline <-chan struct{}) error {
 	var err error
 	if len(out.Datagrams) > 0 {
-		err = q.Send(out.Datagrams, stop, deadline, wake)
+		err = q.Send(out.Datagrams, stop, deadline, nil)
 	}
 	l.logOut(out)
 	return err

@@ -53,7 +53,7 @@ func (r *reception) send(sh *shard) {
 		sh.l.actNow(sh.q, &r.out)
 		return
 	}
-	sh.l.actOn(sh.q, &r.out, noWait, nil, nil)
+	sh.l.actOn(sh.q, &r.out, noWait, nil)
 }
 
 func (l *Listener) newShard(sock transport.Conn, q *sendQueue) *shard {
