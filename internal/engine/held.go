@@ -344,10 +344,11 @@ func (h *Held) holdOne(m transport.Message) {
 // sweep sends the datagrams held for h's Fallback, if it can take the
 // write turn without waiting, and reports whether h is done with (sent,
 // nothing held, or the Conn over); false: the Conn's own Write (or Read's
-// Flush) has the turn, which sends the train or adds to it, and h stays
-// on the list for the next sweep, one HeldFallback later. It never waits: what
-// a full send queue has no room for is dropped, as UDP may drop any
-// datagram.
+// Flush) has the turn, which sends the train or adds to it, or the send
+// queue is busy with no room for the train, and h stays on the list, its
+// train held, for the next sweep, one HeldFallback later. It never
+// waits, and drops nothing: a Write waits for room in a full queue, and
+// so its train waits for the queue's writer to make room.
 func (h *Held) sweep() bool {
 	select {
 	case <-h.stop:
@@ -357,10 +358,15 @@ func (h *Held) sweep() bool {
 	if !h.turn.TryTake() {
 		return false
 	}
-	h.registered = false
 	if h.n.Load() > 0 {
-		_ = h.WriteUntil(nil, false, sendq.NoWait, nil)
+		if !h.sink.q.TrySend(h.held.Datagrams) {
+			h.turn.Give()
+			return false
+		}
+		h.held.Reset()
+		h.n.Store(0)
 	}
+	h.registered = false
 	h.turn.Give()
 	return true
 }

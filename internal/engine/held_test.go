@@ -11,6 +11,7 @@ import (
 
 	"github.com/gonetcode/netcode/internal/sendq"
 	"github.com/gonetcode/netcode/internal/transport"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,9 +21,13 @@ type sendLog struct {
 	mu    sync.Mutex
 	calls []int
 	sent  []string
+	gate  chan struct{} // if set, each write waits for it to close
 }
 
 func (c *sendLog) record(ms ...[]byte) {
+	if c.gate != nil {
+		<-c.gate
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, len(ms))
@@ -176,19 +181,38 @@ func TestFallback(t *testing.T) {
 		name     string
 		turnHeld bool // the Conn's own Write has the turn at the first sweep
 		over     bool // the Conn ends before the first sweep
+		full     bool // the send queue is busy, with no room, at the first sweep
 		calls    []int
+		sent     []string
 		left     time.Duration // when the train left
 	}{
-		{"sweeps the train", false, false, []int{2}, HeldFallback},
-		{"its own Write has the turn", true, false, []int{2}, 2 * HeldFallback},
-		{"the Conn over", false, true, nil, 0},
+		{"sweeps the train", false, false, false, []int{2}, []string{"a", "b"}, HeldFallback},
+		{"its own Write has the turn", true, false, false, []int{2}, []string{"a", "b"}, 2 * HeldFallback},
+		{"the Conn over", false, true, false, nil, nil, 0},
+		// Another sender's datagram is being written (x) and one waits in
+		// the queue (y): the sweep keeps the train, drops none of it, and
+		// the next sends it behind them.
+		{"the send queue full", false, false, true, []int{1, 1, 2}, []string{"x", "y", "a", "b"}, 2 * HeldFallback},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				log := &sendLog{}
-				q := sendq.New(log, nil, 64)
+				room := 64
+				if tc.full {
+					log.gate, room = make(chan struct{}), 1
+				}
+				q := sendq.New(log, nil, room)
 				defer q.Close()
+				var others sync.WaitGroup
+				defer others.Wait()
+				if tc.full {
+					others.Go(func() {
+						assert.NoError(t, q.Send([]transport.Message{{Buf: []byte("x"), Addr: heldPeer}}, nil, nil, nil))
+					})
+					synctest.Wait() // x is being written: the queue is busy
+					require.NoError(t, q.Send([]transport.Message{{Buf: []byte("y"), Addr: heldPeer}}, nil, nil, nil))
+				}
 				fb := NewFallback()
 				defer fb.Close()
 				w := &heldWriter{turn: NewWriteTurn(), stop: make(chan struct{})}
@@ -220,11 +244,20 @@ func TestFallback(t *testing.T) {
 					time.Sleep(HeldFallback)
 					synctest.Wait()
 				}
+				if tc.full {
+					require.Equal(t, 2, w.h.Len(), "the sweep keeps the train a full queue has no room for")
+					close(log.gate)
+					synctest.Wait()
+					calls, _ = log.get()
+					require.Equal(t, []int{1, 1}, calls, "the queue's own datagrams, and not the train before the next sweep")
+					time.Sleep(HeldFallback)
+					synctest.Wait()
+				}
 				calls, sent := log.get()
 				require.Equal(t, tc.calls, calls)
 				if tc.left > 0 {
 					require.Equal(t, tc.left, time.Since(start), "when the train left")
-					require.Equal(t, []string{"a", "b"}, sent)
+					require.Equal(t, tc.sent, sent)
 					require.Zero(t, w.h.Len())
 				}
 				fb.mu.Lock()

@@ -157,27 +157,8 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 			q.mu.Unlock()
 			return net.ErrClosed
 		}
-		// Several datagrams are a batch already (the ticker's keep-alives,
-		// a reader's replies, a Conn's train): on an idle queue they
-		// leave at once even while batching, never waiting for, or
-		// dropped by, a queue they may not fit.
-		if !q.busy && q.n == 0 && (!q.batching || len(msgs) > 1) {
-			q.busy = true
-			q.mu.Unlock()
-			q.write(msgs)
-			q.mu.Lock()
-			q.busy = false
-			if q.n > 0 {
-				q.startBatching() // senders queued behind this write
-			}
-			wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
-			// A sender woken for room that wrote directly instead left
-			// that room unclaimed: wake waiters for what there is.
-			q.openRoom(len(q.queue) - q.n)
-			q.mu.Unlock()
-			if wake {
-				q.signal()
-			}
+		if q.idleFor(msgs) {
+			q.writeIdle(msgs)
 			return nil
 		}
 		if q.busy {
@@ -186,10 +167,7 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 		queued := false
 		for len(msgs) > 0 {
 			if q.n < len(q.queue) {
-				m := &q.queue[q.n]
-				m.Buf = append(m.Buf[:0], msgs[0].Buf...)
-				m.Addr = msgs[0].Addr
-				q.n++
+				q.push(msgs[0])
 				queued = true
 			} else if q.droppable(msgs[0].Buf) {
 				q.dropped.Add(1)
@@ -233,6 +211,74 @@ func (q *Queue) Send(msgs []transport.Message, stop, deadline <-chan struct{}, w
 		}
 	}
 	return nil
+}
+
+// TrySend sends msgs as Send does, but all or none, and never waits: it
+// reports false, having sent and queued none of them, when the queue is
+// busy and has no room for them all, so that a sender that may neither
+// wait nor drop them (a Listener's fallback for its Conns' held Writes)
+// keeps them and tries again later. After Close it reports true, sending
+// none, as Send fails then.
+func (q *Queue) TrySend(msgs []transport.Message) bool {
+	q.mu.Lock()
+	switch {
+	case q.closed || len(msgs) == 0:
+		q.mu.Unlock()
+		return true
+	case q.idleFor(msgs):
+		q.writeIdle(msgs)
+		return true
+	case len(q.queue)-q.n < len(msgs):
+		q.mu.Unlock()
+		return false
+	}
+	if q.busy {
+		q.startBatching()
+	}
+	for _, m := range msgs {
+		q.push(m)
+	}
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// idleFor reports whether msgs leave at once, written by their sender:
+// the queue is idle, and not batching, or msgs are several, a batch
+// already (the ticker's keep-alives, a reader's replies, a Conn's train),
+// which on an idle queue leave at once even while batching, never waiting
+// for, or dropped by, a queue they may not fit. q.mu is held.
+func (q *Queue) idleFor(msgs []transport.Message) bool {
+	return !q.busy && q.n == 0 && (!q.batching || len(msgs) > 1)
+}
+
+// writeIdle writes msgs from the sender's goroutine, the queue being idle
+// (idleFor); q.mu is held on entry and released.
+func (q *Queue) writeIdle(msgs []transport.Message) {
+	q.busy = true
+	q.mu.Unlock()
+	q.write(msgs)
+	q.mu.Lock()
+	q.busy = false
+	if q.n > 0 {
+		q.startBatching() // senders queued behind this write
+	}
+	wake := q.n > 0 || q.closed // the writer may be waiting for this write to end
+	// A sender woken for room that wrote directly instead left that room
+	// unclaimed: wake waiters for what there is.
+	q.openRoom(len(q.queue) - q.n)
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
+// push copies m into the queue, which has room for it; q.mu is held.
+func (q *Queue) push(m transport.Message) {
+	e := &q.queue[q.n]
+	e.Buf = append(e.Buf[:0], m.Buf...)
+	e.Addr = m.Addr
+	q.n++
 }
 
 // forget takes wake out of the waiters, if the writer has not woken it.
